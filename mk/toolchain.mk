@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: MIT
+# Toolchains and flags for the flavours. Every flavour gets -Werror and the hardening
+# flags of DESIGN.md; portable code is compiled freestanding (-nostdinc) everywhere so a
+# stray libc header fails on the host too.
+
+HOST_CC      ?= gcc
+FUZZ_CC      ?= clang
+X86_64_CC    ?= gcc
+AARCH64_CC   ?= aarch64-linux-gnu-gcc
+AARCH64_LD   ?= aarch64-linux-gnu-ld
+AARCH64_OBJCOPY ?= aarch64-linux-gnu-objcopy
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wcast-qual -Wwrite-strings \
+        -Wmissing-prototypes -Wstrict-prototypes -Wundef -Wvla -Wimplicit-fallthrough \
+        -Wformat=2
+# Portable layers are parsers and codecs almost throughout: implicit narrowing is an error.
+WARN_PORTABLE := $(WARN) -Wconversion
+HARDEN := -fstack-protector-strong -fno-common -ftrivial-auto-var-init=zero
+DEPFLAGS := -MMD -MP
+INCLUDES := -I.
+
+# Generated headers (configuration constants) live under $(B)/gen.
+GEN_INCLUDES = -I$(B)/gen
+
+gcc_freestanding = -ffreestanding -nostdinc -isystem $(shell $(1) -print-file-name=include)
+clang_freestanding = -ffreestanding -nostdinc -isystem $(shell $(1) -print-resource-dir)/include
+
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+# host: unit tests, fuzz replay, tools and the hosted platform (ASan+UBSan).
+HOST_PORTABLE_CFLAGS = -std=c11 -g -O1 $(WARN_PORTABLE) $(HARDEN) $(SANITIZE) \
+        $(call gcc_freestanding,$(HOST_CC)) $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS)
+HOST_CFLAGS = -std=gnu11 -g -O1 $(WARN) $(HARDEN) $(SANITIZE) $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS)
+HOST_LDFLAGS = $(SANITIZE)
+
+# host-release: tools and benchmarks without sanitizers (measurements only).
+HOSTREL_PORTABLE_CFLAGS = -std=c11 -g -O2 $(WARN_PORTABLE) $(HARDEN) \
+        $(call gcc_freestanding,$(HOST_CC)) $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS)
+HOSTREL_CFLAGS = -std=gnu11 -g -O2 $(WARN) $(HARDEN) $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS)
+
+# fuzz: libFuzzer with ASan+UBSan (clang 14 still needs the opt-in for auto-var-init).
+CLANG_HARDEN := -fstack-protector-strong -fno-common -ftrivial-auto-var-init=zero \
+        -enable-trivial-auto-var-init-zero-knowing-it-will-be-removed-from-clang
+FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_PORTABLE_CFLAGS = -std=c11 -g -O1 $(WARN_PORTABLE) $(CLANG_HARDEN) $(FUZZ_SAN) \
+        $(call clang_freestanding,$(FUZZ_CC)) $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS)
+FUZZ_CFLAGS = -std=gnu11 -g -O1 $(WARN) $(CLANG_HARDEN) $(FUZZ_SAN) $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS)
+FUZZ_LDFLAGS = -fsanitize=fuzzer,address,undefined
+
+# x86_64 kernel. Interrupt-safe default: general registers only; files that need SSE
+# (crypto) opt in through KERNEL_SSE_SRCS. Kernel code model for the higher half.
+X86_64_CFLAGS = -std=c11 -g -O2 $(WARN_PORTABLE) $(HARDEN) -fcf-protection \
+        $(call gcc_freestanding,$(X86_64_CC)) -fno-pie -mcmodel=kernel -mno-red-zone \
+        -mgeneral-regs-only -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
+        $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1
+X86_64_ASFLAGS = -g $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 -D__ASSEMBLY__
+
+# aarch64 kernel (cross). PAC/BTI landing pads through -mbranch-protection=standard.
+AARCH64_CFLAGS = -std=c11 -g -O2 $(WARN_PORTABLE) $(HARDEN) -mbranch-protection=standard \
+        $(call gcc_freestanding,$(AARCH64_CC)) -fno-pie -mgeneral-regs-only -mstrict-align \
+        -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
+        $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1
+AARCH64_ASFLAGS = -g $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 -D__ASSEMBLY__
