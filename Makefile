@@ -127,16 +127,21 @@ $(AARCH64_LIB): $(AARCH64_P_OBJS)
 
 # Unit tests: one binary per tests/unit/<layer>/test_<module>.c, linked with the fakes,
 # the portable archive and cmocka. TEST_LIBS_<layer>_test_<module> adds libraries.
-$(B)/host/tests/unit/%: $(B)/host/t/tests/unit/%.o $(TEST_SUPPORT_OBJS) $(HOST_LIB)
+# TEST_SRCS_<layer>_test_<module> adds non-portable sources (e.g. a host tool's parser).
+.SECONDEXPANSION:
+$(B)/host/tests/unit/%: $(B)/host/t/tests/unit/%.o $$(call objs,host,t,$$(TEST_SRCS_$$(subst /,_,$$*))) \
+		$(TEST_SUPPORT_OBJS) $(HOST_LIB)
 	@mkdir -p $(@D); echo "  LD [test]   $@"
-	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $< $(TEST_SUPPORT_OBJS) $(HOST_LIB) \
-		$(TEST_LIBS_$(subst /,_,$*)) -lcmocka
+	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $< $(call objs,host,t,$(TEST_SRCS_$(subst /,_,$*))) \
+		$(TEST_SUPPORT_OBJS) $(HOST_LIB) $(TEST_LIBS_$(subst /,_,$*)) -lcmocka
 
 # Fuzz targets: the libFuzzer binary and a replay binary (gcc ASan) for `make test`.
-$(B)/fuzz/fuzz_%: $(B)/fuzz/t/tests/fuzz/fuzz_%.o $(FUZZ_LIB)
+# FUZZ_SRCS_<name> adds non-portable sources to one fuzz target.
+$(B)/fuzz/fuzz_%: $(B)/fuzz/t/tests/fuzz/fuzz_%.o $$(call objs,fuzz,t,$$(FUZZ_SRCS_$$*)) $(FUZZ_LIB)
 	@mkdir -p $(@D); echo "  LD [fuzz]   $@"
 	$(Q)$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^
-$(B)/host/tests/fuzz/replay_%: $(B)/host/t/tests/fuzz/fuzz_%.o $(B)/host/t/tests/fuzz/replay_main.o $(HOST_LIB)
+$(B)/host/tests/fuzz/replay_%: $(B)/host/t/tests/fuzz/fuzz_%.o $(B)/host/t/tests/fuzz/replay_main.o \
+		$$(call objs,host,t,$$(FUZZ_SRCS_$$*)) $(HOST_LIB)
 	@mkdir -p $(@D); echo "  LD [replay] $@"
 	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $^
 
