@@ -210,4 +210,4 @@ help:
 	@echo "  make all        build host tests/tools and both kernel flavours"
 	@echo "  V=1             show full commands; BUILD_DIR=dir for another build tree"
 
--include $(shell test -d $(B) && find $(B) -name '*.d' 2>/dev/null)
+-include $(shell test -d $(B) && find $(B) -path $(B)/deps -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -138,7 +138,7 @@ int fmt_vsnprintf(char *buf, size_t len, const char *fmt, va_list ap)
 			if (lmod == -1)
 				v = (short)v;
 			else if (lmod == -2)
-				v = (signed char)v;
+				v = (signed char)v; /* NOLINT(bugprone-signed-char-misuse): %hhd narrows on purpose */
 			emit_num(&s, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, v < 0, 10,
 				 false, &sp, "");
 			break;

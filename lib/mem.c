@@ -99,7 +99,7 @@ void *lib_memchr(const void *s, int c, size_t n)
 	const uint8_t *p = s;
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] == (uint8_t)c)
-			return (void *)(uintptr_t)(p + i);
+			return (void *)(uintptr_t)(p + i); /* NOLINT(performance-no-int-to-ptr): C's memchr drops const */
 	}
 	return NULL;
 }

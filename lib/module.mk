@@ -12,3 +12,12 @@ KERNEL_SRCS_aarch64 += lib/mem_kernel.c
 # Stop gcc turning the byte loops of mem.c back into calls to memcpy/memset.
 KCFLAGS_lib_mem := -fno-tree-loop-distribute-patterns
 KCFLAGS_lib_mem_kernel := -fno-tree-loop-distribute-patterns
+TEST_LIBS_lib_test_ring := -lpthread
+
+# The ring stress test again under ThreadSanitizer (run by tests/smoke/lib-ring-tsan.sh).
+TSAN_CFLAGS = -std=gnu11 -g -O1 -fsanitize=thread $(WARN) $(INCLUDES) $(GEN_INCLUDES)
+$(B)/tsan/test_ring: tests/unit/lib/test_ring.c lib/ring.c lib/err.c lib/ring.h
+	@mkdir -p $(@D); echo "  CC [tsan]    $@"
+	$(Q)$(HOST_CC) $(TSAN_CFLAGS) -o $@ tests/unit/lib/test_ring.c lib/ring.c lib/err.c -lcmocka -lpthread
+TEST_DEPS += $(B)/tsan/test_ring
+SMOKE_SCRIPTS += tests/smoke/lib-ring-tsan.sh

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# make lint: cppcheck and clang-tidy over our portable code (checked-in .clang-tidy).
+# Prints "lint: clean" and exits 0, or the findings and exits 1.
+set -uo pipefail
+build=${1:-build}
+mapfile -t srcs < <(git ls-files 'lib/*.c' 'kernel/*.c' 'plat/*.c' 'net/*.c' 'tls/*.c' 'mqtt/*.c' 'store/*.c' 'drivers/*.c' |
+	grep -v -E '_(x86_64|aarch64)\.c$|/mem_kernel\.c$')
+[ ${#srcs[@]} -gt 0 ] || { echo "lint: nothing to check"; exit 0; }
+cc_inc=$(gcc -print-file-name=include)
+rc=0
+echo "  LINT        cppcheck (${#srcs[@]} files)"
+if ! cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
+	--inline-suppr --suppress=missingIncludeSystem -I. -I"$build/gen" "${srcs[@]}" 2>"$build/lint-cppcheck.log"; then
+	cat "$build/lint-cppcheck.log"; rc=1
+fi
+echo "  LINT        clang-tidy (${#srcs[@]} files)"
+tidy=$(command -v clang-tidy-14 || command -v clang-tidy)
+if ! "$tidy" --quiet "${srcs[@]}" -- -std=c11 -ffreestanding -nostdinc \
+	-isystem "$(clang -print-resource-dir)/include" -I. -I"$build/gen" >"$build/lint-tidy.log" 2>&1; then
+	grep -E 'warning:|error:' "$build/lint-tidy.log" | head -50; rc=1
+fi
+[ $rc -eq 0 ] && echo "lint: clean"
+exit $rc

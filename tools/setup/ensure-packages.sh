@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs the Debian packages the build and the tests need, when missing. As root it
+# runs apt-get itself; otherwise it names the missing packages and stops.
+# Usage: ensure-packages.sh [extra-package ...]
+set -euo pipefail
+packages=(
+	make gcc libc6-dev clang-14 lld-14 libclang-rt-14-dev   # host, fuzz (libFuzzer runtime)
+	gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu        # aarch64 kernel
+	libcmocka-dev                                           # unit tests
+	cppcheck clang-tidy-14                                  # make lint
+	apt coreutils tar bzip2 xz-utils tcl                    # make deps (tclsh: SQLite amalgamation)
+	qemu-system-x86 qemu-system-arm qemu-utils              # kernel smoke tests
+	openssl python3 iproute2 procps                         # TLS/real-client tests, netns
+	mosquitto-clients python3-paho-mqtt                     # MQTT client tests
+	"$@"
+)
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup: missing Debian packages: ${missing[*]}" >&2
+	echo "setup: run as root, or: sudo apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+echo "  SETUP       apt-get install ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the index when it is missing or older than a day (a fresh machine has none).
+if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -n 1)" ]; then
+	apt-get -q update >/tmp/urmqtt-apt-update.log 2>&1 || { cat /tmp/urmqtt-apt-update.log >&2; echo "setup: apt-get update failed" >&2; exit 1; }
+fi
+if ! apt-get -q install -y --no-install-recommends "${missing[@]}" >/tmp/urmqtt-apt-install.log 2>&1; then
+	tail -20 /tmp/urmqtt-apt-install.log >&2
+	echo "setup: apt-get install failed for: ${missing[*]} (log: /tmp/urmqtt-apt-install.log)" >&2
+	exit 1
+fi
