@@ -167,10 +167,11 @@ fuzzers: $(FUZZERS)
 setup:
 	$(Q)tools/setup/ensure-packages.sh
 
+JOBS ?= $(shell nproc)
 FUZZ_SMOKE_SECONDS ?= 5
 test: setup
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory all tests fuzzers $(TEST_DEPS)
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all tests fuzzers $(TEST_DEPS)
 	$(Q)tests/run-all.sh --build $(B) --fuzz-seconds $(FUZZ_SMOKE_SECONDS) \
 		--unit "$(UNIT_TESTS)" --fuzz "$(FUZZ_NAMES)" --smoke "$(SMOKE_SCRIPTS)"
 
