@@ -209,6 +209,7 @@ help:
 	@echo "  make bench      side-by-side benchmarks (not a test)"
 	@echo "  make lint       cppcheck + clang-tidy on our code"
 	@echo "  make all        build host tests/tools and both kernel flavours"
+	@echo "  PROFILE=prod    build with config/prod.conf (default dev); make config-doc / config-check"
 	@echo "  V=1             show full commands; BUILD_DIR=dir for another build tree"
 
 -include $(shell test -d $(B) && find $(B) -path $(B)/deps -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The configuration schema: every key the image can be built with, its type, default,
+ * range, unit, one line of documentation and the constant it generates, plus the
+ * cross-key constraints. docs/CONFIGURATION.md is generated from this table (and a unit
+ * test keeps the committed copy equal), so adding a key here documents it. Layers add
+ * their keys here (keep each section together: the generators emit in table order).
+ *
+ * Never: read input, allocate, or use libc (lib/ only). Defaults must satisfy every
+ * range and constraint (tests/unit/tools/test_confparse.c parses an empty file).
+ */
+#include "tools/config/conf.h"
+#include "lib/err.h"
+#include "lib/fmt.h"
+#include "lib/mem.h"
+
+static const char *const profile_vals[] = { "dev", "prod", NULL };
+static const char *const log_level_vals[] = { "error", "warn", "info", "debug", "trace", NULL };
+static const char *const identity_vals[] = { "cn", "san_uri", NULL };
+static const char *const queue_policy_vals[] = { "drop_oldest", "refuse_newest", NULL };
+static const char *const rate_policy_vals[] = { "drop", "disconnect", NULL };
+static const char *const no_items[] = { NULL };
+static const char *const svc_sub_def[] = { "devices/+/telemetry/#", "devices/+/status", NULL };
+static const char *const svc_pub_def[] = { "devices/+/cmd/#", NULL };
+static const char *const telemetry_def[] = { "devices/+/telemetry/#", NULL };
+
+#define KEY(sec, nm, cn) .section = sec, .name = nm, .cname = cn
+#define INT(d, lo, hi, u) .type = CONF_T_INT, .def = (d), .min = (lo), .max = (hi), .unit = (u)
+#define BOOL(d) .type = CONF_T_BOOL, .def = (d), .min = 0, .max = 1
+#define ENUM(vals, d) .type = CONF_T_ENUM, .allowed = (vals), .def = (d)
+#define STR(d, lo, hi) .type = CONF_T_STR, .def_str = (d), .min = (lo), .max = (hi)
+#define IPV4(d) .type = CONF_T_IPV4, .def_str = (d)
+#define LIST(d, hi, ck) .type = CONF_T_LIST, .def_list = (d), .min = 0, .max = (hi), .check = (ck)
+#define U_N CONF_U_NONE
+
+const struct conf_key conf_schema[] = {
+	/* [core] */
+	{ KEY("core", "profile", "CONF_CORE_PROFILE"), ENUM(profile_vals, 0),
+	  .doc = "Build profile: dev allows command-line overrides and debug aids, prod none." },
+	{ KEY("core", "smp_max", "CONF_CORE_SMP_MAX"), INT(64, 1, 256, U_N), .cmdline = true,
+	  .doc = "Most CPU cores used (data cores plus the storage core); extra cores stay parked." },
+	{ KEY("core", "heap_limit_mb", "CONF_CORE_HEAP_LIMIT_MB"), INT(512, 16, 65536, CONF_U_MIB),
+	  .cmdline = true, .doc = "Kernel heap limit; allocations beyond it fail with -E_NOMEM." },
+	{ KEY("core", "log_level", "CONF_CORE_LOG_LEVEL"), ENUM(log_level_vals, 2), .cmdline = true,
+	  .doc = "Least severe log level printed on the console." },
+	{ KEY("core", "cmdline_overrides", "CONF_CORE_CMDLINE_OVERRIDES"),
+	  LIST(no_items, 16, CONF_CK_KEYREF),
+	  .doc = "Keys (\"section.key\") the kernel command line may override; must be empty in prod." },
+
+	/* [net] */
+	{ KEY("net", "dhcp", "CONF_NET_DHCP"), BOOL(1),
+	  .doc = "Obtain the address by DHCP; false uses static_ip/static_netmask/static_gateway." },
+	{ KEY("net", "static_ip", "CONF_NET_STATIC_IP"), IPV4("0.0.0.0"),
+	  .doc = "IPv4 address when dhcp is false (required then)." },
+	{ KEY("net", "static_netmask", "CONF_NET_STATIC_NETMASK"), IPV4("255.255.255.0"),
+	  .check = CONF_CK_NETMASK, .doc = "Netmask when dhcp is false (contiguous ones)." },
+	{ KEY("net", "static_gateway", "CONF_NET_STATIC_GATEWAY"), IPV4("0.0.0.0"),
+	  .doc = "Default gateway when dhcp is false; 0.0.0.0 means none." },
+	{ KEY("net", "arp_cache_entries", "CONF_NET_ARP_CACHE_ENTRIES"), INT(256, 16, 65536, U_N),
+	  .doc = "ARP cache capacity per core; the oldest entry is replaced when full." },
+	{ KEY("net", "arp_expiry_s", "CONF_NET_ARP_EXPIRY_S"), INT(300, 10, 86400, CONF_U_S),
+	  .doc = "Age after which an ARP entry is re-resolved." },
+	{ KEY("net", "icmp_rate_per_s", "CONF_NET_ICMP_RATE_PER_S"), INT(100, 0, 100000, U_N),
+	  .doc = "ICMP replies per second per core (echo, errors); 0 sends none." },
+	{ KEY("net", "frame_pool_frames", "CONF_NET_FRAME_POOL_FRAMES"),
+	  INT(4096, 64, 1048576, U_N),
+	  .doc = "Network frame buffers per core (receive rings plus frames in flight)." },
+
+	/* [tcp] */
+	{ KEY("tcp", "port", "CONF_TCP_PORT"), INT(8883, 1, 65535, U_N),
+	  .doc = "The one TCP port the broker listens on (MQTT over TLS)." },
+	{ KEY("tcp", "max_connections", "CONF_TCP_MAX_CONNECTIONS"), INT(65536, 1, 16777216, U_N),
+	  .doc = "Open connections per core; further SYNs are dropped." },
+	{ KEY("tcp", "table_slots", "CONF_TCP_TABLE_SLOTS"), INT(131072, 16, 33554432, U_N),
+	  .check = CONF_CK_POW2,
+	  .doc = "Connection hash table slots per core; power of two, at least 2 x max_connections." },
+	{ KEY("tcp", "syn_cookie_rotate_s", "CONF_TCP_SYN_COOKIE_ROTATE_S"),
+	  INT(64, 1, 3600, CONF_U_S), .doc = "Period of the SYN cookie secret and counter." },
+	{ KEY("tcp", "rto_min_ms", "CONF_TCP_RTO_MIN_MS"), INT(200, 10, 60000, CONF_U_MS),
+	  .doc = "Lower bound of the retransmission timeout." },
+	{ KEY("tcp", "rto_max_ms", "CONF_TCP_RTO_MAX_MS"), INT(60000, 100, 65535, CONF_U_MS),
+	  .doc = "Upper bound of the retransmission timeout (16-bit in the control block)." },
+	{ KEY("tcp", "delayed_ack_ms", "CONF_TCP_DELAYED_ACK_MS"), INT(40, 0, 500, CONF_U_MS),
+	  .doc = "Delay of a pure ACK waiting for data to ride on; 0 acknowledges at once." },
+	{ KEY("tcp", "max_retransmits", "CONF_TCP_MAX_RETRANSMITS"), INT(8, 1, 30, U_N),
+	  .doc = "Retransmissions of one segment before the connection is reset." },
+	{ KEY("tcp", "rst_rate_per_s", "CONF_TCP_RST_RATE_PER_S"), INT(200, 0, 100000, U_N),
+	  .doc = "RSTs sent per second per core in answer to stray segments; 0 sends none." },
+	{ KEY("tcp", "mss", "CONF_TCP_MSS"), INT(1460, 536, 1460, CONF_U_B),
+	  .doc = "Maximum segment size advertised and used." },
+
+	/* [tls] */
+	{ KEY("tls", "handshakes_per_core", "CONF_TLS_HANDSHAKES_PER_CORE"),
+	  INT(64, 1, 4096, U_N), .doc = "Handshakes in flight per core; admission refuses more." },
+	{ KEY("tls", "handshakes_per_source", "CONF_TLS_HANDSHAKES_PER_SOURCE"),
+	  INT(4, 1, 4096, U_N),
+	  .doc = "Handshakes in flight per source IPv4 address per core (at most handshakes_per_core)." },
+	{ KEY("tls", "handshake_rate_per_s", "CONF_TLS_HANDSHAKE_RATE_PER_S"),
+	  INT(2000, 1, 1000000, U_N), .doc = "New handshakes admitted per second per core." },
+	{ KEY("tls", "heap_low_watermark_kb", "CONF_TLS_HEAP_LOW_WATERMARK_KB"),
+	  INT(16384, 0, 67108864, CONF_U_KIB),
+	  .doc = "Refuse new handshakes while free heap is below this (less than heap_limit_mb)." },
+	{ KEY("tls", "ticket_lifetime_s", "CONF_TLS_TICKET_LIFETIME_S"),
+	  INT(86400, 0, 604800, CONF_U_S),
+	  .doc = "Lifetime of resumption tickets (at most ticket_key_rotate_s); 0 issues none." },
+	{ KEY("tls", "ticket_key_rotate_s", "CONF_TLS_TICKET_KEY_ROTATE_S"),
+	  INT(86400, 60, 604800, CONF_U_S),
+	  .doc = "Period of the ticket key; the current and the previous key are accepted." },
+	{ KEY("tls", "identity_source", "CONF_TLS_IDENTITY_SOURCE"), ENUM(identity_vals, 0),
+	  .doc = "Where a device's identity (its MQTT client id) is taken from in its certificate." },
+	{ KEY("tls", "service_uri_prefix", "CONF_TLS_SERVICE_URI_PREFIX"),
+	  STR("urn:urmqtt:service:", 1, 128), .check = CONF_CK_URI_PREFIX,
+	  .doc = "Certificates with a SAN URI starting with this are services (ACL from [acl])." },
+	{ KEY("tls", "rsa_allowed", "CONF_TLS_RSA_ALLOWED"), BOOL(0),
+	  .doc = "Accept RSA client certificates and signatures besides ECDSA P-256." },
+	{ KEY("tls", "record_buffer_bytes", "CONF_TLS_RECORD_BUFFER_BYTES"),
+	  INT(16640, 1024, 16640, CONF_U_B),
+	  .doc = "Largest TLS record buffered while incomplete (16384 + 256 fits any TLS 1.3 record)." },
+
+	/* [mqtt] */
+	{ KEY("mqtt", "max_packet_bytes", "CONF_MQTT_MAX_PACKET_BYTES"),
+	  INT(65536, 64, 268435455, CONF_U_B),
+	  .doc = "Largest MQTT packet accepted; larger ones close the connection." },
+	{ KEY("mqtt", "max_subscriptions_per_session", "CONF_MQTT_MAX_SUBSCRIPTIONS_PER_SESSION"),
+	  INT(16, 1, 1024, U_N), .doc = "Subscriptions one session may hold." },
+	{ KEY("mqtt", "offline_queue_len", "CONF_MQTT_OFFLINE_QUEUE_LEN"), INT(100, 0, 100000, U_N),
+	  .doc = "QoS 1/2 messages queued for a disconnected persistent session." },
+	{ KEY("mqtt", "offline_queue_policy", "CONF_MQTT_OFFLINE_QUEUE_POLICY"),
+	  ENUM(queue_policy_vals, 0), .doc = "What a full offline queue does with a new message." },
+	{ KEY("mqtt", "inflight_window", "CONF_MQTT_INFLIGHT_WINDOW"), INT(16, 1, 65535, U_N),
+	  .doc = "Unacknowledged QoS 1/2 messages in flight per session." },
+	{ KEY("mqtt", "keepalive_max_s", "CONF_MQTT_KEEPALIVE_MAX_S"), INT(1200, 1, 65535, CONF_U_S),
+	  .doc = "Longest keepalive granted; a client asking for more (or 0) gets this." },
+	{ KEY("mqtt", "acl_violations_before_close", "CONF_MQTT_ACL_VIOLATIONS_BEFORE_CLOSE"),
+	  INT(3, 1, 1000, U_N), .doc = "ACL denials tolerated on one connection; the next closes it." },
+	{ KEY("mqtt", "rate_msgs_per_s", "CONF_MQTT_RATE_MSGS_PER_S"), INT(100, 1, 1000000, U_N),
+	  .doc = "Token-bucket rate of PUBLISH packets per connection." },
+	{ KEY("mqtt", "rate_bytes_per_s", "CONF_MQTT_RATE_BYTES_PER_S"),
+	  INT(131072, 64, 1073741824, CONF_U_B),
+	  .doc = "Token-bucket rate of PUBLISH payload bytes per connection." },
+	{ KEY("mqtt", "rate_policy", "CONF_MQTT_RATE_POLICY"), ENUM(rate_policy_vals, 0),
+	  .doc = "What exceeding a rate limit does: drop the message or disconnect." },
+	{ KEY("mqtt", "max_sessions", "CONF_MQTT_MAX_SESSIONS"), INT(131072, 1, 16777216, U_N),
+	  .doc = "Sessions (connected plus persistent offline) per core; at least tcp.max_connections." },
+	{ KEY("mqtt", "retained_max", "CONF_MQTT_RETAINED_MAX"), INT(10000, 0, 1000000, U_N),
+	  .doc = "Retained messages kept; further retained publishes are not retained." },
+
+	/* [acl] */
+	{ KEY("acl", "service_subscribe", "CONF_ACL_SERVICE_SUBSCRIBE"),
+	  LIST(svc_sub_def, 64, CONF_CK_TOPIC_FILTER),
+	  .doc = "Topic filters a service identity may subscribe to (devices are fixed to devices/{id}/#)." },
+	{ KEY("acl", "service_publish", "CONF_ACL_SERVICE_PUBLISH"),
+	  LIST(svc_pub_def, 64, CONF_CK_TOPIC_FILTER),
+	  .doc = "Topic filters a service identity may publish to." },
+
+	/* [storage] */
+	{ KEY("storage", "batch_ms", "CONF_STORAGE_BATCH_MS"), INT(5, 1, 1000, CONF_U_MS),
+	  .doc = "The storage core commits a batch at least this often." },
+	{ KEY("storage", "batch_ops", "CONF_STORAGE_BATCH_OPS"), INT(512, 1, 65536, U_N),
+	  .doc = "... or as soon as this many operations are pending." },
+	{ KEY("storage", "telemetry_topics", "CONF_STORAGE_TELEMETRY_TOPICS"),
+	  LIST(telemetry_def, 32, CONF_CK_TOPIC_FILTER),
+	  .doc = "Publishes matching these filters go to the telemetry log, not the database." },
+
+	/* [dev] */
+	{ KEY("dev", "certs_devices", "CONF_DEV_CERTS_DEVICES"), INT(10, 1, 100000, U_N),
+	  .doc = "Device certificates the development CA tool generates." },
+};
+
+const size_t conf_schema_len = ARRAY_LEN(conf_schema);
+
+STATIC_ASSERT(ARRAY_LEN(conf_schema) <= CONF_MAX_KEYS, "raise CONF_MAX_KEYS");
+
+static bool name_eq(const char *s, const char *p, size_t n)
+{
+	return strnlen(s, n + 1) == n && memcmp(s, p, n) == 0;
+}
+
+int conf_key_find(const char *section, size_t section_len, const char *name, size_t name_len)
+{
+	for (size_t i = 0; i < conf_schema_len; i++)
+		if (name_eq(conf_schema[i].section, section, section_len) &&
+		    name_eq(conf_schema[i].name, name, name_len))
+			return (int)i;
+	return -1;
+}
+
+/* Index of a key this file itself names: a missing one is a bug in this file. */
+static size_t key(const char *section, const char *name)
+{
+	int i = conf_key_find(section, strlen(section), name, strlen(name));
+	return i < 0 ? 0 : (size_t)i; /* test_confparse checks every name used here */
+}
+
+static int64_t val(const struct conf_doc *d, const char *section, const char *name)
+{
+	return d->vals[key(section, name)].i;
+}
+
+static uint32_t line_of(const struct conf_doc *d, const char *section, const char *name)
+{
+	return d->vals[key(section, name)].line;
+}
+
+/* The constraints, in the order they are checked; gen-doc lists them. */
+const char *const conf_constraints[] = {
+	"core.cmdline_overrides must be empty when core.profile is \"prod\"",
+	"net.static_ip is required when net.dhcp is false",
+	"tcp.rto_min_ms must not exceed tcp.rto_max_ms",
+	"tcp.table_slots must be at least 2 x tcp.max_connections",
+	"tls.handshakes_per_source must not exceed tls.handshakes_per_core",
+	"tls.heap_low_watermark_kb must be below core.heap_limit_mb",
+	"tls.ticket_lifetime_s must not exceed tls.ticket_key_rotate_s",
+	"mqtt.max_sessions must be at least tcp.max_connections",
+	NULL
+};
+
+static int fail(struct conf_err *err, uint32_t l1, uint32_t l2, size_t which)
+{
+	err->kind = CONF_E_CONSTRAINT;
+	err->line = MAX(l1, l2);
+	(void)fmt_snprintf(err->msg, sizeof err->msg, "%s", conf_constraints[which]);
+	return -E_INVAL;
+}
+
+/* Each rule: the two keys it relates (their later line is the error's line). */
+#define LINES(s1, k1, s2, k2) line_of(d, s1, k1), line_of(d, s2, k2)
+
+int conf_schema_cross_check(const struct conf_doc *d, struct conf_err *err)
+{
+	if (val(d, "core", "profile") == 1 && d->vals[key("core", "cmdline_overrides")].len)
+		return fail(err, LINES("core", "profile", "core", "cmdline_overrides"), 0);
+	if (!val(d, "net", "dhcp") && !val(d, "net", "static_ip"))
+		return fail(err, LINES("net", "dhcp", "net", "static_ip"), 1);
+	if (val(d, "tcp", "rto_min_ms") > val(d, "tcp", "rto_max_ms"))
+		return fail(err, LINES("tcp", "rto_min_ms", "tcp", "rto_max_ms"), 2);
+	if (val(d, "tcp", "table_slots") < 2 * val(d, "tcp", "max_connections"))
+		return fail(err, LINES("tcp", "table_slots", "tcp", "max_connections"), 3);
+	if (val(d, "tls", "handshakes_per_source") > val(d, "tls", "handshakes_per_core"))
+		return fail(err, LINES("tls", "handshakes_per_source", "tls", "handshakes_per_core"), 4);
+	if (val(d, "tls", "heap_low_watermark_kb") >= val(d, "core", "heap_limit_mb") * 1024)
+		return fail(err, LINES("tls", "heap_low_watermark_kb", "core", "heap_limit_mb"), 5);
+	if (val(d, "tls", "ticket_lifetime_s") > val(d, "tls", "ticket_key_rotate_s"))
+		return fail(err, LINES("tls", "ticket_lifetime_s", "tls", "ticket_key_rotate_s"), 6);
+	if (val(d, "mqtt", "max_sessions") < val(d, "tcp", "max_connections"))
+		return fail(err, LINES("mqtt", "max_sessions", "tcp", "max_connections"), 7);
+	return 0;
+}
