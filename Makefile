@@ -13,7 +13,9 @@
 SHELL := /bin/bash
 .SUFFIXES:
 .DELETE_ON_ERROR:
-.SECONDARY:
+# Keep chained objects (tests, fuzzers) for a no-op rebuild. Not .SECONDARY: that would
+# also let an archive count as up to date while a newly added object does not exist.
+.PRECIOUS: %.o
 
 BUILD_DIR ?= build
 B := $(BUILD_DIR)
@@ -42,6 +44,8 @@ GENERATED_HEADERS :=      # headers under $(B)/gen that compiles depend on
 TEST_DEPS :=              # extra targets `make test` must build first
 
 MODULE_MKS := $(sort $(wildcard */module.mk */*/module.mk))
+# Module rules may name objects listed only after every module.mk is read.
+.SECONDEXPANSION:
 include $(MODULE_MKS)
 
 HOST_ARCH := $(shell uname -m)
@@ -128,7 +132,6 @@ $(AARCH64_LIB): $(AARCH64_P_OBJS)
 # Unit tests: one binary per tests/unit/<layer>/test_<module>.c, linked with the fakes,
 # the portable archive and cmocka. TEST_LIBS_<layer>_test_<module> adds libraries.
 # TEST_SRCS_<layer>_test_<module> adds non-portable sources (e.g. a host tool's parser).
-.SECONDEXPANSION:
 $(B)/host/tests/unit/%: $(B)/host/t/tests/unit/%.o $$(call objs,host,t,$$(TEST_SRCS_$$(subst /,_,$$*))) \
 		$(TEST_SUPPORT_OBJS) $(HOST_LIB)
 	@mkdir -p $(@D); echo "  LD [test]   $@"

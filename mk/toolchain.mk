@@ -47,17 +47,22 @@ FUZZ_PORTABLE_CFLAGS = -std=c11 -g -O1 $(WARN_PORTABLE) $(CLANG_HARDEN) $(FUZZ_S
 FUZZ_CFLAGS = -std=gnu11 -g -O1 $(WARN) $(CLANG_HARDEN) $(FUZZ_SAN) $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS)
 FUZZ_LDFLAGS = -fsanitize=fuzzer,address,undefined
 
-# x86_64 kernel. Interrupt-safe default: general registers only; files that need SSE
+# Production images drop addresses and registers from every report.
+PROFILE_DEFS := $(if $(filter prod,$(PROFILE)),-DURMQTT_PROD=1)
+
+# x86_64 kernel. The image has no thread pointer: the stack protector reads the global
+# __stack_chk_guard (arch/x86_64/ssp.c), not %fs:0x28. Interrupt-safe default: general registers only; files that need SSE
 # (crypto) opt in through KERNEL_SSE_SRCS. Kernel code model for the higher half.
 X86_64_CFLAGS = -std=c11 -g -O2 $(WARN_PORTABLE) $(HARDEN) -fcf-protection \
         $(call gcc_freestanding,$(X86_64_CC)) -fno-pie -mcmodel=kernel -mno-red-zone \
         -mgeneral-regs-only -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
-        $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1
-X86_64_ASFLAGS = -g $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 -D__ASSEMBLY__
+        -mstack-protector-guard=global \
+        $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 $(PROFILE_DEFS)
+X86_64_ASFLAGS = -g $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 -D__ASSEMBLY__ $(PROFILE_DEFS)
 
 # aarch64 kernel (cross). PAC/BTI landing pads through -mbranch-protection=standard.
 AARCH64_CFLAGS = -std=c11 -g -O2 $(WARN_PORTABLE) $(HARDEN) -mbranch-protection=standard \
         $(call gcc_freestanding,$(AARCH64_CC)) -fno-pie -mgeneral-regs-only -mstrict-align \
         -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
-        $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1
+        $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 $(PROFILE_DEFS)
 AARCH64_ASFLAGS = -g $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 -D__ASSEMBLY__

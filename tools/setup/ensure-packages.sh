@@ -11,6 +11,7 @@ packages=(
 	cppcheck clang-tidy-14                                  # make lint
 	apt coreutils tar bzip2 xz-utils tcl                    # make deps (tclsh: SQLite amalgamation)
 	qemu-system-x86 qemu-system-arm qemu-utils              # kernel smoke tests
+	grub-pc-bin grub-common xorriso mtools                  # Multiboot2 boot through GRUB
 	openssl python3 iproute2 procps                         # TLS/real-client tests, netns
 	mosquitto-clients python3-paho-mqtt                     # MQTT client tests
 	"$@"

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The x86_64 C entry: from boot.S (PVH or Multiboot2, already in long mode on the boot
+ * tables) to the boot core's idle loop. Order: stack canary, console, clock, boot
+ * information, final page tables with guarded stacks and IST stacks, W^X audit, ACPI
+ * platform discovery, banner, then (development builds) the test scenario named on the
+ * command line. Owns the boot core's struct boot_info and struct platform. Never
+ * continues after a failed audit or without a memory map.
+ */
+#include "arch/x86_64/bootinfo.h"
+#include "arch/x86_64/x86.h"
+#include "kernel/cmdline.h"
+#include "kernel/log.h"
+#include "kernel/panic.h"
+#include "kernel/time.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "plat/acpi.h"
+
+#define BOOT_STACK_PAGES 8
+#define SCENARIO_MAX 32
+#define TICK_US 10000u                     /* the per-core watchdog tick */
+#define WATCHDOG_BUDGET_NS 10000000u       /* one handler call: 10 ms */
+#define WATCHDOG_HARD_NS 200000000u        /* stuck: stop the machine */
+
+static struct boot_info main_bi;
+static struct platform main_plat;
+static struct x86_mmu_features main_feat;
+
+#ifdef URMQTT_PROD
+#define MAIN_FLAVOUR "production"
+#else
+#define MAIN_FLAVOUR "development"
+#endif
+
+/* Before the final tables: the boot tables map the first 1 GiB at the physmap. */
+static const void *main_boot_map(void *ctx, uint64_t phys, size_t len)
+{
+	(void)ctx;
+	if (phys >= X86_BOOT_MAP_BYTES || len > X86_BOOT_MAP_BYTES - phys)
+		return NULL;
+	return x86_phys_to_virt(phys);
+}
+
+static const void *main_fw_map(void *ctx, uint64_t phys, size_t len)
+{
+	(void)ctx;
+	return x86_mmu_map_ro(phys, len);
+}
+
+static void main_stop(int code)
+{
+	x86_stop(code);
+}
+
+static const char *main_onoff(bool on)
+{
+	return on ? "on" : "off (CPU lacks it)";
+}
+
+static void main_banner(const struct x86_wx_report *wx, uint32_t n_cores, uint32_t n_acpi_cpus,
+			const char *acpi_why)
+{
+	uint64_t first, end;
+	x86_frame_used(&first, &end);
+	LOG_INFO("boot", "urMQTT x86_64 (%s build), booted via %s", MAIN_FLAVOUR,
+		 main_bi.kind == BOOTINFO_PVH ? "PVH" : "Multiboot2");
+	if (acpi_why)
+		LOG_INFO("boot", "cpus: 1 started; ACPI unavailable (%s)", acpi_why);
+	else
+		LOG_INFO("boot", "cpus: %u started of %u in the MADT; local APIC in %s mode, %u ms tick",
+			 (unsigned)n_cores, (unsigned)n_acpi_cpus, x86_apic_is_x2() ? "x2APIC" : "xAPIC",
+			 (unsigned)(TICK_US / 1000u));
+	LOG_INFO("boot", "memory: %lu MiB usable in %u ranges; boot page frames %lu KiB",
+		 (unsigned long)(bootinfo_mem_total(&main_bi) >> 20), (unsigned)main_bi.n_mem,
+		 (unsigned long)((end - first) >> 10));
+	LOG_INFO("boot", "protections: NX on, WP on, SMEP %s, SMAP %s, UMIP %s",
+		 main_onoff(main_feat.smep), main_onoff(main_feat.smap), main_onoff(main_feat.umip));
+	LOG_INFO("boot", "W^X audit: PASS (%lu live leaf entries, 0 writable+executable, 0 user, "
+			 "lower half empty, page tables read-only)",
+		 (unsigned long)wx->n_leaves);
+	uint64_t pt_used, pt_size;
+	x86_mmu_pool_used(&pt_used, &pt_size);
+	LOG_INFO("boot", "page tables: %lu of %lu KiB, sealed read-only with no writable alias",
+		 (unsigned long)(pt_used >> 10), (unsigned long)(pt_size >> 10));
+	struct time_civil c;
+	uint64_t now_s = 0;
+	int rc = x86_rtc_read(&now_s, &c);
+	if (rc == 0 && now_s >= TIME_PLAUSIBLE_MIN_UNIX)
+		LOG_INFO("boot", "wall clock: %04u-%02u-%02u %02u:%02u:%02u UTC (CMOS RTC)",
+			 (unsigned)c.year, (unsigned)c.month, (unsigned)c.day, (unsigned)c.hour,
+			 (unsigned)c.min, (unsigned)c.sec);
+	else if (rc == 0)
+		LOG_ERR("boot", "wall clock IMPLAUSIBLE: RTC says %04u-%02u-%02u, before 2026-01-01; "
+				"certificate validity cannot be checked",
+			(unsigned)c.year, (unsigned)c.month, (unsigned)c.day);
+	else
+		LOG_ERR("boot", "wall clock UNAVAILABLE: RTC unreadable or invalid (%s)", err_name(rc));
+	LOG_INFO("boot", "stack canary: %s", x86_ssp_strong() ? "RDRAND" : "TSC (weak: no RDRAND)");
+	uint64_t hz = x86_tsc_hz();
+	LOG_INFO("boot", "clock: TSC %lu.%03lu MHz from %s", (unsigned long)(hz / 1000000u),
+		 (unsigned long)(hz / 1000u % 1000u), x86_tsc_source());
+}
+
+static void main_idle(void)
+{
+	__asm__ volatile("sti; hlt" ::: "memory");
+}
+
+static const struct kloop_ops main_loop_ops = { x86_now_ns, main_idle };
+static const struct kloop_config main_loop_cfg = {
+	.budget_ns = WATCHDOG_BUDGET_NS,
+	.hard_limit_ns = WATCHDOG_HARD_NS,
+};
+
+static void main_loop_init(struct x86_core *c)
+{
+	if (kloop_init(&c->loop, c->index, &main_loop_cfg, &main_loop_ops) != 0)
+		PANIC("core %u: loop configuration rejected", (unsigned)c->index);
+}
+
+static NORETURN void main_ap(struct x86_core *c)
+{
+	main_loop_init(c);
+	__asm__ volatile("sti");
+	kloop_run(&c->loop);
+}
+
+#ifndef URMQTT_PROD
+static uint32_t main_n_cores;
+
+/* test=boot: every core's tick has fired a few times, then the test passes. */
+static int main_test_boot_poll(void *ctx)
+{
+	(void)ctx;
+	for (uint32_t i = 0; i < main_n_cores; i++)
+		if (atomic_load_explicit(&x86_cores[i].loop.n_ticks, memory_order_relaxed) < 3)
+			return 0;
+	for (uint32_t i = 0; i < main_n_cores; i++)
+		LOG_INFO("test", "core %u: apic id %u, %lu ticks, %lu idle passes", (unsigned)i,
+			 (unsigned)x86_cores[i].apic_id,
+			 (unsigned long)atomic_load_explicit(&x86_cores[i].loop.n_ticks, memory_order_relaxed),
+			 (unsigned long)x86_cores[i].loop.n_idle);
+	LOG_INFO("test", "scenario boot: every core ticks in its loop");
+	x86_stop(X86_EXIT_BOOT_OK);
+}
+
+/* test=watchdog: a handler that never returns (nothing clears the flag). */
+static volatile bool main_spin_forever = true;
+static int main_test_spin_poll(void *ctx)
+{
+	(void)ctx;
+	while (main_spin_forever)
+		x86_pause();
+	return 1;
+}
+#endif
+
+static NORETURN void main_continue(void *arg)
+{
+	(void)arg;
+	x86_core_bind(0);
+#ifndef URMQTT_PROD
+	char scenario[SCENARIO_MAX] = "";
+	if (cmdline_get(main_bi.cmdline, sizeof main_bi.cmdline, "test", scenario, sizeof scenario) != 0)
+		scenario[0] = '\0';
+#endif
+
+	struct plat_phys_reader fw = { NULL, main_fw_map };
+	const char *acpi_why = NULL;
+	uint64_t rsdp = main_bi.rsdp_phys;
+	if (!rsdp && plat_acpi_find_rsdp(&fw, &rsdp) != 0)
+		acpi_why = "no RSDP found";
+	if (!acpi_why && plat_acpi_parse(&main_plat, &fw, rsdp, &acpi_why) != 0 && !acpi_why)
+		acpi_why = "tables rejected";
+	if (acpi_why)
+		LOG_WARN("acpi", "platform discovery failed: %s", acpi_why);
+
+	struct x86_core *bsp = &x86_cores[0];
+	x86_apic_init_bsp(TICK_US);
+	bsp->apic_id = x86_apic_id();
+	main_loop_init(bsp);
+	x86_apic_init_core();
+	if (!acpi_why)
+		(void)x86_smp_prepare(&main_plat);
+
+#ifndef URMQTT_PROD
+	if (strcmp(scenario, "wx-audit") == 0) {
+		LOG_INFO("test", "scenario wx-audit: adding a writable+executable page");
+		x86_mmu_test_map_wx();
+	}
+#endif
+	x86_mmu_seal();
+	struct x86_wx_report wx;
+	x86_wx_audit(&wx);
+	if (wx.n_wx || wx.n_user || wx.n_low || wx.n_pt_writable) {
+#ifndef URMQTT_PROD
+		log_rawf("W^X audit: first bad mapping at 0x%lx\n", (unsigned long)wx.first_bad_va);
+#endif
+		kpanic(X86_EXIT_WX, "W^X audit failed: %lu writable+executable, %lu user, %lu lower-half, "
+				    "%lu writable page-table of %lu leaves",
+		       (unsigned long)wx.n_wx, (unsigned long)wx.n_user, (unsigned long)wx.n_low,
+		       (unsigned long)wx.n_pt_writable, (unsigned long)wx.n_leaves);
+	}
+	uint32_t n_cores = acpi_why ? 1 : x86_smp_boot(main_ap);
+
+	main_banner(&wx, n_cores, main_plat.n_cpus, acpi_why);
+	uint64_t ns = x86_now_ns();
+	LOG_INFO("boot", "boot: %lu.%03lu ms from entry to the loop", (unsigned long)(ns / 1000000u),
+		 (unsigned long)(ns / 1000u % 1000u));
+#ifndef URMQTT_PROD
+	main_n_cores = n_cores;
+	if (strcmp(scenario, "boot") == 0) {
+		if (kloop_add(&bsp->loop, "test-boot", main_test_boot_poll, NULL) != 0)
+			PANIC("loop full");
+	} else if (strcmp(scenario, "watchdog") == 0) {
+		LOG_INFO("test", "scenario watchdog: a handler that never returns");
+		if (kloop_add(&bsp->loop, "test-spin", main_test_spin_poll, NULL) != 0)
+			PANIC("loop full");
+	} else if (scenario[0]) {
+		LOG_INFO("test", "scenario %s: starting", scenario);
+		x86_scenario_run(scenario);
+		kpanic(X86_EXIT_BOOT, "unknown test scenario '%s'", scenario);
+	}
+#endif
+	__asm__ volatile("sti");
+	kloop_run(&bsp->loop);
+}
+
+__attribute__((no_stack_protector)) NORETURN void x86_boot_main(uint32_t kind, uint32_t info_phys)
+{
+	x86_ssp_init();
+	x86_serial_init();
+	x86_tsc_calibrate();
+	static const struct log_config log_cfg = {
+		.write = x86_serial_write,
+		.now_ns = x86_now_ns,
+		.level = LOG_LEVEL_INFO,
+		.burst = 10,
+		.window_ns = 1000000000u,
+	};
+	log_init(&log_cfg);
+	static const struct panic_ops panic_cfg = { .stop = main_stop };
+	panic_init(&panic_cfg);
+
+	struct plat_phys_reader boot_rd = { NULL, main_boot_map };
+	int rc;
+	if (kind == X86_BOOT_PVH) {
+		rc = bootinfo_parse_pvh(&main_bi, &boot_rd, info_phys);
+	} else if (kind == X86_BOOT_MB2) {
+		rc = bootinfo_parse_mb2(&main_bi, &boot_rd, info_phys);
+		x86_mmu_reserve(info_phys, 64u * 1024u); /* the RSDP copy lives in it */
+	} else {
+		rc = -E_INVAL;
+	}
+	if (rc != 0)
+		kpanic(X86_EXIT_BOOT, "boot information unusable (%s): no memory map", err_name(rc));
+	if (main_bi.n_mem_dropped)
+		LOG_WARN("boot", "memory map: %u usable ranges ignored (limit %u)",
+			 (unsigned)main_bi.n_mem_dropped, (unsigned)BOOTINFO_MAX_MEM);
+
+	struct x86_mem_range ranges[BOOTINFO_MAX_MEM];
+	for (uint32_t i = 0; i < main_bi.n_mem; i++) {
+		ranges[i].base = main_bi.mem[i].base;
+		ranges[i].len = main_bi.mem[i].len;
+	}
+	x86_mmu_init(ranges, main_bi.n_mem);
+	x86_mmu_build(&main_feat);
+	uint64_t top = x86_stack_alloc(BOOT_STACK_PAGES, "boot");
+	x86_cpu_idt_init();
+	x86_cpu_tables_prepare(0);
+	x86_cpu_tables_load(0);
+	x86_mmu_activate(&main_feat);
+	x86_stack_switch(top, main_continue, NULL);
+}

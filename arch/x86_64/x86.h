@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Private to arch/x86_64: CPU register access, port I/O and the interfaces between the
+ * files of this directory (boot, mmu, cpu tables, traps, serial). Never included from
+ * portable code.
+ */
+#ifndef ARCH_X86_64_X86_H
+#define ARCH_X86_64_X86_H
+
+#include "lib/compiler.h"
+#include "arch/x86_64/layout.h"
+#include "kernel/loop.h"
+#include "plat/plat.h"
+
+/* ---- registers and ports ---- */
+static inline void x86_outb(uint16_t port, uint8_t v)
+{
+	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+static inline void x86_outl(uint16_t port, uint32_t v)
+{
+	__asm__ volatile("outl %0, %1" : : "a"(v), "Nd"(port));
+}
+static inline uint8_t x86_inb(uint16_t port)
+{
+	uint8_t v;
+	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+static inline uint64_t x86_rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+static inline void x86_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+	__asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
+static inline uint64_t x86_rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+static inline void x86_wrmsr(uint32_t msr, uint64_t v)
+{
+	__asm__ volatile("wrmsr" : : "c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+#define X86_READ_CR(n)                                               \
+	static inline uint64_t x86_read_cr##n(void)                  \
+	{                                                            \
+		uint64_t v;                                          \
+		__asm__ volatile("mov %%cr" #n ", %0" : "=r"(v));    \
+		return v;                                            \
+	}                                                            \
+	static inline void x86_write_cr##n(uint64_t v)               \
+	{                                                            \
+		__asm__ volatile("mov %0, %%cr" #n : : "r"(v) : "memory"); \
+	}
+X86_READ_CR(0)
+X86_READ_CR(2)
+X86_READ_CR(3)
+X86_READ_CR(4)
+static inline void x86_invlpg(uint64_t va) { __asm__ volatile("invlpg (%0)" : : "r"(va) : "memory"); }
+static inline void x86_pause(void) { __asm__ volatile("pause"); }
+
+#define X86_CR0_WP (1ull << 16)
+#define X86_CR0_MP (1ull << 1)
+#define X86_CR0_EM (1ull << 2)
+#define X86_CR4_PGE (1ull << 7)
+#define X86_CR4_OSFXSR (1ull << 9)
+#define X86_CR4_OSXMMEXCPT (1ull << 10)
+#define X86_CR4_UMIP (1ull << 11)
+#define X86_CR4_SMEP (1ull << 20)
+#define X86_CR4_SMAP (1ull << 21)
+#define X86_MSR_EFER 0xc0000080u
+#define X86_EFER_NXE (1ull << 11)
+
+/* Page-table entry bits. */
+#define PTE_P   (1ull << 0)
+#define PTE_W   (1ull << 1)
+#define PTE_U   (1ull << 2)
+#define PTE_PWT (1ull << 3)
+#define PTE_PCD (1ull << 4)
+#define PTE_PS  (1ull << 7)
+#define PTE_G   (1ull << 8)
+#define PTE_NX  (1ull << 63)
+#define PTE_ADDR 0x000ffffffffff000ull
+
+/* ---- boot.S ---- */
+extern uint64_t x86_boot_tsc0;
+extern uint32_t x86_boot_kind, x86_boot_info_phys;
+extern const uint64_t x86_isr_table[256];
+extern char x86_image_start[], x86_image_end[], x86_text_start[], x86_text_end[];
+extern char x86_rodata_start[], x86_rodata_end[], x86_data_start[], x86_data_end[];
+NORETURN void x86_stack_switch(uint64_t top, void (*fn)(void *), void *arg);
+void x86_gdt_load(const void *gdtr);
+NORETURN void x86_boot_main(uint32_t kind, uint32_t info_phys);
+
+static inline uint64_t x86_virt_to_phys_image(const void *p)
+{
+	return (uint64_t)(uintptr_t)p - X86_KERNEL_VMA;
+}
+static inline void *x86_phys_to_virt(uint64_t pa)
+{
+	return (void *)(uintptr_t)(X86_PHYSMAP_BASE + pa);
+}
+
+/* ---- mmu.c: boot frame allocator, final page tables, stacks, W^X audit ---- */
+struct x86_mem_range {
+	uint64_t base, len;
+};
+struct x86_mmu_features {
+	bool nx, smep, smap, umip, pge;
+};
+/* Take the usable RAM ranges (borrowed, copied) the frame allocator may use. */
+void x86_mmu_init(const struct x86_mem_range *ranges, uint32_t n);
+/* One zeroed 4 KiB frame (physical address); panics when none is left. */
+uint64_t x86_frame_alloc(void);
+/* Physical ranges the page allocator (kernel/mm) must never hand out: the kernel image,
+ * the page-table pool, boot frames (stacks), the first 1 MiB and the loader's boot
+ * information. Fills up to max entries of out; returns how many there are. Call after
+ * SMP start (no boot frame is allocated after it). */
+uint32_t x86_mmu_boot_reserved(struct x86_mem_range *out /* out */, uint32_t max);
+/* Frames handed out so far: [first, end) physical (may enclose reserved holes). */
+void x86_frame_used(uint64_t *first /* out */, uint64_t *end /* out */);
+/* Keep frames overlapping [base, base+len) away from the allocator (boot information). */
+void x86_mmu_reserve(uint64_t base, uint64_t len);
+/* Build the final tables (not yet live); panics without NX. */
+void x86_mmu_build(struct x86_mmu_features *got /* out */);
+/* Switch to the final tables and enable WP, SMEP, SMAP, UMIP, PGE as offered. */
+void x86_mmu_activate(const struct x86_mmu_features *f);
+/* Name of the stack holding va (excluding its guard), or NULL. */
+const char *x86_stack_name(uint64_t va);
+/* A stack of n_pages with an unmapped guard page below it; returns the top. */
+uint64_t x86_stack_alloc(uint32_t n_pages, const char *name /* linked */);
+/* Name of the stack whose guard page holds va, or NULL. */
+const char *x86_stack_guard_of(uint64_t va);
+/* True if [va, va+len) lies inside a mapped stack (for the backtrace walker). */
+bool x86_stack_contains(uint64_t va, uint64_t len);
+/* Map device registers [pa, pa+len) uncached, RW, NX into the physmap. */
+void *x86_mmu_map_mmio(uint64_t pa, size_t len);
+/* Features found by x86_mmu_build (for the other cores' x86_mmu_activate). */
+const struct x86_mmu_features *x86_mmu_features(void);
+/* A throw-away PML4 for AP start-up: the kernel half of the live tables plus an
+ * identity mapping (RX) of the trampoline page at tramp_pa. Physical address. */
+uint64_t x86_mmu_ap_tables(uint64_t tramp_pa);
+/* Map physical [pa, pa+len) read-only NX into the physmap (firmware tables). */
+const void *x86_mmu_map_ro(uint64_t pa, size_t len);
+struct x86_wx_report {
+	uint64_t n_leaves;    /* live leaf entries walked */
+	uint64_t n_wx;        /* writable and executable */
+	uint64_t n_user;      /* user-accessible (must be 0) */
+	uint64_t n_low;       /* present entries in the lower half (must be 0) */
+	uint64_t n_pt_writable; /* writable mappings of page-table frames (0 once sealed) */
+	uint64_t first_bad_va;
+};
+void x86_wx_audit(struct x86_wx_report *r /* out */);
+/* Make every page-table frame read-only; no mapping can change afterwards. */
+void x86_mmu_seal(void);
+/* True if va is the physmap address of a page-table frame. */
+bool x86_mmu_is_page_table(uint64_t va);
+void x86_mmu_pool_used(uint64_t *used /* out */, uint64_t *size /* out */);
+/* Development builds: add one writable+executable page so a test sees the audit stop. */
+void x86_mmu_test_map_wx(void);
+
+/* ---- cpu.c: GDT, TSS with IST stacks, IDT ---- */
+/* Boot core: build the shared IDT. Any core, on the boot core before starting it:
+ * allocate core's IST stacks and build its GDT and TSS. On the core itself: load them. */
+void x86_cpu_idt_init(void);
+void x86_cpu_tables_prepare(uint32_t core);
+void x86_cpu_tables_load(uint32_t core);
+
+/* ---- serial.c ---- */
+void x86_serial_init(void);
+void x86_serial_write(const char *s, size_t len);
+
+/* ---- trap.c ---- */
+struct x86_trap_frame {
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8, rbp, rdi, rsi, rdx, rcx, rbx, rax;
+	uint64_t vector, error;
+	uint64_t rip, cs, rflags, rsp, ss;
+};
+void x86_trap(struct x86_trap_frame *f);
+
+/* ---- exit.c: test exits and resets ---- */
+/* isa-debug-exit values (QEMU exits with value * 2 + 1). */
+enum x86_exit_code {
+	X86_EXIT_BOOT_OK = 0x10,
+	X86_EXIT_PANIC = 0x20,
+	X86_EXIT_ASSERT = 0x21,
+	X86_EXIT_WX = 0x22,
+	X86_EXIT_STACK_CHK = 0x23,
+	X86_EXIT_EXCEPTION = 0x24,
+	X86_EXIT_FAULT_WRITE_RO = 0x25,
+	X86_EXIT_FAULT_EXEC_NX = 0x26,
+	X86_EXIT_FAULT_GUARD = 0x27,
+	X86_EXIT_FAULT_NULL = 0x28,
+	X86_EXIT_BOOT = 0x29,
+	X86_EXIT_WATCHDOG = 0x2a,
+};
+NORETURN void x86_stop(int code);
+/* True once some core has entered x86_stop(). */
+bool x86_stopping(void);
+uint64_t x86_tsc_hz(void);
+void x86_tsc_calibrate(void);
+uint64_t x86_now_ns(void);
+const char *x86_tsc_source(void);
+
+/* ---- apic.c ---- */
+#define X86_VEC_TIMER 0x30
+#define X86_VEC_PIC_BASE 0xe0 /* legacy PIC, masked: only spurious IRQs can arrive */
+#define X86_VEC_SPURIOUS 0xff
+/* Boot core: disable the PICs, pick x2APIC/xAPIC, calibrate a period of period_us. */
+void x86_apic_init_bsp(uint64_t period_us);
+/* This core: enable its local APIC and start the periodic tick. */
+void x86_apic_init_core(void);
+bool x86_apic_is_x2(void);
+uint32_t x86_apic_id(void);
+void x86_apic_eoi(void);
+void x86_apic_send_init(uint32_t apic_id);
+/* NMI every other core (used once, by the stop path). */
+void x86_apic_nmi_others(void);
+void x86_apic_send_sipi(uint32_t apic_id, uint32_t page);
+void x86_delay_us(uint64_t us);
+
+/* ---- smp.c: per-core data (GS base) and AP bring-up ---- */
+struct x86_core {
+	struct x86_core *self; /* at %gs:0 */
+	uint32_t index;
+	uint32_t apic_id;
+	uint64_t stack_top;
+	_Atomic bool started;
+	struct kloop loop;
+};
+extern struct x86_core x86_cores[PLAT_MAX_CPUS];
+static inline struct x86_core *x86_core_self(void)
+{
+	struct x86_core *c;
+	__asm__ volatile("movq %%gs:0, %0" : "=r"(c));
+	return c;
+}
+/* Make the calling core x86_cores[index] (sets GS base). */
+void x86_core_bind(uint32_t index);
+/* Prepare every enabled CPU of the platform other than the boot core (stacks, tables,
+ * trampoline: every mapping SMP needs); returns how many APs were prepared. */
+uint32_t x86_smp_prepare(const struct platform *p);
+/* Start the prepared APs (no mapping changes); returns how many cores run in total
+ * (boot core included). ap_main is where each AP goes. */
+uint32_t x86_smp_boot(void (*ap_main)(struct x86_core *c));
+
+/* ---- rtc.c ---- */
+struct time_civil;
+/* Read the CMOS RTC: 0 with *unix_s and *c, -E_IO (never stable) or -E_RANGE (bad date;
+ * *c still holds what was read). */
+MUST_CHECK int x86_rtc_read(uint64_t *unix_s /* out */, struct time_civil *c /* out */);
+
+/* ---- ssp.c ---- */
+void x86_ssp_init(void);
+bool x86_ssp_strong(void);
+
+/* ---- scenario.c (development builds) ---- */
+/* Run the deliberate-fault scenario `name`; returns only if the name is unknown. */
+void x86_scenario_run(const char *name);
+#endif

@@ -1,0 +1,1278 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * MQTT 3.1.1 broker core (see broker.h): connections, the CONNECT/DISCONNECT life cycle,
+ * takeover, wills, keepalive, QoS 0/1/2 flows, retained messages, ACL and rate limits.
+ * Owns the connection pool and the region layout. Must never call the transport back
+ * from inside a transport callback, never keep a pointer into a received packet after
+ * the call that carried it (messages are copied into refcounted heap blocks when they
+ * must outlive it), never recurse, and never let an exhaustion corrupt state: a refused
+ * allocation drops and counts.
+ *
+ * Design note: connection states
+ *   FREE --mqtt_conn_open--> NEW --CONNECT accepted: CONNACK 0--> UP
+ *   NEW  --bad first packet, CONNACK refusal, connect timeout--> FREE (close called)
+ *   UP   --DISCONNECT--> FREE (will discarded; close called)
+ *   UP   --protocol error, ACL/rate close, keepalive 1.5x, takeover--> FREE (will
+ *          published; close called)
+ *   NEW/UP --mqtt_conn_lost--> FREE (will published if UP; close not called)
+ * Invariants (mqtt_broker_check): 1. a connection is UP iff it has a session and that
+ * session's conn names it; 2. pool counters equal the records in use; 3. the session
+ * invariants of session.h; 4. the framer holds a buffer only while a packet is split;
+ * 5. heap_used never exceeds cfg.heap_limit.
+ */
+#include "mqtt/broker.h"
+
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "mqtt/topic.h"
+
+static const uint8_t dev_prefix[] = { 'd', 'e', 'v', 'i', 'c', 'e', 's', '/' };
+#define DEV_PREFIX_LEN sizeof dev_prefix
+
+/* ---- heap and messages --------------------------------------------------------------- */
+
+void *mqtt_heap_alloc(struct mqtt_broker *b, size_t n)
+{
+	if (n > b->cfg.heap_limit - b->heap_used) {
+		b->st.nomem++;
+		return NULL;
+	}
+	void *p = b->ops.heap.alloc(b->ops.heap.ctx, n);
+	if (!p) {
+		b->st.nomem++;
+		return NULL;
+	}
+	b->heap_used += n;
+	return p;
+}
+
+void mqtt_heap_free(struct mqtt_broker *b, void *p, size_t n)
+{
+	b->heap_used -= n;
+	b->ops.heap.free(b->ops.heap.ctx, p, n);
+}
+
+static void *acct_alloc(void *ctx, size_t n)
+{
+	return mqtt_heap_alloc(ctx, n);
+}
+
+static void acct_free(void *ctx, void *p, size_t n)
+{
+	mqtt_heap_free(ctx, p, n);
+}
+
+static struct mqtt_msg *msg_new(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
+				const uint8_t *payload, size_t plen, uint8_t qos)
+{
+	if (plen > UINT32_MAX - sizeof(struct mqtt_msg) - tlen)
+		return NULL;
+	struct mqtt_msg *m = mqtt_heap_alloc(b, sizeof *m + tlen + plen);
+	if (!m)
+		return NULL;
+	m->refs = 1;
+	m->topic_len = tlen;
+	m->payload_len = (uint32_t)plen;
+	m->qos = qos;
+	m->retain = 0;
+	memcpy(m->data, topic, tlen);
+	if (plen)
+		memcpy(m->data + tlen, payload, plen);
+	return m;
+}
+
+void mqtt_msg_unref(struct mqtt_broker *b, struct mqtt_msg *m)
+{
+	if (--m->refs == 0)
+		mqtt_heap_free(b, m, sizeof *m + m->topic_len + m->payload_len);
+}
+
+/* ---- output -------------------------------------------------------------------------- */
+
+static uint32_t conn_idx(const struct mqtt_broker *b, const struct mqtt_conn *c)
+{
+	return (uint32_t)(c - b->conns);
+}
+
+static int out_send(struct mqtt_broker *b, struct mqtt_conn *c, const struct wcur *w)
+{
+	if (!wcur_ok(w))
+		return -E_OVERFLOW;
+	int rc = b->ops.send(b->ops.ctx, c->user, w->buf, w->pos);
+	if (rc)
+		b->st.send_again++;
+	return rc;
+}
+
+static int send_ack(struct mqtt_broker *b, struct mqtt_conn *c, enum mqtt_type t, uint16_t pid)
+{
+	struct wcur w = wcur_make(b->out, b->out_len);
+	if (mqtt_encode_ack(&w, t, pid))
+		return -E_OVERFLOW;
+	return out_send(b, c, &w);
+}
+
+static int send_connack(struct mqtt_broker *b, struct mqtt_conn *c, bool sp, uint8_t rc)
+{
+	struct wcur w = wcur_make(b->out, b->out_len);
+	if (mqtt_encode_connack(&w, rc == 0 && sp, rc)) /* [MQTT-3.2.2-4] */
+		return -E_OVERFLOW;
+	return out_send(b, c, &w);
+}
+
+static int send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic,
+			uint16_t tlen, const uint8_t *payload, size_t plen, uint8_t qos, bool dup,
+			bool retain, uint16_t pid)
+{
+	struct wcur w = wcur_make(b->out, b->out_len);
+	if (mqtt_encode_publish(&w, topic, tlen, payload, plen, qos, dup, retain, pid))
+		return -E_OVERFLOW;
+	int rc = out_send(b, c, &w);
+	if (rc == 0)
+		b->st.msgs_out++;
+	return rc;
+}
+
+static int send_dlv(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_dlv *d, bool dup)
+{
+	const struct mqtt_msg *m = d->msg;
+	return send_publish(b, c, m->data, m->topic_len, m->data + m->topic_len, m->payload_len,
+			    d->qos, dup, (d->state & MQTT_DLV_RETAIN) != 0, d->pid);
+}
+
+/* ---- sessions: delivery ---------------------------------------------------------------- */
+
+static uint8_t dlv_state(const struct mqtt_dlv *d)
+{
+	return (uint8_t)(d->state & ~MQTT_DLV_RETAIN);
+}
+
+static void dlv_set_state(struct mqtt_dlv *d, uint8_t st)
+{
+	d->state = (uint8_t)((d->state & MQTT_DLV_RETAIN) | st);
+}
+
+static bool pid_in_flight(const struct mqtt_broker *b, const struct mqtt_session *s, uint16_t pid)
+{
+	for (uint32_t d = s->q_head; d != MQTT_NIL; d = b->dlvs[d].next)
+		if (b->dlvs[d].pid == pid && dlv_state(&b->dlvs[d]) != MQTT_DLV_QUEUED)
+			return true;
+	return false;
+}
+
+static uint16_t pid_alloc(struct mqtt_broker *b, struct mqtt_session *s)
+{
+	/* n_inflight < max_inflight < 65535, so a free identifier is always found */
+	for (;;) {
+		uint16_t pid = s->next_pid;
+		s->next_pid = (uint16_t)(pid == UINT16_MAX ? 1 : pid + 1);
+		if (!pid_in_flight(b, s, pid))
+			return pid;
+	}
+}
+
+static void q_unlink(struct mqtt_broker *b, struct mqtt_session *s, uint32_t d, uint32_t prev)
+{
+	if (prev == MQTT_NIL)
+		s->q_head = b->dlvs[d].next;
+	else
+		b->dlvs[prev].next = b->dlvs[d].next;
+	if (s->q_tail == d)
+		s->q_tail = prev;
+	s->n_queued--;
+}
+
+static void pump(struct mqtt_broker *b, uint32_t si)
+{
+	struct mqtt_session *s = &b->sess[si];
+	if (s->conn == MQTT_NIL)
+		return;
+	struct mqtt_conn *c = &b->conns[s->conn];
+	for (uint32_t d = s->q_head; d != MQTT_NIL && s->n_inflight < b->cfg.max_inflight;
+	     d = b->dlvs[d].next) {
+		struct mqtt_dlv *r = &b->dlvs[d];
+		if (dlv_state(r) != MQTT_DLV_QUEUED)
+			continue;
+		r->pid = pid_alloc(b, s);
+		dlv_set_state(r, r->qos == 1 ? MQTT_DLV_WAIT_ACK : MQTT_DLV_WAIT_REC);
+		s->n_inflight++;
+		if (send_dlv(b, c, r, false)) {
+			dlv_set_state(r, MQTT_DLV_QUEUED); /* retried on writable or reconnect */
+			r->pid = 0;
+			s->n_inflight--;
+			return;
+		}
+	}
+}
+
+/* Redeliver unacknowledged messages with DUP set [MQTT-4.4.0-1], then fill the window. */
+static void resend(struct mqtt_broker *b, uint32_t si)
+{
+	struct mqtt_session *s = &b->sess[si];
+	struct mqtt_conn *c = &b->conns[s->conn];
+	for (uint32_t d = s->q_head; d != MQTT_NIL; d = b->dlvs[d].next) {
+		struct mqtt_dlv *r = &b->dlvs[d];
+		uint8_t st = dlv_state(r);
+		int rc = 0;
+		if (st == MQTT_DLV_WAIT_ACK || st == MQTT_DLV_WAIT_REC)
+			rc = send_dlv(b, c, r, true);
+		else if (st == MQTT_DLV_WAIT_COMP)
+			rc = send_ack(b, c, MQTT_PUBREL, r->pid);
+		if (rc)
+			return;
+	}
+	pump(b, si);
+}
+
+struct msg_view {
+	const uint8_t *topic, *payload;
+	size_t plen;
+	uint16_t tlen;
+	uint8_t qos;
+	struct mqtt_msg *msg; /* created lazily by deliver, one reference held by the router */
+};
+
+static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint8_t qos,
+		    bool retain)
+{
+	struct mqtt_session *s = &b->sess[si];
+	if (qos == 0) {
+		if (s->conn != MQTT_NIL)
+			(void)send_publish(b, &b->conns[s->conn], v->topic, v->tlen, v->payload,
+					   v->plen, 0, false, retain, 0);
+		else
+			b->st.qos0_offline_dropped++;
+		return;
+	}
+	if (!v->msg) {
+		v->msg = msg_new(b, v->topic, v->tlen, v->payload, v->plen, v->qos);
+		if (!v->msg)
+			return;
+	}
+	if (s->n_queued >= b->cfg.max_queue) {
+		uint32_t prev = MQTT_NIL, d = s->q_head;
+		if (b->cfg.queue_drop_oldest)
+			while (d != MQTT_NIL && dlv_state(&b->dlvs[d]) != MQTT_DLV_QUEUED) {
+				prev = d;
+				d = b->dlvs[d].next;
+			}
+		if (!b->cfg.queue_drop_oldest || d == MQTT_NIL) {
+			b->st.queue_refused++;
+			return;
+		}
+		q_unlink(b, s, d, prev);
+		mqtt_dlv_release(b, d);
+		b->st.queue_dropped_oldest++;
+	}
+	uint32_t d = mqtt_dlv_alloc(b);
+	if (d == MQTT_NIL) {
+		b->st.queue_refused++;
+		return;
+	}
+	struct mqtt_dlv *r = &b->dlvs[d];
+	r->msg = v->msg;
+	v->msg->refs++;
+	r->qos = qos;
+	r->state = (uint8_t)(MQTT_DLV_QUEUED | (retain ? MQTT_DLV_RETAIN : 0));
+	if (s->q_tail == MQTT_NIL)
+		s->q_head = d;
+	else
+		b->dlvs[s->q_tail].next = d;
+	s->q_tail = d;
+	s->n_queued++;
+	pump(b, si);
+}
+
+/* ---- routing ----------------------------------------------------------------------------- */
+
+static bool bytes_eq(const uint8_t *a, size_t al, const uint8_t *c, size_t cl)
+{
+	return al == cl && (al == 0 || memcmp(a, c, al) == 0);
+}
+
+static void retain_store(struct mqtt_broker *b, struct msg_view *v, int n)
+{
+	bool clear = v->plen == 0; /* [MQTT-3.3.1-10], [MQTT-3.3.1-11] */
+	uint32_t node = mqtt_node_path(b, MQTT_ROOT_ABS, v->topic, 0, n, !clear);
+	if (node == MQTT_NIL) {
+		if (!clear)
+			b->st.retained_refused++;
+		return;
+	}
+	struct mqtt_node *nd = &b->nodes[node];
+	if (clear) {
+		if (nd->retained) {
+			mqtt_msg_unref(b, nd->retained);
+			nd->retained = NULL;
+			b->n_retained--;
+			mqtt_node_prune(b, node);
+		}
+		return;
+	}
+	if (!nd->retained && b->n_retained >= b->cfg.max_retained) {
+		b->st.retained_refused++;
+		mqtt_node_prune(b, node);
+		return;
+	}
+	if (!v->msg)
+		v->msg = msg_new(b, v->topic, v->tlen, v->payload, v->plen, v->qos);
+	if (!v->msg) {
+		b->st.retained_refused++;
+		mqtt_node_prune(b, node);
+		return;
+	}
+	/* replaces any earlier retained message on this topic [MQTT-3.3.1-5] */
+	if (nd->retained)
+		mqtt_msg_unref(b, nd->retained);
+	else
+		b->n_retained++;
+	nd->retained = v->msg;
+	v->msg->refs++;
+}
+
+static void route(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
+		  const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
+{
+	struct msg_view v = { topic, payload, plen, tlen, qos, NULL };
+	int n = mqtt_topic_split(b, topic, tlen);
+	if (n < 0)
+		return;
+	if (retain)
+		retain_store(b, &v, n);
+	mqtt_topic_ids(b, topic, n);
+	bool dollar = tlen && topic[0] == '$';
+	b->n_touched = 0;
+	mqtt_tree_match_subs(b, n, dollar);
+	/* identity-relative subscriptions of the device named by devices/<id>/... */
+	if (n >= 2 && bytes_eq(topic, b->lv_len[0], dev_prefix, DEV_PREFIX_LEN - 1)) {
+		uint32_t si = mqtt_sess_find(b, false, topic + b->lv_off[1], b->lv_len[1]);
+		if (si != MQTT_NIL) {
+			struct mqtt_session *s = &b->sess[si];
+			uint8_t best = 0;
+			if (s->sub0_node != MQTT_NIL && mqtt_node_match(b, s->sub0_node, 2, n, false))
+				best = (uint8_t)(s->sub0_qos + 1);
+			for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session)
+				if (b->subs[r].rel && b->subs[r].qos + 1 > best &&
+				    mqtt_node_match(b, b->subs[r].node, 2, n, false))
+					best = (uint8_t)(b->subs[r].qos + 1);
+			if (best) {
+				if (b->mark[si] == 0)
+					b->touched[b->n_touched++] = si;
+				if (b->mark[si] < best)
+					b->mark[si] = best;
+			}
+		}
+	}
+	/* once per session, at the maximum QoS of its matching subscriptions */
+	for (uint32_t i = 0; i < b->n_touched; i++) {
+		uint32_t si = b->touched[i];
+		uint8_t q = (uint8_t)MIN(qos, b->mark[si] - 1);
+		b->mark[si] = 0;
+		deliver(b, si, &v, q, false); /* retain 0 on live delivery [MQTT-3.3.1-9] */
+	}
+	b->n_touched = 0;
+	if (v.msg)
+		mqtt_msg_unref(b, v.msg);
+}
+
+/* ---- ACL ------------------------------------------------------------------------------- */
+
+/* Does the filter (pattern) match the topic? Both validated; no recursion. */
+static bool match_str(const uint8_t *f, size_t fl, const uint8_t *t, size_t tl)
+{
+	size_t i = 0, j = 0;
+	if (tl && t[0] == '$' && fl && (f[0] == '+' || f[0] == '#'))
+		return false; /* [MQTT-4.7.2-1] */
+	for (;;) {
+		size_t fe = i, te = j;
+		while (fe < fl && f[fe] != '/')
+			fe++;
+		if (fe - i == 1 && f[i] == '#')
+			return true;
+		if (j > tl)
+			return false;
+		while (te < tl && t[te] != '/')
+			te++;
+		if (!(fe - i == 1 && f[i] == '+') && !bytes_eq(f + i, fe - i, t + j, te - j))
+			return false;
+		bool fend = fe >= fl, tend = te >= tl;
+		if (fend || tend) {
+			if (fend && tend)
+				return true;
+			/* "a/#" matches "a" */
+			return tend && !fend && fl - fe == 2 && f[fe + 1] == '#';
+		}
+		i = fe + 1;
+		j = te + 1;
+	}
+}
+
+/* Is every topic matched by `filter` also matched by `pattern`? */
+static bool covered(const uint8_t *p, size_t pl, const uint8_t *f, size_t fl)
+{
+	size_t i = 0, j = 0;
+	for (;;) {
+		size_t pe = i, fe = j;
+		while (pe < pl && p[pe] != '/')
+			pe++;
+		while (fe < fl && f[fe] != '/')
+			fe++;
+		bool phash = pe - i == 1 && p[i] == '#';
+		bool pplus = pe - i == 1 && p[i] == '+';
+		bool fhash = fe - j == 1 && f[j] == '#';
+		bool fplus = fe - j == 1 && f[j] == '+';
+		if (phash)
+			return true;
+		if (fhash)
+			return false;
+		if (pplus) {
+			if (j == 0 && fe - j >= 1 && f[0] == '$')
+				return false;
+		} else if (fplus || !bytes_eq(p + i, pe - i, f + j, fe - j)) {
+			return false;
+		}
+		bool pend = pe >= pl, fend = fe >= fl;
+		if (pend || fend)
+			return pend && fend;
+		i = pe + 1;
+		j = fe + 1;
+	}
+}
+
+/* Under devices/<id>/ (filters), or also exactly devices/<id> (topics: the device's
+ * own devices/<id>/# pattern matches its parent level too). */
+static bool device_scope(const uint8_t *id, size_t idl, const uint8_t *t, size_t tl,
+			 bool topic)
+{
+	if (tl < DEV_PREFIX_LEN + idl || memcmp(t, dev_prefix, DEV_PREFIX_LEN) != 0 ||
+	    memcmp(t + DEV_PREFIX_LEN, id, idl) != 0)
+		return false;
+	if (tl == DEV_PREFIX_LEN + idl)
+		return topic;
+	return t[DEV_PREFIX_LEN + idl] == '/';
+}
+
+static bool acl_pub(const struct mqtt_broker *b, const struct mqtt_conn *c,
+		    const uint8_t *id, size_t idl, const uint8_t *t, size_t tl)
+{
+	if (c->kind == MQTT_ID_DEVICE)
+		return device_scope(id, idl, t, tl, true);
+	if (c->acl == UINT16_MAX)
+		return false;
+	const struct mqtt_acl_service *r = &b->cfg.services[c->acl];
+	for (uint16_t i = 0; i < r->n_pub; i++)
+		if (match_str((const uint8_t *)r->pub[i], strlen(r->pub[i]), t, tl))
+			return true;
+	return false;
+}
+
+static bool acl_sub(const struct mqtt_broker *b, const struct mqtt_conn *c,
+		    const uint8_t *id, size_t idl, const uint8_t *f, size_t fl)
+{
+	if (c->kind == MQTT_ID_DEVICE)
+		return device_scope(id, idl, f, fl, false);
+	if (c->acl == UINT16_MAX)
+		return false;
+	const struct mqtt_acl_service *r = &b->cfg.services[c->acl];
+	for (uint16_t i = 0; i < r->n_sub; i++)
+		if (covered((const uint8_t *)r->sub[i], strlen(r->sub[i]), f, fl))
+			return true;
+	return false;
+}
+
+static uint16_t acl_rule(const struct mqtt_broker *b, const uint8_t *id, size_t idl)
+{
+	uint16_t any = UINT16_MAX;
+	for (uint16_t i = 0; i < b->cfg.n_services; i++) {
+		const char *rid = b->cfg.services[i].identity;
+		if (!rid)
+			any = any == UINT16_MAX ? i : any;
+		else if (bytes_eq((const uint8_t *)rid, strlen(rid), id, idl))
+			return i;
+	}
+	return any;
+}
+
+bool mqtt_acl_may_read(const struct mqtt_broker *b, enum mqtt_id_kind kind,
+		       const uint8_t *identity, size_t id_len, const uint8_t *topic,
+		       size_t topic_len)
+{
+	struct mqtt_conn c = { 0 };
+	c.kind = (uint8_t)kind;
+	c.acl = kind == MQTT_ID_SERVICE ? acl_rule(b, identity, id_len) : 0;
+	if (kind == MQTT_ID_DEVICE)
+		return device_scope(identity, id_len, topic, topic_len, true);
+	if (c.acl == UINT16_MAX)
+		return false;
+	const struct mqtt_acl_service *r = &b->cfg.services[c.acl];
+	for (uint16_t i = 0; i < r->n_sub; i++)
+		if (match_str((const uint8_t *)r->sub[i], strlen(r->sub[i]), topic, topic_len))
+			return true;
+	return false;
+}
+
+/* ---- connections ------------------------------------------------------------------- */
+
+/* End a connection: detach the session (freeing it if clean), publish the will when
+ * asked, give back every buffer, then tell the transport if we initiated it. */
+static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bool will)
+{
+	void *user = c->user;
+	uint32_t si = c->session;
+	if (si != MQTT_NIL)
+		b->sess[si].conn = MQTT_NIL;
+	if (c->will) {
+		struct mqtt_msg *m = c->will;
+		c->will = NULL;
+		if (will) {
+			b->st.wills_published++;
+			route(b, m->data, m->topic_len, m->data + m->topic_len, m->payload_len,
+			      m->qos, m->retain);
+		}
+		mqtt_msg_unref(b, m);
+	}
+	if (si != MQTT_NIL && (b->sess[si].flags & MQTT_SESS_CLEAN))
+		mqtt_sess_free(b, si); /* [MQTT-3.1.2-6] */
+	mqtt_framer_reset(&c->fr, &b->acct);
+	if (c->identity)
+		mqtt_heap_free(b, c->identity, c->identity_len);
+	memset(c, 0, sizeof *c);
+	c->state = MQTT_CONN_FREE;
+	c->session = b->conn_free;
+	b->conn_free = conn_idx(b, c);
+	b->n_conns--;
+	if (notify)
+		b->ops.close(b->ops.ctx, user);
+}
+
+int mqtt_conn_open(struct mqtt_broker *b, const uint8_t *identity, size_t id_len,
+		   enum mqtt_id_kind kind, void *user, uint64_t now_ms, struct mqtt_conn **out)
+{
+	*out = NULL;
+	if (id_len == 0 || id_len > UINT8_MAX || !mqtt_utf8_valid(identity, id_len))
+		return -E_INVAL;
+	if (kind == MQTT_ID_DEVICE)
+		for (size_t i = 0; i < id_len; i++)
+			if (identity[i] == '/' || identity[i] == '+' || identity[i] == '#')
+				return -E_INVAL; /* must name exactly one topic level */
+	if (b->conn_free == MQTT_NIL) {
+		b->st.pool_exhausted++;
+		return -E_NOMEM;
+	}
+	uint8_t *idc = mqtt_heap_alloc(b, id_len);
+	if (!idc)
+		return -E_NOMEM;
+	memcpy(idc, identity, id_len);
+	uint32_t ci = b->conn_free;
+	struct mqtt_conn *c = &b->conns[ci];
+	b->conn_free = c->session;
+	memset(c, 0, sizeof *c);
+	c->user = user;
+	c->identity = idc;
+	c->identity_len = (uint8_t)id_len;
+	c->kind = (uint8_t)kind;
+	c->acl = kind == MQTT_ID_SERVICE ? acl_rule(b, identity, id_len) : UINT16_MAX;
+	c->session = MQTT_NIL;
+	c->state = MQTT_CONN_NEW;
+	c->last_rx_ms = (uint32_t)now_ms;
+	c->tok_ms = (uint32_t)now_ms;
+	c->tok_msgs = b->cfg.rate_burst_msgs * 1000u;
+	c->tok_bytes = b->cfg.rate_burst_bytes;
+	b->n_conns++;
+	*out = c;
+	return 0;
+}
+
+static int refuse(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t rc)
+{
+	b->st.connack_refused++;
+	(void)send_connack(b, c, false, rc);
+	conn_end(b, c, true, false);
+	return -E_CLOSED;
+}
+
+static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_connect *k,
+			  uint64_t now_ms)
+{
+	const uint8_t *id = k->client_id.p;
+	size_t idl = k->client_id.len;
+	bool service = c->kind == MQTT_ID_SERVICE;
+	if (idl == 0) {
+		/* server-assigned identifier [MQTT-3.1.3-6]: the authenticated identity */
+		id = c->identity;
+		idl = c->identity_len;
+	}
+	if (!bytes_eq(id, idl, c->identity, c->identity_len) &&
+	    !(service && idl > c->identity_len && memcmp(id, c->identity, c->identity_len) == 0 &&
+	      id[c->identity_len] == '/'))
+		return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED);
+	if (k->will) {
+		if (!acl_pub(b, c, c->identity, c->identity_len, k->will_topic.p, k->will_topic.len)) {
+			b->st.acl_denied_pub++;
+			return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED);
+		}
+		c->will = msg_new(b, k->will_topic.p, k->will_topic.len, k->will_msg.p,
+				  k->will_msg.len, k->will_qos);
+		if (!c->will)
+			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE);
+		c->will->retain = k->will_retain;
+	}
+	uint32_t si = mqtt_sess_find(b, service, id, idl);
+	if (si != MQTT_NIL && b->sess[si].conn != MQTT_NIL) {
+		/* takeover: the existing connection is closed [MQTT-3.1.4-2] */
+		b->st.takeovers++;
+		conn_end(b, &b->conns[b->sess[si].conn], true, true);
+		si = mqtt_sess_find(b, service, id, idl);
+	}
+	if (si != MQTT_NIL && k->clean) {
+		mqtt_sess_free(b, si); /* [MQTT-3.1.2-6] */
+		si = MQTT_NIL;
+	}
+	bool present = si != MQTT_NIL; /* [MQTT-3.2.2-1..3] */
+	if (si == MQTT_NIL) {
+		si = mqtt_sess_new(b, service, id, idl);
+		if (si == MQTT_NIL)
+			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE);
+	}
+	struct mqtt_session *s = &b->sess[si];
+	if (k->clean)
+		s->flags |= MQTT_SESS_CLEAN;
+	else
+		s->flags = (uint8_t)(s->flags & ~MQTT_SESS_CLEAN);
+	s->conn = conn_idx(b, c);
+	c->session = si;
+	c->state = MQTT_CONN_UP;
+	c->keepalive_s = k->keepalive_s;
+	c->last_rx_ms = (uint32_t)now_ms;
+	mqtt_heap_free(b, c->identity, c->identity_len);
+	c->identity = NULL;
+	(void)send_connack(b, c, present, MQTT_CONNACK_ACCEPTED); /* [MQTT-3.2.0-1] */
+	resend(b, si);
+	return 0;
+}
+
+static bool rate_ok(struct mqtt_broker *b, struct mqtt_conn *c, size_t bytes, uint64_t now_ms)
+{
+	const struct mqtt_broker_config *g = &b->cfg;
+	uint64_t el = (uint32_t)((uint32_t)now_ms - c->tok_ms); /* mod 2^32 */
+	c->tok_ms = (uint32_t)now_ms;
+	if (g->rate_msgs_per_s) {
+		uint64_t t = c->tok_msgs + el * g->rate_msgs_per_s; /* milli-messages */
+		c->tok_msgs = (uint32_t)MIN(t, (uint64_t)g->rate_burst_msgs * 1000u);
+	}
+	if (g->rate_bytes_per_s) {
+		uint64_t t = c->tok_bytes + el * g->rate_bytes_per_s / 1000u;
+		c->tok_bytes = (uint32_t)MIN(t, (uint64_t)g->rate_burst_bytes);
+	}
+	if ((g->rate_msgs_per_s && c->tok_msgs < 1000u) ||
+	    (g->rate_bytes_per_s && c->tok_bytes < bytes))
+		return false;
+	if (g->rate_msgs_per_s)
+		c->tok_msgs -= 1000u;
+	if (g->rate_bytes_per_s)
+		c->tok_bytes -= (uint32_t)bytes;
+	return true;
+}
+
+static uint32_t rx2_find(const struct mqtt_broker *b, const struct mqtt_session *s, uint16_t pid,
+			 uint32_t *prev)
+{
+	*prev = MQTT_NIL;
+	for (uint32_t d = s->rx2; d != MQTT_NIL; d = b->dlvs[d].next) {
+		if (b->dlvs[d].pid == pid)
+			return d;
+		*prev = d;
+	}
+	return MQTT_NIL;
+}
+
+static int violation(struct mqtt_broker *b, struct mqtt_conn *c)
+{
+	if (c->violations < UINT16_MAX)
+		c->violations++;
+	if (b->cfg.max_violations && c->violations >= b->cfg.max_violations) {
+		b->st.acl_closes++;
+		conn_end(b, c, true, true);
+		return -E_CLOSED;
+	}
+	return 0;
+}
+
+static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_publish *p,
+			  size_t pkt_len, uint64_t now_ms)
+{
+	uint32_t si = c->session;
+	struct mqtt_session *s = &b->sess[si];
+	b->st.msgs_in++;
+	b->st.bytes_in += pkt_len;
+	bool drop = false;
+	if (!rate_ok(b, c, p->payload_len, now_ms)) {
+		b->st.rate_dropped++;
+		if (b->cfg.rate_disconnect) {
+			b->st.rate_closes++;
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		drop = true;
+	} else if (!acl_pub(b, c, s->id, s->id_len, p->topic.p, p->topic.len)) {
+		b->st.acl_denied_pub++;
+		if (violation(b, c))
+			return -E_CLOSED;
+		drop = true; /* dropped, but acknowledged so the client does not retry forever */
+	}
+	if (p->qos == 2) {
+		uint32_t prev;
+		if (rx2_find(b, s, p->pid, &prev) != MQTT_NIL) {
+			b->st.qos2_dups++; /* delivered once already [MQTT-4.3.3-2] */
+			(void)send_ack(b, c, MQTT_PUBREC, p->pid);
+			return 0;
+		}
+		if (s->n_rx2 >= b->cfg.max_qos2_rx) {
+			b->st.proto_closes++;
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		uint32_t d = mqtt_dlv_alloc(b);
+		if (d == MQTT_NIL) {
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		b->dlvs[d].pid = p->pid;
+		b->dlvs[d].state = MQTT_DLV_RX2;
+		b->dlvs[d].next = s->rx2;
+		s->rx2 = d;
+		s->n_rx2++;
+	}
+	if (!drop)
+		route(b, p->topic.p, p->topic.len, p->payload, p->payload_len, p->qos, p->retain);
+	if (p->qos == 1)
+		(void)send_ack(b, c, MQTT_PUBACK, p->pid); /* [MQTT-4.3.2-2] */
+	else if (p->qos == 2)
+		(void)send_ack(b, c, MQTT_PUBREC, p->pid); /* [MQTT-4.3.3-2] */
+	return 0;
+}
+
+static void handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid)
+{
+	uint32_t si = c->session;
+	struct mqtt_session *s = &b->sess[si];
+	if (type == MQTT_PUBREL) {
+		uint32_t prev;
+		uint32_t d = rx2_find(b, s, pid, &prev);
+		if (d != MQTT_NIL) {
+			if (prev == MQTT_NIL)
+				s->rx2 = b->dlvs[d].next;
+			else
+				b->dlvs[prev].next = b->dlvs[d].next;
+			s->n_rx2--;
+			mqtt_dlv_release(b, d);
+		}
+		(void)send_ack(b, c, MQTT_PUBCOMP, pid); /* [MQTT-4.3.3-2] */
+		return;
+	}
+	uint8_t want = type == MQTT_PUBACK ? MQTT_DLV_WAIT_ACK
+		       : type == MQTT_PUBREC ? MQTT_DLV_WAIT_REC : MQTT_DLV_WAIT_COMP;
+	uint32_t prev = MQTT_NIL;
+	for (uint32_t d = s->q_head; d != MQTT_NIL; prev = d, d = b->dlvs[d].next) {
+		struct mqtt_dlv *r = &b->dlvs[d];
+		uint8_t st = dlv_state(r);
+		if (r->pid != pid || st == MQTT_DLV_QUEUED)
+			continue;
+		if (type == MQTT_PUBREC && st == MQTT_DLV_WAIT_COMP) {
+			(void)send_ack(b, c, MQTT_PUBREL, pid); /* duplicate PUBREC */
+			return;
+		}
+		if (st != want)
+			break;
+		if (type == MQTT_PUBREC) {
+			/* the message is delivered: keep only the identifier [MQTT-4.3.3-1] */
+			mqtt_msg_unref(b, r->msg);
+			r->msg = NULL;
+			dlv_set_state(r, MQTT_DLV_WAIT_COMP);
+			(void)send_ack(b, c, MQTT_PUBREL, pid);
+			return;
+		}
+		q_unlink(b, s, d, prev);
+		s->n_inflight--;
+		mqtt_dlv_release(b, d);
+		pump(b, si);
+		return;
+	}
+	b->st.unknown_acks++;
+}
+
+/* Is this (validated) filter relative to the device's own devices/<id>/ prefix? Then the
+ * levels after it are stored below the shared relative root: no per-device nodes. */
+static bool filter_rel(const struct mqtt_conn *c, const struct mqtt_session *s,
+		       const uint8_t *f, size_t fl)
+{
+	return c->kind == MQTT_ID_DEVICE && device_scope(s->id, s->id_len, f, fl, false);
+}
+
+struct retained_arg {
+	uint32_t si;
+	uint8_t qos;
+};
+
+static void retained_cb(struct mqtt_broker *b, struct mqtt_msg *m, void *arg)
+{
+	const struct retained_arg *a = arg;
+	struct msg_view v = { m->data, m->data + m->topic_len, m->payload_len, m->topic_len,
+			      m->qos, m };
+	/* sent with RETAIN 1 on a new subscription [MQTT-3.3.1-8] */
+	deliver(b, a->si, &v, (uint8_t)MIN(m->qos, a->qos), true);
+}
+
+static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
+			    const struct mqtt_packet *pk)
+{
+	uint32_t si = c->session;
+	struct mqtt_filters it = pk->u.filters;
+	struct mqtt_str f;
+	uint8_t q;
+	size_t n = 0;
+	bool denied = false;
+	if (pk->u.filters.n > b->codes_cap) {
+		b->st.proto_closes++;
+		conn_end(b, c, true, true);
+		return -E_CLOSED;
+	}
+	while (mqtt_filters_next(&it, &f, &q)) {
+		struct mqtt_session *s = &b->sess[si];
+		uint8_t code = MQTT_SUBACK_FAILURE;
+		int nl = mqtt_topic_split(b, f.p, f.len);
+		if (!acl_sub(b, c, s->id, s->id_len, f.p, f.len)) {
+			b->st.acl_denied_sub++;
+			denied = true;
+		} else if (nl > 0) {
+			bool rel = filter_rel(c, s, f.p, f.len);
+			if (mqtt_sub_add(b, si, f.p, rel ? 2 : 0, nl, rel, q) == 0)
+				code = q; /* granted as requested [MQTT-3.9.3-1] */
+		}
+		b->codes[n++] = code;
+	}
+	struct wcur w = wcur_make(b->out, b->out_len);
+	/* one code per filter, in order [MQTT-3.8.4-1], [MQTT-3.8.4-4], [MQTT-3.8.4-5] */
+	if (mqtt_encode_suback(&w, pk->pid, b->codes, n) == 0)
+		(void)out_send(b, c, &w);
+	/* retained messages after the SUBACK */
+	it = pk->u.filters;
+	for (size_t i = 0; mqtt_filters_next(&it, &f, &q); i++) {
+		if (b->codes[i] == MQTT_SUBACK_FAILURE)
+			continue;
+		int nl = mqtt_topic_split(b, f.p, f.len);
+		for (int k = 0; k < nl; k++)
+			b->fl_id[k] = mqtt_level_find(b, f.p + b->lv_off[k], b->lv_len[k]);
+		struct retained_arg a = { si, b->codes[i] };
+		mqtt_tree_retained(b, nl, retained_cb, &a);
+	}
+	if (denied)
+		return violation(b, c);
+	return 0;
+}
+
+static int handle_unsubscribe(struct mqtt_broker *b, struct mqtt_conn *c,
+			      const struct mqtt_packet *pk)
+{
+	uint32_t si = c->session;
+	struct mqtt_filters it = pk->u.filters;
+	struct mqtt_str f;
+	uint8_t q;
+	while (mqtt_filters_next(&it, &f, &q)) {
+		int nl = mqtt_topic_split(b, f.p, f.len);
+		if (nl <= 0)
+			continue;
+		bool rel = filter_rel(c, &b->sess[si], f.p, f.len);
+		mqtt_sub_remove(b, si, f.p, rel ? 2 : 0, nl, rel);
+	}
+	(void)send_ack(b, c, MQTT_UNSUBACK, pk->pid); /* [MQTT-3.10.4-4], [MQTT-3.10.4-5] */
+	return 0;
+}
+
+static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *pkt, size_t len,
+		    uint64_t now_ms)
+{
+	struct mqtt_packet pk;
+	enum mqtt_rej rej;
+	if (mqtt_decode(pkt, len, &pk, &rej)) {
+		b->st.rej[rej]++;
+		b->st.proto_closes++;
+		if (c->state == MQTT_CONN_NEW && rej == MQTT_REJ_PROTO_LEVEL)
+			return refuse(b, c, MQTT_CONNACK_BAD_PROTOCOL); /* [MQTT-3.1.2-2] */
+		if (c->state == MQTT_CONN_NEW && rej == MQTT_REJ_CLIENT_ID)
+			return refuse(b, c, MQTT_CONNACK_ID_REJECTED); /* [MQTT-3.1.3-9] */
+		conn_end(b, c, true, true);
+		return -E_CLOSED;
+	}
+	if ((c->state == MQTT_CONN_NEW) != (pk.type == MQTT_CONNECT)) {
+		/* first packet must be CONNECT [MQTT-3.1.0-1]; a second is an error [MQTT-3.1.0-2] */
+		b->st.proto_closes++;
+		conn_end(b, c, true, true);
+		return -E_CLOSED;
+	}
+	switch (pk.type) {
+	case MQTT_CONNECT:
+		return handle_connect(b, c, &pk.u.connect, now_ms);
+	case MQTT_PUBLISH:
+		return handle_publish(b, c, &pk.u.publish, len, now_ms);
+	case MQTT_PUBACK:
+	case MQTT_PUBREC:
+	case MQTT_PUBREL:
+	case MQTT_PUBCOMP:
+		handle_ack(b, c, pk.type, pk.pid);
+		return 0;
+	case MQTT_SUBSCRIBE:
+		return handle_subscribe(b, c, &pk);
+	case MQTT_UNSUBSCRIBE:
+		return handle_unsubscribe(b, c, &pk);
+	case MQTT_PINGREQ: {
+		struct wcur w = wcur_make(b->out, b->out_len);
+		if (mqtt_encode_pingresp(&w) == 0) /* [MQTT-3.12.4-1] */
+			(void)out_send(b, c, &w);
+		return 0;
+	}
+	default: /* DISCONNECT: discard the will [MQTT-3.14.4-3], close [MQTT-3.14.4-1] */
+		conn_end(b, c, true, false);
+		return -E_CLOSED;
+	}
+}
+
+int mqtt_conn_input(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *data, size_t len,
+		    uint64_t now_ms)
+{
+	if (c->state == MQTT_CONN_FREE)
+		return -E_CLOSED;
+	struct cur in = cur_make(data, len);
+	c->last_rx_ms = (uint32_t)now_ms;
+	for (;;) {
+		const uint8_t *pkt;
+		size_t pkt_len;
+		enum mqtt_rej rej;
+		int rc = mqtt_framer_next(&c->fr, &in, b->cfg.max_packet, &b->acct, &pkt, &pkt_len,
+					  &rej);
+		if (rc == -E_NEED_MORE)
+			return 0;
+		if (rc) {
+			b->st.rej[rej]++;
+			b->st.proto_closes++;
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		rc = dispatch(b, c, pkt, pkt_len, now_ms);
+		if (rc)
+			return rc;
+	}
+}
+
+void mqtt_conn_writable(struct mqtt_broker *b, struct mqtt_conn *c)
+{
+	if (c->state == MQTT_CONN_UP)
+		pump(b, c->session);
+}
+
+void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms)
+{
+	(void)now_ms;
+	if (c->state != MQTT_CONN_FREE)
+		conn_end(b, c, false, true); /* abnormal end: will [MQTT-3.1.2-8] */
+}
+
+void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms)
+{
+	for (uint32_t i = 0; i < b->cfg.max_conns; i++) {
+		struct mqtt_conn *c = &b->conns[i];
+		/* 32-bit differences: correct while ticks come more often than every 49 days */
+		uint64_t idle = (uint32_t)((uint32_t)now_ms - c->last_rx_ms);
+		if (c->state == MQTT_CONN_NEW && idle > b->cfg.connect_timeout_ms) {
+			b->st.connect_timeouts++;
+			conn_end(b, c, true, false);
+		} else if (c->state == MQTT_CONN_UP && c->keepalive_s &&
+			   idle > (uint64_t)c->keepalive_s * 1500u) {
+			b->st.keepalive_closes++; /* [MQTT-3.1.2-24] */
+			conn_end(b, c, true, true);
+		}
+	}
+}
+
+/* ---- init, layout, checks -------------------------------------------------------------- */
+
+static uint32_t pow2_at_least(uint64_t n)
+{
+	uint32_t p = 16;
+	while (p < n && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+#define ROUND8(x) (((x) + 7u) & ~(size_t)7u)
+
+/* Lay out every array after the broker struct; with base == NULL only measure. */
+static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_broker_config *g)
+{
+	size_t off = ROUND8(sizeof *b);
+	uint32_t n_nodes = g->max_nodes + 2;
+	uint32_t n_levels = n_nodes + 2;
+	uint32_t stack = ((uint32_t)g->max_topic_levels + 2u) * 4u;
+	size_t codes = g->max_packet / 4u + 1u;
+#define TAKE(field, type, count)                                                   \
+	do {                                                                       \
+		b->field = base ? (type *)(void *)(base + off) : NULL;             \
+		off += ROUND8((size_t)(count) * sizeof(type));                     \
+	} while (0)
+	TAKE(conns, struct mqtt_conn, g->max_conns);
+	TAKE(sess, struct mqtt_session, g->max_sessions);
+	TAKE(subs, struct mqtt_sub, g->max_subs ? g->max_subs : 1);
+	TAKE(dlvs, struct mqtt_dlv, g->max_deliveries ? g->max_deliveries : 1);
+	TAKE(nodes, struct mqtt_node, n_nodes);
+	TAKE(levels, struct mqtt_level, n_levels);
+	b->sess_mask = pow2_at_least(2ull * g->max_sessions) - 1;
+	b->edge_mask = pow2_at_least(2ull * n_nodes) - 1;
+	b->level_mask = pow2_at_least(2ull * n_levels) - 1;
+	TAKE(sess_bkt, uint32_t, b->sess_mask + 1);
+	TAKE(edge_bkt, uint32_t, b->edge_mask + 1);
+	TAKE(level_bkt, uint32_t, b->level_mask + 1);
+	b->out_len = (size_t)g->max_packet + 8u;
+	TAKE(out, uint8_t, b->out_len);
+	TAKE(mark, uint8_t, g->max_sessions);
+	TAKE(touched, uint32_t, g->max_sessions);
+	b->stack_cap = stack;
+	TAKE(stack, uint32_t, stack);
+	TAKE(lv_off, uint16_t, g->max_topic_levels);
+	TAKE(lv_len, uint16_t, g->max_topic_levels);
+	TAKE(lv_id, uint32_t, g->max_topic_levels);
+	TAKE(fl_id, uint32_t, (size_t)g->max_topic_levels + 1);
+	b->codes_cap = codes;
+	TAKE(codes, uint8_t, codes);
+#undef TAKE
+	b->max_levels = n_levels;
+	return off;
+}
+
+static bool cfg_valid(const struct mqtt_broker_config *g)
+{
+	return g->max_conns && g->max_sessions && g->max_nodes && g->max_packet >= 16 &&
+	       g->max_packet <= MQTT_MAX_REMAINING && g->max_topic_levels >= 3 &&
+	       g->max_topic_levels <= 1024 && g->max_inflight && g->max_inflight < UINT16_MAX &&
+	       g->max_queue && g->max_conns < MQTT_NIL / 2 && g->max_sessions < MQTT_NIL / 2 &&
+	       g->max_nodes < (1u << 28) && (!g->n_services || g->services) &&
+	       (!g->rate_msgs_per_s || g->rate_burst_msgs) &&
+	       (!g->rate_bytes_per_s || g->rate_burst_bytes) &&
+	       g->rate_burst_msgs <= UINT32_MAX / 1000u;
+}
+
+size_t mqtt_broker_mem_size(const struct mqtt_broker_config *cfg)
+{
+	struct mqtt_broker tmp;
+	if (!cfg_valid(cfg))
+		return 0;
+	return layout(&tmp, NULL, cfg);
+}
+
+static uint32_t level_permanent(struct mqtt_broker *b, uint8_t ch)
+{
+	uint32_t id = MQTT_NIL;
+	const uint8_t s[1] = { ch };
+	/* create through a one-level path below the relative root, then pin the level */
+	b->lv_off[0] = 0;
+	b->lv_len[0] = 1;
+	uint32_t node = mqtt_node_path(b, MQTT_ROOT_REL, s, 0, 1, true);
+	if (node == MQTT_NIL)
+		return MQTT_NIL;
+	id = b->nodes[node].level;
+	b->levels[id].refs++;
+	mqtt_node_prune(b, node);
+	return id;
+}
+
+int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
+		     const struct mqtt_broker_config *cfg, const struct mqtt_broker_ops *ops)
+{
+	*out = NULL;
+	size_t need = mqtt_broker_mem_size(cfg);
+	if (!need || !mem || ((uintptr_t)mem & 7u) || !ops->send || !ops->close ||
+	    !ops->heap.alloc || !ops->heap.free)
+		return -E_INVAL;
+	if (len < need)
+		return -E_NOMEM;
+	memset(mem, 0, need);
+	struct mqtt_broker *b = mem;
+	layout(b, mem, cfg);
+	b->cfg = *cfg;
+	b->ops = *ops;
+	b->key = siphash_key_from_bytes(cfg->hash_key);
+	b->acct.alloc = acct_alloc;
+	b->acct.free = acct_free;
+	b->acct.ctx = b;
+	/* free lists, threaded through one link field per record */
+	b->conn_free = b->sess_free = b->sub_free = b->dlv_free = b->node_free = b->level_free =
+		MQTT_NIL;
+	for (uint32_t i = cfg->max_conns; i-- > 0;) {
+		b->conns[i].session = b->conn_free;
+		b->conn_free = i;
+	}
+	for (uint32_t i = cfg->max_sessions; i-- > 0;) {
+		b->sess[i].hash_next = b->sess_free;
+		b->sess_free = i;
+	}
+	for (uint32_t i = cfg->max_subs; i-- > 0;) {
+		b->subs[i].next_in_session = b->sub_free;
+		b->sub_free = i;
+	}
+	for (uint32_t i = cfg->max_deliveries; i-- > 0;) {
+		b->dlvs[i].next = b->dlv_free;
+		b->dlv_free = i;
+	}
+	for (uint32_t i = cfg->max_nodes + 2; i-- > 2;) {
+		b->nodes[i].hash_next = b->node_free;
+		b->nodes[i].level = MQTT_NIL;
+		b->node_free = i;
+	}
+	for (uint32_t i = b->max_levels; i-- > 0;) {
+		b->levels[i].hash_next = b->level_free;
+		b->level_free = i;
+	}
+	memset(b->sess_bkt, 0xff, (b->sess_mask + 1) * sizeof(uint32_t));
+	memset(b->edge_bkt, 0xff, (b->edge_mask + 1) * sizeof(uint32_t));
+	memset(b->level_bkt, 0xff, (b->level_mask + 1) * sizeof(uint32_t));
+	for (uint32_t r = 0; r < 2; r++) {
+		struct mqtt_node *nd = &b->nodes[r];
+		nd->parent = nd->first_child = nd->next_sibling = nd->prev_sibling = MQTT_NIL;
+		nd->hash_next = nd->level = nd->subs = MQTT_NIL;
+	}
+	b->lvl_plus = level_permanent(b, '+');
+	b->lvl_hash = level_permanent(b, '#');
+	if (b->lvl_plus == MQTT_NIL || b->lvl_hash == MQTT_NIL) {
+		mqtt_broker_fini(b);
+		return -E_NOMEM;
+	}
+	*out = b;
+	return 0;
+}
+
+void mqtt_broker_fini(struct mqtt_broker *b)
+{
+	for (uint32_t i = 0; i < b->cfg.max_conns; i++)
+		if (b->conns[i].state != MQTT_CONN_FREE) {
+			struct mqtt_conn *c = &b->conns[i];
+			if (c->session != MQTT_NIL)
+				b->sess[c->session].flags |= MQTT_SESS_CLEAN;
+			conn_end(b, c, false, false);
+		}
+	for (uint32_t i = 0; i < b->cfg.max_sessions; i++)
+		if (b->sess[i].flags & MQTT_SESS_USED)
+			mqtt_sess_free(b, i);
+	for (uint32_t i = 2; i < b->cfg.max_nodes + 2; i++) {
+		struct mqtt_node *nd = &b->nodes[i];
+		if (nd->level != MQTT_NIL && nd->retained) {
+			mqtt_msg_unref(b, nd->retained);
+			nd->retained = NULL;
+			b->n_retained--;
+			mqtt_node_prune(b, i);
+		}
+	}
+	uint32_t perm[2] = { b->lvl_plus, b->lvl_hash };
+	for (int k = 0; k < 2; k++) {
+		if (perm[k] == MQTT_NIL)
+			continue;
+		struct mqtt_level *l = &b->levels[perm[k]];
+		mqtt_heap_free(b, l->s, l->len);
+		l->s = NULL;
+	}
+	b->lvl_plus = b->lvl_hash = MQTT_NIL;
+}
+
+const struct mqtt_broker_stats *mqtt_broker_stats(const struct mqtt_broker *b)
+{
+	return &b->st;
+}
+
+void mqtt_broker_usage(const struct mqtt_broker *b, struct mqtt_broker_usage *u)
+{
+	u->conns = b->n_conns;
+	u->sessions = b->n_sess;
+	u->nodes = b->n_nodes;
+	u->subs = b->n_subs;
+	u->deliveries = b->n_dlvs;
+	u->levels = b->n_levels;
+	u->retained = b->n_retained;
+	u->heap_bytes = b->heap_used;
+}
+
+size_t mqtt_sizeof_session(void)
+{
+	return sizeof(struct mqtt_session);
+}
+
+size_t mqtt_sizeof_conn(void)
+{
+	return sizeof(struct mqtt_conn);
+}
+
+#define CHECK(c)                         \
+	do {                             \
+		if (!(c))                \
+			return -E_CORRUPT; \
+	} while (0)
+
+int mqtt_broker_check(const struct mqtt_broker *b)
+{
+	uint32_t n_conns = 0, n_sess = 0, n_dlv = 0, n_subs = 0;
+	CHECK(b->heap_used <= b->cfg.heap_limit);
+	for (uint32_t i = 0; i < b->cfg.max_conns; i++) {
+		const struct mqtt_conn *c = &b->conns[i];
+		if (c->state == MQTT_CONN_FREE)
+			continue;
+		n_conns++;
+		CHECK((c->state == MQTT_CONN_UP) == (c->session != MQTT_NIL));
+		if (c->session != MQTT_NIL)
+			CHECK(b->sess[c->session].conn == i);
+		CHECK((c->fr.buf != NULL) == (c->fr.need > 0));
+	}
+	for (uint32_t i = 0; i < b->cfg.max_sessions; i++) {
+		const struct mqtt_session *s = &b->sess[i];
+		if (!(s->flags & MQTT_SESS_USED))
+			continue;
+		n_sess++;
+		CHECK(mqtt_sess_find(b, s->flags & MQTT_SESS_SERVICE, s->id, s->id_len) == i);
+		if (s->conn != MQTT_NIL)
+			CHECK(b->conns[s->conn].state == MQTT_CONN_UP && b->conns[s->conn].session == i);
+		else
+			CHECK(!(s->flags & MQTT_SESS_CLEAN));
+		uint32_t nq = 0, nf = 0, last = MQTT_NIL;
+		for (uint32_t d = s->q_head; d != MQTT_NIL; d = b->dlvs[d].next) {
+			const struct mqtt_dlv *r = &b->dlvs[d];
+			uint8_t st = dlv_state(r);
+			CHECK(++nq <= b->cfg.max_queue);
+			CHECK(st >= MQTT_DLV_QUEUED && st <= MQTT_DLV_WAIT_COMP);
+			CHECK((st == MQTT_DLV_WAIT_COMP) == (r->msg == NULL));
+			CHECK(r->qos == 1 || r->qos == 2);
+			if (st != MQTT_DLV_QUEUED) {
+				nf++;
+				CHECK(r->pid != 0);
+				for (uint32_t e = r->next; e != MQTT_NIL; e = b->dlvs[e].next)
+					CHECK(b->dlvs[e].pid != r->pid ||
+					      dlv_state(&b->dlvs[e]) == MQTT_DLV_QUEUED);
+			}
+			last = d;
+		}
+		CHECK(last == s->q_tail);
+		CHECK(nq == s->n_queued && nf == s->n_inflight && nf <= b->cfg.max_inflight);
+		uint32_t nr = 0;
+		for (uint32_t d = s->rx2; d != MQTT_NIL; d = b->dlvs[d].next) {
+			CHECK(b->dlvs[d].state == MQTT_DLV_RX2 && !b->dlvs[d].msg);
+			CHECK(++nr <= b->cfg.max_qos2_rx);
+		}
+		CHECK(nr == s->n_rx2);
+		n_dlv += nq + nr;
+		uint32_t ns = 0;
+		for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
+			CHECK(b->subs[r].session == i && b->subs[r].qos <= 2);
+			CHECK(++ns <= b->cfg.max_subs_per_session);
+		}
+		CHECK(ns == s->n_subs);
+		n_subs += ns;
+	}
+	CHECK(n_conns == b->n_conns && n_sess == b->n_sess && n_dlv == b->n_dlvs);
+	CHECK(n_subs == b->n_subs);
+	return 0;
+}

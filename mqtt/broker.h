@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * MQTT 3.1.1 broker core (layer mqtt/): sessions, QoS 0/1/2, topic tree, retained
+ * messages, wills, keepalive, ACL and rate limits for one core's shard. It takes bytes and
+ * an authenticated identity from the layer below and hands bytes back through `send`;
+ * it knows nothing of TCP or TLS and never allocates except through the caller's pools
+ * (carved from one region sized by mqtt_broker_mem_size) and the `heap` ops (variable-size
+ * messages, identities, level strings), with an accounted limit. Core-local: one broker
+ * per core, no locks, not interrupt-safe.
+ */
+#ifndef MQTT_BROKER_H
+#define MQTT_BROKER_H
+
+#include "lib/compiler.h"
+#include "mqtt/codec.h"
+
+struct mqtt_broker;
+struct mqtt_conn;
+
+enum mqtt_id_kind { MQTT_ID_DEVICE = 0, MQTT_ID_SERVICE = 1 };
+
+/* ACL for service identities: topic patterns (MQTT filter syntax). A service may publish
+ * to topics matching a `pub` pattern and subscribe to filters covered by a `sub` pattern.
+ * identity NULL applies to every service without a more specific rule. All linked. */
+struct mqtt_acl_service {
+	const char *identity;
+	const char *const *pub;
+	const char *const *sub;
+	uint16_t n_pub, n_sub;
+};
+
+struct mqtt_broker_config {
+	uint32_t max_conns, max_sessions;
+	uint32_t max_nodes;      /* topic-tree nodes (absolute and identity-relative) */
+	uint32_t max_subs;       /* subscription records beyond each session's inline one */
+	uint32_t max_deliveries; /* queued/in-flight delivery records, all sessions */
+	uint32_t max_retained;
+	uint32_t max_packet;     /* bytes, fixed header included */
+	size_t heap_limit;       /* bytes the broker may hold through heap ops */
+	uint16_t max_topic_levels;
+	uint16_t max_inflight;   /* outbound QoS 1/2 window per session */
+	uint16_t max_queue;      /* outbound records (queued + in flight) per session */
+	uint16_t max_qos2_rx;    /* inbound QoS 2 awaiting PUBREL per session */
+	uint8_t max_subs_per_session;
+	bool queue_drop_oldest;  /* full queue: drop the oldest queued (else refuse newest) */
+	uint16_t max_violations; /* ACL violations before close; 0 = never close */
+	uint32_t connect_timeout_ms;
+	uint32_t rate_msgs_per_s, rate_burst_msgs;   /* 0 = unlimited */
+	uint32_t rate_bytes_per_s, rate_burst_bytes; /* 0 = unlimited */
+	bool rate_disconnect;    /* over the limit: disconnect (else drop and count) */
+	const struct mqtt_acl_service *services; /* linked */
+	uint16_t n_services;
+	uint8_t hash_key[16];    /* siphash key for tables keyed by peer-chosen strings */
+};
+
+struct mqtt_broker_ops {
+	/* Queue `len` bytes (borrowed: copy or send before returning) on a connection.
+	 * 0, or -E_AGAIN when the transport cannot take them now. Must not call back. */
+	int (*send)(void *ctx, void *conn_user, const uint8_t *buf, size_t len);
+	/* The broker ended this connection (protocol error, DISCONNECT, takeover, keepalive):
+	 * the transport closes it and forgets the handle. Must not call back. */
+	void (*close)(void *ctx, void *conn_user);
+	struct mqtt_alloc heap;
+	void *ctx;
+};
+
+struct mqtt_broker_stats {
+	uint64_t rej[MQTT_REJ__COUNT]; /* decode rejections per site */
+	uint64_t msgs_in, msgs_out, bytes_in;
+	uint64_t acl_denied_pub, acl_denied_sub, acl_closes;
+	uint64_t rate_dropped, rate_closes;
+	uint64_t queue_dropped_oldest, queue_refused, qos0_offline_dropped;
+	uint64_t qos2_dups, unknown_acks, send_again;
+	uint64_t nomem, pool_exhausted, retained_refused;
+	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;
+	uint64_t takeovers, wills_published;
+};
+
+/* Bytes of the region mqtt_broker_init needs for this configuration (0 if invalid). */
+size_t mqtt_broker_mem_size(const struct mqtt_broker_config *cfg);
+
+/* Build a broker in `mem` (linked, len >= mqtt_broker_mem_size, 8-byte aligned).
+ * cfg is copied; ops copied; services linked. 0, -E_INVAL or -E_NOMEM. */
+MUST_CHECK int mqtt_broker_init(struct mqtt_broker **out /* out */, void *mem, size_t len,
+				const struct mqtt_broker_config *cfg,
+				const struct mqtt_broker_ops *ops);
+/* Drop every connection (no close callbacks, no wills), session and retained message;
+ * afterwards the heap holds nothing of the broker. */
+void mqtt_broker_fini(struct mqtt_broker *b);
+
+/* A new authenticated transport connection. identity borrowed (copied), user linked.
+ * 0 with *out, or -E_NOMEM (pool or heap exhausted), -E_INVAL (empty identity). */
+MUST_CHECK int mqtt_conn_open(struct mqtt_broker *b, const uint8_t *identity, size_t id_len,
+			      enum mqtt_id_kind kind, void *user, uint64_t now_ms,
+			      struct mqtt_conn **out /* out */);
+/* Bytes received on a connection (borrowed). 0, or -E_CLOSED when the broker ended the
+ * connection during the call (close was called; the handle is gone). */
+MUST_CHECK int mqtt_conn_input(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *data,
+			       size_t len, uint64_t now_ms);
+/* The transport can take more bytes: resume delivery of queued messages. */
+void mqtt_conn_writable(struct mqtt_broker *b, struct mqtt_conn *c);
+/* The transport lost the connection (no DISCONNECT seen): the will is published. The
+ * handle is gone afterwards; close is not called. */
+void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms);
+/* Timers: keepalive (1.5 x) and CONNECT timeout. Call at least every second. */
+void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms);
+
+const struct mqtt_broker_stats *mqtt_broker_stats(const struct mqtt_broker *b);
+
+/* Introspection for tests, fuzzing and the memory report. */
+struct mqtt_broker_usage {
+	uint32_t conns, sessions, nodes, subs, deliveries, levels, retained;
+	size_t heap_bytes;
+};
+void mqtt_broker_usage(const struct mqtt_broker *b, struct mqtt_broker_usage *u /* out */);
+/* Check every numbered invariant of broker.c; returns 0 or -E_CORRUPT. */
+MUST_CHECK int mqtt_broker_check(const struct mqtt_broker *b);
+/* Would the ACL let this identity receive a message on `topic`? (fuzz oracle) */
+bool mqtt_acl_may_read(const struct mqtt_broker *b, enum mqtt_id_kind kind,
+		       const uint8_t *identity, size_t id_len, const uint8_t *topic,
+		       size_t topic_len);
+size_t mqtt_sizeof_session(void);
+size_t mqtt_sizeof_conn(void);
+
+#endif

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT
+ * Fuzz target: the whole broker driven by several clients (two devices, one of them
+ * twice for takeovers, two services) with packet streams chosen by the input: structured
+ * CONNECT/SUBSCRIBE/PUBLISH/acks from small dictionaries, raw bytes in random chunks,
+ * lost connections and clock ticks. After every step: mqtt_broker_check() holds, the
+ * heap stays under its limit, and no PUBLISH reaches an identity the ACL forbids. At the
+ * end the heap must get every byte back. Pools are tiny so exhaustion paths run. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/err.h"
+#include "mqtt/broker.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static size_t g_live;
+static void *h_alloc(void *ctx, size_t n)
+{
+	(void)ctx;
+	g_live += n;
+	return malloc(n);
+}
+static void h_free(void *ctx, void *p, size_t n)
+{
+	(void)ctx;
+	if (n > g_live)
+		abort();
+	g_live -= n;
+	free(p);
+}
+
+struct fclient {
+	struct mqtt_conn *c;
+	const char *identity;
+	enum mqtt_id_kind kind;
+};
+
+static struct mqtt_broker *B;
+static struct fclient cls[5] = {
+	{ NULL, "d0", MQTT_ID_DEVICE }, { NULL, "d1", MQTT_ID_DEVICE }, { NULL, "d1", MQTT_ID_DEVICE },
+	{ NULL, "svc", MQTT_ID_SERVICE }, { NULL, "admin", MQTT_ID_SERVICE },
+};
+
+static int f_send(void *ctx, void *user, const uint8_t *buf, size_t len)
+{
+	(void)ctx;
+	struct fclient *cl = user;
+	if (len < 2)
+		abort();
+	if ((buf[0] >> 4) == MQTT_PUBLISH) {
+		size_t hl;
+		uint32_t rl;
+		enum mqtt_rej rej;
+		if (mqtt_fixed_header(buf, len, &hl, &rl, &rej) || hl + rl != len || rl < 2)
+			abort();
+		size_t tl = (size_t)(buf[hl] << 8 | buf[hl + 1]);
+		if (2 + tl > rl)
+			abort();
+		/* the oracle: nothing delivered that the ACL forbids */
+		if (!mqtt_acl_may_read(B, cl->kind, (const uint8_t *)cl->identity,
+				       strlen(cl->identity), buf + hl + 2, tl)) {
+			fprintf(stderr, "ACL: %s got %.*s\n", cl->identity, (int)tl, buf + hl + 2);
+			abort();
+		}
+	}
+	return 0;
+}
+
+static void f_close(void *ctx, void *user)
+{
+	(void)ctx;
+	struct fclient *cl = user;
+	if (!cl->c)
+		abort();
+	cl->c = NULL;
+}
+
+static const char *const svc_pub[] = { "devices/+/cmd/#" };
+static const char *const svc_sub[] = { "devices/+/telemetry/#", "devices/+/status" };
+static const char *const adm_all[] = { "#", "$SYS/#" };
+static const struct mqtt_acl_service services[] = {
+	{ "svc", svc_pub, svc_sub, 1, 2 },
+	{ "admin", adm_all, adm_all, 2, 2 },
+};
+
+static const char *const topics[] = {
+	"devices/d0/cmd/a", "devices/d1/cmd/b", "devices/d0/telemetry/t", "devices/d1/status",
+	"$SYS/x", "a/b", "devices/d0", "devices/d1/cmd", "devices/d1/telemetry/x/y", "a",
+};
+static const char *const filters[] = {
+	"devices/d0/cmd/#", "devices/d1/#", "devices/+/telemetry/#", "#", "+/+",
+	"devices/d0/+/a", "$SYS/#", "devices/+/status", "devices/d1/cmd/+", "a/#", "devices/d0/#",
+	"devices/d1/telemetry/+/y",
+};
+
+struct in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static uint8_t take(struct in *in)
+{
+	if (!in->n)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+static void feed(struct fclient *cl, const uint8_t *p, size_t n, uint64_t now)
+{
+	if (!cl->c)
+		return;
+	if (mqtt_conn_input(B, cl->c, p, n, now) == -E_CLOSED && cl->c)
+		abort(); /* closed without the close callback */
+}
+
+static void check(void)
+{
+	struct mqtt_broker_usage u;
+	if (mqtt_broker_check(B))
+		abort();
+	mqtt_broker_usage(B, &u);
+	if (u.heap_bytes != g_live || u.heap_bytes > 16384)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mqtt_broker_config g = {
+		.max_conns = 5, .max_sessions = 4, .max_nodes = 16, .max_subs = 8,
+		.max_deliveries = 16, .max_retained = 4, .max_packet = 512, .heap_limit = 16384,
+		.max_topic_levels = 6, .max_inflight = 2, .max_queue = 4, .max_qos2_rx = 2,
+		.max_subs_per_session = 3, .queue_drop_oldest = true, .max_violations = 4,
+		.connect_timeout_ms = 5000, .rate_msgs_per_s = 50, .rate_burst_msgs = 20,
+		.rate_bytes_per_s = 4000, .rate_burst_bytes = 2000,
+		.services = services, .n_services = 2,
+	};
+	struct mqtt_broker_ops ops = { f_send, f_close, { h_alloc, h_free, NULL }, NULL };
+	struct in in = { data, size };
+	g.queue_drop_oldest = size & 1;
+	g.rate_disconnect = (size & 2) != 0;
+	size_t need = mqtt_broker_mem_size(&g);
+	void *mem = aligned_alloc(8, (need + 7) & ~(size_t)7);
+	if (!mem || mqtt_broker_init(&B, mem, need, &g, &ops))
+		abort();
+	uint64_t now = 1000;
+	uint8_t buf[600];
+	for (int i = 0; i < 5; i++)
+		cls[i].c = NULL;
+	while (in.n) {
+		uint8_t op = take(&in);
+		struct fclient *cl = &cls[op % 5];
+		struct wcur w = wcur_make(buf, sizeof buf);
+		switch ((op / 5) % 10) {
+		case 0:
+			if (!cl->c && mqtt_conn_open(B, (const uint8_t *)cl->identity,
+						     strlen(cl->identity), cl->kind, cl, now, &cl->c))
+				cl->c = NULL;
+			break;
+		case 1: {
+			uint8_t f = take(&in);
+			struct mqtt_connect_args a = {
+				.client_id = (f & 1) ? "" : (f & 2) ? "d1" : cl->identity,
+				.clean = (f & 4) != 0, .keepalive_s = (uint16_t)((f >> 3) & 3),
+				.will_topic = (f & 0x20) ? topics[f % 10] : NULL,
+				.will_msg = (const uint8_t *)"w", .will_msg_len = 1,
+				.will_qos = (uint8_t)((f >> 6) % 3), .will_retain = (f & 0x40) != 0,
+			};
+			if (mqtt_encode_connect(&w, &a) == 0)
+				feed(cl, buf, w.pos, now);
+			break;
+		}
+		case 2: {
+			uint8_t f = take(&in);
+			const char *fl[2] = { filters[f % 12], filters[(f >> 4) % 12] };
+			uint8_t q[2] = { (uint8_t)(f % 3), (uint8_t)((f >> 2) % 3) };
+			if (mqtt_encode_subscribe(&w, (uint16_t)(f | 1), fl, (f & 0x80) ? NULL : q,
+						  1 + (f & 1)) == 0)
+				feed(cl, buf, w.pos, now);
+			break;
+		}
+		case 3:
+		case 4: {
+			uint8_t f = take(&in);
+			uint8_t plen = take(&in);
+			uint8_t qos = (uint8_t)((f >> 4) % 3);
+			const char *t = topics[f % 10];
+			static const uint8_t payload[255];
+			if (mqtt_encode_publish(&w, (const uint8_t *)t, (uint16_t)strlen(t), payload,
+						plen, qos, false, (f & 0x80) != 0,
+						(uint16_t)(qos ? (f & 7) + 1 : 0)) == 0)
+				feed(cl, buf, w.pos, now);
+			break;
+		}
+		case 5: {
+			uint8_t f = take(&in);
+			static const enum mqtt_type t[] = { MQTT_PUBACK, MQTT_PUBREC, MQTT_PUBREL,
+							    MQTT_PUBCOMP };
+			if (mqtt_encode_ack(&w, t[f & 3], (uint16_t)((f >> 2) % 8 + 1)) == 0)
+				feed(cl, buf, w.pos, now);
+			break;
+		}
+		case 6: {
+			/* raw bytes in a random-sized chunk */
+			size_t want = take(&in) % 64u;
+			size_t n = MIN(want, in.n);
+			feed(cl, in.p, n, now);
+			in.p += n;
+			in.n -= n;
+			break;
+		}
+		case 7:
+			if (cl->c) {
+				mqtt_conn_lost(B, cl->c, now);
+				cl->c = NULL;
+			}
+			break;
+		case 8:
+			now += (uint64_t)take(&in) * 100u;
+			mqtt_broker_tick(B, now);
+			break;
+		default:
+			if (mqtt_encode_simple(&w, (op & 0x80) ? MQTT_DISCONNECT : MQTT_PINGREQ) == 0)
+				feed(cl, buf, w.pos, now);
+			break;
+		}
+		check();
+	}
+	mqtt_broker_fini(B);
+	if (g_live)
+		abort();
+	free(mem);
+	return 0;
+}

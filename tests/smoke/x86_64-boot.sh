@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# x86_64 boot smoke scenarios: boots $1/x86_64/urmqtt.elf directly (PVH, `-kernel`) under
+# QEMU, KVM when /dev/kvm opens, TCG otherwise, once per scenario named on the command
+# line (test=<name>). Each boot must end with the isa-debug-exit code of its scenario
+# (QEMU exits with code * 2 + 1; see enum x86_exit_code in arch/x86_64/x86.h) and print
+# the expected decoded report. One "PASS|FAIL x86_64/<scenario>" line each; every boot is
+# bounded by a timeout.
+set -uo pipefail
+build=${1:-build}
+img=$build/x86_64/urmqtt.elf
+logdir=$build/test-logs/x86_64-boot
+mkdir -p "$logdir"
+timeout_s=${X86_64_BOOT_TIMEOUT:-60}
+
+if [ ! -f "$img" ]; then
+	echo "FAIL x86_64/image (missing $img)"
+	exit 1
+fi
+# Open without O_CREAT: a plain `3<>/dev/kvm` would create a file when the device is absent.
+if [ -c /dev/kvm ] && [ -w /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
+	mode=kvm; accel=(-enable-kvm -cpu host,-arch-capabilities)
+else
+	mode=tcg; accel=(-accel tcg -cpu max)
+fi
+echo "x86_64 smoke: $mode"
+
+# name|smp|expected exit|patterns (extended regex, all must match, separated by ';;')|extra
+# QEMU arguments. The kernel gets test=<name without -smp4/-rtc suffix>.
+scenarios=(
+	"boot|1|33|W\\^X audit: PASS;;cpus: 1 started of 1 in the MADT;;memory: [0-9]+ MiB;;from entry to the loop;;protections: NX on, WP on;;every core ticks in its loop;;page tables: [0-9]+ of [0-9]+ KiB, sealed read-only;;wall clock: 20[0-9][0-9]-"
+	"boot-rtc|1|33|wall clock IMPLAUSIBLE: RTC says 2019-03-04|-rtc base=2019-03-04T05:06:07"
+	"boot-smp4|4|33|cpus: 4 started of 4 in the MADT;;W\\^X audit: PASS;;core 3: apic id 3, [0-9]+ ticks;;every core ticks in its loop"
+	"watchdog|1|85|handler 'test-spin' over its budget;;PANIC: watchdog: core 0: handler 'test-spin' stuck for"
+	"watchdog-smp4|4|85|handler 'test-spin' over its budget;;PANIC: watchdog: core 0: handler 'test-spin' stuck for"
+	"write-text|1|75|#PF page fault.*write to a read-only page;;error 0x3: protection, write, supervisor;;in: kernel text;;backtrace:"
+	"write-rodata|1|75|write to a read-only page;;in: kernel rodata"
+	"write-pagetable|1|75|write to a read-only page;;in: page tables \\(sealed\\)"
+	"exec-data|1|77|instruction fetch from a non-executable page;;instruction fetch;;in: kernel data/bss"
+	"stack-overflow|1|79|#DF double fault.*stack overflow into its guard page;;guard page of stack 'boot'"
+	"null-deref|1|81|null pointer dereference;;error 0x0: not present, read, supervisor;;in: null page"
+	"stack-smash|1|71|PANIC: stack smashing detected"
+	"wx-audit|1|69|PANIC: W\\^X audit failed: 1 writable\\+executable"
+)
+
+rc_all=0
+for s in "${scenarios[@]}"; do
+	IFS='|' read -r name smp want pats extra <<<"$s"
+	arg=${name%-smp4}
+	arg=${arg%-rtc}
+	read -r -a extra_args <<<"${extra:-}"
+	log=$logdir/$name.log
+	t0=$(date +%s%N)
+	timeout "$timeout_s" qemu-system-x86_64 "${accel[@]}" -m 128M -smp "$smp" \
+		-nographic -no-reboot -nodefaults -serial stdio \
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		"${extra_args[@]}" -kernel "$img" -append "test=$arg" </dev/null >"$log" 2>&1
+	rc=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	why=""
+	if [ $rc -eq 124 ]; then
+		why="timeout after ${timeout_s}s"
+	elif [ $rc -ne "$want" ]; then
+		why="exit $rc, want $want"
+	else
+		IFS=$'\x01' read -r -a plist <<<"${pats//;;/$'\x01'}"
+		for p in "${plist[@]}"; do
+			if ! tr -d '\r' <"$log" | grep -Eq -- "$p"; then
+				why="missing /$p/"
+				break
+			fi
+		done
+	fi
+	if [ -z "$why" ]; then
+		echo "PASS x86_64/$name ($mode, ${ms} ms QEMU start to exit)"
+	else
+		echo "FAIL x86_64/$name ($mode: $why; see $log)"
+		rc_all=1
+	fi
+done
+# Multiboot2: the same image from GRUB (BIOS) on an ISO, when grub-mkrescue can build one.
+if command -v grub-mkrescue >/dev/null && command -v xorriso >/dev/null && [ -d /usr/lib/grub/i386-pc ]; then
+	iso_dir=$logdir/mb2-iso
+	rm -rf "$iso_dir"
+	mkdir -p "$iso_dir/boot/grub"
+	cp "$img" "$iso_dir/boot/urmqtt.elf"
+	cat >"$iso_dir/boot/grub/grub.cfg" <<-'CFG'
+	set timeout=0
+	serial --unit=0 --speed=115200
+	terminal_output serial
+	menuentry urmqtt {
+	  multiboot2 /boot/urmqtt.elf test=boot
+	  boot
+	}
+	CFG
+	log=$logdir/multiboot2.log
+	if ! grub-mkrescue -o "$logdir/mb2.iso" "$iso_dir" >"$log" 2>&1; then
+		echo "FAIL x86_64/multiboot2 ($mode: grub-mkrescue failed; see $log)"
+		rc_all=1
+	else
+		timeout "$timeout_s" qemu-system-x86_64 "${accel[@]}" -m 128M -smp 2 \
+			-nographic -no-reboot -nodefaults -serial stdio \
+			-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+			-cdrom "$logdir/mb2.iso" </dev/null >>"$log" 2>&1
+		rc=$?
+		if [ $rc -eq 33 ] && tr -d '\r' <"$log" | grep -q "booted via Multiboot2" &&
+			tr -d '\r' <"$log" | grep -q "cpus: 2 started of 2"; then
+			echo "PASS x86_64/multiboot2 ($mode, GRUB BIOS ISO, -smp 2)"
+		else
+			echo "FAIL x86_64/multiboot2 ($mode: exit $rc; see $log)"
+			rc_all=1
+		fi
+	fi
+else
+	echo "SKIP x86_64/multiboot2 (grub-mkrescue, xorriso or grub-pc-bin missing)"
+fi
+exit $rc_all

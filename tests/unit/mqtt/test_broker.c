@@ -1,0 +1,927 @@
+/* SPDX-License-Identifier: MIT
+ * In-process tests for mqtt/broker: clients are fake transports that capture what the
+ * broker sends. Covers CONNECT rules, retained, will, takeover, QoS 1 and 2 redelivery,
+ * overlapping subscriptions, ACL, rate limits, keepalive, offline queues and their bounds,
+ * and the memory targets. Every teardown checks the invariants and that the counting
+ * heap got everything back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/err.h"
+#include "mqtt/broker.h"
+#include "mqtt/session.h"
+
+/* ---- counting heap ---- */
+static size_t g_live, g_blocks;
+static void *h_alloc(void *ctx, size_t n)
+{
+	(void)ctx;
+	g_live += n;
+	g_blocks++;
+	return malloc(n);
+}
+static void h_free(void *ctx, void *p, size_t n)
+{
+	(void)ctx;
+	assert_true(g_live >= n);
+	g_live -= n;
+	g_blocks--;
+	free(p);
+}
+
+/* ---- fake transport ---- */
+struct client {
+	struct mqtt_conn *c;
+	uint8_t rx[65536];
+	size_t rx_len, rx_pos;
+	bool closed;
+	int refuse_send;
+};
+
+static int t_send(void *ctx, void *user, const uint8_t *buf, size_t len)
+{
+	(void)ctx;
+	struct client *cl = user;
+	if (cl->refuse_send)
+		return -E_AGAIN;
+	assert_true(cl->rx_len + len <= sizeof cl->rx);
+	memcpy(cl->rx + cl->rx_len, buf, len);
+	cl->rx_len += len;
+	return 0;
+}
+static void t_close(void *ctx, void *user)
+{
+	(void)ctx;
+	struct client *cl = user;
+	assert_false(cl->closed);
+	cl->closed = true;
+	cl->c = NULL;
+}
+
+static const char *const svc_pub[] = { "devices/+/cmd/#" };
+static const char *const svc_sub[] = { "devices/+/telemetry/#", "devices/+/status" };
+static const char *const adm_all[] = { "#", "$SYS/#" };
+static const struct mqtt_acl_service services[] = {
+	{ "svc", svc_pub, svc_sub, 1, 2 },
+	{ "admin", adm_all, adm_all, 2, 2 },
+};
+
+static struct mqtt_broker_config base_cfg(void)
+{
+	struct mqtt_broker_config g = {
+		.max_conns = 16, .max_sessions = 16, .max_nodes = 128, .max_subs = 64,
+		.max_deliveries = 128, .max_retained = 16, .max_packet = 4096,
+		.heap_limit = 1 << 20, .max_topic_levels = 8, .max_inflight = 4, .max_queue = 8,
+		.max_qos2_rx = 4, .max_subs_per_session = 8, .queue_drop_oldest = true,
+		.max_violations = 3, .connect_timeout_ms = 10000,
+		.services = services, .n_services = 2,
+	};
+	for (int i = 0; i < 16; i++)
+		g.hash_key[i] = (uint8_t)(i * 7 + 1);
+	return g;
+}
+
+static struct mqtt_broker *B;
+static void *g_mem;
+static uint64_t now;
+
+static void start(const struct mqtt_broker_config *g)
+{
+	struct mqtt_broker_ops ops = { t_send, t_close, { h_alloc, h_free, NULL }, NULL };
+	size_t need = mqtt_broker_mem_size(g);
+	assert_true(need > 0);
+	g_mem = aligned_alloc(8, (need + 7) & ~(size_t)7);
+	assert_int_equal(mqtt_broker_init(&B, g_mem, need, g, &ops), 0);
+	now = 1000;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	start(&g);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	assert_int_equal(mqtt_broker_check(B), 0);
+	mqtt_broker_fini(B);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.heap_bytes, 0);
+	assert_int_equal(g_live, 0); /* nothing leaked */
+	assert_int_equal(u.nodes, 0);
+	free(g_mem);
+	return 0;
+}
+
+static struct client *cl_new(const char *identity, enum mqtt_id_kind kind)
+{
+	struct client *cl = calloc(1, sizeof *cl);
+	assert_int_equal(mqtt_conn_open(B, (const uint8_t *)identity, strlen(identity), kind, cl,
+					now, &cl->c), 0);
+	return cl;
+}
+
+static void cl_free(struct client *cl)
+{
+	if (cl->c)
+		mqtt_conn_lost(B, cl->c, now);
+	free(cl);
+}
+
+static int cl_in(struct client *cl, const uint8_t *p, size_t n)
+{
+	assert_non_null(cl->c);
+	int rc = mqtt_conn_input(B, cl->c, p, n, now);
+	if (rc == -E_CLOSED)
+		assert_true(cl->closed);
+	assert_int_equal(mqtt_broker_check(B), 0);
+	return rc;
+}
+
+/* Next packet the broker sent to this client; false if none. */
+static bool cl_next(struct client *cl, uint8_t *type, uint8_t *flags, const uint8_t **body,
+		    size_t *len)
+{
+	if (cl->rx_pos >= cl->rx_len)
+		return false;
+	size_t hl;
+	uint32_t rl;
+	enum mqtt_rej rej;
+	assert_int_equal(mqtt_fixed_header(cl->rx + cl->rx_pos, cl->rx_len - cl->rx_pos, &hl, &rl,
+					   &rej), 0);
+	*type = (uint8_t)(cl->rx[cl->rx_pos] >> 4);
+	*flags = (uint8_t)(cl->rx[cl->rx_pos] & 15);
+	*body = cl->rx + cl->rx_pos + hl;
+	*len = rl;
+	cl->rx_pos += hl + rl;
+	return true;
+}
+
+static void expect_none(struct client *cl)
+{
+	assert_int_equal(cl->rx_pos, cl->rx_len);
+}
+
+static uint16_t expect_ack(struct client *cl, uint8_t want_type)
+{
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t n;
+	assert_true(cl_next(cl, &t, &f, &b, &n));
+	assert_int_equal(t, want_type);
+	assert_int_equal(n, 2);
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+/* Returns the packet identifier; checks topic, payload, QoS, retain and dup. */
+static uint16_t expect_pub(struct client *cl, const char *topic, const char *payload, int qos,
+			   int retain, int dup)
+{
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t n;
+	assert_true(cl_next(cl, &t, &f, &b, &n));
+	assert_int_equal(t, MQTT_PUBLISH);
+	assert_int_equal((f >> 1) & 3, qos);
+	assert_int_equal(f & 1, retain);
+	assert_int_equal(f >> 3, dup);
+	size_t tl = (size_t)(b[0] << 8 | b[1]);
+	assert_int_equal(tl, strlen(topic));
+	assert_memory_equal(b + 2, topic, tl);
+	size_t off = 2 + tl;
+	uint16_t pid = 0;
+	if (qos) {
+		pid = (uint16_t)(b[off] << 8 | b[off + 1]);
+		assert_int_not_equal(pid, 0);
+		off += 2;
+	}
+	assert_int_equal(n - off, strlen(payload));
+	assert_memory_equal(b + off, payload, n - off);
+	return pid;
+}
+
+static int cl_connect_full(struct client *cl, const char *id, bool clean, uint16_t ka,
+			   const char *will_topic, int will_qos, bool will_retain, int *present)
+{
+	uint8_t buf[512];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	struct mqtt_connect_args a = { .client_id = id, .clean = clean, .keepalive_s = ka,
+				       .will_topic = will_topic,
+				       .will_msg = (const uint8_t *)"bye", .will_msg_len = 3,
+				       .will_qos = (uint8_t)will_qos, .will_retain = will_retain };
+	assert_int_equal(mqtt_encode_connect(&w, &a), 0);
+	(void)cl_in(cl, buf, w.pos);
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t n;
+	assert_true(cl_next(cl, &t, &f, &b, &n));
+	assert_int_equal(t, MQTT_CONNACK);
+	assert_int_equal(n, 2);
+	if (present)
+		*present = b[0];
+	if (b[1])
+		assert_int_equal(b[0], 0);
+	return b[1];
+}
+
+static int cl_connect(struct client *cl, const char *id, bool clean)
+{
+	return cl_connect_full(cl, id, clean, 0, NULL, 0, false, NULL);
+}
+
+static uint8_t cl_sub(struct client *cl, const char *filter, uint8_t qos)
+{
+	uint8_t buf[512];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	const char *f[] = { filter };
+	assert_int_equal(mqtt_encode_subscribe(&w, 1, f, &qos, 1), 0);
+	assert_int_equal(cl_in(cl, buf, w.pos), 0);
+	uint8_t t, fl;
+	const uint8_t *b;
+	size_t n;
+	assert_true(cl_next(cl, &t, &fl, &b, &n));
+	assert_int_equal(t, MQTT_SUBACK);
+	assert_int_equal(n, 3);
+	return b[2];
+}
+
+static int cl_pub(struct client *cl, const char *topic, const char *payload, uint8_t qos,
+		  bool retain, uint16_t pid, bool dup)
+{
+	uint8_t buf[4200];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	assert_int_equal(mqtt_encode_publish(&w, (const uint8_t *)topic, (uint16_t)strlen(topic),
+					     (const uint8_t *)payload, strlen(payload), qos, dup,
+					     retain, pid), 0);
+	return cl_in(cl, buf, w.pos);
+}
+
+static int cl_ack(struct client *cl, enum mqtt_type t, uint16_t pid)
+{
+	uint8_t buf[4];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	assert_int_equal(mqtt_encode_ack(&w, t, pid), 0);
+	return cl_in(cl, buf, w.pos);
+}
+
+static int cl_simple(struct client *cl, enum mqtt_type t)
+{
+	uint8_t buf[2];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	assert_int_equal(mqtt_encode_simple(&w, t), 0);
+	return cl_in(cl, buf, w.pos);
+}
+
+/* ---- tests ---- */
+
+static void test_connect_rules(void **state)
+{
+	(void)state;
+	struct client *a = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(a, "d2", true), MQTT_CONNACK_NOT_AUTHORIZED);
+	assert_true(a->closed);
+	cl_free(a);
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	int present = -1;
+	assert_int_equal(cl_connect_full(a, "", true, 0, NULL, 0, false, &present), 0);
+	assert_int_equal(present, 0);
+	assert_int_equal(cl_simple(a, MQTT_PINGREQ), 0);
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t n;
+	assert_true(cl_next(a, &t, &f, &b, &n));
+	assert_int_equal(t, MQTT_PINGRESP);
+	/* a second CONNECT closes [MQTT-3.1.0-2] */
+	uint8_t buf[64];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	struct mqtt_connect_args ca = { .client_id = "d1", .clean = true };
+	assert_int_equal(mqtt_encode_connect(&w, &ca), 0);
+	assert_int_equal(cl_in(a, buf, w.pos), -E_CLOSED);
+	cl_free(a);
+	/* empty id with clean 0: 0x02 */
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(a, "", false), MQTT_CONNACK_ID_REJECTED);
+	cl_free(a);
+	/* protocol level 3: 0x01 */
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	const uint8_t v3[] = { 0x10, 12, 0, 4, 'M', 'Q', 'T', 'T', 3, 2, 0, 0, 0, 0 };
+	assert_int_equal(cl_in(a, v3, sizeof v3), -E_CLOSED);
+	assert_int_equal(expect_ack(a, MQTT_CONNACK), 0x0001);
+	cl_free(a);
+	/* anything before CONNECT closes [MQTT-3.1.0-1] */
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_simple(a, MQTT_PINGREQ), -E_CLOSED);
+	expect_none(a);
+	cl_free(a);
+	/* malformed packet closes */
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	const uint8_t bad[] = { 0x10, 0x80, 0x80, 0x80, 0x80, 0x01 };
+	assert_int_equal(cl_in(a, bad, sizeof bad), -E_CLOSED);
+	cl_free(a);
+	/* a device identity may not contain a level separator */
+	struct mqtt_conn *c;
+	assert_int_equal(mqtt_conn_open(B, (const uint8_t *)"a/b", 3, MQTT_ID_DEVICE, NULL, now, &c),
+			 -E_INVAL);
+	/* services may use their identity or identity/suffix */
+	a = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(a, "svc/worker1", true), 0);
+	cl_free(a);
+	a = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(a, "svcx", true), MQTT_CONNACK_NOT_AUTHORIZED);
+	cl_free(a);
+}
+
+static void test_pubsub_qos_and_overlap(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	/* overlapping subscriptions: delivered once at the maximum QoS */
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 0), 0);
+	assert_int_equal(cl_sub(d, "devices/d1/+/reboot", 1), 1);
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/reboot", 2), 2);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/reboot", "now", 1, false, 10, false), 0);
+	assert_int_equal(expect_ack(s, MQTT_PUBACK), 10);
+	uint16_t pid = expect_pub(d, "devices/d1/cmd/reboot", "now", 1, 0, 0);
+	expect_none(d);
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pid), 0);
+	/* QoS 0 publish to a QoS 2 subscription arrives at QoS 0 */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/reboot", "q0", 0, false, 0, false), 0);
+	expect_pub(d, "devices/d1/cmd/reboot", "q0", 0, 0, 0);
+	/* other devices' topics do not reach d1 */
+	assert_int_equal(cl_pub(s, "devices/d2/cmd/reboot", "x", 0, false, 0, false), 0);
+	expect_none(d);
+	/* service subscription with + : telemetry from the device */
+	assert_int_equal(cl_sub(s, "devices/+/telemetry/#", 1), 1);
+	assert_int_equal(cl_pub(d, "devices/d1/telemetry/temp", "21", 1, false, 5, false), 0);
+	assert_int_equal(expect_ack(d, MQTT_PUBACK), 5);
+	pid = expect_pub(s, "devices/d1/telemetry/temp", "21", 1, 0, 0);
+	assert_int_equal(cl_ack(s, MQTT_PUBACK, pid), 0);
+	/* unsubscribe: nothing more */
+	uint8_t buf[64];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	const char *f[] = { "devices/+/telemetry/#" };
+	assert_int_equal(mqtt_encode_subscribe(&w, 3, f, NULL, 1), 0);
+	assert_int_equal(cl_in(s, buf, w.pos), 0);
+	assert_int_equal(expect_ack(s, MQTT_UNSUBACK), 3);
+	assert_int_equal(cl_pub(d, "devices/d1/telemetry/temp", "22", 0, false, 0, false), 0);
+	expect_none(s);
+	cl_free(s);
+	cl_free(d);
+}
+
+static void test_dollar_topics(void **state)
+{
+	(void)state;
+	struct client *a = cl_new("admin", MQTT_ID_SERVICE);
+	struct client *p = cl_new("admin", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(a, "admin/a", true), 0);
+	assert_int_equal(cl_connect(p, "admin/p", true), 0);
+	assert_int_equal(cl_sub(a, "#", 0), 0);
+	assert_int_equal(cl_sub(a, "+/info", 0), 0);
+	assert_int_equal(cl_pub(p, "$SYS/info", "x", 0, false, 0, false), 0);
+	expect_none(a); /* [MQTT-4.7.2-1] */
+	assert_int_equal(cl_sub(a, "$SYS/#", 0), 0);
+	assert_int_equal(cl_pub(p, "$SYS/info", "y", 0, false, 0, false), 0);
+	expect_pub(a, "$SYS/info", "y", 0, 0, 0);
+	expect_none(a);
+	/* "a/#" matches "a"; "a/+" matches "a/" */
+	assert_int_equal(cl_sub(a, "x/#", 0), 0);
+	assert_int_equal(cl_pub(p, "x", "z", 0, false, 0, false), 0);
+	expect_pub(a, "x", "z", 0, 0, 0); /* once, though # also matches */
+	expect_none(a);
+	cl_free(a);
+	cl_free(p);
+}
+
+static void test_retained(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/config", "v1", 1, true, 1, false), 0);
+	expect_ack(s, MQTT_PUBACK);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/config", "v2", 1, true, 2, false), 0);
+	expect_ack(s, MQTT_PUBACK);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.retained, 1); /* replaced */
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 1), 1);
+	uint16_t pid = expect_pub(d, "devices/d1/cmd/config", "v2", 1, 1, 0);
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pid), 0);
+	/* live delivery of a retained publish carries retain 0 */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/config", "v3", 0, true, 0, false), 0);
+	expect_pub(d, "devices/d1/cmd/config", "v3", 0, 0, 0);
+	/* empty payload clears */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/config", "", 0, true, 0, false), 0);
+	expect_pub(d, "devices/d1/cmd/config", "", 0, 0, 0);
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.retained, 0);
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/+", 0), 0);
+	expect_none(d);
+	cl_free(s);
+	cl_free(d);
+}
+
+static void test_will(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_sub(s, "devices/+/status", 0), 0);
+	/* will outside the device's scope: refused */
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d, "d1", true, 0, "devices/d2/status", 0, false, NULL),
+			 MQTT_CONNACK_NOT_AUTHORIZED);
+	cl_free(d);
+	/* lost connection: will published */
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d, "d1", true, 0, "devices/d1/status", 0, false, NULL), 0);
+	mqtt_conn_lost(B, d->c, now);
+	d->c = NULL;
+	cl_free(d);
+	expect_pub(s, "devices/d1/status", "bye", 0, 0, 0);
+	/* DISCONNECT: will discarded */
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d, "d1", true, 0, "devices/d1/status", 0, false, NULL), 0);
+	assert_int_equal(cl_simple(d, MQTT_DISCONNECT), -E_CLOSED);
+	cl_free(d);
+	expect_none(s);
+	/* keepalive: 1.5 x 10 s of silence publishes the will */
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d, "d1", true, 10, "devices/d1/status", 0, true, NULL), 0);
+	now += 14000;
+	mqtt_broker_tick(B, now);
+	assert_false(d->closed);
+	assert_int_equal(cl_simple(d, MQTT_PINGREQ), 0);
+	now += 14999;
+	mqtt_broker_tick(B, now);
+	assert_false(d->closed);
+	now += 2;
+	mqtt_broker_tick(B, now);
+	assert_true(d->closed);
+	cl_free(d);
+	expect_pub(s, "devices/d1/status", "bye", 0, 0, 0);
+	assert_int_equal(mqtt_broker_stats(B)->keepalive_closes, 1);
+	/* the will was retained: a new subscriber gets it */
+	struct client *s2 = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s2, "svc/2", true), 0);
+	assert_int_equal(cl_sub(s2, "devices/+/status", 0), 0);
+	expect_pub(s2, "devices/d1/status", "bye", 0, 1, 0);
+	/* a protocol error publishes the will too */
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d, "d1", true, 0, "devices/d1/status", 0, false, NULL), 0);
+	assert_int_equal(cl_pub(d, "devices/d1/x", "", 0, false, 0, false), 0);
+	const uint8_t qos3[] = { 0x36, 5, 0, 1, 'a', 0, 1 };
+	assert_int_equal(cl_in(d, qos3, sizeof qos3), -E_CLOSED);
+	cl_free(d);
+	expect_pub(s, "devices/d1/status", "bye", 0, 0, 0);
+	assert_int_equal(mqtt_broker_stats(B)->rej[MQTT_REJ_QOS], 1);
+	cl_free(s);
+	cl_free(s2);
+}
+
+static void test_takeover(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_sub(s, "devices/+/status", 0), 0);
+	struct client *d1 = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d1, "d1", false, 0, "devices/d1/status", 0, false, NULL), 0);
+	assert_int_equal(cl_sub(d1, "devices/d1/cmd/#", 1), 1);
+	struct client *d2 = cl_new("d1", MQTT_ID_DEVICE);
+	int present = -1;
+	assert_int_equal(cl_connect_full(d2, "d1", false, 0, NULL, 0, false, &present), 0);
+	assert_true(d1->closed); /* [MQTT-3.1.4-2] */
+	assert_int_equal(present, 1);
+	expect_pub(s, "devices/d1/status", "bye", 0, 0, 0);
+	/* the subscription survived the takeover */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "1", 0, false, 0, false), 0);
+	expect_pub(d2, "devices/d1/cmd/a", "1", 0, 0, 0);
+	assert_int_equal(mqtt_broker_stats(B)->takeovers, 1);
+	cl_free(d1);
+	cl_free(d2);
+	cl_free(s);
+}
+
+static void test_qos1_redelivery_and_offline_queue(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", false), 0);
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 1), 1);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "m1", 1, false, 1, false), 0);
+	uint16_t pid1 = expect_pub(d, "devices/d1/cmd/a", "m1", 1, 0, 0);
+	cl_free(d); /* lost, unacknowledged */
+	/* offline: queued */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "m2", 1, false, 2, false), 0);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "q0", 0, false, 0, false), 0);
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	int present = 0;
+	assert_int_equal(cl_connect_full(d, "d1", false, 0, NULL, 0, false, &present), 0);
+	assert_int_equal(present, 1);
+	/* redelivered with DUP and the same identifier, then the queued one */
+	assert_int_equal(expect_pub(d, "devices/d1/cmd/a", "m1", 1, 0, 1), pid1);
+	uint16_t pid2 = expect_pub(d, "devices/d1/cmd/a", "m2", 1, 0, 0);
+	assert_int_not_equal(pid1, pid2);
+	expect_none(d); /* QoS 0 was not kept for an offline session */
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pid1), 0);
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pid2), 0);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.deliveries, 0);
+	/* clean session 1 discards the stored session */
+	cl_free(d);
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d, "d1", true, 0, NULL, 0, false, &present), 0);
+	assert_int_equal(present, 0);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "m3", 1, false, 3, false), 0);
+	expect_none(d);
+	cl_free(d);
+	cl_free(s);
+}
+
+static void test_inflight_window(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 1), 1);
+	uint16_t pids[6];
+	char p[16];
+	for (int i = 0; i < 6; i++) {
+		snprintf(p, sizeof p, "m%d", i);
+		assert_int_equal(cl_pub(s, "devices/d1/cmd/a", p, 1, false, (uint16_t)(i + 1), false), 0);
+	}
+	for (int i = 0; i < 4; i++) { /* window of 4 */
+		snprintf(p, sizeof p, "m%d", i);
+		pids[i] = expect_pub(d, "devices/d1/cmd/a", p, 1, 0, 0);
+	}
+	expect_none(d);
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pids[1]), 0); /* out of order is fine */
+	pids[4] = expect_pub(d, "devices/d1/cmd/a", "m4", 1, 0, 0);
+	expect_none(d);
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, 999), 0); /* unknown: ignored, counted */
+	assert_int_equal(mqtt_broker_stats(B)->unknown_acks, 1);
+	cl_free(d);
+	cl_free(s);
+}
+
+static void test_queue_bounds(void **state)
+{
+	(void)state;
+	for (int policy = 0; policy < 2; policy++) {
+		struct mqtt_broker_config g = base_cfg();
+		g.queue_drop_oldest = policy == 0;
+		g.max_inflight = 1;
+		g.max_queue = 3;
+		teardown(NULL);
+		start(&g);
+		struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+		assert_int_equal(cl_connect(s, "svc", true), 0);
+		struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(d, "d1", false), 0);
+		assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 1), 1);
+		cl_free(d);
+		char p[16];
+		for (int i = 0; i < 5; i++) {
+			snprintf(p, sizeof p, "m%d", i);
+			assert_int_equal(cl_pub(s, "devices/d1/cmd/a", p, 1, false, (uint16_t)(i + 1),
+						false), 0);
+		}
+		const struct mqtt_broker_stats *st = mqtt_broker_stats(B);
+		d = cl_new("d1", MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(d, "d1", false), 0);
+		const char *first = policy == 0 ? "m2" : "m0";
+		uint16_t pid = expect_pub(d, "devices/d1/cmd/a", first, 1, 0, 0);
+		expect_none(d); /* window 1 */
+		assert_int_equal(cl_ack(d, MQTT_PUBACK, pid), 0);
+		expect_pub(d, "devices/d1/cmd/a", policy == 0 ? "m3" : "m1", 1, 0, 0);
+		if (policy == 0)
+			assert_int_equal(st->queue_dropped_oldest, 2);
+		else
+			assert_int_equal(st->queue_refused, 2);
+		cl_free(d);
+		cl_free(s);
+	}
+}
+
+static void test_qos2_both_ways(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", false), 0);
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 2), 2);
+	/* inbound: duplicate suppressed until PUBREL */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/x", "once", 2, false, 7, false), 0);
+	assert_int_equal(expect_ack(s, MQTT_PUBREC), 7);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/x", "once", 2, false, 7, true), 0);
+	assert_int_equal(expect_ack(s, MQTT_PUBREC), 7);
+	assert_int_equal(mqtt_broker_stats(B)->qos2_dups, 1);
+	assert_int_equal(cl_ack(s, MQTT_PUBREL, 7), 0);
+	assert_int_equal(expect_ack(s, MQTT_PUBCOMP), 7);
+	/* outbound: exactly one PUBLISH reached the device */
+	uint16_t pid = expect_pub(d, "devices/d1/cmd/x", "once", 2, 0, 0);
+	expect_none(d);
+	assert_int_equal(cl_ack(d, MQTT_PUBREC, pid), 0);
+	assert_int_equal(expect_ack(d, MQTT_PUBREL), pid);
+	/* connection lost before PUBCOMP: PUBREL is resent on reconnect */
+	cl_free(d);
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", false), 0);
+	assert_int_equal(expect_ack(d, MQTT_PUBREL), pid);
+	assert_int_equal(cl_ack(d, MQTT_PUBCOMP, pid), 0);
+	/* lost before PUBREC: PUBLISH resent with DUP */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/x", "two", 2, false, 8, false), 0);
+	expect_ack(s, MQTT_PUBREC);
+	assert_int_equal(cl_ack(s, MQTT_PUBREL, 8), 0);
+	expect_ack(s, MQTT_PUBCOMP);
+	uint16_t pid2 = expect_pub(d, "devices/d1/cmd/x", "two", 2, 0, 0);
+	cl_free(d);
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", false), 0);
+	assert_int_equal(expect_pub(d, "devices/d1/cmd/x", "two", 2, 0, 1), pid2);
+	assert_int_equal(cl_ack(d, MQTT_PUBREC, pid2), 0);
+	expect_ack(d, MQTT_PUBREL);
+	assert_int_equal(cl_ack(d, MQTT_PUBCOMP, pid2), 0);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.deliveries, 0);
+	/* too many inbound QoS 2 awaiting PUBREL closes */
+	for (uint16_t i = 1; i <= 4; i++)
+		assert_int_equal(cl_pub(d, "devices/d1/x", "", 2, false, i, false), 0);
+	assert_int_equal(cl_pub(d, "devices/d1/x", "", 2, false, 5, false), -E_CLOSED);
+	cl_free(d);
+	cl_free(s);
+}
+
+static void test_acl(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	assert_int_equal(cl_sub(d, "devices/d2/cmd/#", 1), MQTT_SUBACK_FAILURE);
+	assert_int_equal(cl_sub(d, "devices/+/cmd/#", 1), MQTT_SUBACK_FAILURE);
+	/* service may not subscribe wider than its pattern, nor publish telemetry */
+	assert_int_equal(cl_sub(s, "devices/#", 0), MQTT_SUBACK_FAILURE);
+	assert_int_equal(cl_sub(s, "devices/d1/telemetry/+", 0), 0);
+	assert_int_equal(cl_pub(s, "devices/d1/telemetry/x", "fake", 1, false, 4, false), 0);
+	assert_int_equal(expect_ack(s, MQTT_PUBACK), 4); /* dropped, acknowledged */
+	expect_none(s);
+	assert_int_equal(mqtt_broker_stats(B)->acl_denied_pub, 1);
+	/* the device's third violation closes it */
+	assert_int_equal(cl_pub(d, "devices/d2/telemetry/x", "spoof", 0, false, 0, false), -E_CLOSED);
+	assert_true(d->closed);
+	assert_int_equal(mqtt_broker_stats(B)->acl_closes, 1);
+	expect_none(s);
+	cl_free(d);
+	/* unknown service identity: no rule, nothing allowed */
+	struct client *x = cl_new("nobody", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(x, "nobody", true), 0);
+	assert_int_equal(cl_sub(x, "devices/d1/telemetry/#", 0), MQTT_SUBACK_FAILURE);
+	cl_free(x);
+	cl_free(s);
+}
+
+static void test_rate_limits(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 2; mode++) {
+		struct mqtt_broker_config g = base_cfg();
+		g.rate_msgs_per_s = 2;
+		g.rate_burst_msgs = 3;
+		g.rate_bytes_per_s = 1000;
+		g.rate_burst_bytes = 100;
+		g.rate_disconnect = mode == 1;
+		teardown(NULL);
+		start(&g);
+		struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+		assert_int_equal(cl_connect(s, "svc", true), 0);
+		assert_int_equal(cl_sub(s, "devices/+/telemetry/#", 0), 0);
+		struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(d, "d1", true), 0);
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(cl_pub(d, "devices/d1/telemetry/t", "x", 0, false, 0, false), 0);
+			expect_pub(s, "devices/d1/telemetry/t", "x", 0, 0, 0);
+		}
+		int rc = cl_pub(d, "devices/d1/telemetry/t", "x", 0, false, 0, false);
+		expect_none(s);
+		assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+		if (mode == 1) {
+			assert_int_equal(rc, -E_CLOSED);
+		} else {
+			assert_int_equal(rc, 0);
+			now += 500; /* one message of credit */
+			assert_int_equal(cl_pub(d, "devices/d1/telemetry/t", "y", 0, false, 0, false), 0);
+			expect_pub(s, "devices/d1/telemetry/t", "y", 0, 0, 0);
+			/* byte limit: a payload above the byte burst is dropped */
+			now += 10000;
+			char big[200];
+			memset(big, 'b', sizeof big - 1);
+			big[sizeof big - 1] = 0;
+			assert_int_equal(cl_pub(d, "devices/d1/telemetry/t", big, 0, false, 0, false), 0);
+			expect_none(s);
+			assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 2);
+		}
+		cl_free(d);
+		cl_free(s);
+	}
+}
+
+static void test_subscription_limits(void **state)
+{
+	(void)state;
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	char f[64];
+	/* one inline + max_subs_per_session records */
+	for (int i = 0; i < 9; i++) {
+		snprintf(f, sizeof f, "devices/d1/s%d", i);
+		assert_int_equal(cl_sub(d, f, 1), 1);
+	}
+	assert_int_equal(cl_sub(d, "devices/d1/one-too-many", 1), MQTT_SUBACK_FAILURE);
+	/* resubscribing an existing filter replaces it */
+	assert_int_equal(cl_sub(d, "devices/d1/s3", 2), 2);
+	/* deeper than max_topic_levels */
+	assert_int_equal(cl_sub(d, "devices/d1/a/b/c/d/e/f/g", 1), MQTT_SUBACK_FAILURE);
+	cl_free(d);
+}
+
+static void test_memory_targets(void **state)
+{
+	(void)state;
+	assert_true(mqtt_sizeof_session() <= 64);
+	print_message("sizeof session %zu, conn %zu, delivery %zu\n", mqtt_sizeof_session(),
+		      mqtt_sizeof_conn(), sizeof(struct mqtt_dlv));
+	struct client *cl[8];
+	char id[16], f[64];
+	struct mqtt_broker_usage u0, u1, u2;
+	mqtt_broker_usage(B, &u0);
+	size_t blocks0 = g_blocks;
+	for (int i = 0; i < 8; i++) {
+		snprintf(id, sizeof id, "dev%d", i);
+		cl[i] = cl_new(id, MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(cl[i], id, true), 0);
+		snprintf(f, sizeof f, "devices/%s/cmd/#", id);
+		if (i == 0)
+			mqtt_broker_usage(B, &u1);
+		assert_int_equal(cl_sub(cl[i], f, 1), 1);
+	}
+	mqtt_broker_usage(B, &u2);
+	/* devices/<id>/cmd/# costs no tree nodes per device: two shared relative nodes total */
+	assert_int_equal(u2.nodes - u1.nodes, 2);
+	assert_int_equal(u2.subs, 0); /* all inline */
+	/* idle connections hold no buffers: heap = the session identifiers only */
+	size_t levels = 3; /* the shared "cmd" level ("devices/<id>" is never interned) */
+	size_t per_conn = (u2.heap_bytes - u0.heap_bytes - levels) / 8;
+	print_message("heap per idle device connection with one subscription: %zu B "
+		      "(the client identifier), %zu blocks; pools: session %zu B + connection %zu B\n",
+		      per_conn, (g_blocks - blocks0) / 8, mqtt_sizeof_session(), mqtt_sizeof_conn());
+	assert_true(per_conn <= 4);
+	for (int i = 0; i < 8; i++)
+		cl_free(cl[i]);
+}
+
+/* A packet split across many input chunks is reassembled; idle connections hold none. */
+static void test_split_input(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_sub(s, "devices/+/telemetry/#", 0), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	uint8_t buf[600];
+	char payload[500];
+	memset(payload, 'p', sizeof payload - 1);
+	payload[sizeof payload - 1] = 0;
+	struct wcur w = wcur_make(buf, sizeof buf);
+	assert_int_equal(mqtt_encode_publish(&w, (const uint8_t *)"devices/d1/telemetry/t", 22,
+					     (const uint8_t *)payload, strlen(payload), 0, false,
+					     false, 0), 0);
+	size_t heap0 = g_live;
+	for (size_t i = 0; i < w.pos; i += 7) {
+		assert_int_equal(cl_in(d, buf + i, i + 7 <= w.pos ? 7 : w.pos - i), 0);
+		if (i + 7 < w.pos)
+			assert_true(g_live > heap0); /* reassembly buffer while incomplete */
+	}
+	assert_int_equal(g_live, heap0); /* and none afterwards */
+	expect_pub(s, "devices/d1/telemetry/t", payload, 0, 0, 0);
+	/* oversized packet closes */
+	uint8_t big[] = { 0x30, 0xff, 0xff, 0x03 };
+	assert_int_equal(cl_in(d, big, sizeof big), -E_CLOSED);
+	cl_free(d);
+	cl_free(s);
+}
+
+static void test_connect_timeout_and_pools(void **state)
+{
+	(void)state;
+	struct client *a = cl_new("d1", MQTT_ID_DEVICE);
+	now += 10001;
+	mqtt_broker_tick(B, now);
+	assert_true(a->closed);
+	cl_free(a);
+	/* the connection pool is bounded */
+	struct client *cl[17];
+	for (int i = 0; i < 16; i++)
+		cl[i] = cl_new("d1", MQTT_ID_DEVICE);
+	struct mqtt_conn *c;
+	assert_int_equal(mqtt_conn_open(B, (const uint8_t *)"x", 1, MQTT_ID_DEVICE, NULL, now, &c),
+			 -E_NOMEM);
+	for (int i = 0; i < 16; i++)
+		cl_free(cl[i]);
+}
+
+static void test_multi_filter_resubscribe_unsubscribe(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/cfg", "r1", 0, true, 0, false), 0);
+	/* RETAIN 0 neither replaces nor clears the retained message [MQTT-3.3.1-12] */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/cfg", "", 0, false, 0, false), 0);
+	/* two filters, one denied: one SUBACK with a code each, in order */
+	uint8_t buf[128];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	const char *f[] = { "devices/d1/cmd/#", "devices/d2/cmd/#" };
+	const uint8_t q[] = { 1, 1 };
+	assert_int_equal(mqtt_encode_subscribe(&w, 21, f, q, 2), 0);
+	assert_int_equal(cl_in(d, buf, w.pos), 0);
+	uint8_t t, fl;
+	const uint8_t *b;
+	size_t n;
+	assert_true(cl_next(d, &t, &fl, &b, &n));
+	assert_int_equal(t, MQTT_SUBACK);
+	assert_int_equal(n, 4);
+	assert_int_equal(b[2], 1);
+	assert_int_equal(b[3], MQTT_SUBACK_FAILURE);
+	expect_pub(d, "devices/d1/cmd/cfg", "r1", 0, 1, 0); /* QoS min(0, 1) */
+	/* an identical filter replaces the subscription and re-sends the retained message */
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 1), 1);
+	expect_pub(d, "devices/d1/cmd/cfg", "r1", 0, 1, 0);
+	/* an in-flight QoS 1 delivery completes after UNSUBSCRIBE */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/x", "q1", 1, false, 9, false), 0);
+	expect_ack(s, MQTT_PUBACK);
+	uint16_t pid = expect_pub(d, "devices/d1/cmd/x", "q1", 1, 0, 0);
+	w = wcur_make(buf, sizeof buf);
+	const char *uf[] = { "devices/d1/cmd/#", "devices/d1/nothing" };
+	assert_int_equal(mqtt_encode_subscribe(&w, 22, uf, NULL, 2), 0);
+	assert_int_equal(cl_in(d, buf, w.pos), 0);
+	assert_int_equal(expect_ack(d, MQTT_UNSUBACK), 22);
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pid), 0);
+	assert_int_equal(mqtt_broker_stats(B)->unknown_acks, 0);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/x", "gone", 0, false, 0, false), 0);
+	expect_none(d);
+	cl_free(d);
+	cl_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_connect_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pubsub_qos_and_overlap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dollar_topics, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retained, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_will, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_takeover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_qos1_redelivery_and_offline_queue, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inflight_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queue_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_qos2_both_ways, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_subscription_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_memory_targets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_input, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_timeout_and_pools, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_multi_filter_resubscribe_unsubscribe, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
