@@ -120,9 +120,19 @@ $(B)/aarch64/k/%.o: %.S | $(GENERATED_HEADERS)
 	@mkdir -p $(@D); echo "  AS [aarch64] $<"
 	$(Q)$(AARCH64_CC) $(AARCH64_ASFLAGS) -c $< -o $@
 
-%/libportable.a:
+# An archive is rebuilt when its member list changes (a module added or removed), not only
+# when a member is newer: each has a .list file rewritten at parse time only on change.
+member_list = $(shell mkdir -p $(dir $(1)) && { [ "$$(cat $(1) 2>/dev/null)" = "$(strip $(2))" ] || \
+	echo "$(strip $(2))" > $(1); })
+$(call member_list,$(B)/host/libportable.list,$(HOST_P_OBJS))
+$(call member_list,$(B)/hostrel/libportable.list,$(HOSTREL_P_OBJS))
+$(call member_list,$(B)/fuzz/libportable.list,$(FUZZ_P_OBJS))
+$(call member_list,$(B)/x86_64/libportable.list,$(X86_64_P_OBJS))
+$(call member_list,$(B)/aarch64/libportable.list,$(AARCH64_P_OBJS))
+
+%/libportable.a: %/libportable.list
 	@mkdir -p $(@D); echo "  AR          $@"
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $(filter %.o,$^)
 $(HOST_LIB): $(HOST_P_OBJS)
 $(HOSTREL_LIB): $(HOSTREL_P_OBJS)
 $(FUZZ_LIB): $(FUZZ_P_OBJS)
@@ -185,6 +195,11 @@ fuzz: setup
 
 deps:
 	$(Q)tools/deps/fetch-deps.sh --out $(B)/deps
+
+run: setup
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(B)/x86_64/urmqtt.elf
+	$(Q)tools/run/run.sh $(B)/x86_64/urmqtt.elf
 
 lint:
 	$(Q)tools/lint/lint.sh $(B)

@@ -22,6 +22,8 @@ pins=$here/pins.txt
 suite=${DEPS_SUITE:-trixie}
 mkdir -p "$out/cache"
 out=$(cd "$out" && pwd)
+# Leftovers of an interrupted run are never trusted: only renamed results count.
+rm -rf "$out"/amalg.* "$out"/unpack.* "$out"/cache/dl.* "$out"/cache/*.part
 
 die() { echo "make deps: $*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null 2>&1 || die "missing tool '$1' (package $2): run 'make setup' as root or apt-get install $2"; }
