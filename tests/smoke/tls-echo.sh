@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Smoke test of tls/ against real TLS 1.3 clients: starts tools/tls-echo (our handshake
+# adapter over mbedTLS + our record layer) on a loopback port with throwaway certificates
+# made by the openssl CLI under the build dir, then drives it with `openssl s_client` and
+# Python's ssl module. Prints `PASS tls/<name>` or `FAIL tls/<name>` per case; every
+# client is bounded by a timeout, so the whole script ends in well under a minute.
+# usage: tests/smoke/tls-echo.sh <build-dir>
+set -u
+B=${1:-build}
+TOOL=$B/host/tools/tls-echo
+W=$B/smoke/tls-echo
+PY=/usr/bin/python3
+rm -rf "$W" && mkdir -p "$W"
+if [ ! -x "$TOOL" ]; then
+	echo "FAIL tls/build (missing $TOOL)"
+	exit 0
+fi
+
+# ---- certificates ----------------------------------------------------------------
+mk_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+mk_ca() { # name
+	mk_key "$W/$1.key"
+	openssl req -x509 -new -key "$W/$1.key" -out "$W/$1.pem" -days 2 -subj "/CN=$1" \
+		-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+}
+mk_leaf() { # name ca subject serial extfile-lines [days]
+	mk_key "$W/$1.key"
+	openssl req -new -key "$W/$1.key" -out "$W/$1.csr" -subj "$3" 2>/dev/null
+	printf '%b' "$5" >"$W/$1.ext"
+	openssl x509 -req -in "$W/$1.csr" -CA "$W/$2.pem" -CAkey "$W/$2.key" -set_serial "$4" \
+		-days "${6:-2}" -out "$W/$1.pem" -extfile "$W/$1.ext" 2>/dev/null
+}
+CLI_EXT='keyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n'
+mk_ca ca
+mk_ca otherca
+mk_leaf srv ca /CN=localhost 0x1001 'subjectAltName=DNS:localhost,IP:127.0.0.1\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n'
+mk_leaf dev ca /CN=dev-42 0x2001 "$CLI_EXT"
+mk_leaf other otherca /CN=dev-43 0x2002 "$CLI_EXT"
+mk_leaf revoked ca /CN=dev-44 0x3001 "$CLI_EXT"
+mk_leaf badid ca "/CN=dev\/evil" 0x2003 "$CLI_EXT"
+mk_leaf svc ca /CN=backend 0x2004 "${CLI_EXT}subjectAltName=URI:urn:urmqtt:svc:backend-1\n"
+mk_leaf expired ca /CN=dev-46 0x2006 "$CLI_EXT" -1
+mk_leaf serveronly ca /CN=dev-45 0x2005 'keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n'
+if [ ! -s "$W/dev.pem" ] || [ ! -s "$W/svc.pem" ]; then
+	echo "FAIL tls/certs (openssl could not make the test certificates)"
+	exit 0
+fi
+
+# ---- server --------------------------------------------------------------------------
+PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$TOOL" --port "$PORT" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" \
+	--revoked 3001 --service-prefix urn:urmqtt:svc: --timeout-ms 1500 >"$W/server.log" 2>&1 &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null' EXIT
+for _ in $(seq 50); do
+	grep -q listening "$W/server.log" 2>/dev/null && break
+	sleep 0.1
+done
+
+result() { # name ok(0/1) detail-file
+	if [ "$2" = 0 ]; then
+		echo "PASS tls/$1"
+	else
+		echo "FAIL tls/$1"
+		[ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/    | /' "$3" | tail -8
+	fi
+}
+
+# s_client with a line of data; the echo must come back. args: name, extra s_client args...
+sclient_echo() {
+	local name=$1
+	shift
+	local tok="tok-$name-$RANDOM"
+	(echo "$tok"; sleep 1) | timeout 10 openssl s_client -tls1_3 -connect "127.0.0.1:$PORT" \
+		-CAfile "$W/ca.pem" -cert "$W/dev.pem" -key "$W/dev.key" -quiet -no_ign_eof "$@" >"$W/$name.out" 2>&1
+	grep -q "^$tok\$" "$W/$name.out"
+	result "$name" $? "$W/$name.out"
+}
+
+# s_client must be refused with an alert. args: name, alert text, s_client args...
+sclient_refused() {
+	local name=$1 alert=$2
+	shift 2
+	(echo "tok"; sleep 1) | timeout 10 openssl s_client -connect "127.0.0.1:$PORT" \
+		-CAfile "$W/ca.pem" -quiet -no_ign_eof "$@" >"$W/$name.out" 2>&1
+	! grep -q "^tok\$" "$W/$name.out" && grep -qi "$alert" "$W/$name.out"
+	result "$name" $? "$W/$name.out"
+}
+
+sclient_echo echo-aes128gcm -ciphersuites TLS_AES_128_GCM_SHA256
+sclient_echo echo-chacha20 -ciphersuites TLS_CHACHA20_POLY1305_SHA256
+sclient_echo group-x25519 -groups X25519
+sclient_echo group-p256 -groups P-256
+
+# KeyUpdate from the client: `k` (update), then `K` (update and ask us to update too).
+name=key-update
+(echo before-ku; sleep 0.4; echo k; sleep 0.4; echo after-ku; sleep 0.4; echo K; sleep 0.4
+ echo after-ku2; sleep 0.8) | timeout 10 openssl s_client -tls1_3 -connect "127.0.0.1:$PORT" \
+	-CAfile "$W/ca.pem" -cert "$W/dev.pem" -key "$W/dev.key" >"$W/$name.out" 2>&1
+[ "$(grep -c KEYUPDATE "$W/$name.out")" = 2 ] && grep -q '^after-ku$' "$W/$name.out" &&
+	grep -q '^after-ku2$' "$W/$name.out"
+result $name $? "$W/$name.out"
+
+sclient_refused no-client-cert "certificate required" -tls1_3
+sclient_refused other-ca "unknown ca" -tls1_3 -cert "$W/other.pem" -key "$W/other.key"
+sclient_refused tls12-only "protocol version" -tls1_2 -cert "$W/dev.pem" -key "$W/dev.key"
+sclient_refused revoked "certificate revoked" -tls1_3 -cert "$W/revoked.pem" -key "$W/revoked.key"
+sclient_refused bad-identity "access denied" -tls1_3 -cert "$W/badid.pem" -key "$W/badid.key"
+sclient_refused expired "certificate expired" -tls1_3 -cert "$W/expired.pem" -key "$W/expired.key"
+sclient_refused wrong-key-usage "unsupported certificate" -tls1_3 -cert "$W/serveronly.pem" -key "$W/serveronly.key"
+
+# Python's ssl: both suites through set_ciphers is TLS 1.2-only, so it takes the default
+# TLS 1.3 suite; sizes cross record and chunk boundaries; close_notify both ways;
+# resumption with a ticket; a service identity; and an alert check of its own.
+cat >"$W/client.py" <<'EOF'
+import socket, ssl, sys
+port, w, case = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def ctx(cert="dev"):
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    c.minimum_version = ssl.TLSVersion.TLSv1_3
+    c.load_verify_locations(w + "/ca.pem")
+    if cert:
+        c.load_cert_chain(w + "/" + cert + ".pem", w + "/" + cert + ".key")
+    return c
+def echo(t, sizes):
+    for n in sizes:
+        data = bytes((i * 131 + n) & 0xff for i in range(n))
+        t.sendall(data)
+        got = b""
+        while len(got) < n:
+            chunk = t.recv(65536)
+            if not chunk:
+                raise SystemExit("short echo")
+            got += chunk
+        if got != data:
+            raise SystemExit("echo mismatch at %d" % n)
+def conn(c, session=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=8)
+    return c.wrap_socket(s, server_hostname="localhost", session=session)
+if case == "echo":
+    with conn(ctx()) as t:
+        echo(t, [1, 2, 100, 1500, 16383, 16384, 16385, 70000])
+        t.unwrap()  # our close_notify must answer theirs
+elif case == "resume":
+    c = ctx()
+    t = conn(c)
+    echo(t, [10])  # reading lets the client take the NewSessionTicket
+    sess = t.session
+    t.unwrap(); t.close()
+    t = conn(c, sess)
+    echo(t, [10])
+    if not t.session_reused:
+        raise SystemExit("not resumed")
+    t.unwrap(); t.close()
+elif case in ("service", "no-cert"):
+    try:
+        with conn(ctx("svc" if case == "service" else None)) as t:
+            echo(t, [5])
+    except ssl.SSLError as e:
+        print("SSLError", e.reason)
+        raise SystemExit(0 if case == "no-cert" and "CERTIFICATE_REQUIRED" in str(e.reason) else 1)
+    raise SystemExit(0 if case == "service" else 1)
+EOF
+for c in echo resume service no-cert; do
+	timeout 20 $PY "$W/client.py" "$PORT" "$W" $c >"$W/py-$c.out" 2>&1
+	result "python-$c" $? "$W/py-$c.out"
+done
+grep -q "identity=backend-1 kind=service" "$W/server.log"
+result service-identity $? "$W/server.log"
+
+# Garbage instead of a ClientHello: the server refuses it and keeps serving.
+name=garbage
+(printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n'; head -c 200 /dev/urandom) | timeout 5 $PY -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=4)
+s.sendall(sys.stdin.buffer.read())
+try:
+    while s.recv(4096): pass
+except OSError: pass' "$PORT" >"$W/$name.out" 2>&1
+grep -q "handshake failed" "$W/server.log"
+result $name $? "$W/server.log"
+sclient_echo after-garbage
+
+# Stalling mid-handshake: half a ClientHello, then silence. The server gives up after its
+# timeout, frees the handshake (checked by no-leak below) and keeps serving.
+name=stall
+timeout 6 $PY -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(bytes([22, 3, 1, 0x01, 0x00, 1, 0, 0, 0xfc, 3, 3]))
+try:
+    s.recv(100)
+except OSError: pass' "$PORT" >"$W/$name.out" 2>&1
+grep -q "timed out (handshake)" "$W/server.log"
+result $name $? "$W/server.log"
+sclient_echo after-stall
+
+# Every connection gave back all its handshake memory (live bytes back at the baseline).
+name=no-leak
+base=$(grep -o 'live=[0-9]*' "$W/server.log" | head -1)
+[ -n "$base" ] && ! grep -o 'live=[0-9]*' "$W/server.log" | grep -qv "^$base\$" &&
+	! grep 'in_flight=' "$W/server.log" | grep -qv 'in_flight=0$'
+result $name $? "$W/server.log"
+
+kill $SRV 2>/dev/null
+wait $SRV 2>/dev/null
+if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log"; then
+	result sanitizers 1 "$W/server.log"
+else
+	result sanitizers 0
+fi
+exit 0

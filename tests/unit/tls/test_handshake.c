@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT
+ * Unit tests for tls/handshake without a TLS client (the real handshakes are in
+ * tests/smoke/tls-echo.sh): env creation and its refusals, the bound on handshakes in
+ * flight, hostile first bytes, truncated input, accounting of the "tls-handshake"
+ * allocations back to zero, and the calendar conversion used for certificate validity. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "lib/err.h"
+#include "tls/handshake.h"
+
+#include "certs_der.h"
+
+/* Defined in tls/handshake.c for mbedTLS (struct tm of tls/shim/time.h). */
+struct shim_tm {
+	int sec, min, hour, mday, mon, year, wday, yday, isdst;
+};
+struct shim_tm *mbedtls_platform_gmtime_r(const long long *tt, struct shim_tm *tm_buf);
+
+static long live_blocks;
+static void *t_alloc(void *ctx, size_t len, const char *tag)
+{
+	(void)ctx;
+	assert_string_equal(tag, "tls-handshake");
+	live_blocks++;
+	return malloc(len);
+}
+static void t_free(void *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	(void)len;
+	live_blocks--;
+	free(p);
+}
+static int t_random(void *ctx, uint8_t *out, size_t len)
+{
+	(void)ctx;
+	return getrandom(out, len, 0) == (ssize_t)len ? 0 : -E_IO;
+}
+static int64_t t_now_s(void *ctx)
+{
+	(void)ctx;
+	return 1800000000; /* 2027: inside the test certificates' validity */
+}
+static int64_t t_now_ms(void *ctx)
+{
+	(void)ctx;
+	return 1000;
+}
+
+static uint8_t sent[8192];
+static size_t sent_len;
+static int t_send(void *ctx, const uint8_t *p, size_t len)
+{
+	(void)ctx;
+	if (sent_len + len > sizeof sent)
+		return -E_OVERFLOW;
+	memcpy(sent + sent_len, p, len);
+	sent_len += len;
+	return 0;
+}
+
+static struct tls_hs_config cfg_make(void)
+{
+	struct tls_hs_config c;
+	memset(&c, 0, sizeof c);
+	c.max_in_flight = 2;
+	c.ca = der_cn;
+	c.ca_len = sizeof der_cn;
+	c.cert = der_cn;
+	c.cert_len = sizeof der_cn;
+	c.key = der_key;
+	c.key_len = sizeof der_key;
+	c.id = (struct tls_id_config){ TLS_ID_FROM_CN, 64, NULL };
+	c.ticket_lifetime_s = 600;
+	c.n_tickets = 1;
+	c.ops = (struct tls_hs_ops){ t_alloc, t_free, t_random, t_now_s, t_now_ms, NULL };
+	return c;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	live_blocks = 0;
+	sent_len = 0;
+	return 0;
+}
+static int teardown(void **state)
+{
+	(void)state;
+	assert_int_equal(live_blocks, 0); /* every tls-handshake block given back */
+	return 0;
+}
+
+static void test_env_create_destroy(void **state)
+{
+	(void)state;
+	struct tls_hs_config c = cfg_make();
+	struct tls_hs_env *env;
+	struct tls_hs_stats st;
+	assert_int_equal(tls_hs_env_create(&c, &env), 0);
+	tls_hs_stats_get(env, &st);
+	assert_true(st.live_bytes > 0);
+	assert_int_equal(st.in_flight, 0);
+	tls_hs_env_destroy(env);
+}
+
+static void test_env_refusals(void **state)
+{
+	(void)state;
+	struct tls_hs_env *env;
+	struct tls_hs_config c = cfg_make();
+	c.max_in_flight = 0;
+	assert_int_equal(tls_hs_env_create(&c, &env), -E_INVAL);
+	c = cfg_make();
+	c.key_len = 20; /* truncated key */
+	assert_int_equal(tls_hs_env_create(&c, &env), -E_INVAL);
+	assert_null(env);
+	c = cfg_make();
+	c.ca = (const uint8_t *)"not a certificate";
+	c.ca_len = 18;
+	assert_int_equal(tls_hs_env_create(&c, &env), -E_INVAL);
+	c = cfg_make();
+	c.ops.random = NULL;
+	assert_int_equal(tls_hs_env_create(&c, &env), -E_INVAL);
+	c = cfg_make();
+	c.rsa = true; /* not compiled in by default */
+	assert_int_equal(tls_hs_env_create(&c, &env), -E_NOSYS);
+}
+
+static void test_in_flight_bound(void **state)
+{
+	(void)state;
+	struct tls_hs_config c = cfg_make();
+	struct tls_hs_env *env;
+	struct tls_hs *a, *b, *x;
+	struct tls_hs_stats st;
+	assert_int_equal(tls_hs_env_create(&c, &env), 0);
+	assert_int_equal(tls_hs_start(env, t_send, NULL, &a), 0);
+	assert_int_equal(tls_hs_start(env, t_send, NULL, &b), 0);
+	assert_int_equal(tls_hs_start(env, t_send, NULL, &x), -E_NOMEM);
+	assert_null(x);
+	tls_hs_stats_get(env, &st);
+	assert_int_equal(st.in_flight, 2);
+	assert_true(st.n_refused == 1);
+	tls_hs_abort(a);
+	assert_int_equal(tls_hs_start(env, t_send, NULL, &x), 0); /* the slot came back */
+	tls_hs_abort(b);
+	tls_hs_abort(x);
+	tls_hs_stats_get(env, &st);
+	assert_int_equal(st.in_flight, 0);
+	tls_hs_env_destroy(env);
+}
+
+static void test_hostile_first_bytes(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what;
+		uint8_t in[16];
+		size_t len;
+		int rc;
+	} v[] = {
+		{ "HTTP instead of TLS", "GET / HTTP/1.1\r\n", 16, -E_PROTO },
+		{ "alert record first", { 21, 3, 3, 0, 2, 2, 40 }, 7, -E_PROTO },
+		{ "oversized ClientHello record", { 22, 3, 1, 0x48, 0x01, 1 }, 6, -E_PROTO },
+		{ "empty handshake record", { 22, 3, 1, 0, 0 }, 5, -E_PROTO },
+		{ "truncated ClientHello", { 22, 3, 1, 0, 100, 1, 0, 0, 96, 3, 3 }, 11, 0 },
+		{ "half a header", { 22, 3 }, 2, 0 },
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		struct tls_hs_config c = cfg_make();
+		struct tls_hs_env *env;
+		struct tls_hs *hs;
+		struct tls_hs_stats st;
+		size_t used = 99;
+		print_message("case: %s\n", v[i].what);
+		assert_int_equal(tls_hs_env_create(&c, &env), 0);
+		assert_int_equal(tls_hs_start(env, t_send, NULL, &hs), 0);
+		assert_int_equal(tls_hs_input(hs, v[i].in, v[i].len, &used), v[i].rc);
+		if (v[i].rc == 0)
+			assert_int_equal(used, v[i].len); /* nothing left behind while waiting */
+		else
+			assert_true(tls_hs_error(hs) < 0);
+		tls_hs_abort(hs);
+		tls_hs_stats_get(env, &st);
+		assert_int_equal(st.in_flight, 0);
+		tls_hs_env_destroy(env);
+	}
+}
+
+static void test_gmtime(void **state)
+{
+	(void)state;
+	static const struct {
+		long long t;
+		int year, mon, mday, hour, min, sec;
+	} v[] = {
+		{ 0, 70, 0, 1, 0, 0, 0 },
+		{ -1, 69, 11, 31, 23, 59, 59 },
+		{ 951782400, 100, 1, 29, 0, 0, 0 },   /* 2000-02-29 */
+		{ 1709251199, 124, 1, 29, 23, 59, 59 }, /* 2024-02-29 23:59:59 */
+		{ 4102444800, 200, 0, 1, 0, 0, 0 },   /* 2100-01-01 */
+		{ 253402300799, 8099, 11, 31, 23, 59, 59 }, /* 9999-12-31 23:59:59 */
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		struct shim_tm tm;
+		assert_non_null(mbedtls_platform_gmtime_r(&v[i].t, &tm));
+		assert_int_equal(tm.year, v[i].year);
+		assert_int_equal(tm.mon, v[i].mon);
+		assert_int_equal(tm.mday, v[i].mday);
+		assert_int_equal(tm.hour, v[i].hour);
+		assert_int_equal(tm.min, v[i].min);
+		assert_int_equal(tm.sec, v[i].sec);
+	}
+	struct shim_tm tm;
+	long long far = 253402300800LL; /* year 10000: refused */
+	assert_null(mbedtls_platform_gmtime_r(&far, &tm));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_env_create_destroy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_in_flight_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_first_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gmtime, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * mbedTLS handshake adapter (see handshake.h). Owns mbedTLS's configuration (TLS 1.3
+ * server, client certificate required, X25519/P-256, ECDSA P-256, two suites, tickets),
+ * its process-global hooks (allocator with accounting, clocks, entropy, calendar), the
+ * in-memory BIO and the hand-off to tls/record.c. It must never let bytes of a failed or
+ * unverified handshake reach the application, never keep a freed mbedTLS context's
+ * memory unwiped, and never run more than max_in_flight handshakes.
+ *
+ * Design note
+ * -----------
+ *   tls_hs_start --> RUNNING --tls_hs_input: mbedTLS done--> DONE --tls_hs_finish--> freed
+ *                       |                                    |
+ *                       +--error (alert sent)--> FAILED ------+--tls_hs_abort--> freed
+ * Invariants:
+ *  1. in_flight == number of live struct tls_hs, <= max_in_flight.
+ *  2. hs->in/in_len/in_pos are valid only inside tls_hs_input; the BIO reads only there.
+ *  3. Every block from the allocator hook is wiped before it is returned (secrets).
+ *  4. A held outgoing record (held_len > 0) is at most one encrypted alert, released or
+ *     replaced before tls_hs_input returns.
+ *  5. The record layer is started only when mbedTLS finished with a verified peer
+ *     certificate and both application secrets were exported.
+ */
+#include "tls/handshake.h"
+
+#include "lib/bytes.h"
+#include "lib/cursor.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+
+#include "mbedtls/platform.h"
+#include "mbedtls/platform_time.h"
+#include "mbedtls/ssl.h"
+#include "mbedtls/gcm.h"
+#include "mbedtls/x509_crt.h"
+#include "psa/crypto.h"
+
+/* Largest encrypted alert mbedTLS writes: header, 2 bytes + type byte padded to its
+ * granularity (MBEDTLS_SSL_CID_TLS1_3_PADDING_GRANULARITY, 16 by default), tag. */
+#define ALERT_REC_LEN 64u
+#define ALLOC_HDR 16u
+#define TK_SERIAL_MAX 20u /* RFC 5280 4.1.2.2: serial numbers up to 20 octets */
+#define TK_SESSION_MAX 1024u /* our allocation header: the requested size, for accounting */
+
+/* A ticket-sealing key: AES-128-GCM, from the CSPRNG, replaced every ticket lifetime. */
+struct tk_key {
+	uint8_t key[16];
+	int64_t created_s;
+	uint8_t id;
+	bool live;
+};
+
+struct tls_hs_env {
+	struct tls_hs_config cfg;
+	mbedtls_ssl_config conf;
+	mbedtls_x509_crt ca;
+	mbedtls_x509_crt cert;
+	mbedtls_pk_context key;
+	struct tk_key keys[2]; /* ticket keys: the newest and the one before */
+	uint8_t next_key_id;
+	struct tls_hs_stats stats;
+};
+
+struct tls_hs {
+	struct tls_hs_env *env;
+	mbedtls_ssl_context ssl;
+	tls_hs_send_fn send;
+	void *send_ctx;
+	const uint8_t *in; /* borrowed during tls_hs_input only */
+	size_t in_len, in_pos;
+	int err;
+	bool done, failed, have_c_ap, have_s_ap, have_s_hs, send_failed;
+	uint8_t c_ap[TLS_REC_SECRET_LEN], s_ap[TLS_REC_SECRET_LEN], s_hs[TLS_REC_SECRET_LEN];
+	uint8_t held[ALERT_REC_LEN];
+	uint8_t held_len;
+	bool resumed; /* a ticket of ours was accepted: id/serial below come from it */
+	struct tls_identity resumed_id;
+	uint8_t serial[TK_SERIAL_MAX];
+	uint8_t serial_len;
+};
+
+/* The handshake inside mbedtls_ssl_handshake() right now: ticket callbacks have no
+ * per-connection argument. Core-local, set and cleared around each call. */
+static struct tls_hs *cur_hs;
+
+/* ---- process-global hooks ----------------------------------------------------------- */
+
+static struct tls_hs_ops hooks;
+static struct tls_hs_stats *hook_stats; /* the env's, for accounting; NULL without env */
+static struct tls_hs_stats hook_stats_none;
+
+static void *hook_calloc(size_t n, size_t size)
+{
+	struct tls_hs_stats *st = hook_stats ? hook_stats : &hook_stats_none;
+	if (size && n > (SIZE_MAX - ALLOC_HDR) / size)
+		return NULL;
+	size_t len = n * size;
+	uint8_t *p = hooks.alloc ? hooks.alloc(hooks.ctx, len + ALLOC_HDR, "tls-handshake") : NULL;
+	st->n_alloc++;
+	if (!p) {
+		st->n_alloc_failed++;
+		return NULL;
+	}
+	memset(p, 0, len + ALLOC_HDR);
+	memcpy(p, &len, sizeof len);
+	st->live_bytes += len;
+	if (st->live_bytes > st->peak_bytes)
+		st->peak_bytes = st->live_bytes;
+	return p + ALLOC_HDR;
+}
+
+static void hook_free(void *q)
+{
+	struct tls_hs_stats *st = hook_stats ? hook_stats : &hook_stats_none;
+	size_t len;
+	if (!q)
+		return;
+	uint8_t *p = (uint8_t *)q - ALLOC_HDR;
+	memcpy(&len, p, sizeof len);
+	mem_wipe(p, len + ALLOC_HDR); /* invariant 3 */
+	st->live_bytes -= len;
+	hooks.free(hooks.ctx, p, len + ALLOC_HDR);
+}
+
+static mbedtls_time_t hook_time(mbedtls_time_t *t)
+{
+	mbedtls_time_t now = hooks.now_s ? (mbedtls_time_t)hooks.now_s(hooks.ctx) : 0;
+	if (t)
+		*t = now;
+	return now;
+}
+
+/* Declared by mbedTLS for MBEDTLS_PLATFORM_MS_TIME_ALT. */
+mbedtls_ms_time_t mbedtls_ms_time(void)
+{
+	return hooks.now_ms ? (mbedtls_ms_time_t)hooks.now_ms(hooks.ctx) : 0;
+}
+
+/* Declared by mbedTLS for MBEDTLS_PSA_CRYPTO_EXTERNAL_RNG: PSA's randomness is ours. */
+psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context_t *ctx,
+					     uint8_t *out, size_t len, size_t *out_len)
+{
+	(void)ctx;
+	*out_len = 0;
+	if (!hooks.random || hooks.random(hooks.ctx, out, len) != 0)
+		return PSA_ERROR_INSUFFICIENT_ENTROPY;
+	*out_len = len;
+	return PSA_SUCCESS;
+}
+
+/* Declared by mbedTLS for MBEDTLS_PLATFORM_GMTIME_R_ALT: Unix seconds to UTC calendar
+ * (days-from-civil inverted, proleptic Gregorian), for certificate validity checks. */
+struct tm *mbedtls_platform_gmtime_r(const mbedtls_time_t *tt, struct tm *tm_buf)
+{
+	int64_t t = (int64_t)*tt;
+	int64_t days = t / 86400, rem = t % 86400;
+	if (rem < 0) {
+		rem += 86400;
+		days--;
+	}
+	int64_t z = days + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	int64_t d = doy - (153 * mp + 2) / 5 + 1;
+	int64_t m = mp < 10 ? mp + 3 : mp - 9;
+	int64_t y = yoe + era * 400 + (m <= 2);
+	if (y < 1 || y > 9999)
+		return NULL;
+	memset(tm_buf, 0, sizeof *tm_buf);
+	tm_buf->tm_year = (int)(y - 1900);
+	tm_buf->tm_mon = (int)(m - 1);
+	tm_buf->tm_mday = (int)d;
+	tm_buf->tm_hour = (int)(rem / 3600);
+	tm_buf->tm_min = (int)(rem % 3600 / 60);
+	tm_buf->tm_sec = (int)(rem % 60);
+	return tm_buf;
+}
+
+static int hook_rng(void *ctx, unsigned char *out, size_t len)
+{
+	(void)ctx;
+	if (!hooks.random || hooks.random(hooks.ctx, out, len) != 0)
+		return MBEDTLS_ERR_SSL_INTERNAL_ERROR;
+	return 0;
+}
+
+void tls_hs_hooks_install(const struct tls_hs_ops *ops)
+{
+	hooks = *ops;
+	(void)mbedtls_platform_set_calloc_free(hook_calloc, hook_free);
+	(void)mbedtls_platform_set_time(hook_time);
+}
+
+/* ---- certificate policy --------------------------------------------------------------- */
+
+static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
+{
+	struct tls_hs_env *env = ctx;
+	if (depth != 0)
+		return 0;
+	/* The leaf: revocation, then a usable identity, decided during the handshake so the
+	 * client gets the alert (certificate_revoked / bad_certificate) from mbedTLS. */
+	if (env->cfg.revoke.is_revoked &&
+	    env->cfg.revoke.is_revoked(env->cfg.revoke.ctx, crt->serial.p, crt->serial.len))
+		*flags |= MBEDTLS_X509_BADCERT_REVOKED;
+	struct tls_identity id;
+	if (tls_identity_from_crt(&env->cfg.id, crt, &id) != 0)
+		*flags |= MBEDTLS_X509_BADCERT_OTHER;
+	mem_wipe(&id, sizeof id);
+	return 0;
+}
+
+static const uint16_t groups[] = { MBEDTLS_SSL_IANA_TLS_GROUP_X25519,
+				   MBEDTLS_SSL_IANA_TLS_GROUP_SECP256R1,
+				   MBEDTLS_SSL_IANA_TLS_GROUP_NONE };
+static const uint16_t sig_algs_ec[] = { MBEDTLS_TLS1_3_SIG_ECDSA_SECP256R1_SHA256,
+					MBEDTLS_TLS1_3_SIG_NONE };
+static const uint16_t sig_algs_rsa[] = { MBEDTLS_TLS1_3_SIG_ECDSA_SECP256R1_SHA256,
+					 MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA256,
+					 MBEDTLS_TLS1_3_SIG_NONE };
+static const int suites[] = { MBEDTLS_TLS1_3_AES_128_GCM_SHA256,
+			      MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256, 0 };
+
+/* ---- resumption tickets ------------------------------------------------------------------
+ * Our own stateless tickets rather than mbedTLS's: on a TLS 1.3 server mbedTLS does not
+ * keep the client certificate in the session it seals, and the identity must survive
+ * resumption. Ticket = key id (1) | nonce (12) | AES-128-GCM(session | identity | serial)
+ * | tag (16), the key id as AAD. Two keys live at a time; a key is replaced after one
+ * lifetime, so a ticket dies after at most two lifetimes (mbedTLS also enforces the
+ * advertised lifetime from the ticket's age). */
+
+static struct tk_key *tk_current(struct tls_hs_env *env)
+{
+	int64_t now = hooks.now_s(hooks.ctx);
+	struct tk_key *a = &env->keys[0], *b = &env->keys[1];
+	struct tk_key *cur = (a->live && (!b->live || a->created_s >= b->created_s)) ? a : b;
+	if (!cur->live || now - cur->created_s >= (int64_t)env->cfg.ticket_lifetime_s) {
+		struct tk_key *old = cur->live ? (cur == a ? b : a) : cur;
+		mem_wipe(old, sizeof *old);
+		if (hooks.random(hooks.ctx, old->key, sizeof old->key) != 0)
+			return NULL;
+		old->created_s = now;
+		old->id = env->next_key_id++;
+		old->live = true;
+		cur = old;
+	}
+	return cur;
+}
+
+static int tk_write(void *p, const mbedtls_ssl_session *session, unsigned char *start,
+		    const unsigned char *end, size_t *tlen, uint32_t *lifetime)
+{
+	struct tls_hs_env *env = p;
+	struct tls_hs *hs = cur_hs;
+	struct tk_key *k = tk_current(env);
+	struct tls_identity id;
+	const uint8_t *serial = NULL;
+	size_t slen = 0, olen = 0;
+	int ret = MBEDTLS_ERR_SSL_INTERNAL_ERROR;
+
+	*tlen = 0;
+	if (!k || !hs || end < start)
+		return ret;
+	const mbedtls_x509_crt *peer = session->MBEDTLS_PRIVATE(peer_cert);
+	if (peer) {
+		if (tls_identity_from_crt(&env->cfg.id, peer, &id) != 0)
+			return ret;
+		serial = peer->serial.p;
+		slen = peer->serial.len;
+	} else if (hs->resumed) {
+		id = hs->resumed_id;
+		serial = hs->serial;
+		slen = hs->serial_len;
+	} else {
+		return ret; /* never a ticket for an unauthenticated session */
+	}
+	size_t cap = (size_t)(end - start);
+	if (slen > TK_SERIAL_MAX || cap < 32u + (size_t)id.len + slen)
+		goto out;
+	uint8_t *body = start + 13;
+	size_t room = cap - 13 - 16;
+	if (mbedtls_ssl_session_save(session, body + 2, room - 2, &olen) != 0 || olen > UINT16_MAX)
+		goto out;
+	struct wcur w = wcur_make(body, room);
+	wcur_be16(&w, (uint16_t)olen);
+	wcur_reserve(&w, olen);
+	wcur_u8(&w, id.kind);
+	wcur_u8(&w, (uint8_t)id.len);
+	wcur_bytes(&w, id.name, id.len);
+	wcur_u8(&w, (uint8_t)slen);
+	wcur_bytes(&w, serial, slen);
+	if (!wcur_ok(&w))
+		goto out;
+	start[0] = k->id;
+	if (hooks.random(hooks.ctx, start + 1, 12) != 0)
+		goto out;
+	mbedtls_gcm_context g;
+	mbedtls_gcm_init(&g);
+	if (mbedtls_gcm_setkey(&g, MBEDTLS_CIPHER_ID_AES, k->key, 128) == 0 &&
+	    mbedtls_gcm_crypt_and_tag(&g, MBEDTLS_GCM_ENCRYPT, w.pos, start + 1, 12, start, 1, body,
+				      body, 16, body + w.pos) == 0) {
+		*tlen = 13 + w.pos + 16;
+		*lifetime = env->cfg.ticket_lifetime_s;
+		ret = 0;
+	}
+	mbedtls_gcm_free(&g);
+out:
+	mem_wipe(&id, sizeof id);
+	return ret;
+}
+
+static int tk_parse(void *p, mbedtls_ssl_session *session, unsigned char *buf, size_t len)
+{
+	struct tls_hs_env *env = p;
+	struct tls_hs *hs = cur_hs;
+	const struct tk_key *k = NULL;
+	int ret = MBEDTLS_ERR_SSL_INVALID_MAC;
+
+	if (!hs || len < 1 + 12 + 16 + 2)
+		return MBEDTLS_ERR_SSL_BAD_INPUT_DATA;
+	for (int i = 0; i < 2; i++)
+		if (env->keys[i].live && env->keys[i].id == buf[0])
+			k = &env->keys[i];
+	if (!k || hooks.now_s(hooks.ctx) - k->created_s >= 2 * (int64_t)env->cfg.ticket_lifetime_s)
+		return MBEDTLS_ERR_SSL_SESSION_TICKET_EXPIRED;
+	size_t blen = len - 13 - 16;
+	uint8_t *body = buf + 13;
+	mbedtls_gcm_context g;
+	mbedtls_gcm_init(&g);
+	int bad = mbedtls_gcm_setkey(&g, MBEDTLS_CIPHER_ID_AES, k->key, 128) ||
+		  mbedtls_gcm_auth_decrypt(&g, blen, buf + 1, 12, buf, 1, body + blen, 16, body, body);
+	mbedtls_gcm_free(&g);
+	if (bad)
+		return ret;
+	/* Authentic, so written by us; still parsed through the cursor. */
+	struct cur c = cur_make(body, blen);
+	uint16_t slen = cur_be16(&c);
+	const uint8_t *sess = cur_ptr(&c, slen);
+	uint8_t kind = cur_u8(&c);
+	uint8_t idlen = cur_u8(&c);
+	const uint8_t *name = cur_ptr(&c, idlen);
+	uint8_t serlen = cur_u8(&c);
+	const uint8_t *ser = cur_ptr(&c, serlen);
+	if (!cur_done(&c) || idlen == 0 || idlen > TLS_IDENTITY_CAP || serlen > TK_SERIAL_MAX)
+		return MBEDTLS_ERR_SSL_DECODE_ERROR;
+	/* Revocation applies to resumption too: a revoked device falls back to a full
+	 * handshake, where its certificate is refused. */
+	if (env->cfg.revoke.is_revoked && env->cfg.revoke.is_revoked(env->cfg.revoke.ctx, ser, serlen))
+		return MBEDTLS_ERR_SSL_SESSION_TICKET_EXPIRED;
+	if (mbedtls_ssl_session_load(session, sess, slen) != 0)
+		return MBEDTLS_ERR_SSL_DECODE_ERROR;
+	memset(&hs->resumed_id, 0, sizeof hs->resumed_id);
+	hs->resumed_id.kind = kind;
+	hs->resumed_id.len = idlen;
+	memcpy(hs->resumed_id.name, name, idlen);
+	memcpy(hs->serial, ser, serlen);
+	hs->serial_len = serlen;
+	hs->resumed = true;
+	return 0;
+}
+
+/* ---- env ------------------------------------------------------------------------------ */
+
+int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
+{
+	struct tls_hs_env *env;
+	int rc = -E_INVAL;
+
+	*out = NULL;
+	if (!cfg->max_in_flight || !cfg->ops.alloc || !cfg->ops.free || !cfg->ops.random ||
+	    !cfg->ops.now_s || !cfg->ops.now_ms || !cfg->ca || !cfg->cert || !cfg->key)
+		return -E_INVAL;
+#if !defined(MBEDTLS_RSA_C)
+	if (cfg->rsa)
+		return -E_NOSYS;
+#endif
+	tls_hs_hooks_install(&cfg->ops);
+	env = hook_calloc(1, sizeof *env);
+	if (!env)
+		return -E_NOMEM;
+	env->cfg = *cfg;
+	hook_stats = &env->stats;
+	env->stats = hook_stats_none; /* the env's own allocation counts too */
+	mbedtls_ssl_config_init(&env->conf);
+	mbedtls_x509_crt_init(&env->ca);
+	mbedtls_x509_crt_init(&env->cert);
+	mbedtls_pk_init(&env->key);
+
+	if (psa_crypto_init() != PSA_SUCCESS)
+		goto fail;
+	if (mbedtls_x509_crt_parse(&env->ca, cfg->ca, cfg->ca_len) != 0 ||
+	    mbedtls_x509_crt_parse(&env->cert, cfg->cert, cfg->cert_len) != 0 ||
+	    mbedtls_pk_parse_key(&env->key, cfg->key, cfg->key_len, NULL, 0, hook_rng, NULL) != 0)
+		goto fail;
+	if (mbedtls_ssl_config_defaults(&env->conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
+					MBEDTLS_SSL_PRESET_DEFAULT) != 0)
+		goto fail;
+	mbedtls_ssl_conf_min_tls_version(&env->conf, MBEDTLS_SSL_VERSION_TLS1_3);
+	mbedtls_ssl_conf_max_tls_version(&env->conf, MBEDTLS_SSL_VERSION_TLS1_3);
+	mbedtls_ssl_conf_authmode(&env->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+	mbedtls_ssl_conf_rng(&env->conf, hook_rng, NULL);
+	mbedtls_ssl_conf_ca_chain(&env->conf, &env->ca, NULL);
+	mbedtls_ssl_conf_verify(&env->conf, verify_cb, env);
+	mbedtls_ssl_conf_groups(&env->conf, groups);
+	mbedtls_ssl_conf_sig_algs(&env->conf, cfg->rsa ? sig_algs_rsa : sig_algs_ec);
+	mbedtls_ssl_conf_ciphersuites(&env->conf, suites);
+	if (mbedtls_ssl_conf_own_cert(&env->conf, &env->cert, &env->key) != 0)
+		goto fail;
+	if (cfg->ticket_lifetime_s && cfg->n_tickets) {
+		/* Stateless tickets (tk_write/tk_parse above); resumption only with (EC)DHE,
+		 * 0-RTT is not compiled in. */
+		mbedtls_ssl_conf_session_tickets_cb(&env->conf, tk_write, tk_parse, env);
+		mbedtls_ssl_conf_new_session_tickets(&env->conf, cfg->n_tickets);
+		mbedtls_ssl_conf_tls13_key_exchange_modes(
+			&env->conf, MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_EPHEMERAL |
+					    MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL);
+	} else {
+		mbedtls_ssl_conf_new_session_tickets(&env->conf, 0);
+		mbedtls_ssl_conf_tls13_key_exchange_modes(&env->conf,
+							  MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_EPHEMERAL);
+	}
+	*out = env;
+	return 0;
+fail:
+	tls_hs_env_destroy(env);
+	return rc;
+}
+
+void tls_hs_env_destroy(struct tls_hs_env *env)
+{
+	if (!env)
+		return;
+	mem_wipe(env->keys, sizeof env->keys);
+	mbedtls_ssl_config_free(&env->conf);
+	mbedtls_pk_free(&env->key);
+	mbedtls_x509_crt_free(&env->cert);
+	mbedtls_x509_crt_free(&env->ca);
+	mbedtls_psa_crypto_free();
+	hook_stats_none = env->stats;
+	hook_stats = NULL;
+	hook_free(env);
+}
+
+void tls_hs_stats_get(const struct tls_hs_env *env, struct tls_hs_stats *out)
+{
+	*out = env->stats;
+}
+
+/* ---- BIO ------------------------------------------------------------------------------ */
+
+static int bio_send_raw(struct tls_hs *hs, const uint8_t *p, size_t len)
+{
+	if (hs->send_failed || hs->send(hs->send_ctx, p, len) != 0) {
+		hs->send_failed = true;
+		return -1;
+	}
+	return 0;
+}
+
+static int bio_send(void *ctx, const unsigned char *p, size_t len)
+{
+	struct tls_hs *hs = ctx;
+	if (hs->held_len) {
+		uint8_t n = hs->held_len;
+		hs->held_len = 0;
+		if (bio_send_raw(hs, hs->held, n))
+			return MBEDTLS_ERR_SSL_INTERNAL_ERROR;
+	}
+	/* After our Finished and before mbedTLS's wrap-up, a record this small can only be an
+	 * alert under the wrong key: hold it for reseal_alert(), which checks (invariant 4). */
+	if (len <= ALERT_REC_LEN && hs->have_s_hs && hs->have_s_ap && !hs->done) {
+		memcpy(hs->held, p, len);
+		hs->held_len = (uint8_t)len;
+		return (int)len;
+	}
+	if (bio_send_raw(hs, p, len))
+		return MBEDTLS_ERR_SSL_INTERNAL_ERROR;
+	return (int)len;
+}
+
+static int bio_recv(void *ctx, unsigned char *p, size_t len)
+{
+	struct tls_hs *hs = ctx;
+	size_t n = MIN(len, hs->in_len - hs->in_pos);
+	if (n == 0)
+		return MBEDTLS_ERR_SSL_WANT_READ;
+	if (n > INT32_MAX)
+		n = INT32_MAX;
+	memcpy(p, hs->in + hs->in_pos, n);
+	hs->in_pos += n;
+	return (int)n;
+}
+
+static void export_keys(void *ctx, mbedtls_ssl_key_export_type type, const unsigned char *secret,
+			size_t secret_len, const unsigned char client_random[32],
+			const unsigned char server_random[32], mbedtls_tls_prf_types prf)
+{
+	struct tls_hs *hs = ctx;
+	(void)client_random;
+	(void)server_random;
+	(void)prf;
+	if (secret_len != TLS_REC_SECRET_LEN)
+		return; /* only SHA-256 suites are configured; a mismatch leaves the secret unset */
+	switch (type) {
+	case MBEDTLS_SSL_KEY_EXPORT_TLS1_3_SERVER_HANDSHAKE_TRAFFIC_SECRET:
+		memcpy(hs->s_hs, secret, secret_len);
+		hs->have_s_hs = true;
+		break;
+	case MBEDTLS_SSL_KEY_EXPORT_TLS1_3_CLIENT_APPLICATION_TRAFFIC_SECRET:
+		memcpy(hs->c_ap, secret, secret_len);
+		hs->have_c_ap = true;
+		break;
+	case MBEDTLS_SSL_KEY_EXPORT_TLS1_3_SERVER_APPLICATION_TRAFFIC_SECRET:
+		memcpy(hs->s_ap, secret, secret_len);
+		hs->have_s_ap = true;
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- handshakes --------------------------------------------------------------------------- */
+
+int tls_hs_start(struct tls_hs_env *env, tls_hs_send_fn send, void *send_ctx, struct tls_hs **out)
+{
+	struct tls_hs *hs;
+
+	*out = NULL;
+	if (env->stats.in_flight >= env->cfg.max_in_flight) {
+		env->stats.n_refused++;
+		return -E_NOMEM;
+	}
+	hs = hook_calloc(1, sizeof *hs);
+	if (!hs) {
+		env->stats.n_refused++;
+		return -E_NOMEM;
+	}
+	hs->env = env;
+	hs->send = send;
+	hs->send_ctx = send_ctx;
+	mbedtls_ssl_init(&hs->ssl);
+	if (mbedtls_ssl_setup(&hs->ssl, &env->conf) != 0) {
+		mbedtls_ssl_free(&hs->ssl);
+		hook_free(hs);
+		env->stats.n_refused++;
+		return -E_NOMEM;
+	}
+	mbedtls_ssl_set_bio(&hs->ssl, hs, bio_send, bio_recv, NULL);
+	mbedtls_ssl_set_export_keys_cb(&hs->ssl, export_keys, hs);
+	env->stats.in_flight++;
+	env->stats.n_started++;
+	*out = hs;
+	return 0;
+}
+
+static int collect_alert(void *ctx, const uint8_t *p, size_t len)
+{
+	(void)ctx;
+	(void)p;
+	(void)len;
+	return -E_PROTO; /* the held record must be an alert, not data */
+}
+
+/* mbedTLS 3.6 writes a fatal alert raised while it processes the client's second flight
+ * under the server *handshake* key, but after our Finished the client reads with the
+ * server *application* key (RFC 8446 7.2), so the client cannot decrypt it. Open the held
+ * alert with the handshake key, map no_certificate(41) to certificate_required(116) as
+ * RFC 8446 4.4.2.4 asks, and seal it again as the first record under the application key. */
+static void reseal_alert(struct tls_hs *hs, int ret)
+{
+	struct tls_rec r;
+	struct tls_rec_env e;
+	uint8_t out[ALERT_REC_LEN + 8];
+	size_t n = 0;
+	uint64_t seq = ld_be64(hs->ssl.MBEDTLS_PRIVATE(cur_out_ctr));
+	/* Mid-handshake the suite is only in the session being negotiated (private field). */
+	const mbedtls_ssl_session *sn = hs->ssl.MBEDTLS_PRIVATE(session_negotiate);
+	int suite = sn ? sn->MBEDTLS_PRIVATE(ciphersuite) : 0;
+	uint8_t alert = 0;
+
+	/* A throwaway record env: a whole record never needs the allocator. */
+	memset(&e, 0, sizeof e);
+	e.cfg.max_plaintext = TLS_REC_MAX_PLAINTEXT;
+	e.cfg.key_update_after = UINT64_MAX;
+	if (seq > 0 && suite > 0 && suite <= (int)UINT16_MAX &&
+	    tls_rec_open(&r, (uint16_t)suite, hs->s_hs, hs->s_ap, seq - 1, 0) == 0) {
+		memcpy(out, hs->held, hs->held_len);
+		if (tls_rec_input(&e, &r, out, hs->held_len, collect_alert, NULL) == -E_CLOSED)
+			alert = tls_rec_alert(&r);
+		if (alert == 41 /* no_certificate */ && ret == MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE)
+			alert = 116; /* certificate_required */
+		if (alert) {
+			tls_rec_close(&e, &r);
+			if (tls_rec_open(&r, (uint16_t)suite, hs->s_hs, hs->s_ap, 0, 0) == 0) {
+				tls_rec_abort(&r, alert);
+				if (tls_rec_flush(&e, &r, out, sizeof out, &n) == 0 && n)
+					(void)bio_send_raw(hs, out, n);
+			}
+		}
+		tls_rec_close(&e, &r);
+	}
+	if (!alert)
+		(void)bio_send_raw(hs, hs->held, hs->held_len); /* not ours to fix */
+	hs->held_len = 0;
+	mem_wipe(out, sizeof out);
+}
+
+int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len, size_t *consumed)
+{
+	int ret;
+
+	*consumed = 0;
+	if (hs->failed)
+		return -E_CLOSED;
+	if (hs->done)
+		return 1;
+	hs->in = buf;
+	hs->in_len = len;
+	hs->in_pos = 0;
+	cur_hs = hs;
+	ret = mbedtls_ssl_handshake(&hs->ssl);
+	cur_hs = NULL;
+	*consumed = hs->in_pos;
+	hs->in = NULL;
+	hs->in_len = hs->in_pos = 0;
+	if (hs->held_len)
+		reseal_alert(hs, ret);
+	if (ret == 0) {
+		hs->done = true;
+		return 1;
+	}
+	if (ret == MBEDTLS_ERR_SSL_WANT_READ && !hs->send_failed)
+		return 0;
+	hs->failed = true;
+	hs->err = ret;
+	hs->env->stats.last_mbedtls_err = ret;
+	return hs->send_failed ? -E_IO : -E_PROTO;
+}
+
+static void hs_free(struct tls_hs *hs)
+{
+	struct tls_hs_env *env = hs->env;
+	mbedtls_ssl_free(&hs->ssl); /* frees and zeroizes mbedTLS's buffers and keys */
+	env->stats.in_flight--;
+	if (hs->failed)
+		env->stats.n_failed++;
+	hook_free(hs); /* wipes the exported secrets with the rest (invariant 3) */
+}
+
+int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec, struct tls_identity *id)
+{
+	int rc = -E_PROTO;
+	const mbedtls_x509_crt *peer = mbedtls_ssl_get_peer_cert(&hs->ssl);
+	int suite = mbedtls_ssl_get_ciphersuite_id_from_ssl(&hs->ssl);
+
+	memset(id, 0, sizeof *id);
+	memset(rec, 0, sizeof *rec);
+	if (!hs->done || !hs->have_c_ap || !hs->have_s_ap || suite <= 0 || suite > (int)UINT16_MAX)
+		goto out;
+	/* Records sent under the application key so far (NewSessionTicket) set our next
+	 * sequence number; the client has sent nothing under its key yet, because the BIO
+	 * handed mbedTLS no byte past its Finished. */
+	uint64_t tx_seq = ld_be64(hs->ssl.MBEDTLS_PRIVATE(cur_out_ctr));
+	if (tls_rec_open(rec, (uint16_t)suite, hs->c_ap, hs->s_ap, 0, tx_seq) != 0)
+		goto out;
+	/* Invariant 5: REQUIRED authmode already refused missing or unverified chains; check
+	 * again so that a configuration mistake fails closed. */
+	if (!peer && hs->resumed) {
+		/* Resumed with a ticket only we could seal, issued after a verified handshake. */
+		*id = hs->resumed_id;
+		rc = 0;
+		hs->env->stats.n_resumed++;
+		goto out;
+	}
+	if (!peer || mbedtls_ssl_get_verify_result(&hs->ssl) != 0) {
+		tls_rec_abort(rec, 116 /* certificate_required */);
+		goto out;
+	}
+	rc = tls_identity_from_crt(&hs->env->cfg.id, peer, id);
+	if (rc) {
+		tls_rec_abort(rec, 42 /* bad_certificate */);
+		goto out;
+	}
+	hs->env->stats.n_done++;
+out:
+	if (rc)
+		hs->failed = true;
+	hs_free(hs);
+	return rc;
+}
+
+void tls_hs_abort(struct tls_hs *hs)
+{
+	if (!hs)
+		return;
+	if (!hs->done)
+		hs->failed = true;
+	hs_free(hs);
+}
+
+int tls_hs_error(const struct tls_hs *hs)
+{
+	return hs->err;
+}

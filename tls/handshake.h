@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The TLS 1.3 server handshake with mandatory client certificates, done by mbedTLS 3.6 on
+ * a bounded number of contexts, bytes in from below and out through a callback. When it
+ * completes, the application traffic secrets (taken through mbedTLS's key export) start
+ * our record layer (tls/record.h), the mbedTLS context is freed and wiped, and the
+ * verified client identity is returned. This module owns the mbedTLS configuration, its
+ * allocator/clock/entropy hooks and the ticket keys; it never touches sockets, never
+ * buffers application data, and never lets a connection continue without a verified
+ * certificate chaining to the configured CA.
+ *
+ * Calling context: core-local. mbedTLS's hooks are process-global, so there is one env
+ * per image (per core envs come with the per-core heap); everything else is per env.
+ */
+#ifndef TLS_HANDSHAKE_H
+#define TLS_HANDSHAKE_H
+
+#include "lib/compiler.h"
+#include "tls/identity.h"
+#include "tls/record.h"
+#include "tls/revoke.h"
+
+struct tls_hs_ops {
+	/* Heap with accounting; the handshake's allocations are tagged "tls-handshake". */
+	void *(*alloc)(void *ctx, size_t len, const char *tag);
+	void (*free)(void *ctx, void *p, size_t len);
+	int (*random)(void *ctx, uint8_t *out, size_t len); /* CSPRNG: 0 or -E_* */
+	int64_t (*now_s)(void *ctx);                        /* wall clock, Unix seconds */
+	int64_t (*now_ms)(void *ctx);                       /* monotonic milliseconds */
+	void *ctx;                                          /* linked */
+};
+
+struct tls_hs_config {
+	uint16_t max_in_flight; /* handshakes at once; more are refused with -E_NOMEM */
+	/* Credentials, PEM (NUL-terminated, len counts the NUL) or DER; copied at create. */
+	const uint8_t *ca;
+	size_t ca_len;
+	const uint8_t *cert;
+	size_t cert_len;
+	const uint8_t *key;
+	size_t key_len;
+	struct tls_id_config id;     /* linked (service prefix string) */
+	struct tls_revoke revoke;    /* linked; is_revoked NULL = no revocation list */
+	uint32_t ticket_lifetime_s;  /* 0: no resumption tickets */
+	uint8_t n_tickets;           /* tickets sent after a full handshake */
+	bool rsa;                    /* also offer rsa_pss_rsae_sha256 (needs URMQTT_TLS_RSA) */
+	struct tls_hs_ops ops;       /* copied */
+};
+
+struct tls_hs_stats {
+	uint64_t n_started, n_done, n_resumed, n_failed, n_refused;
+	uint64_t n_alloc, n_alloc_failed;
+	size_t live_bytes, peak_bytes; /* requested bytes of all mbedTLS allocations */
+	uint16_t in_flight;
+	int last_mbedtls_err; /* for logs (negative mbedTLS code) */
+};
+
+struct tls_hs_env;
+struct tls_hs;
+
+/* Bytes out, borrowed for the call; must take all of them (0) or fail (negative). */
+typedef int (*tls_hs_send_fn)(void *ctx, const uint8_t *p, size_t len);
+
+/* Create the env: install the hooks, parse credentials, set up tickets. *out returned
+ * owned: free with tls_hs_env_destroy (after every handshake ended). */
+MUST_CHECK int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out /* out */);
+void tls_hs_env_destroy(struct tls_hs_env *env);
+void tls_hs_stats_get(const struct tls_hs_env *env, struct tls_hs_stats *out /* out */);
+
+/* Install only mbedTLS's allocator/clock/entropy hooks (tests and fuzzers that parse
+ * certificates without an env). ops copied. */
+void tls_hs_hooks_install(const struct tls_hs_ops *ops);
+
+/* Start a handshake for a new connection (send/send_ctx linked). -E_NOMEM when
+ * max_in_flight are running or memory is short (admission refuses earlier). */
+MUST_CHECK int tls_hs_start(struct tls_hs_env *env, tls_hs_send_fn send, void *send_ctx,
+			    struct tls_hs **out /* out */);
+
+/* Feed received bytes (borrowed). Returns 0 when more input is needed (all consumed),
+ * 1 when the handshake completed (bytes after *consumed belong to the record layer),
+ * or a negative error: the handshake failed and its alert has been sent; call
+ * tls_hs_abort. */
+MUST_CHECK int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len,
+			    size_t *consumed /* out */);
+
+/* After tls_hs_input returned 1: start rec (the connection's record state) with the
+ * traffic secrets, fill id, then free and wipe everything of the handshake (hs is gone
+ * whatever the result). On failure rec holds a pending fatal alert to flush. */
+MUST_CHECK int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec /* out */,
+			     struct tls_identity *id /* out */);
+
+/* End a handshake early (failure, timeout, TCP reset): free and wipe it. */
+void tls_hs_abort(struct tls_hs *hs);
+
+/* Negative mbedTLS error of a failed handshake (for logs). */
+int tls_hs_error(const struct tls_hs *hs);
+
+#endif

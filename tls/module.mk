@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: MIT
+# tls/: the mbedTLS handshake adapter, our TLS 1.3 record layer, and the rules that build
+# mbedTLS 3.6.6 (third-party, from $(B)/deps, never committed) into its own archive per
+# flavour, $(B)/<flavour>/libmbedtls.a, with its own flag set: freestanding, our shim
+# headers (tls/shim/) instead of libc's, our configuration tls/mbedtls_config.h, warnings
+# shown but not errors (our own files keep -Werror).
+
+TLS_MBEDTLS_DIR := $(B)/deps/mbedtls-3.6.6
+TLS_MBEDTLS_SRCS := $(sort $(wildcard $(TLS_MBEDTLS_DIR)/library/*.c))
+TLS_MBEDTLS_CONFIG := -DMBEDTLS_CONFIG_FILE='"tls/mbedtls_config.h"'
+
+# Flags our files need to include mbedTLS headers (system includes: their warnings are not ours).
+TLS_INC := -isystem tls/shim -isystem $(TLS_MBEDTLS_DIR)/include $(TLS_MBEDTLS_CONFIG)
+
+PORTABLE_SRCS += tls/record.c tls/handshake.c tls/identity.c tls/revoke.c
+CFLAGS_tls_record := $(TLS_INC)
+CFLAGS_tls_handshake := $(TLS_INC)
+CFLAGS_tls_identity := $(TLS_INC)
+CFLAGS_tls_revoke := $(TLS_INC)
+# The image has no libc: snprintf for mbedTLS's x509 name formatting comes from lib/fmt.
+KERNEL_SRCS_x86_64 += tls/shim/libc_kernel.c
+KERNEL_SRCS_aarch64 += tls/shim/libc_kernel.c
+
+# ---- mbedTLS, one archive per flavour ----
+TLS_MBEDTLS_BASE := -std=c11 -g -Wall -Werror=implicit-function-declaration -Wno-unused-function -Wno-unused-parameter \
+	-I tls/shim -I . -I $(TLS_MBEDTLS_DIR)/include -I $(TLS_MBEDTLS_DIR)/library \
+	$(TLS_MBEDTLS_CONFIG) $(DEPFLAGS)
+TLS_MBEDTLS_CFLAGS_host = -O1 $(TLS_MBEDTLS_BASE) $(HARDEN) $(SANITIZE) $(call gcc_freestanding,$(HOST_CC))
+TLS_MBEDTLS_CFLAGS_hostrel = -O2 $(TLS_MBEDTLS_BASE) $(HARDEN) $(call gcc_freestanding,$(HOST_CC))
+TLS_MBEDTLS_CFLAGS_fuzz = -O1 $(TLS_MBEDTLS_BASE) $(CLANG_HARDEN) -fsanitize=address,undefined \
+	-fno-sanitize-recover=all $(call clang_freestanding,$(FUZZ_CC))
+TLS_MBEDTLS_CFLAGS_x86_64 = -O2 $(TLS_MBEDTLS_BASE) $(HARDEN) -fcf-protection \
+	$(call gcc_freestanding,$(X86_64_CC)) -fno-pie -mcmodel=kernel -mno-red-zone \
+	-mgeneral-regs-only -fno-asynchronous-unwind-tables -DURMQTT_KERNEL=1
+TLS_MBEDTLS_CFLAGS_aarch64 = -O2 $(TLS_MBEDTLS_BASE) $(HARDEN) -mbranch-protection=standard \
+	$(call gcc_freestanding,$(AARCH64_CC)) -fno-pie -mgeneral-regs-only -mstrict-align \
+	-fno-asynchronous-unwind-tables -DURMQTT_KERNEL=1
+TLS_MBEDTLS_CC_host = $(HOST_CC)
+TLS_MBEDTLS_CC_hostrel = $(HOST_CC)
+TLS_MBEDTLS_CC_fuzz = $(FUZZ_CC)
+TLS_MBEDTLS_CC_x86_64 = $(X86_64_CC)
+TLS_MBEDTLS_CC_aarch64 = $(AARCH64_CC)
+
+define tls_mbedtls_rules
+TLS_MBEDTLS_OBJS_$(1) := $$(patsubst $$(TLS_MBEDTLS_DIR)/library/%.c,$$(B)/$(1)/mbedtls/%.o,$$(TLS_MBEDTLS_SRCS))
+$$(B)/$(1)/mbedtls/%.o: $$(TLS_MBEDTLS_DIR)/library/%.c tls/mbedtls_config.h
+	@mkdir -p $$(@D); echo "  CC [mbedtls $(1)] $$*"
+	$$(Q)$$(TLS_MBEDTLS_CC_$(1)) $$(TLS_MBEDTLS_CFLAGS_$(1)) -c $$< -o $$@
+$$(B)/$(1)/libmbedtls.a: $$(TLS_MBEDTLS_OBJS_$(1))
+	@mkdir -p $$(@D); echo "  AR          $$@"
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach fl,host hostrel fuzz x86_64 aarch64,$(eval $(call tls_mbedtls_rules,$(fl))))
+
+# ---- tests, fuzzers, tools that need mbedTLS ----
+TLS_TEST_INC := -isystem $(TLS_MBEDTLS_DIR)/include $(TLS_MBEDTLS_CONFIG)
+CFLAGS_tests_unit_tls_test_record := $(TLS_TEST_INC)
+CFLAGS_tests_unit_tls_test_identity := $(TLS_TEST_INC)
+TEST_LIBS_tls_test_record := $(B)/host/libmbedtls.a
+TEST_LIBS_tls_test_identity := $(B)/host/libmbedtls.a
+TEST_LIBS_tls_test_handshake := $(B)/host/libmbedtls.a
+$(B)/host/tests/unit/tls/test_record $(B)/host/tests/unit/tls/test_identity \
+	$(B)/host/tests/unit/tls/test_handshake: $(B)/host/libmbedtls.a
+
+# Fuzz targets (libFuzzer and the gcc replay): mbedTLS after libportable.a in the link.
+CFLAGS_tests_fuzz_fuzz_tls_record := $(TLS_TEST_INC)
+CFLAGS_tests_fuzz_fuzz_tls_identity := $(TLS_TEST_INC)
+$(B)/fuzz/fuzz_tls_record $(B)/fuzz/fuzz_tls_identity: $(B)/fuzz/libmbedtls.a
+$(B)/host/tests/fuzz/replay_tls_record $(B)/host/tests/fuzz/replay_tls_identity: $(B)/host/libmbedtls.a
+
+TOOLS += tls-echo
+TOOL_SRCS_tls-echo := tools/tls-echo/main.c
+TOOL_LIBS_tls-echo := $(B)/host/libmbedtls.a
+$(B)/host/tools/tls-echo: $(B)/host/libmbedtls.a
+
+SMOKE_SCRIPTS += tests/smoke/tls-echo.sh
+TEST_DEPS += $(B)/host/tools/tls-echo

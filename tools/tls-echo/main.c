@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * tls-echo: a host test tool that serves TLS 1.3 with mandatory client certificates on a
+ * loopback port using our tls/ module (mbedTLS handshake, then our record layer) and
+ * echoes application data back. It exists so real clients (openssl s_client, Python's
+ * ssl) can test tls/ end to end; it is never part of the image. One connection at a time,
+ * bounded by a receive timeout. Logs one line per connection event on stderr.
+ *
+ * usage: tls-echo --port N --ca ca.pem --cert srv.pem --key srv.key
+ *                 [--id cn|uri] [--service-prefix P] [--revoked HEXSERIAL]...
+ *                 [--max-plaintext N] [--tickets N] [--max-conns N] [--timeout-ms N]
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/err.h"
+#include "tls/handshake.h"
+#include "tls/record.h"
+
+#define MAX_REVOKED 8
+#define IO_BUF 20000
+
+static void *h_alloc(void *ctx, size_t len, const char *tag)
+{
+	(void)ctx;
+	(void)tag;
+	return malloc(len);
+}
+static void h_free(void *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	(void)len;
+	free(p);
+}
+static void *r_alloc(void *ctx, size_t len)
+{
+	(void)ctx;
+	return malloc(len);
+}
+static int h_random(void *ctx, uint8_t *out, size_t len)
+{
+	(void)ctx;
+	while (len) {
+		ssize_t n = getrandom(out, len, 0);
+		if (n <= 0)
+			return -E_IO;
+		out += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+static int64_t h_now_s(void *ctx)
+{
+	(void)ctx;
+	return (int64_t)time(NULL);
+}
+static int64_t h_now_ms(void *ctx)
+{
+	struct timespec ts;
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "tls-echo: cannot open %s\n", path);
+		exit(2);
+	}
+	uint8_t *buf = malloc(65537);
+	size_t n = fread(buf, 1, 65536, f);
+	fclose(f);
+	buf[n] = 0;
+	*len = n + 1; /* PEM: mbedTLS wants the NUL counted */
+	return buf;
+}
+
+static int send_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -E_IO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int hs_send(void *ctx, const uint8_t *p, size_t len)
+{
+	return send_all(*(int *)ctx, p, len);
+}
+
+struct conn {
+	int fd;
+	struct tls_rec_env *renv;
+	struct tls_rec rec;
+	uint8_t out[IO_BUF + 2048];
+	int err;
+};
+
+/* Echo: encrypt straight back (tls_rec_write may be called from the data callback). */
+static int on_data(void *ctx, const uint8_t *p, size_t len)
+{
+	struct conn *c = ctx;
+	size_t n;
+	int rc = tls_rec_write(c->renv, &c->rec, p, len, c->out, sizeof c->out, &n);
+	if (rc)
+		return rc;
+	return send_all(c->fd, c->out, n);
+}
+
+static void flush(struct conn *c)
+{
+	size_t n = 0;
+	if (tls_rec_want_flush(&c->rec) && tls_rec_flush(c->renv, &c->rec, c->out, sizeof c->out, &n) == 0 &&
+	    n)
+		(void)send_all(c->fd, c->out, n);
+}
+
+static void serve(struct tls_hs_env *env, struct tls_rec_env *renv, int fd, unsigned long id_no)
+{
+	static uint8_t buf[IO_BUF];
+	static struct conn c;
+	struct tls_hs *hs;
+	struct tls_identity ident;
+	size_t used = 0;
+	int rc;
+	bool in_rec = false;
+
+	memset(&c, 0, sizeof c);
+	c.fd = fd;
+	c.renv = renv;
+	if (tls_hs_start(env, hs_send, &c.fd, &hs)) {
+		fprintf(stderr, "conn %lu: refused (handshakes in flight)\n", id_no);
+		return;
+	}
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof buf, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "conn %lu: peer closed or timed out (%s)\n", id_no,
+				in_rec ? "records" : "handshake");
+			break;
+		}
+		size_t off = 0;
+		if (!in_rec) {
+			rc = tls_hs_input(hs, buf, (size_t)n, &used);
+			if (rc < 0) {
+				fprintf(stderr, "conn %lu: handshake failed: %s mbedtls=-0x%04x\n", id_no,
+					err_name(rc), (unsigned)-tls_hs_error(hs));
+				tls_hs_abort(hs);
+				hs = NULL;
+				break;
+			}
+			if (rc == 0)
+				continue;
+			rc = tls_hs_finish(hs, &c.rec, &ident);
+			hs = NULL;
+			if (rc) {
+				fprintf(stderr, "conn %lu: identity refused: %s\n", id_no, err_name(rc));
+				flush(&c);
+				tls_rec_close(renv, &c.rec);
+				break;
+			}
+			in_rec = true;
+			fprintf(stderr, "conn %lu: established identity=%s kind=%s tls_rec=%zu B\n", id_no,
+				ident.name, ident.kind == TLS_ID_SERVICE ? "service" : "device",
+				tls_rec_sizeof());
+			off = used;
+		}
+		uint64_t ku_before = renv->n_key_updates_in;
+		rc = tls_rec_input(renv, &c.rec, buf + off, (size_t)n - off, on_data, &c);
+		if (renv->n_key_updates_in != ku_before)
+			fprintf(stderr, "conn %lu: key update received\n", id_no);
+		flush(&c);
+		if (rc == -E_CLOSED) {
+			fprintf(stderr, "conn %lu: closed by peer alert=%u\n", id_no,
+				tls_rec_alert(&c.rec));
+			break;
+		}
+		if (rc < 0) {
+			fprintf(stderr, "conn %lu: record error %s alert=%u\n", id_no, err_name(rc),
+				tls_rec_alert(&c.rec));
+			break;
+		}
+	}
+	if (hs)
+		tls_hs_abort(hs);
+	if (in_rec)
+		tls_rec_close(renv, &c.rec);
+}
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct tls_hs_config cfg;
+	struct tls_rec_config rcfg;
+	static struct tls_revoke_entry revoked[MAX_REVOKED];
+	static uint8_t revoked_bytes[MAX_REVOKED][64];
+	static struct tls_revoke_list rlist;
+	const char *ca = NULL, *cert = NULL, *key = NULL;
+	int port = 0;
+	long max_conns = -1;
+	long timeout_ms = 10000;
+
+	memset(&cfg, 0, sizeof cfg);
+	memset(&rcfg, 0, sizeof rcfg);
+	cfg.max_in_flight = 4;
+	cfg.id.source = TLS_ID_FROM_CN;
+	cfg.id.max_len = 64;
+	cfg.ticket_lifetime_s = 3600;
+	cfg.n_tickets = 1;
+	rcfg.max_plaintext = TLS_REC_MAX_PLAINTEXT;
+	rcfg.key_update_after = 1u << 24;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v)
+			goto usage;
+		i++;
+		if (!strcmp(a, "--port"))
+			port = atoi(v);
+		else if (!strcmp(a, "--ca"))
+			ca = v;
+		else if (!strcmp(a, "--cert"))
+			cert = v;
+		else if (!strcmp(a, "--key"))
+			key = v;
+		else if (!strcmp(a, "--id"))
+			cfg.id.source = !strcmp(v, "uri") ? TLS_ID_FROM_SAN_URI : TLS_ID_FROM_CN;
+		else if (!strcmp(a, "--service-prefix"))
+			cfg.id.service_uri_prefix = v;
+		else if (!strcmp(a, "--max-plaintext"))
+			rcfg.max_plaintext = (uint16_t)atoi(v);
+		else if (!strcmp(a, "--tickets"))
+			cfg.n_tickets = (uint8_t)atoi(v);
+		else if (!strcmp(a, "--timeout-ms"))
+			timeout_ms = atol(v);
+		else if (!strcmp(a, "--max-conns"))
+			max_conns = atol(v);
+		else if (!strcmp(a, "--revoked") && rlist.n < MAX_REVOKED) {
+			size_t n = strlen(v) / 2, k = rlist.n;
+			if (n == 0 || n > 64)
+				goto usage;
+			for (size_t j = 0; j < n; j++) {
+				int hi = hexval(v[2 * j]), lo = hexval(v[2 * j + 1]);
+				if (hi < 0 || lo < 0)
+					goto usage;
+				revoked_bytes[k][j] = (uint8_t)(hi << 4 | lo);
+			}
+			revoked[k].serial = revoked_bytes[k];
+			revoked[k].len = (uint8_t)n;
+			rlist.n++;
+		} else
+			goto usage;
+	}
+	if (!port || !ca || !cert || !key)
+		goto usage;
+	rlist.entries = revoked;
+	cfg.revoke.is_revoked = tls_revoke_list_check;
+	cfg.revoke.ctx = &rlist;
+	cfg.ca = read_file(ca, &cfg.ca_len);
+	cfg.cert = read_file(cert, &cfg.cert_len);
+	cfg.key = read_file(key, &cfg.key_len);
+	cfg.ops = (struct tls_hs_ops){ h_alloc, h_free, h_random, h_now_s, h_now_ms, NULL };
+	rcfg.ops = (struct tls_rec_ops){ r_alloc, h_free, NULL };
+
+	struct tls_hs_env *env;
+	struct tls_rec_env renv;
+	int rc = tls_hs_env_create(&cfg, &env);
+	if (rc) {
+		fprintf(stderr, "tls-echo: tls_hs_env_create: %s\n", err_name(rc));
+		return 1;
+	}
+	if ((rc = tls_rec_env_init(&renv, &rcfg)) != 0) {
+		fprintf(stderr, "tls-echo: tls_rec_env_init: %s\n", err_name(rc));
+		return 1;
+	}
+
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(ls, (struct sockaddr *)&sa, sizeof sa) || listen(ls, 16)) {
+		perror("tls-echo: bind/listen");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	fprintf(stderr, "tls-echo: listening on 127.0.0.1:%d\n", port);
+	for (unsigned long n = 1; max_conns < 0 || (long)n <= max_conns; n++) {
+		int fd = accept(ls, NULL, NULL);
+		if (fd < 0)
+			continue;
+		struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = timeout_ms % 1000 * 1000 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		serve(env, &renv, fd, n);
+		close(fd);
+		struct tls_hs_stats st;
+		tls_hs_stats_get(env, &st);
+		fprintf(stderr, "conn %lu: done; tls-handshake live=%zu peak=%zu in_flight=%u\n", n,
+			st.live_bytes, st.peak_bytes, st.in_flight);
+	}
+	close(ls);
+	tls_hs_env_destroy(env);
+	return 0;
+usage:
+	fprintf(stderr, "usage: tls-echo --port N --ca F --cert F --key F [--id cn|uri] "
+			"[--service-prefix P] [--revoked HEX]... [--max-plaintext N] [--tickets N] "
+			"[--max-conns N] [--timeout-ms N]\n");
+	return 2;
+}
