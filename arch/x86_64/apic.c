@@ -2,10 +2,21 @@
  *
  * Interrupt controller of each core: the legacy 8259 PICs are remapped out of the
  * exception range and masked for good; the local APIC runs in x2APIC mode when the CPU
- * offers it (MSR access), xAPIC otherwise (MMIO mapped uncached and NX); its timer gives
- * every core a periodic 10 ms tick (calibrated once against the TSC on the boot core).
- * Also sends the INIT and STARTUP IPIs for SMP bring-up. Never routes device
- * interrupts (the I/O APIC comes with drivers).
+ * offers it (MSR access), xAPIC otherwise (MMIO mapped uncached and NX). Its timer runs
+ * one-shot on every core, in TSC-deadline mode when the CPU offers it (an absolute TSC
+ * value, no drift), else as a LAPIC one-shot count (calibrated once against the TSC on
+ * the boot core); each expiry re-arms it for the earlier of the core's next 10 ms tick
+ * and the core's one-shot deadline (x86_timer_arm_ns). Also sends the INIT and STARTUP
+ * IPIs for SMP bring-up. Never routes device interrupts (the I/O APIC comes with
+ * drivers).
+ *
+ * Design note (per-core timer state, apic_timers[core]):
+ *  1. Touched only by its own core, with interrupts off (the timer interrupt, or
+ *     x86_timer_arm_ns under cli), so no lock or atomic is needed except `fired`.
+ *  2. The hardware is always armed for min(next_tick, oneshot) (oneshot 0: none), and
+ *     next_tick is always in the future after a re-arm (late ticks skip, never burst).
+ *  3. `fired` is set by the interrupt and cleared by x86_timer_take_fired on the same
+ *     core: relaxed atomics suffice (one core; only compiler ordering matters).
  */
 #include "arch/x86_64/x86.h"
 #include "kernel/panic.h"
@@ -28,12 +39,25 @@
 #define REG_TIMER_DIV 0x3e0
 #define LVT_MASKED (1u << 16)
 #define LVT_PERIODIC (1u << 17)
+#define LVT_TSC_DEADLINE (2u << 17)
+#define MSR_TSC_DEADLINE 0x6e0u
 #define ICR_PENDING (1u << 12)
 #define APIC_CAL_US 2000u
 
 static bool apic_x2;
 static volatile uint32_t *apic_mmio;
 static uint32_t apic_ticks_per_period;
+static uint64_t apic_period_tsc;
+static bool apic_deadline;
+static bool apic_deadline_off; /* test flag: pretend the CPU lacks TSC-deadline */
+
+struct apic_timer {
+	uint64_t next_tick;  /* TSC of the next 10 ms tick */
+	uint64_t oneshot;    /* TSC of the armed one-shot, 0 if none */
+	_Atomic bool fired;
+	uint64_t n_fired;
+};
+static struct apic_timer apic_timers[PLAT_MAX_CPUS];
 
 static uint32_t apic_read(uint32_t reg)
 {
@@ -112,14 +136,99 @@ void x86_apic_init_bsp(uint64_t period_us)
 	if (t == 0 || t > 0xffffffffu)
 		PANIC("apic: timer calibration failed");
 	apic_ticks_per_period = (uint32_t)t;
+	apic_period_tsc = x86_tsc_hz() / 1000000u * period_us;
+	x86_cpuid(1, 0, r);
+	apic_deadline = ((r[2] >> 24) & 1) && !apic_deadline_off;
+}
+
+void x86_apic_no_deadline_for_test(void)
+{
+	apic_deadline_off = true;
+}
+
+/* Invariant 2: arm the hardware for the earlier of the two deadlines. Interrupts off. */
+static void apic_timer_program(struct apic_timer *t)
+{
+	uint64_t when = t->next_tick;
+	if (t->oneshot && t->oneshot < when)
+		when = t->oneshot;
+	if (apic_deadline) {
+		x86_wrmsr(MSR_TSC_DEADLINE, when);
+		return;
+	}
+	uint64_t now = x86_rdtsc();
+	uint64_t d = when > now ? when - now : 0;
+	if (d > apic_period_tsc * 2)
+		d = apic_period_tsc * 2; /* cannot happen by invariant 2; bounds the product */
+	uint64_t count = d * apic_ticks_per_period / apic_period_tsc;
+	apic_write(REG_TIMER_INIT, count ? (uint32_t)count : 1u);
 }
 
 void x86_apic_init_core(void)
 {
 	if (x86_core_self()->index != 0)
 		apic_enable_this_core();
-	apic_write(REG_LVT_TIMER, LVT_PERIODIC | X86_VEC_TIMER);
-	apic_write(REG_TIMER_INIT, apic_ticks_per_period);
+	struct apic_timer *t = &apic_timers[x86_core_self()->index];
+	t->next_tick = x86_rdtsc() + apic_period_tsc;
+	t->oneshot = 0;
+	if (apic_deadline) {
+		apic_write(REG_LVT_TIMER, LVT_TSC_DEADLINE | X86_VEC_TIMER);
+		/* SDM 10.5.4.1: the LVT write must reach the APIC before the deadline MSR write
+		 * (xAPIC: an MMIO store; the MSR write is not ordered after it without a fence). */
+		__asm__ volatile("mfence" ::: "memory");
+	} else {
+		apic_write(REG_LVT_TIMER, X86_VEC_TIMER); /* one-shot */
+	}
+	apic_timer_program(t);
+}
+
+unsigned x86_apic_timer_irq(void)
+{
+	struct apic_timer *t = &apic_timers[x86_core_self()->index];
+	uint64_t now = x86_rdtsc();
+	unsigned due = 0;
+	if (now >= t->next_tick) {
+		due |= X86_TIMER_TICK;
+		t->next_tick += apic_period_tsc;
+		if (t->next_tick <= now) /* late by more than a period: skip, never burst */
+			t->next_tick = now + apic_period_tsc;
+	}
+	if (t->oneshot && now >= t->oneshot) {
+		due |= X86_TIMER_ONESHOT;
+		t->oneshot = 0;
+		t->n_fired++;
+		atomic_store_explicit(&t->fired, true, memory_order_relaxed);
+	}
+	apic_timer_program(t);
+	return due;
+}
+
+static uint64_t apic_ns_to_tsc(uint64_t ns)
+{
+	uint64_t hz = x86_tsc_hz();
+	return x86_boot_tsc0 + ns / 1000000000u * hz + ns % 1000000000u * hz / 1000000000u;
+}
+
+void x86_timer_arm_ns(uint64_t deadline_ns)
+{
+	struct apic_timer *t = &apic_timers[x86_core_self()->index];
+	uint64_t flags;
+	__asm__ volatile("pushfq; popq %0; cli" : "=r"(flags) : : "memory");
+	t->oneshot = deadline_ns ? apic_ns_to_tsc(deadline_ns) : 0;
+	apic_timer_program(t);
+	if (flags & (1u << 9))
+		__asm__ volatile("sti" ::: "memory");
+}
+
+bool x86_timer_take_fired(void)
+{
+	struct apic_timer *t = &apic_timers[x86_core_self()->index];
+	return atomic_exchange_explicit(&t->fired, false, memory_order_relaxed);
+}
+
+const char *x86_timer_mode(void)
+{
+	return apic_deadline ? "TSC-deadline" : "LAPIC one-shot";
 }
 
 bool x86_apic_is_x2(void)

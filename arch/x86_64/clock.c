@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT
  *
  * TSC clock and the machine stop path. The TSC frequency comes from CPUID 0x15, then
- * 0x16, then the hypervisor timing leaf, then a 10 ms measurement against PIT channel 2.
+ * 0x16, then the hypervisor timing leaf, then KVM's clock (pvclock: the scale KVM
+ * publishes for this vCPU's TSC), then a 10 ms measurement against PIT channel 2.
  * x86_stop() ends the machine: development/test builds write the code to QEMU's
  * isa-debug-exit port (0xf4; QEMU exits with code * 2 + 1); production builds (and test
- * builds without that device) park the other cores with an NMI, wait 60 s so the message
- * can be read, then reset. Never returns from x86_stop().
+ * builds without that device) park the other cores with an NMI; then an orderly stop
+ * (X86_EXIT_BOOT_OK) powers off through ACPI S5 (PM1a/PM1b control with the \\_S5 sleep
+ * types of the FADT/DSDT), and every other code waits 60 s so the message can be read,
+ * then resets. Never returns from x86_stop().
  */
 #include <stdatomic.h>
 #include "arch/x86_64/x86.h"
@@ -36,6 +39,89 @@ static uint64_t clock_pit_measure(void)
 	uint64_t t1 = x86_rdtsc();
 	x86_outb(0x61, p61);
 	return (t1 - t0) * (1000u / PIT_CAL_MS);
+}
+
+/* ---- KVM clock (pvclock) ----
+ * Only to learn the TSC frequency: the boot core registers a pvclock_vcpu_time_info
+ * area with MSR_KVM_SYSTEM_TIME_NEW, reads the scale KVM wrote, and unregisters it
+ * again, so the hypervisor never writes into our memory afterwards. The time itself
+ * stays the TSC (x86_now_ns). NOT TESTED HERE: this machine has no /dev/kvm (TCG
+ * reports "TCGTCGTCGTCG" and never reaches this code); checked against the KVM ABI
+ * (Documentation/virt/kvm/x86/msr.rst, cpuid.rst) only. */
+#define KVM_CPUID_SIGNATURE 0x40000000u
+#define KVM_CPUID_FEATURES 0x40000001u
+#define KVM_FEATURE_CLOCKSOURCE (1u << 0)
+#define KVM_FEATURE_CLOCKSOURCE2 (1u << 3)
+#define MSR_KVM_SYSTEM_TIME 0x12u
+#define MSR_KVM_SYSTEM_TIME_NEW 0x4b564d01u
+#define KVMCLOCK_TRIES 1000u
+
+/* struct pvclock_vcpu_time_info of the KVM ABI (32 bytes, written by the hypervisor). */
+struct clock_pvti {
+	uint32_t version; /* odd while the hypervisor updates the fields */
+	uint32_t pad0;
+	uint64_t tsc_timestamp;
+	uint64_t system_time;
+	uint32_t tsc_to_system_mul;
+	int8_t tsc_shift;
+	uint8_t flags;
+	uint8_t pad[2];
+};
+STATIC_ASSERT(sizeof(struct clock_pvti) == 32, "pvclock ABI layout");
+static volatile struct clock_pvti clock_pvti ALIGNED(64);
+
+static bool clock_is_kvm(uint32_t *features)
+{
+	uint32_t r[4];
+	x86_cpuid(1, 0, r);
+	if (!((r[2] >> 31) & 1))
+		return false; /* no hypervisor */
+	x86_cpuid(KVM_CPUID_SIGNATURE, 0, r);
+	/* "KVMKVMKVM\0\0\0" in ebx, ecx, edx */
+	if (r[1] != 0x4b4d564bu || r[2] != 0x564b4d56u || r[3] != 0x4du || r[0] < KVM_CPUID_FEATURES)
+		return false;
+	x86_cpuid(KVM_CPUID_FEATURES, 0, r);
+	*features = r[0];
+	return true;
+}
+
+/* TSC Hz from KVM's scale, or 0. ns = ((tsc_delta << shift) * mul) >> 32 (shift < 0:
+ * right shift), so Hz = 1e9 * 2^32 / mul, shifted the other way. */
+static uint64_t clock_kvm_tsc_hz(void)
+{
+	uint32_t features;
+	if (!clock_is_kvm(&features))
+		return 0;
+	uint32_t msr;
+	if (features & KVM_FEATURE_CLOCKSOURCE2)
+		msr = MSR_KVM_SYSTEM_TIME_NEW;
+	else if (features & KVM_FEATURE_CLOCKSOURCE)
+		msr = MSR_KVM_SYSTEM_TIME;
+	else
+		return 0;
+	uint64_t pa = (uint64_t)(uintptr_t)&clock_pvti - X86_KERNEL_VMA; /* in the image */
+	x86_wrmsr(msr, pa | 1u); /* bit 0: enable */
+	uint32_t mul = 0;
+	int8_t shift = 0;
+	for (uint32_t i = 0; i < KVMCLOCK_TRIES; i++) {
+		uint32_t v = clock_pvti.version;
+		/* The hypervisor writes version (odd), the fields, then version (even); x86
+		 * keeps our loads in order, the compiler barrier stops the compiler moving them. */
+		__asm__ volatile("" ::: "memory");
+		mul = clock_pvti.tsc_to_system_mul;
+		shift = clock_pvti.tsc_shift;
+		__asm__ volatile("" ::: "memory");
+		if (v && !(v & 1) && v == clock_pvti.version)
+			break;
+		mul = 0;
+		x86_pause();
+	}
+	x86_wrmsr(msr, 0); /* unregister: no more hypervisor writes into the image */
+	if (mul == 0 || shift < -31 || shift > 31)
+		return 0;
+	uint64_t hz = (1000000000ull << 32) / mul;
+	hz = shift < 0 ? hz << -shift : hz >> shift;
+	return hz >= 1000000u ? hz : 0; /* below 1 MHz: not a TSC, ignore */
 }
 
 void x86_tsc_calibrate(void)
@@ -71,6 +157,11 @@ void x86_tsc_calibrate(void)
 				return;
 			}
 		}
+	}
+	clock_tsc_hz = clock_kvm_tsc_hz();
+	if (clock_tsc_hz) {
+		clock_source = "KVM clock (pvclock)";
+		return;
 	}
 	clock_tsc_hz = clock_pit_measure();
 	clock_source = "PIT";
@@ -113,6 +204,44 @@ static NORETURN void clock_reset(void)
 		__asm__ volatile("cli; hlt");
 }
 
+#define PM1_SLP_TYP_SHIFT 10
+#define PM1_SLP_TYP_MASK (7u << PM1_SLP_TYP_SHIFT)
+#define PM1_SLP_EN (1u << 13)
+#define S5_WAIT_MS 500u
+
+static const struct platform *clock_plat;
+
+void x86_pm_init(const struct platform *p)
+{
+	clock_plat = p;
+}
+
+static uint16_t clock_pm1_value(uint16_t now, uint16_t slp_typ)
+{
+	return (uint16_t)((now & ~PM1_SLP_TYP_MASK) | ((slp_typ & 7u) << PM1_SLP_TYP_SHIFT) | PM1_SLP_EN);
+}
+
+void x86_acpi_poweroff(void)
+{
+	const struct platform *p = clock_plat;
+	if (!p || !p->has_s5 || !p->pm1a_cnt || p->pm1a_cnt > 0xffffu || p->pm1b_cnt > 0xffffu) {
+		log_raw("ACPI S5 unavailable\n", 21);
+		return;
+	}
+	log_raw("powering off (ACPI S5)\n", 23);
+	/* ACPI 6.5 4.8.3.2.1 / 7.4.2: write SLP_TYPx with SLP_EN to PM1a and PM1b control
+	 * (b only when present), keeping the other bits (SCI_EN) as they are. */
+	uint16_t a = (uint16_t)p->pm1a_cnt, b = (uint16_t)p->pm1b_cnt;
+	x86_outw(a, clock_pm1_value(x86_inw(a), p->slp_typa));
+	if (b)
+		x86_outw(b, clock_pm1_value(x86_inw(b), p->slp_typb));
+	uint64_t hz = clock_tsc_hz ? clock_tsc_hz : 1000000000u;
+	uint64_t t0 = x86_rdtsc();
+	while (x86_rdtsc() - t0 < hz / 1000u * S5_WAIT_MS)
+		x86_pause();
+	log_raw("ACPI S5 ignored by the machine\n", 31);
+}
+
 /* Set once by the first core to stop; its NMI then parks every other core. */
 static atomic_bool clock_stopping;
 
@@ -132,6 +261,8 @@ NORETURN void x86_stop(int code)
 	 * MSR or MMIO write after this store on x86) makes visible before it arrives. */
 	if (!atomic_exchange_explicit(&clock_stopping, true, memory_order_relaxed))
 		x86_apic_nmi_others();
+	if (code == X86_EXIT_BOOT_OK)
+		x86_acpi_poweroff(); /* returns only when S5 is unknown or ignored: reset */
 	log_rawf("stop code %d: resetting in %u s\n", code, STOP_WAIT_S);
 	uint64_t hz = clock_tsc_hz ? clock_tsc_hz : 1000000000u;
 	uint64_t t0 = x86_rdtsc();

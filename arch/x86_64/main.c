@@ -2,14 +2,18 @@
  *
  * The x86_64 C entry: from boot.S (PVH or Multiboot2, already in long mode on the boot
  * tables) to the boot core's idle loop. Order: stack canary, console, clock, boot
- * information, final page tables with guarded stacks and IST stacks, W^X audit, ACPI
- * platform discovery, banner, then (development builds) the test scenario named on the
- * command line. Owns the boot core's struct boot_info and struct platform. Never
- * continues after a failed audit or without a memory map.
+ * information, final page tables with guarded stacks and IST stacks, ACPI platform
+ * discovery, AP preparation, sealed tables and the W^X audit, the page allocator and
+ * heap (kernel/heap) over the physmap, the per-core CSPRNGs, SMP start, banner, then
+ * (development builds) the test scenario named on the command line. Owns the boot
+ * core's struct boot_info and struct platform. Never continues after a failed audit,
+ * without a memory map, without a heap or without an entropy source.
  */
 #include "arch/x86_64/bootinfo.h"
 #include "arch/x86_64/x86.h"
 #include "kernel/cmdline.h"
+#include "kernel/csprng.h"
+#include "kernel/heap.h"
 #include "kernel/log.h"
 #include "kernel/panic.h"
 #include "kernel/time.h"
@@ -22,10 +26,21 @@
 #define TICK_US 10000u                     /* the per-core watchdog tick */
 #define WATCHDOG_BUDGET_NS 10000000u       /* one handler call: 10 ms */
 #define WATCHDOG_HARD_NS 200000000u        /* stuck: stop the machine */
+/* Heap and CSPRNG limits; from the configuration file at integration (core.heap_limit_mb). */
+#define MAIN_HEAP_MAX_SLABS 4096u
+#define MAIN_HEAP_LIMIT_PAGES ((256ull << 20) / 4096u)
+#define MAIN_HEAP_MAX_ALLOC (1u << 20)
+#define MAIN_RNG_RESEED_BYTES (1ull << 20)     /* per core, from RDSEED/RDRAND */
 
 static struct boot_info main_bi;
 static struct platform main_plat;
 static struct x86_mmu_features main_feat;
+static uint32_t main_n_slots = 1; /* cores that may run: heap caches, CSPRNG instances */
+#ifndef URMQTT_PROD
+/* A test handler every core adds to its loop (set before the APs start, then read-only). */
+static int (*main_test_poll)(void *ctx);
+static const char *main_test_name;
+#endif
 
 #ifdef URMQTT_PROD
 #define MAIN_FLAVOUR "production"
@@ -68,12 +83,26 @@ static void main_banner(const struct x86_wx_report *wx, uint32_t n_cores, uint32
 	if (acpi_why)
 		LOG_INFO("boot", "cpus: 1 started; ACPI unavailable (%s)", acpi_why);
 	else
-		LOG_INFO("boot", "cpus: %u started of %u in the MADT; local APIC in %s mode, %u ms tick",
+		LOG_INFO("boot", "cpus: %u started of %u in the MADT; local APIC in %s mode, %u ms tick, "
+				 "%s timers",
 			 (unsigned)n_cores, (unsigned)n_acpi_cpus, x86_apic_is_x2() ? "x2APIC" : "xAPIC",
-			 (unsigned)(TICK_US / 1000u));
+			 (unsigned)(TICK_US / 1000u), x86_timer_mode());
 	LOG_INFO("boot", "memory: %lu MiB usable in %u ranges; boot page frames %lu KiB",
 		 (unsigned long)(bootinfo_mem_total(&main_bi) >> 20), (unsigned)main_bi.n_mem,
 		 (unsigned long)((end - first) >> 10));
+	struct pages_stats ps;
+	struct heap_snapshot hs;
+	kheap_pages_stats(&ps);
+	kheap_snapshot(&hs);
+	uint64_t avail = ps.n_frames - ps.n_reserved;
+	LOG_INFO("boot", "page frames: %lu of %lu free (%lu MiB), %lu reserved; heap: %lu live, "
+			 "%lu B requested in %lu B of blocks, %lu pages held, %u per-core caches",
+		 (unsigned long)ps.n_free, (unsigned long)avail, (unsigned long)(ps.n_free >> 8),
+		 (unsigned long)ps.n_reserved, (unsigned long)hs.n_live,
+		 (unsigned long)hs.requested_bytes, (unsigned long)hs.block_bytes,
+		 (unsigned long)hs.pages_held, (unsigned)main_n_slots);
+	LOG_INFO("boot", "entropy: %s; CSPRNG ChaCha20 fast-key-erasure DRBG, %u per-core instances seeded",
+		 csprng_kernel_source(), (unsigned)main_n_slots);
 	LOG_INFO("boot", "protections: NX on, WP on, SMEP %s, SMAP %s, UMIP %s",
 		 main_onoff(main_feat.smep), main_onoff(main_feat.smap), main_onoff(main_feat.umip));
 	LOG_INFO("boot", "W^X audit: PASS (%lu live leaf entries, 0 writable+executable, 0 user, "
@@ -102,8 +131,94 @@ static void main_banner(const struct x86_wx_report *wx, uint32_t n_cores, uint32
 		 (unsigned long)(hz / 1000u % 1000u), x86_tsc_source());
 }
 
+static uint32_t main_core_index(void)
+{
+	return x86_core_self()->index;
+}
+
+/* A heap or page-frame bug (double free, foreign pointer, overwritten bookkeeping): a
+ * decoded report, then stop. Production reports name the bug and the core only. */
+static void main_heap_bug(const char *what, uint64_t addr, bool phys)
+{
+	uint32_t core = x86_core_self()->index;
+#ifndef URMQTT_PROD
+	log_rawf("\n*** BUG on core %u: %s\n", (unsigned)core, what);
+	if (phys)
+		log_rawf("  page frame at physical 0x%lx\n", (unsigned long)addr);
+	else
+		log_rawf("  block at 0x%lx (physical 0x%lx, physmap)\n", (unsigned long)addr,
+			 (unsigned long)(addr - X86_PHYSMAP_BASE));
+	x86_backtrace((uint64_t)(uintptr_t)__builtin_frame_address(0));
+#else
+	(void)addr;
+	(void)phys;
+	log_rawf("\n*** BUG on core %u: %s\n", (unsigned)core, what);
+#endif
+	kpanic(X86_EXIT_HEAP_BUG, "%s", what);
+}
+
+/* The page allocator over usable RAM minus what the boot still uses, and the heap over
+ * the physmap (all usable RAM is mapped there RW+NX; nothing new can be mapped once the
+ * tables are sealed). After the last boot frame (x86_smp_prepare) was taken. */
+static void main_mm_init(uint32_t n_cores)
+{
+	static struct plat_mem_range usable[BOOTINFO_MAX_MEM];
+	struct plat_mem_range resv[KHEAP_MAX_RANGES];
+	struct x86_mem_range xr[KHEAP_MAX_RANGES];
+	for (uint32_t i = 0; i < main_bi.n_mem; i++) {
+		usable[i].base = main_bi.mem[i].base;
+		usable[i].len = main_bi.mem[i].len;
+	}
+	uint32_t n_resv = x86_mmu_boot_reserved(xr, KHEAP_MAX_RANGES);
+	if (n_resv > KHEAP_MAX_RANGES)
+		kpanic(X86_EXIT_HEAP, "heap: %u reserved ranges, limit %u", (unsigned)n_resv,
+		       (unsigned)KHEAP_MAX_RANGES);
+	for (uint32_t i = 0; i < n_resv; i++) {
+		resv[i].base = xr[i].base;
+		resv[i].len = xr[i].len;
+	}
+	struct kheap_config kc = {
+		.usable = usable,
+		.n_usable = main_bi.n_mem,
+		.reserved = resv,
+		.n_reserved = n_resv,
+		.virt_offset = X86_PHYSMAP_BASE,
+		.n_cores = n_cores,
+		.core_index = main_core_index,
+		.max_slabs = MAIN_HEAP_MAX_SLABS,
+		.limit_pages = MAIN_HEAP_LIMIT_PAGES,
+		.max_alloc_bytes = MAIN_HEAP_MAX_ALLOC,
+		.bug = main_heap_bug,
+	};
+	int rc = kheap_init(&kc);
+	if (rc != 0)
+		kpanic(X86_EXIT_HEAP, "heap: cannot build the page allocator and heap (%s)", err_name(rc));
+}
+
+static void main_rng_init(uint32_t n_cores, bool pretend_none)
+{
+	struct csprng_config rc = { .reseed_bytes = MAIN_RNG_RESEED_BYTES };
+	if (!x86_entropy_probe(pretend_none, &rc.entropy))
+		kpanic(X86_EXIT_NO_ENTROPY, "csprng: no entropy source: the CPU offers neither RDSEED nor "
+					    "RDRAND (and there is no virtio-rng yet); refusing to run with "
+					    "predictable keys");
+	int err = csprng_kernel_init(&rc, n_cores, main_core_index);
+	if (err != 0)
+		kpanic(X86_EXIT_NO_ENTROPY, "csprng: seeding from %s failed (%s); refusing to run with "
+					    "predictable keys", rc.entropy.name, err_name(err));
+}
+
+/* Halt until an interrupt, unless one already marked work since the last poll: the
+ * check runs with interrupts off and "sti; hlt" cannot be split (sti's one-instruction
+ * shadow), so a wake-up is never lost between the check and the halt. */
 static void main_idle(void)
 {
+	struct x86_core *c = x86_core_self();
+	__asm__ volatile("cli" ::: "memory");
+	if (atomic_exchange_explicit(&c->wake, false, memory_order_relaxed)) {
+		__asm__ volatile("sti" ::: "memory");
+		return;
+	}
 	__asm__ volatile("sti; hlt" ::: "memory");
 }
 
@@ -117,6 +232,12 @@ static void main_loop_init(struct x86_core *c)
 {
 	if (kloop_init(&c->loop, c->index, &main_loop_cfg, &main_loop_ops) != 0)
 		PANIC("core %u: loop configuration rejected", (unsigned)c->index);
+	if (kloop_add(&c->loop, "heap", kheap_poll, NULL) != 0)
+		PANIC("core %u: loop full", (unsigned)c->index);
+#ifndef URMQTT_PROD
+	if (main_test_poll && kloop_add(&c->loop, main_test_name, main_test_poll, NULL) != 0)
+		PANIC("core %u: loop full", (unsigned)c->index);
+#endif
 }
 
 static NORETURN void main_ap(struct x86_core *c)
@@ -175,14 +296,18 @@ static NORETURN void main_continue(void *arg)
 		acpi_why = "tables rejected";
 	if (acpi_why)
 		LOG_WARN("acpi", "platform discovery failed: %s", acpi_why);
+	x86_pm_init(&main_plat);
 
 	struct x86_core *bsp = &x86_cores[0];
+#ifndef URMQTT_PROD
+	if (strcmp(scenario, "oneshot-lapic") == 0)
+		x86_apic_no_deadline_for_test();
+#endif
 	x86_apic_init_bsp(TICK_US);
 	bsp->apic_id = x86_apic_id();
-	main_loop_init(bsp);
 	x86_apic_init_core();
 	if (!acpi_why)
-		(void)x86_smp_prepare(&main_plat);
+		main_n_slots = 1 + x86_smp_prepare(&main_plat);
 
 #ifndef URMQTT_PROD
 	if (strcmp(scenario, "wx-audit") == 0) {
@@ -202,6 +327,22 @@ static NORETURN void main_continue(void *arg)
 		       (unsigned long)wx.n_wx, (unsigned long)wx.n_user, (unsigned long)wx.n_low,
 		       (unsigned long)wx.n_pt_writable, (unsigned long)wx.n_leaves);
 	}
+	main_mm_init(main_n_slots);
+#ifndef URMQTT_PROD
+	main_rng_init(main_n_slots, strcmp(scenario, "no-entropy") == 0);
+	if (strcmp(scenario, "heap") == 0) {
+		main_test_poll = x86_scenario_heap_poll;
+		main_test_name = "test-heap";
+		x86_scenario_heap_setup(main_n_slots);
+	} else if (strcmp(scenario, "oneshot") == 0 || strcmp(scenario, "oneshot-lapic") == 0) {
+		main_test_poll = x86_scenario_oneshot_poll;
+		main_test_name = "test-oneshot";
+		x86_scenario_oneshot_setup(main_n_slots);
+	}
+#else
+	main_rng_init(main_n_slots, false);
+#endif
+	main_loop_init(bsp);
 	uint32_t n_cores = acpi_why ? 1 : x86_smp_boot(main_ap);
 
 	main_banner(&wx, n_cores, main_plat.n_cpus, acpi_why);
@@ -213,6 +354,17 @@ static NORETURN void main_continue(void *arg)
 	if (strcmp(scenario, "boot") == 0) {
 		if (kloop_add(&bsp->loop, "test-boot", main_test_boot_poll, NULL) != 0)
 			PANIC("loop full");
+	} else if (strcmp(scenario, "heap") == 0) {
+		LOG_INFO("test", "scenario heap: allocating and freeing across %u cores", (unsigned)n_cores);
+		if (n_cores != main_n_slots)
+			PANIC("heap scenario: only %u of %u cores started", (unsigned)n_cores,
+			      (unsigned)main_n_slots);
+	} else if (main_test_poll == x86_scenario_oneshot_poll) {
+		LOG_INFO("test", "scenario %s: one-shot timers on %u cores", scenario, (unsigned)n_cores);
+	} else if (strcmp(scenario, "poweroff") == 0) {
+		LOG_INFO("test", "scenario poweroff: ACPI S5");
+		x86_acpi_poweroff();
+		kpanic(X86_EXIT_BOOT, "ACPI S5 power-off did not stop the machine");
 	} else if (strcmp(scenario, "watchdog") == 0) {
 		LOG_INFO("test", "scenario watchdog: a handler that never returns");
 		if (kloop_add(&bsp->loop, "test-spin", main_test_spin_poll, NULL) != 0)

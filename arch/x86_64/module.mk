@@ -4,7 +4,8 @@
 KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/cpu.c arch/x86_64/trap.c arch/x86_64/serial.c arch/x86_64/clock.c \
 	arch/x86_64/ssp.c arch/x86_64/scenario.c \
-	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c
+	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
+	arch/x86_64/entropy.c arch/x86_64/libgcc.c
 # Boot-information parsers are host-tested (tests/unit/kernel/test_bootinfo.c).
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf

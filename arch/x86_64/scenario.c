@@ -6,6 +6,9 @@
  * machine must stop with the exit code of that fault class (see enum x86_exit_code).
  */
 #include "arch/x86_64/x86.h"
+#include "kernel/heap.h"
+#include "kernel/log.h"
+#include "kernel/panic.h"
 #include "lib/mem.h"
 
 #ifndef URMQTT_PROD
@@ -51,6 +54,19 @@ void x86_scenario_run(const char *name)
 	} else if (strcmp(name, "write-pagetable") == 0) {
 		volatile uint64_t *pml4 = x86_phys_to_virt(x86_read_cr3() & PTE_ADDR);
 		pml4[0] = pml4[511];
+	} else if (strcmp(name, "heap-double-free") == 0) {
+		void *p;
+		if (kheap_alloc(64, HEAP_TAG_MQTT, &p) != 0)
+			PANIC("heap-double-free: no memory");
+		kheap_free(p);
+		kheap_free(p); /* the bug hook must stop the machine here */
+	} else if (strcmp(name, "exec-heap") == 0) {
+		void *p;
+		if (kheap_alloc(64, HEAP_TAG_KERNEL, &p) != 0)
+			PANIC("exec-heap: no memory");
+		*(volatile uint8_t *)p = 0xc3; /* ret */
+		void (*fn)(void) = (void (*)(void))(uintptr_t)p;
+		fn();
 	} else if (strcmp(name, "write-rodata") == 0) {
 		static const uint32_t ro = 1;
 		*(volatile uint32_t *)(uintptr_t)&ro = 2;
@@ -61,9 +77,205 @@ void x86_scenario_run(const char *name)
 	x86_stop(X86_EXIT_PANIC);
 }
 
+/* ---- test=heap: allocation and free across cores, counters back to baseline ----
+ * Each core allocates SH_BLOCKS blocks of mixed sizes and tags (small classes and whole
+ * pages), frees the even ones itself, then frees its right neighbour's odd ones (remote
+ * frees); once every core has freed, each core trims its cache (taking back the remote
+ * frees) and the boot core compares the counters with the baseline taken before any AP
+ * started. Stage flags are published with release and read with acquire, so a core sees
+ * its neighbour's block pointers and contents before it frees them. */
+#define SH_BLOCKS 48u
+static const uint32_t sh_sizes[] = { 16, 24, 40, 100, 250, 512, 1000, 2048, 2100, 6000, 33, 17 };
+struct sh_core {
+	void *blk[SH_BLOCKS];
+	uint32_t stage;
+};
+static struct sh_core sh_cores[PLAT_MAX_CPUS];
+static _Atomic uint32_t sh_handed[PLAT_MAX_CPUS];
+static _Atomic uint32_t sh_n_freed, sh_n_done;
+static uint32_t sh_n_cores;
+static struct heap_snapshot sh_base;
+static struct pages_stats sh_pbase;
+
+void x86_scenario_heap_setup(uint32_t n_cores)
+{
+	sh_n_cores = n_cores;
+	kheap_snapshot(&sh_base);
+	kheap_pages_stats(&sh_pbase);
+}
+
+static uint8_t sh_pattern(uint32_t core, uint32_t i)
+{
+	return (uint8_t)(0x5a ^ core ^ (i << 3));
+}
+
+static void sh_fill_check(void *p, size_t len, uint8_t v, bool check)
+{
+	uint8_t *b = p;
+	for (size_t i = 0; i < len; i++) {
+		if (check ? b[i] != v : b[i] != 0)
+			PANIC("heap scenario: block content wrong at byte %u", (unsigned)i);
+		if (!check)
+			b[i] = v;
+	}
+}
+
+static void sh_verdict(void)
+{
+	struct heap_snapshot s;
+	struct pages_stats ps;
+	kheap_snapshot(&s);
+	kheap_pages_stats(&ps);
+	LOG_INFO("test", "heap: %lu allocs, %lu frees (%lu remote) on %u cores; live %lu -> %lu, "
+			 "requested %lu -> %lu B, blocks %lu -> %lu B, pages held %lu -> %lu, frames used %lu -> %lu",
+		 (unsigned long)(s.n_allocs - sh_base.n_allocs), (unsigned long)(s.n_frees - sh_base.n_frees),
+		 (unsigned long)(s.n_remote_frees - sh_base.n_remote_frees), (unsigned)sh_n_cores,
+		 (unsigned long)sh_base.n_live, (unsigned long)s.n_live,
+		 (unsigned long)sh_base.requested_bytes, (unsigned long)s.requested_bytes,
+		 (unsigned long)sh_base.block_bytes, (unsigned long)s.block_bytes,
+		 (unsigned long)sh_base.pages_held, (unsigned long)s.pages_held,
+		 (unsigned long)sh_pbase.n_used, (unsigned long)ps.n_used);
+	bool ok = s.n_live == sh_base.n_live && s.requested_bytes == sh_base.requested_bytes &&
+		  s.block_bytes == sh_base.block_bytes && s.pages_held == sh_base.pages_held &&
+		  ps.n_used == sh_pbase.n_used && s.n_double_free == 0 && s.n_foreign_free == 0 &&
+		  s.n_corrupt == 0 && s.n_allocs - sh_base.n_allocs == (uint64_t)sh_n_cores * SH_BLOCKS;
+	for (unsigned t = 0; t < HEAP_TAG__COUNT; t++)
+		ok = ok && s.tag[t].n_live == sh_base.tag[t].n_live;
+	if (!ok)
+		PANIC("heap scenario: counters did not return to the baseline");
+	LOG_INFO("test", "scenario heap: counters back to baseline on every core");
+	x86_stop(X86_EXIT_BOOT_OK);
+}
+
+int x86_scenario_heap_poll(void *ctx)
+{
+	(void)ctx;
+	uint32_t me = x86_core_self()->index;
+	struct sh_core *c = &sh_cores[me];
+	uint32_t right = (me + 1) % sh_n_cores;
+	switch (c->stage) {
+	case 0:
+		for (uint32_t i = 0; i < SH_BLOCKS; i++) {
+			size_t len = sh_sizes[i % ARRAY_LEN(sh_sizes)];
+			if (kheap_alloc(len, (enum heap_tag)(i % HEAP_TAG__COUNT), &c->blk[i]) != 0)
+				PANIC("heap scenario: core %u: allocation failed", (unsigned)me);
+			sh_fill_check(c->blk[i], len, sh_pattern(me, i), false);
+		}
+		for (uint32_t i = 0; i < SH_BLOCKS; i += 2) {
+			kheap_free(c->blk[i]);
+			c->blk[i] = NULL;
+		}
+		/* Release: the odd blocks' pointers and contents before the flag. */
+		atomic_store_explicit(&sh_handed[me], 1, memory_order_release);
+		c->stage = 1;
+		return 1;
+	case 1:
+		if (!atomic_load_explicit(&sh_handed[right], memory_order_acquire))
+			return 0;
+		for (uint32_t i = 1; i < SH_BLOCKS; i += 2) {
+			struct sh_core *r = &sh_cores[right];
+			sh_fill_check(r->blk[i], sh_sizes[i % ARRAY_LEN(sh_sizes)], sh_pattern(right, i), true);
+			kheap_free(r->blk[i]);
+		}
+		/* Release: our remote frees are queued before the count says so. */
+		atomic_fetch_add_explicit(&sh_n_freed, 1, memory_order_release);
+		c->stage = 2;
+		return 1;
+	case 2:
+		/* Acquire: every remote free to this core is queued once all cores counted. */
+		if (atomic_load_explicit(&sh_n_freed, memory_order_acquire) != sh_n_cores)
+			return 0;
+		kheap_trim();
+		atomic_fetch_add_explicit(&sh_n_done, 1, memory_order_release);
+		c->stage = 3;
+		return 1;
+	default:
+		if (me == 0 && atomic_load_explicit(&sh_n_done, memory_order_acquire) == sh_n_cores)
+			sh_verdict();
+		return 0;
+	}
+}
+
+/* ---- test=oneshot: per-core one-shot timers ----
+ * Every core arms its one-shot timer OS_SHOTS times for staggered deadlines 1..6 ms
+ * ahead, idles (hlt) until it fires, and records how late it fired; early is a failure.
+ * The boot core reports the mode and the worst lateness once every core is done. */
+#define OS_SHOTS 8u
+#define OS_EARLY_SLACK_NS 1000 /* ns <-> TSC rounding only */
+#define OS_LATE_MAX_NS 100000000 /* TCG on a loaded host is slow; KVM is far below */
+struct os_core {
+	uint32_t n;
+	bool armed;
+	uint64_t deadline;
+	int64_t max_late_ns;
+};
+static struct os_core os_cores[PLAT_MAX_CPUS];
+static _Atomic uint32_t os_n_done;
+static uint32_t os_n_cores;
+
+void x86_scenario_oneshot_setup(uint32_t n_cores)
+{
+	os_n_cores = n_cores;
+}
+
+int x86_scenario_oneshot_poll(void *ctx)
+{
+	(void)ctx;
+	uint32_t me = x86_core_self()->index;
+	struct os_core *c = &os_cores[me];
+	if (c->n == OS_SHOTS) {
+		/* Acquire: every core's max_late_ns is visible once it counted itself done. */
+		if (me != 0 || atomic_load_explicit(&os_n_done, memory_order_acquire) != os_n_cores)
+			return 0;
+		int64_t worst = 0;
+		for (uint32_t i = 0; i < os_n_cores; i++)
+			worst = MAX(worst, os_cores[i].max_late_ns);
+		LOG_INFO("test", "one-shot timers (%s): %u per core on %u cores, none early, worst %ld us late",
+			 x86_timer_mode(), (unsigned)OS_SHOTS, (unsigned)os_n_cores, (long)(worst / 1000));
+		if (worst > OS_LATE_MAX_NS)
+			PANIC("one-shot timer %ld ms late", (long)(worst / 1000000));
+		LOG_INFO("test", "scenario oneshot: every core's timer fired on time");
+		x86_stop(X86_EXIT_BOOT_OK);
+	}
+	if (!c->armed) {
+		c->deadline = x86_now_ns() + 1000000u + 600000u * c->n + 100000u * me;
+		c->armed = true;
+		x86_timer_arm_ns(c->deadline);
+		return 1;
+	}
+	if (!x86_timer_take_fired())
+		return 0; /* idle until the interrupt */
+	int64_t late = (int64_t)(x86_now_ns() - c->deadline);
+	if (late < -OS_EARLY_SLACK_NS)
+		PANIC("one-shot timer on core %u fired %ld ns early", (unsigned)me, (long)-late);
+	c->max_late_ns = MAX(c->max_late_ns, late);
+	c->armed = false;
+	if (++c->n == OS_SHOTS)
+		atomic_fetch_add_explicit(&os_n_done, 1, memory_order_release);
+	return 1;
+}
+
 #else
+void x86_scenario_oneshot_setup(uint32_t n_cores)
+{
+	(void)n_cores;
+}
+int x86_scenario_oneshot_poll(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
 void x86_scenario_run(const char *name)
 {
 	(void)name;
+}
+void x86_scenario_heap_setup(uint32_t n_cores)
+{
+	(void)n_cores;
+}
+int x86_scenario_heap_poll(void *ctx)
+{
+	(void)ctx;
+	return 0;
 }
 #endif

@@ -120,6 +120,16 @@ static void trap_backtrace(uint64_t rbp)
 	}
 	log_rawf("\n");
 }
+
+void x86_backtrace(uint64_t rbp)
+{
+	trap_backtrace(rbp);
+}
+#else
+void x86_backtrace(uint64_t rbp)
+{
+	(void)rbp; /* production reports carry no addresses */
+}
 #endif
 
 /* Spurious APIC and legacy PIC interrupts: counted, otherwise ignored. Statistic only. */
@@ -142,7 +152,12 @@ static void trap_tick(void)
 void x86_trap(struct x86_trap_frame *f)
 {
 	if (f->vector == X86_VEC_TIMER) {
-		trap_tick();
+		/* Re-arm first: the watchdog may stop the machine, the tick must not be lost. */
+		unsigned due = x86_apic_timer_irq();
+		if (due & X86_TIMER_ONESHOT)
+			atomic_store_explicit(&x86_core_self()->wake, true, memory_order_relaxed);
+		if (due & X86_TIMER_TICK)
+			trap_tick();
 		x86_apic_eoi();
 		return;
 	}

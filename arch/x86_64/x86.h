@@ -21,6 +21,16 @@ static inline void x86_outl(uint16_t port, uint32_t v)
 {
 	__asm__ volatile("outl %0, %1" : : "a"(v), "Nd"(port));
 }
+static inline void x86_outw(uint16_t port, uint16_t v)
+{
+	__asm__ volatile("outw %0, %1" : : "a"(v), "Nd"(port));
+}
+static inline uint16_t x86_inw(uint16_t port)
+{
+	uint16_t v;
+	__asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
 static inline uint8_t x86_inb(uint16_t port)
 {
 	uint8_t v;
@@ -199,8 +209,18 @@ enum x86_exit_code {
 	X86_EXIT_FAULT_NULL = 0x28,
 	X86_EXIT_BOOT = 0x29,
 	X86_EXIT_WATCHDOG = 0x2a,
+	X86_EXIT_HEAP_BUG = 0x2b,
+	X86_EXIT_NO_ENTROPY = 0x2c,
+	X86_EXIT_HEAP = 0x2d, /* the heap could not be built */
 };
+/* Stop the machine: isa-debug-exit (development builds); then X86_EXIT_BOOT_OK powers
+ * off through ACPI S5 (production) and any other code waits 60 s and resets. */
 NORETURN void x86_stop(int code);
+/* Remember the platform's ACPI S5 data (borrowed, linked) for the power-off path. */
+void x86_pm_init(const struct platform *p);
+/* ACPI S5 power-off; returns only if there is no S5 data or the machine ignored it
+ * (then the caller resets). */
+void x86_acpi_poweroff(void);
 /* True once some core has entered x86_stop(). */
 bool x86_stopping(void);
 uint64_t x86_tsc_hz(void);
@@ -214,8 +234,23 @@ const char *x86_tsc_source(void);
 #define X86_VEC_SPURIOUS 0xff
 /* Boot core: disable the PICs, pick x2APIC/xAPIC, calibrate a period of period_us. */
 void x86_apic_init_bsp(uint64_t period_us);
-/* This core: enable its local APIC and start the periodic tick. */
+/* This core: enable its local APIC and start its 10 ms tick (one-shot timer re-armed
+ * by every expiry; TSC-deadline mode when offered, else LAPIC one-shot counts). */
 void x86_apic_init_core(void);
+/* Development builds: before x86_apic_init_bsp, pretend the CPU lacks TSC-deadline. */
+void x86_apic_no_deadline_for_test(void);
+/* From the timer interrupt: re-arm and say what is due (X86_TIMER_* bits). */
+#define X86_TIMER_TICK 1u
+#define X86_TIMER_ONESHOT 2u
+unsigned x86_apic_timer_irq(void);
+/* This core's one-shot timer: fire at monotonic time deadline_ns (x86_now_ns scale), or
+ * at once if that has passed; replaces an armed one; 0 disarms. Loop context (takes
+ * interrupts off briefly), never from an interrupt handler. */
+void x86_timer_arm_ns(uint64_t deadline_ns);
+/* This core: true once per expiry of its one-shot timer (then cleared). */
+bool x86_timer_take_fired(void);
+/* "TSC-deadline" or "LAPIC one-shot". */
+const char *x86_timer_mode(void);
 bool x86_apic_is_x2(void);
 uint32_t x86_apic_id(void);
 void x86_apic_eoi(void);
@@ -232,6 +267,10 @@ struct x86_core {
 	uint32_t apic_id;
 	uint64_t stack_top;
 	_Atomic bool started;
+	/* Set by this core's interrupt handlers that mark loop work (one-shot timer), taken
+	 * by its idle with interrupts off, so a wake-up between the last poll and hlt is not
+	 * lost. Same core only: relaxed suffices (only compiler ordering matters). */
+	_Atomic bool wake;
 	struct kloop loop;
 };
 extern struct x86_core x86_cores[PLAT_MAX_CPUS];
@@ -260,7 +299,23 @@ MUST_CHECK int x86_rtc_read(uint64_t *unix_s /* out */, struct time_civil *c /* 
 void x86_ssp_init(void);
 bool x86_ssp_strong(void);
 
+/* ---- trap.c (development builds): frame-pointer backtrace from rbp ---- */
+void x86_backtrace(uint64_t rbp);
+
+/* ---- entropy.c ---- */
+struct csprng_entropy;
+/* Fill *out with the best entropy instruction (RDSEED, else RDRAND); false when the CPU
+ * offers neither or pretend_none (a test flag) is set: out->get is then NULL. */
+bool x86_entropy_probe(bool pretend_none, struct csprng_entropy *out /* out */);
+
 /* ---- scenario.c (development builds) ---- */
+/* The multi-core heap scenario: set up on the boot core before the APs start (takes the
+ * baseline counters), then x86_scenario_heap_poll runs in every core's loop. */
+void x86_scenario_heap_setup(uint32_t n_cores);
+int x86_scenario_heap_poll(void *ctx);
+/* The one-shot timer scenario: same pattern (setup on the boot core, poll on every core). */
+void x86_scenario_oneshot_setup(uint32_t n_cores);
+int x86_scenario_oneshot_poll(void *ctx);
 /* Run the deliberate-fault scenario `name`; returns only if the name is unknown. */
 void x86_scenario_run(const char *name);
 #endif

@@ -28,9 +28,16 @@ echo "x86_64 smoke: $mode"
 # name|smp|expected exit|patterns (extended regex, all must match, separated by ';;')|extra
 # QEMU arguments. The kernel gets test=<name without -smp4/-rtc suffix>.
 scenarios=(
-	"boot|1|33|W\\^X audit: PASS;;cpus: 1 started of 1 in the MADT;;memory: [0-9]+ MiB;;from entry to the loop;;protections: NX on, WP on;;every core ticks in its loop;;page tables: [0-9]+ of [0-9]+ KiB, sealed read-only;;wall clock: 20[0-9][0-9]-"
+	"boot|1|33|W\\^X audit: PASS;;cpus: 1 started of 1 in the MADT;;memory: [0-9]+ MiB;;from entry to the loop;;protections: NX on, WP on;;every core ticks in its loop;;page tables: [0-9]+ of [0-9]+ KiB, sealed read-only;;wall clock: 20[0-9][0-9]-;;page frames: [0-9]+ of [0-9]+ free \\([0-9]+ MiB\\), [0-9]+ reserved; heap: 0 live;;entropy: RD[A-Z]+.*1 per-core instances seeded"
 	"boot-rtc|1|33|wall clock IMPLAUSIBLE: RTC says 2019-03-04|-rtc base=2019-03-04T05:06:07"
 	"boot-smp4|4|33|cpus: 4 started of 4 in the MADT;;W\\^X audit: PASS;;core 3: apic id 3, [0-9]+ ticks;;every core ticks in its loop"
+	"heap-smp4|4|33|scenario heap: allocating and freeing across 4 cores;;heap: 192 allocs, 192 frees \\([0-9]+ remote\\) on 4 cores; live 0 -> 0;;scenario heap: counters back to baseline on every core;;4 per-core instances seeded"
+	"heap-double-free|1|87|BUG on core 0: heap: double free;;block at 0x[0-9a-f]+ \\(physical 0x[0-9a-f]+, physmap\\);;backtrace:;;PANIC: heap: double free"
+	"exec-heap|1|77|instruction fetch from a non-executable page;;in: physmap"
+	"no-entropy|1|89|PANIC: csprng: no entropy source: the CPU offers neither RDSEED nor RDRAND"
+	"oneshot-smp4|4|33|one-shot timers \\([A-Za-z -]+\\): 8 per core on 4 cores, none early;;every core's timer fired on time"
+	"oneshot-lapic|2|33|one-shot timers \\(LAPIC one-shot\\): 8 per core on 2 cores, none early;;every core's timer fired on time"
+	"poweroff|1|0|scenario poweroff: ACPI S5;;powering off \\(ACPI S5\\)"
 	"watchdog|1|85|handler 'test-spin' over its budget;;PANIC: watchdog: core 0: handler 'test-spin' stuck for"
 	"watchdog-smp4|4|85|handler 'test-spin' over its budget;;PANIC: watchdog: core 0: handler 'test-spin' stuck for"
 	"write-text|1|75|#PF page fault.*write to a read-only page;;error 0x3: protection, write, supervisor;;in: kernel text;;backtrace:"

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * kheap (kernel/heap.h): the kernel's page allocator and heap, built once from the boot
+ * memory map. Owns the static struct pages / struct heap and the adapters between their
+ * bug hooks and the platform's. Never touches a frame outside the usable ranges; the
+ * only frames it writes itself are its bookkeeping runs (through the caller's direct
+ * map).
+ */
+#include "kernel/heap.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+
+static struct pages kheap_pg;
+static struct heap kheap_h;
+static struct pages_window kheap_win;
+static struct kheap_config kheap_cfg;
+static bool kheap_is_ready;
+
+static void kheap_pages_bug(void *ctx, const char *what, uint64_t phys)
+{
+	(void)ctx;
+	if (kheap_cfg.bug)
+		kheap_cfg.bug(what, phys, true);
+}
+
+static void kheap_heap_bug(void *ctx, const char *what, const void *ptr)
+{
+	(void)ctx;
+	if (kheap_cfg.bug)
+		kheap_cfg.bug(what, (uint64_t)(uintptr_t)ptr, false);
+}
+
+static uint32_t kheap_core(void)
+{
+	return kheap_cfg.core_index ? kheap_cfg.core_index() : 0;
+}
+
+int kheap_init(const struct kheap_config *cfg)
+{
+	struct plat_mem_range resv[KHEAP_MAX_RANGES + 1];
+	kheap_is_ready = false;
+	if (!cfg || !cfg->usable || cfg->n_usable == 0 || cfg->n_usable > KHEAP_MAX_RANGES ||
+	    cfg->n_reserved > KHEAP_MAX_RANGES || (cfg->n_reserved && !cfg->reserved) ||
+	    !cfg->bug || cfg->n_cores == 0 || cfg->n_cores > HEAP_MAX_CORES)
+		return -E_INVAL;
+	kheap_cfg = *cfg;
+	kheap_cfg.usable = NULL; /* not kept: borrowed for this call only */
+	kheap_cfg.reserved = NULL;
+	for (uint32_t i = 0; i < cfg->n_reserved; i++)
+		resv[i] = cfg->reserved[i];
+
+	/* Invariant 2: bitmaps first, in memory the allocator will then never hand out. */
+	struct pages_config pc = {
+		.usable = cfg->usable,
+		.n_usable = cfg->n_usable,
+		.reserved = resv,
+		.n_reserved = cfg->n_reserved,
+		.bug = kheap_pages_bug,
+	};
+	size_t meta_len = pages_meta_len(cfg->usable, cfg->n_usable);
+	uint64_t meta_phys;
+	if (meta_len == 0)
+		return -E_INVAL;
+	int err = pages_meta_place(&pc, meta_len, &meta_phys);
+	if (err)
+		return err;
+	resv[pc.n_reserved].base = meta_phys;
+	resv[pc.n_reserved].len = meta_len;
+	pc.n_reserved++;
+	pc.meta = (void *)(uintptr_t)(meta_phys + cfg->virt_offset); // NOLINT(performance-no-int-to-ptr)
+	pc.meta_len = meta_len;
+	err = pages_init(&kheap_pg, &pc);
+	if (err)
+		return err;
+
+	/* Invariant 3: the heap's window spans all usable RAM in the direct map. */
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (uint32_t i = 0; i < cfg->n_usable; i++) {
+		uint64_t b = cfg->usable[i].base, e = b + cfg->usable[i].len;
+		if (e < b)
+			return -E_INVAL;
+		lo = MIN(lo, b);
+		hi = MAX(hi, e);
+	}
+	lo &= ~(uint64_t)(HEAP_PAGE_SIZE - 1);
+	hi = (hi + HEAP_PAGE_SIZE - 1) & ~(uint64_t)(HEAP_PAGE_SIZE - 1);
+	kheap_win.pg = &kheap_pg;
+	kheap_win.virt_offset = cfg->virt_offset;
+	struct heap_config hc = {
+		.n_cores = cfg->n_cores,
+		.va_base = (uintptr_t)(lo + cfg->virt_offset),
+		.va_pages = (size_t)((hi - lo) / HEAP_PAGE_SIZE),
+		.max_slabs = cfg->max_slabs,
+		.limit_pages = cfg->limit_pages,
+		.max_alloc_bytes = cfg->max_alloc_bytes,
+		.pages = { &kheap_win, pages_window_alloc, pages_window_free },
+		.bug = kheap_heap_bug,
+	};
+	size_t hm_len = heap_meta_len(&hc);
+	if (hm_len == 0)
+		return -E_INVAL;
+	uint64_t hm_pages = (hm_len + PAGES_SIZE - 1) / PAGES_SIZE;
+	if (hm_pages > UINT32_MAX)
+		return -E_NOMEM;
+	uint64_t hm_phys;
+	err = pages_alloc(&kheap_pg, (uint32_t)hm_pages, 1, &hm_phys);
+	if (err)
+		return err;
+	void *hm = (void *)(uintptr_t)(hm_phys + cfg->virt_offset); // NOLINT(performance-no-int-to-ptr)
+	err = heap_init(&kheap_h, &hc, hm, (size_t)hm_pages * PAGES_SIZE);
+	if (err) {
+		if (pages_free(&kheap_pg, hm_phys, (uint32_t)hm_pages) != 0)
+			return -E_CORRUPT;
+		return err;
+	}
+	kheap_is_ready = true;
+	return 0;
+}
+
+bool kheap_ready(void)
+{
+	return kheap_is_ready;
+}
+
+int kheap_alloc(size_t size, enum heap_tag tag, void **out)
+{
+	if (!kheap_is_ready)
+		return -E_NOMEM;
+	return heap_alloc(&kheap_h, kheap_core(), size, tag, out);
+}
+
+void kheap_free(void *p)
+{
+	if (!p)
+		return;
+	if (!kheap_is_ready) {
+		kheap_heap_bug(NULL, "heap: free before the heap exists", p);
+		return;
+	}
+	/* The error is already counted and reported through the bug hook. */
+	(void)!heap_free(&kheap_h, kheap_core(), p);
+}
+
+int kheap_poll(void *ctx)
+{
+	(void)ctx;
+	if (kheap_is_ready)
+		heap_poll(&kheap_h, kheap_core());
+	return 0;
+}
+
+void kheap_trim(void)
+{
+	if (kheap_is_ready)
+		heap_trim(&kheap_h, kheap_core());
+}
+
+void kheap_snapshot(struct heap_snapshot *out)
+{
+	if (!kheap_is_ready) {
+		memset(out, 0, sizeof *out);
+		return;
+	}
+	heap_snapshot(&kheap_h, out);
+}
+
+void kheap_pages_stats(struct pages_stats *out)
+{
+	if (!kheap_is_ready) {
+		memset(out, 0, sizeof *out);
+		return;
+	}
+	pages_stats_get(&kheap_pg, out);
+}

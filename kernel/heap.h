@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The kernel's one heap, as every layer above the kernel sees it: kheap_alloc/kheap_free
+ * with an accounting tag, counters through kheap_snapshot(), and the page-frame
+ * allocator's counters. It wires kernel/mm (page frames over the boot memory map, the
+ * size-class heap over the direct map of RAM) once at boot and hides the architecture:
+ * callers never pass a core index (the platform's core_index hook supplies it) and never
+ * see a physical address. Portable; owns the struct pages and struct heap of the kernel.
+ * Never allocates outside the frames the boot memory map calls usable, never hands out
+ * a reserved range, and never returns from a detected heap bug in the kernel (the bug
+ * hook panics there).
+ *
+ * Design note:
+ *  1. kheap_init() runs once on the boot core before any other core starts; after it
+ *     the configuration and the allocator structs are read-only except through
+ *     kernel/mm's own synchronisation (so no lock here).
+ *  2. The page allocator's bitmaps live in the first usable run that clears every
+ *     reserved range, and that run is added to the reserved ranges before pages_init();
+ *     the heap's bookkeeping is one contiguous page run taken from the page allocator.
+ *  3. Every heap page lies in the window [virt_offset + lowest usable, virt_offset +
+ *     highest usable end): the direct map the caller promises is mapped RW.
+ *  States: UNINIT --kheap_init ok--> READY (for good). A failed init leaves UNINIT and
+ *  every kheap_alloc returns -E_NOMEM.
+ */
+#ifndef KERNEL_HEAP_H
+#define KERNEL_HEAP_H
+
+#include "kernel/mm/heap.h"
+#include "kernel/mm/pages.h"
+#include "lib/compiler.h"
+#include "plat/plat.h"
+
+#define KHEAP_MAX_RANGES 32 /* usable ranges and reserved ranges, each */
+
+struct kheap_config {
+	const struct plat_mem_range *usable;   /* borrowed: usable RAM (boot memory map) */
+	uint32_t n_usable;
+	const struct plat_mem_range *reserved; /* borrowed: never handed out (image, tables, ...) */
+	uint32_t n_reserved;
+	uint64_t virt_offset;   /* RAM at phys p is read and written at p + virt_offset */
+	uint32_t n_cores;       /* 1..HEAP_MAX_CORES: cores that may ever call in */
+	uint32_t (*core_index)(void); /* linked: the calling core's index, < n_cores */
+	uint32_t max_slabs;     /* heap descriptors (slabs + whole-page blocks alive at once) */
+	uint64_t limit_pages;   /* pages the heap may hold; 0 = all free frames */
+	uint64_t max_alloc_bytes; /* largest single request; 0 = 1 MiB */
+	/* linked: a detected bug (double free, foreign pointer, corrupted block, bad frame
+	 * free). addr is a virtual address (heap) or physical (page frames, phys true). The
+	 * kernel's hook panics; tests may return (the call then fails quietly). */
+	void (*bug)(const char *what, uint64_t addr, bool phys);
+};
+
+/* Build the page allocator and the heap (see the design note). cfg borrowed (copied;
+ * the ranges are not kept). 0, -E_INVAL (bad config, more than KHEAP_MAX_RANGES
+ * ranges, no usable frame) or -E_NOMEM (no room for the bookkeeping). Boot core. */
+int kheap_init(const struct kheap_config *cfg) MUST_CHECK;
+
+/* True once kheap_init() succeeded. */
+bool kheap_ready(void);
+
+/* size bytes for tag on the calling core: 16-byte aligned and zero-filled. Returns 0 and
+ * *out (returned owned: kheap_free on any core), -E_INVAL (size 0, bad tag), -E_RANGE
+ * (above max_alloc_bytes) or -E_NOMEM (counted). Any core, not from interrupts. */
+int kheap_alloc(size_t size, enum heap_tag tag, void **out /* out */) MUST_CHECK;
+
+/* Free p (taken; NULL is a no-op) on the calling core; the memory is wiped. A double
+ * free or a pointer the heap never returned goes to the bug hook. */
+void kheap_free(void *p);
+
+/* Loop handler for every core: take back blocks other cores freed for this core.
+ * ctx unused; returns 0 (never counts as work, so the core still idles). */
+int kheap_poll(void *ctx);
+
+/* kheap_poll, then return this core's cached empty slabs to the page allocator. */
+void kheap_trim(void);
+
+/* Heap counters (summed over cores) and page-frame counters. Any core. */
+void kheap_snapshot(struct heap_snapshot *out /* out */);
+void kheap_pages_stats(struct pages_stats *out /* out */);
+
+#endif
