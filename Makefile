@@ -225,6 +225,7 @@ help:
 	@echo "  make deps       fetch pinned mbedTLS/SQLite sources (URMQTT_DEPS_DIR=dir: offline)"
 	@echo "  make fuzz       long libFuzzer runs (FUZZ_SECONDS per target, default 300)"
 	@echo "  make bench      side-by-side benchmarks (not a test)"
+	@echo "  make certs      development CA, server, dev-1..N, ops and revoked-1 certificates (build/dev/certs)"
 	@echo "  make lint       cppcheck + clang-tidy on our code"
 	@echo "  make all        build host tests/tools and both kernel flavours"
 	@echo "  PROFILE=prod    build with config/prod.conf (default dev); make config-doc / config-check"
