@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The hosted platform: the portable stack (net/, net/tcp/) run as one Linux process, with
+ * a TAP device as the NIC. This header is private to hosted/ and names the pieces main.c
+ * wires together: a fixed frame pool, a link impairment (loss, reorder, delay) for tests
+ * on kernels without netem, the TAP device, an echo service on our TCP, and the command
+ * line. Host code (libc allowed), never linked into the kernel image; nothing here may
+ * allocate per packet: every pool and queue is sized once at start-up from the options.
+ * Single-threaded: everything runs on the loop of main.c.
+ */
+#ifndef HOSTED_HOSTED_H
+#define HOSTED_HOSTED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/compiler.h"
+
+struct tcp_stack;
+
+/* ---- frame pool --------------------------------------------------------------------
+ * n frames of frame_size bytes in one allocation made at init. A frame is either free
+ * (on the free stack) or lent (in_use); hosted_pool_put() of a pointer that is not a
+ * lent frame of this pool is a bug and aborts. */
+struct hosted_pool {
+	uint8_t *mem;
+	size_t frame_size;
+	uint32_t n;
+	uint32_t *free_idx; /* stack of free frame indices */
+	uint32_t n_free;
+	uint8_t *in_use;    /* one flag per frame */
+	uint32_t low_water; /* fewest free frames seen */
+	uint64_t exhausted; /* hosted_pool_get() found none */
+};
+
+/* Allocate the pool (once, at start-up). -E_NOMEM or -E_INVAL. */
+MUST_CHECK int hosted_pool_init(struct hosted_pool *p, uint32_t n, size_t frame_size);
+void hosted_pool_fini(struct hosted_pool *p);
+/* Lend a frame (returned owned until hosted_pool_put), NULL when none is free. */
+uint8_t *hosted_pool_get(struct hosted_pool *p);
+/* Give a lent frame back (taken). Aborts on a foreign or double put. */
+void hosted_pool_put(struct hosted_pool *p, uint8_t *frame);
+
+/* ---- link impairment ----------------------------------------------------------------
+ * netem's model for one direction: each frame is dropped with loss_pct, else sent at once
+ * with reorder_pct (overtaking the delayed ones), else held delay_ms in a bounded FIFO.
+ * Deterministic for a given seed. Frames in the queue belong to the impairment until
+ * hosted_impair_pop() returns them. */
+enum hosted_impair_verdict {
+	HOSTED_IMPAIR_PASS = 0,  /* deliver now; caller keeps the frame */
+	HOSTED_IMPAIR_DROP = 1,  /* caller gives the frame back to its pool */
+	HOSTED_IMPAIR_QUEUED = 2 /* taken: comes back from hosted_impair_pop() */
+};
+struct hosted_impair_item {
+	uint8_t *frame;
+	size_t len;
+	uint64_t due_ms;
+};
+struct hosted_impair {
+	uint32_t loss_pct, reorder_pct, delay_ms; /* all 0: impairment off */
+	uint64_t rng;
+	struct hosted_impair_item *q; /* ring of cap items */
+	uint32_t cap, head, n;
+	uint64_t dropped, reordered, delayed, queue_full;
+};
+
+/* Allocate the queue (cap items) and seed the generator. -E_INVAL, -E_NOMEM. */
+MUST_CHECK int hosted_impair_init(struct hosted_impair *im, uint32_t loss_pct,
+				  uint32_t reorder_pct, uint32_t delay_ms, uint32_t cap,
+				  uint64_t seed);
+void hosted_impair_fini(struct hosted_impair *im);
+bool hosted_impair_on(const struct hosted_impair *im);
+/* Decide the fate of one frame (`frame` borrowed unless QUEUED is returned). */
+enum hosted_impair_verdict hosted_impair_offer(struct hosted_impair *im, uint8_t *frame,
+					       size_t len, uint64_t now_ms);
+/* The next frame whose delay is over, or NULL (returned owned; `len` out). */
+uint8_t *hosted_impair_pop(struct hosted_impair *im, uint64_t now_ms, size_t *len /* out */);
+/* Due time of the queue head, UINT64_MAX when empty. */
+uint64_t hosted_impair_next_ms(const struct hosted_impair *im);
+
+/* ---- TAP device ------------------------------------------------------------------- */
+/* Attach to (or create) TAP device `name` with IFF_TAP|IFF_NO_PI, non-blocking. Returns
+ * the fd or a negative errno; `err` gets a short reason. */
+int hosted_tap_open(const char *name, const char **err /* out */);
+
+/* ---- echo service on our TCP --------------------------------------------------------
+ * Whatever a connection sends comes back. Received bytes are copied into a per-connection
+ * ring taken from a fixed pool of buffers only while data is unacknowledged; the ring's
+ * free space is TCP's credit, so a slow reader throttles the sender (backpressure), and
+ * nothing is consumed that cannot be queued for sending. */
+struct hosted_echo_conn {
+	uint32_t buf;  /* index into the buffer pool, HOSTED_ECHO_NIL when none */
+	uint32_t head; /* offset of the oldest unacknowledged byte */
+	uint32_t used; /* bytes queued to TCP, not yet acknowledged */
+	bool open;
+	bool fin;      /* peer sent FIN; our FIN is queued */
+};
+#define HOSTED_ECHO_NIL UINT32_MAX
+struct hosted_echo_stats {
+	uint64_t accepted, closed[5]; /* closed[] indexed by enum tcp_close_reason */
+	uint64_t bytes_in, bytes_acked, no_buffer, send_refused, short_consume;
+	uint32_t open;
+};
+struct hosted_echo {
+	struct tcp_stack *tcp; /* linked, set after tcp_stack_init */
+	struct hosted_echo_conn *conns;
+	uint32_t max_conns;
+	uint8_t *bufs;
+	uint32_t buf_size, n_bufs;
+	uint32_t *free_bufs;
+	uint32_t n_free;
+	struct hosted_echo_stats st;
+};
+MUST_CHECK int hosted_echo_init(struct hosted_echo *e, uint32_t max_conns, uint32_t n_bufs,
+				uint32_t buf_size);
+void hosted_echo_fini(struct hosted_echo *e);
+/* The TCP upper ops (ctx = struct hosted_echo *). */
+extern const struct tcp_upper_ops hosted_echo_ops;
+
+/* ---- packet capture (debugging aid) ------------------------------------------------ */
+struct hosted_pcap {
+	void *f; /* FILE *, NULL when off */
+};
+/* Create `path` and write the pcap header. 0 or -1 (errno set). */
+MUST_CHECK int hosted_pcap_open(struct hosted_pcap *pc, const char *path);
+/* Append one frame (borrowed for the call); stops capturing after a write error. */
+void hosted_pcap_frame(struct hosted_pcap *pc, const uint8_t *frame, size_t len);
+void hosted_pcap_close(struct hosted_pcap *pc);
+
+/* ---- command line ------------------------------------------------------------------ */
+struct hosted_opts {
+	const char *tap;
+	bool dhcp;
+	uint32_t ip, mask, gw; /* host order */
+	uint8_t mac[6];
+	bool mac_set;
+	uint16_t echo_port;
+	uint32_t max_conn;
+	uint32_t frames;       /* frame pool size */
+	uint32_t echo_bufs, echo_buf_size;
+	uint32_t tick_ms;
+	uint32_t stats_ms;     /* 0: no periodic stats */
+	uint16_t mtu;
+	uint32_t loss_pct, reorder_pct, delay_ms; /* --impair */
+	bool impair_rx, impair_tx; /* --impair-dir: frames to us (like netem on the
+				    * TAP's Linux side), from us, or both */
+	uint64_t seed;         /* impairment seed, 0: random */
+	uint32_t run_ms;       /* 0: until a signal */
+	const char *pcap;      /* capture file, NULL: none */
+	const char *disk;      /* file behind the block interface, NULL: none */
+	uint32_t disk_mib;     /* create/extend the disk file to this size (0: as is) */
+};
+/* Parse argv into `o` (defaults first). 0, or -E_INVAL with `err` (a static message)
+ * naming the bad option; 1 when --help was asked. */
+MUST_CHECK int hosted_opts_parse(struct hosted_opts *o /* out */, int argc, char **argv,
+				 const char **err /* out */);
+void hosted_opts_usage(const char *prog);
+
+#endif
