@@ -4,7 +4,7 @@
 # Prints "lint: clean" and exits 0, or the findings and exits 1.
 set -uo pipefail
 build=${1:-build}
-mapfile -t srcs < <(git ls-files 'lib/*.c' 'kernel/*.c' 'plat/*.c' 'net/*.c' 'tls/*.c' 'mqtt/*.c' 'store/*.c' 'drivers/*.c' |
+mapfile -t srcs < <(git ls-files 'lib/*.c' 'kernel/*.c' 'plat/*.c' 'net/*.c' 'tls/*.c' 'mqtt/*.c' 'store/*.c' 'drivers/*.c' 'dp/*.c' |
 	grep -v -E '_(x86_64|aarch64)\.c$|/mem_kernel\.c$')
 [ ${#srcs[@]} -gt 0 ] || { echo "lint: nothing to check"; exit 0; }
 cc_inc=$(gcc -print-file-name=include)
