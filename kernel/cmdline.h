@@ -16,4 +16,11 @@
 MUST_CHECK int cmdline_get(const char *line, size_t len, const char *key, char *val /* out */,
 			   size_t val_len);
 
+/* Parse s (NUL-terminated, borrowed) as "a.b.c.d": four decimal octets of 1..3 digits,
+ * each 0..255, and nothing else. 0 with *ip in host order, or -E_INVAL. */
+MUST_CHECK int cmdline_parse_ipv4(const char *s, uint32_t *ip /* out */);
+/* Parse "a.b.c.d/len", len 0..32 in 1..2 digits, nothing else: 0 with *ip and *mask (host
+ * order; len 0 gives mask 0), or -E_INVAL. */
+MUST_CHECK int cmdline_parse_ipv4_prefix(const char *s, uint32_t *ip /* out */, uint32_t *mask /* out */);
+
 #endif

@@ -155,6 +155,40 @@ void kheap_trim(void)
 		heap_trim(&kheap_h, kheap_core());
 }
 
+int kheap_pages_alloc(uint32_t n_pages, uint32_t align_pages, void **va, uint64_t *pa)
+{
+	uint64_t phys;
+	*va = NULL;
+	*pa = 0;
+	if (!kheap_is_ready)
+		return -E_NOMEM;
+	if (n_pages == 0 || (align_pages & (align_pages - 1)))
+		return -E_INVAL;
+	int err = pages_alloc(&kheap_pg, n_pages, align_pages ? align_pages : 1, &phys);
+	if (err)
+		return err;
+	void *p = (void *)(uintptr_t)(phys + kheap_cfg.virt_offset); // NOLINT(performance-no-int-to-ptr)
+	memset(p, 0, (size_t)n_pages * PAGES_SIZE);
+	*va = p;
+	*pa = phys;
+	return 0;
+}
+
+void kheap_pages_free(void *va, uint32_t n_pages)
+{
+	if (!va)
+		return;
+	uint64_t phys = (uint64_t)(uintptr_t)va - kheap_cfg.virt_offset;
+	if (!kheap_is_ready || n_pages == 0) {
+		kheap_pages_bug(NULL, "pages: free of a run the allocator never gave", phys);
+		return;
+	}
+	/* Wiped before the frames can be handed out again (DMA buffers may hold secrets:
+	 * entropy, keys in frames). A bad free is reported through the bug hook. */
+	memset(va, 0, (size_t)n_pages * PAGES_SIZE);
+	(void)!pages_free(&kheap_pg, phys, n_pages);
+}
+
 void kheap_snapshot(struct heap_snapshot *out)
 {
 	if (!kheap_is_ready) {

@@ -73,6 +73,16 @@ int kheap_poll(void *ctx);
 /* kheap_poll, then return this core's cached empty slabs to the page allocator. */
 void kheap_trim(void);
 
+/* Whole pages for device DMA and large boot-time tables: n_pages contiguous frames whose
+ * first frame number is a multiple of align_pages (power of two; 0 means 1), zeroed.
+ * Returns 0 with *va (the direct-map address, returned owned: kheap_pages_free) and *pa
+ * (physical), -E_INVAL (n_pages 0, bad alignment) or -E_NOMEM (counted by the page
+ * allocator). Not charged to the heap's limit_pages. Any core, not from interrupts. */
+int kheap_pages_alloc(uint32_t n_pages, uint32_t align_pages, void **va /* out */,
+		      uint64_t *pa /* out */) MUST_CHECK;
+/* Give back exactly one kheap_pages_alloc run (va taken; wiped first). A mismatch goes to
+ * the bug hook (page-frame bug). */
+void kheap_pages_free(void *va, uint32_t n_pages);
 /* Heap counters (summed over cores) and page-frame counters. Any core. */
 void kheap_snapshot(struct heap_snapshot *out /* out */);
 void kheap_pages_stats(struct pages_stats *out /* out */);

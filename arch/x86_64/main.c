@@ -3,8 +3,10 @@
  * The x86_64 C entry: from boot.S (PVH or Multiboot2, already in long mode on the boot
  * tables) to the boot core's idle loop. Order: stack canary, console, clock, boot
  * information, final page tables with guarded stacks and IST stacks, ACPI platform
- * discovery, AP preparation, sealed tables and the W^X audit, the page allocator and
- * heap (kernel/heap) over the physmap, the per-core CSPRNGs, SMP start, banner, then
+ * discovery, AP preparation, PCI enumeration with every virtio BAR mapped (devices.c),
+ * sealed tables and the W^X audit, the page allocator and heap (kernel/heap) over the
+ * physmap, the per-core CSPRNGs, the virtio devices and the network stack, SMP start,
+ * banner, then
  * (development builds) the test scenario named on the command line. Owns the boot
  * core's struct boot_info and struct platform. Never continues after a failed audit,
  * without a memory map, without a heap or without an entropy source.
@@ -234,6 +236,7 @@ static void main_loop_init(struct x86_core *c)
 		PANIC("core %u: loop configuration rejected", (unsigned)c->index);
 	if (kloop_add(&c->loop, "heap", kheap_poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
+	x86_dev_loop_add(&c->loop, c->index);
 #ifndef URMQTT_PROD
 	if (main_test_poll && kloop_add(&c->loop, main_test_name, main_test_poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
@@ -315,6 +318,14 @@ static NORETURN void main_continue(void *arg)
 		x86_mmu_test_map_wx();
 	}
 #endif
+	{
+		struct x86_mem_range ram[BOOTINFO_MAX_MEM];
+		for (uint32_t i = 0; i < main_bi.n_mem; i++) {
+			ram[i].base = main_bi.mem[i].base;
+			ram[i].len = main_bi.mem[i].len;
+		}
+		x86_dev_scan(acpi_why ? NULL : &main_plat, ram, main_bi.n_mem);
+	}
 	x86_mmu_seal();
 	struct x86_wx_report wx;
 	x86_wx_audit(&wx);
@@ -334,6 +345,8 @@ static NORETURN void main_continue(void *arg)
 		main_test_poll = x86_scenario_heap_poll;
 		main_test_name = "test-heap";
 		x86_scenario_heap_setup(main_n_slots);
+	} else if (strcmp(scenario, "net") == 0) {
+		x86_dev_stats_enable();
 	} else if (strcmp(scenario, "oneshot") == 0 || strcmp(scenario, "oneshot-lapic") == 0) {
 		main_test_poll = x86_scenario_oneshot_poll;
 		main_test_name = "test-oneshot";
@@ -342,6 +355,7 @@ static NORETURN void main_continue(void *arg)
 #else
 	main_rng_init(main_n_slots, false);
 #endif
+	x86_dev_init(main_bi.cmdline, sizeof main_bi.cmdline, main_n_slots);
 	main_loop_init(bsp);
 	uint32_t n_cores = acpi_why ? 1 : x86_smp_boot(main_ap);
 
@@ -365,6 +379,13 @@ static NORETURN void main_continue(void *arg)
 		LOG_INFO("test", "scenario poweroff: ACPI S5");
 		x86_acpi_poweroff();
 		kpanic(X86_EXIT_BOOT, "ACPI S5 power-off did not stop the machine");
+	} else if (strcmp(scenario, "drivers") == 0) {
+		uint32_t nf = x86_dev_selftest_failures();
+		LOG_INFO("test", "scenario drivers: %u block device(s), %u failure(s)",
+			 (unsigned)x86_dev_block_count(), (unsigned)nf);
+		x86_stop(nf ? X86_EXIT_BOOT : X86_EXIT_BOOT_OK);
+	} else if (strcmp(scenario, "net") == 0) {
+		LOG_INFO("test", "scenario net: serving until stopped from outside");
 	} else if (strcmp(scenario, "watchdog") == 0) {
 		LOG_INFO("test", "scenario watchdog: a handler that never returns");
 		if (kloop_add(&bsp->loop, "test-spin", main_test_spin_poll, NULL) != 0)

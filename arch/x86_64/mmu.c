@@ -29,6 +29,7 @@
 #define MMU_MAX_STACKS 64
 #define MMU_STACK_SLOT_PAGES 64 /* guard + up to 63 stack pages per slot */
 #define MMU_MAP_RO_MAX (16u << 20)
+#define MMU_MMIO_WINDOW_MAX (256ull << 20) /* one ECAM segment: 256 buses of 1 MiB */
 #define MMU_PHYS_MAX (1ull << 46)
 #define PAGE X86_PAGE_SIZE
 #define LARGE (2ull << 20)
@@ -386,10 +387,30 @@ void *x86_mmu_map_mmio(uint64_t pa, size_t len)
 		const uint64_t *e = mmu_lookup(X86_PHYSMAP_BASE + p);
 		if (e && !(*e & PTE_PCD))
 			return NULL; /* RAM or firmware tables: never alias as device memory */
+		if (!e && mmu_sealed)
+			return NULL; /* after boot only what was mapped before the seal is reachable */
 		if (!e)
 			mmu_map_range(X86_PHYSMAP_BASE + p, p, PAGE, PTE_W | PTE_NX | PTE_PCD | PTE_PWT,
 				      false);
 	}
+	return x86_phys_to_virt(pa);
+}
+
+void *x86_mmu_map_mmio_window(uint64_t pa, uint64_t len)
+{
+	if (len == 0 || len > MMU_MMIO_WINDOW_MAX || pa >= MMU_PHYS_MAX || MMU_PHYS_MAX - pa < len ||
+	    (pa & (LARGE - 1)) || (len & (LARGE - 1)))
+		return NULL;
+	/* Large pages only where nothing is mapped yet in the whole 2 MiB slot; a slot that
+	 * already holds RAM or anything else refuses the window (never an alias). */
+	for (uint64_t p = pa; p < pa + len; p += LARGE) {
+		for (uint64_t q = p; q < p + LARGE; q += PAGE)
+			if (mmu_lookup(X86_PHYSMAP_BASE + q))
+				return NULL;
+	}
+	if (mmu_sealed)
+		return NULL;
+	mmu_map_range(X86_PHYSMAP_BASE + pa, pa, len, PTE_W | PTE_NX | PTE_PCD | PTE_PWT, true);
 	return x86_phys_to_virt(pa);
 }
 

@@ -5,12 +5,13 @@ KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/cpu.c arch/x86_64/trap.c arch/x86_64/serial.c arch/x86_64/clock.c \
 	arch/x86_64/ssp.c arch/x86_64/scenario.c \
 	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
-	arch/x86_64/entropy.c arch/x86_64/libgcc.c
+	arch/x86_64/entropy.c arch/x86_64/libgcc.c \
+	arch/x86_64/drv_port.c arch/x86_64/devices.c
 # Boot-information parsers are host-tested (tests/unit/kernel/test_bootinfo.c).
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.elf
-SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh
+SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh
 
 # No --emit-relocs in the image: GRUB refuses ELF files with relocation sections. A later
 # KASLR step needs the relocations from a second link (or a -pie build) instead.

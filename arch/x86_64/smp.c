@@ -90,6 +90,7 @@ uint32_t x86_smp_prepare(const struct platform *p)
 		(void)fmt_snprintf(smp_stack_names[1 + k], sizeof smp_stack_names[0], "core%u",
 				   (unsigned)(1 + k));
 		c->stack_top = x86_stack_alloc(AP_STACK_PAGES, smp_stack_names[1 + k]);
+		c->apic_id = todo[k]; /* from the MADT; the core confirms it when it starts */
 		x86_cpu_tables_prepare(1 + k);
 	}
 	smp_cr3 = x86_mmu_ap_tables(AP_TRAMP_PHYS);

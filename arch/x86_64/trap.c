@@ -161,6 +161,15 @@ void x86_trap(struct x86_trap_frame *f)
 		x86_apic_eoi();
 		return;
 	}
+	if (f->vector >= X86_VEC_DEV_BASE && f->vector < X86_VEC_DEV_BASE + X86_VEC_DEV_COUNT) {
+		/* MSI-X from a device queue: mark work only (the loop polls the queue). Same
+		 * core only, so relaxed atomics suffice (see struct x86_core). */
+		struct x86_core *c = x86_core_self();
+		atomic_fetch_add_explicit(&c->n_dev_irqs, 1, memory_order_relaxed);
+		atomic_store_explicit(&c->wake, true, memory_order_relaxed);
+		x86_apic_eoi();
+		return;
+	}
 	if (f->vector == X86_VEC_SPURIOUS ||
 	    (f->vector >= X86_VEC_PIC_BASE && f->vector < X86_VEC_PIC_BASE + 16)) {
 		atomic_fetch_add_explicit(&trap_n_spurious, 1, memory_order_relaxed);

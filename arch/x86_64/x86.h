@@ -149,8 +149,12 @@ uint64_t x86_stack_alloc(uint32_t n_pages, const char *name /* linked */);
 const char *x86_stack_guard_of(uint64_t va);
 /* True if [va, va+len) lies inside a mapped stack (for the backtrace walker). */
 bool x86_stack_contains(uint64_t va, uint64_t len);
-/* Map device registers [pa, pa+len) uncached, RW, NX into the physmap. */
+/* Map device registers [pa, pa+len) uncached, RW, NX into the physmap. NULL if a page is
+ * RAM or firmware tables, or (after x86_mmu_seal) was not mapped before the seal. */
 void *x86_mmu_map_mmio(uint64_t pa, size_t len);
+/* A large device window (PCIe ECAM): [pa, pa+len), both 2 MiB aligned, at most 256 MiB,
+ * uncached RW NX with 2 MiB pages. NULL if any page of it is mapped already, or sealed. */
+void *x86_mmu_map_mmio_window(uint64_t pa, uint64_t len);
 /* Features found by x86_mmu_build (for the other cores' x86_mmu_activate). */
 const struct x86_mmu_features *x86_mmu_features(void);
 /* A throw-away PML4 for AP start-up: the kernel half of the live tables plus an
@@ -230,6 +234,17 @@ const char *x86_tsc_source(void);
 
 /* ---- apic.c ---- */
 #define X86_VEC_TIMER 0x30
+/* Device (MSI-X) vectors: X86_VEC_DEV_BASE + MSI-X entry of the device that owns them
+ * (only one device uses interrupts for now: virtio-net). The handler only counts, marks
+ * the core's loop awake and acknowledges. */
+#define X86_VEC_DEV_BASE 0x40
+#define X86_VEC_DEV_COUNT 32
+/* The MSI message that delivers `vector` to the local APIC `apic_id` (fixed, edge,
+ * physical destination; apic_id < 256). */
+static inline uint64_t x86_msi_addr(uint32_t apic_id)
+{
+	return 0xfee00000ull | (uint64_t)(apic_id & 0xffu) << 12;
+}
 #define X86_VEC_PIC_BASE 0xe0 /* legacy PIC, masked: only spurious IRQs can arrive */
 #define X86_VEC_SPURIOUS 0xff
 /* Boot core: disable the PICs, pick x2APIC/xAPIC, calibrate a period of period_us. */
@@ -271,6 +286,8 @@ struct x86_core {
 	 * by its idle with interrupts off, so a wake-up between the last poll and hlt is not
 	 * lost. Same core only: relaxed suffices (only compiler ordering matters). */
 	_Atomic bool wake;
+	/* Device interrupts taken by this core (written by its own handler only: relaxed). */
+	_Atomic uint64_t n_dev_irqs;
 	struct kloop loop;
 };
 extern struct x86_core x86_cores[PLAT_MAX_CPUS];
@@ -307,6 +324,31 @@ struct csprng_entropy;
 /* Fill *out with the best entropy instruction (RDSEED, else RDRAND); false when the CPU
  * offers neither or pretend_none (a test flag) is set: out->get is then NULL. */
 bool x86_entropy_probe(bool pretend_none, struct csprng_entropy *out /* out */);
+
+/* ---- drv_port.c: struct drv_port for drivers/ ---- */
+struct drv_port;
+/* Before the seal: map the ECAM window of PCI segment 0 from p (NULL or no MCFG: the
+ * legacy configuration ports). *how names the mechanism for the banner. 0 or -E_INVAL. */
+MUST_CHECK int x86_drv_port_init(const struct platform *p, const char **how /* out */);
+/* The port every driver uses (static; valid after x86_drv_port_init). */
+const struct drv_port *x86_drv_port(void);
+/* Bus range the port reaches. */
+void x86_drv_port_buses(uint8_t *start /* out */, uint8_t *end /* out */);
+
+/* ---- devices.c: PCI enumeration and virtio bring-up ---- */
+/* Boot core, before x86_mmu_seal: enumerate PCI (ram: usable RAM, forbidden for BARs)
+ * and map every virtio BAR. */
+void x86_dev_scan(const struct platform *p, const struct x86_mem_range *ram, uint32_t n_ram);
+/* Boot core, after the heap and the CSPRNG, before the APs start: probe and bring up every
+ * virtio device, run the block self-tests, build the network stack; banner lines. */
+void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores);
+/* Development builds: per-core network counters in the log (before the loops start). */
+void x86_dev_stats_enable(void);
+/* Add core's device handlers to its loop (from main_loop_init). */
+void x86_dev_loop_add(struct kloop *l, uint32_t core);
+/* Block devices driven and failed self-tests/initialisations (for the test scenario). */
+uint32_t x86_dev_block_count(void);
+uint32_t x86_dev_selftest_failures(void);
 
 /* ---- scenario.c (development builds) ---- */
 /* The multi-core heap scenario: set up on the boot core before the APs start (takes the
