@@ -37,6 +37,9 @@ void tcp_config_default(struct tcp_config *cfg)
 	cfg->challenge_burst = 20;
 	cfg->n_refused = 256;
 	cfg->refused_ms = 5000;
+	cfg->ooo_slots = 64;
+	cfg->ooo_per_conn = 32;
+	cfg->ooo_slot_size = 1460;
 }
 
 /* Exactly two slots per connection: the table is at most half full (invariant 3). */
@@ -54,7 +57,9 @@ static bool config_ok(const struct tcp_config *c)
 	       c->rto_init_ms <= c->rto_max_ms && c->rto_max_ms <= 65535 && c->max_retries >= 1 &&
 	       c->max_retries <= 15 && c->delack_ms >= 1 && c->delack_ms <= 500 &&
 	       c->persist_min_ms >= 1 && c->fin_wait2_ms >= 1 && c->cookie_period_ms >= 1000 &&
-	       c->n_refused >= 1 && c->refused_ms >= 1 && c->n_ports <= TCP_MAX_LISTEN;
+	       c->n_refused >= 1 && c->refused_ms >= 1 && c->n_ports <= TCP_MAX_LISTEN &&
+	       c->ooo_slots < (1u << 20) && (c->ooo_slots == 0 || (c->ooo_per_conn >= 1 &&
+	       c->ooo_slot_size >= 64));
 }
 
 #define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
@@ -67,7 +72,14 @@ size_t tcp_stack_mem_size(const struct tcp_config *cfg)
 	       ALIGN8((size_t)table_slots(cfg->max_conns) * sizeof(uint32_t)) +
 	       ALIGN8((size_t)cfg->max_send_refs * sizeof(struct tcp_sref)) +
 	       ALIGN8((size_t)cfg->max_pending_acks * sizeof(uint32_t)) +
-	       ALIGN8((size_t)cfg->n_refused * sizeof(struct tcp_refused));
+	       ALIGN8((size_t)cfg->n_refused * sizeof(struct tcp_refused)) +
+	       tcp_hold_pool_size(cfg);
+}
+
+size_t tcp_hold_pool_size(const struct tcp_config *cfg)
+{
+	return ALIGN8((size_t)cfg->ooo_slots * sizeof(struct tcp_hold)) +
+	       ALIGN8((size_t)cfg->ooo_slots * cfg->ooo_slot_size);
 }
 
 static void *carve(uint8_t **p, size_t n)
@@ -126,6 +138,13 @@ int tcp_stack_init(struct tcp_stack **out, void *mem, size_t mem_len, const stru
 	t->srefs = carve(&p, (size_t)cfg->max_send_refs * sizeof(struct tcp_sref));
 	t->pending = carve(&p, (size_t)cfg->max_pending_acks * sizeof(uint32_t));
 	t->refused = carve(&p, (size_t)cfg->n_refused * sizeof(struct tcp_refused));
+	t->holds = carve(&p, (size_t)cfg->ooo_slots * sizeof(struct tcp_hold));
+	t->hold_data = carve(&p, (size_t)cfg->ooo_slots * cfg->ooo_slot_size);
+	for (uint32_t i = 0; i < cfg->ooo_slots; i++) {
+		t->holds[i].owner = TCP_NIL;
+		t->holds[i].seq = i + 1 < cfg->ooo_slots ? i + 1 : TCP_NIL; /* free link */
+	}
+	t->hold_free = cfg->ooo_slots ? 0 : TCP_NIL;
 	for (uint32_t i = 0; i < n_slots; i++)
 		t->table[i] = SLOT_EMPTY;
 	for (uint32_t i = 0; i < cfg->max_conns; i++)
@@ -284,14 +303,15 @@ void tcp_cb_release(struct tcp_stack *t, struct tcp_cb *cb, enum tcp_close_reaso
 	if (cb->state == TCPS_FREE)
 		return;
 	if (cb->flags & TCP_F_BUSY) {
-		cb->flags = (uint16_t)(cb->flags | TCP_F_DEAD | ((unsigned)reason << TCP_F_REASON_SHIFT) |
-				       (notify ? 0 : 0x8000u));
+		unsigned r = notify ? (unsigned)reason : TCP_REASON_SILENT;
+		cb->flags = (uint16_t)(cb->flags | TCP_F_DEAD | (r << TCP_F_REASON_SHIFT));
 		return;
 	}
 	uint32_t id = tcp_cb_id(t, cb);
 	table_remove(t, cb);
 	tcp_tw_cancel(&t->wheel, id);
 	sref_free_all(t, cb);
+	tcp_hold_free_all(t, cb);
 	cb->state = TCPS_FREE;
 	cb->flags = 0;
 	t->n_open--;
@@ -307,9 +327,10 @@ bool tcp_cb_reap(struct tcp_stack *t, struct tcp_cb *cb)
 	cb->flags = (uint16_t)(cb->flags & ~TCP_F_BUSY);
 	if (!(cb->flags & TCP_F_DEAD))
 		return false;
-	enum tcp_close_reason r = (enum tcp_close_reason)((cb->flags >> TCP_F_REASON_SHIFT) & 7u);
-	bool notify = !(cb->flags & 0x8000u);
-	cb->flags = (uint16_t)(cb->flags & ~TCP_F_DEAD);
+	unsigned rv = (cb->flags >> TCP_F_REASON_SHIFT) & 7u;
+	bool notify = rv != TCP_REASON_SILENT;
+	enum tcp_close_reason r = notify ? (enum tcp_close_reason)rv : TCP_CLOSE_REFUSED;
+	cb->flags = (uint16_t)(cb->flags & ~(TCP_F_DEAD | (7u << TCP_F_REASON_SHIFT)));
 	tcp_cb_release(t, cb, r, notify);
 	return true;
 }
@@ -337,6 +358,110 @@ void tcp_sref_consume(struct tcp_stack *t, struct tcp_cb *cb, uint32_t n)
 		t->sref_free = head;
 		t->n_sref_used--;
 	}
+}
+
+/* ---- out-of-order hold ---- */
+
+static uint8_t *hold_bytes(const struct tcp_stack *t, uint32_t slot)
+{
+	return t->hold_data + (size_t)slot * t->cfg.ooo_slot_size;
+}
+
+void tcp_hold_free(struct tcp_stack *t, struct tcp_cb *cb, uint32_t slot)
+{
+	struct tcp_hold *h = &t->holds[slot];
+	h->owner = TCP_NIL;
+	h->seq = t->hold_free;
+	h->off = h->len = h->fin = 0;
+	t->hold_free = slot;
+	t->n_hold_used--;
+	for (uint32_t i = 0; i < t->cfg.ooo_slots; i++)
+		if (t->holds[i].owner == tcp_cb_id(t, cb))
+			return;
+	cb->flags = (uint16_t)(cb->flags & ~TCP_F_HOLD);
+}
+
+void tcp_hold_free_all(struct tcp_stack *t, struct tcp_cb *cb)
+{
+	if (!(cb->flags & TCP_F_HOLD))
+		return;
+	uint32_t id = tcp_cb_id(t, cb);
+	for (uint32_t i = 0; i < t->cfg.ooo_slots; i++) {
+		struct tcp_hold *h = &t->holds[i];
+		if (h->owner != id)
+			continue;
+		t->st.ooo_discarded++;
+		h->owner = TCP_NIL;
+		h->seq = t->hold_free;
+		h->off = h->len = h->fin = 0;
+		t->hold_free = i;
+		t->n_hold_used--;
+	}
+	cb->flags = (uint16_t)(cb->flags & ~TCP_F_HOLD);
+}
+
+bool tcp_hold_put(struct tcp_stack *t, struct tcp_cb *cb, uint32_t seq, const uint8_t *data,
+		  uint32_t len, bool fin)
+{
+	uint32_t id = tcp_cb_id(t, cb), mine = 0;
+	if (!t->cfg.ooo_slots || !len)
+		return false; /* a bare FIN beyond a gap: the peer resends it */
+	uint32_t keep = MIN(len, (uint32_t)t->cfg.ooo_slot_size);
+	bool keep_fin = fin && keep == len;
+	if (cb->flags & TCP_F_HOLD) {
+		for (uint32_t i = 0; i < t->cfg.ooo_slots; i++) {
+			const struct tcp_hold *h = &t->holds[i];
+			if (h->owner != id)
+				continue;
+			mine++;
+			/* Already held: same start, at least as much (a retransmission). */
+			if (h->seq == seq && h->len >= keep && (h->fin || !keep_fin)) {
+				t->st.ooo_dup++;
+				return true;
+			}
+		}
+	}
+	if (mine >= t->cfg.ooo_per_conn) {
+		t->st.ooo_conn_full++;
+		return false;
+	}
+	if (t->hold_free == TCP_NIL) {
+		t->st.ooo_pool_full++;
+		return false;
+	}
+	uint32_t slot = t->hold_free;
+	struct tcp_hold *h = &t->holds[slot];
+	t->hold_free = h->seq;
+	t->n_hold_used++;
+	h->owner = id;
+	h->seq = seq;
+	h->off = 0;
+	h->len = (uint16_t)keep;
+	h->fin = keep_fin ? 1u : 0u;
+	memcpy(hold_bytes(t, slot), data, keep);
+	cb->flags = (uint16_t)(cb->flags | TCP_F_HOLD);
+	t->st.ooo_held++;
+	return true;
+}
+
+uint32_t tcp_hold_next(struct tcp_stack *t, struct tcp_cb *cb)
+{
+	uint32_t id = tcp_cb_id(t, cb), found = TCP_NIL;
+	for (uint32_t i = 0; i < t->cfg.ooo_slots && (cb->flags & TCP_F_HOLD); i++) {
+		struct tcp_hold *h = &t->holds[i];
+		if (h->owner != id || seq_gt(h->seq, cb->rcv_nxt))
+			continue;
+		if (seq_leq(h->seq + h->len, cb->rcv_nxt))
+			tcp_hold_free(t, cb, i); /* wholly old: the stream moved past it */
+		else if (found == TCP_NIL)
+			found = i;
+	}
+	return found;
+}
+
+const uint8_t *tcp_hold_view(const struct tcp_stack *t, uint32_t slot)
+{
+	return hold_bytes(t, slot) + t->holds[slot].off;
 }
 
 /* ---- SYN cookies ---- */
@@ -575,6 +700,11 @@ uint32_t tcp_sref_count(const struct tcp_stack *t)
 	return t->n_sref_used;
 }
 
+uint32_t tcp_hold_count(const struct tcp_stack *t)
+{
+	return t->n_hold_used;
+}
+
 size_t tcp_cb_size(void)
 {
 	return sizeof(struct tcp_cb);
@@ -644,6 +774,34 @@ int tcp_check_invariants(const struct tcp_stack *t)
 			return -E_CORRUPT; /* invariant 4 */
 	}
 	if (n_free + n_open != t->cfg.max_conns)
+		return -E_CORRUPT;
+	/* invariant 7 */
+	uint32_t n_owned = 0, n_hfree = 0;
+	for (uint32_t i = 0; i < t->cfg.ooo_slots; i++) {
+		const struct tcp_hold *h = &t->holds[i];
+		if (h->owner == TCP_NIL)
+			continue;
+		if (h->owner >= t->cfg.max_conns)
+			return -E_CORRUPT;
+		const struct tcp_cb *cb = &t->cbs[h->owner];
+		if (cb->state == TCPS_FREE || !(cb->flags & TCP_F_HOLD) || h->len < 1 ||
+		    h->len > t->cfg.ooo_slot_size || (uint32_t)h->off + h->len > t->cfg.ooo_slot_size ||
+		    seq_leq(h->seq + h->len, cb->rcv_nxt))
+			return -E_CORRUPT;
+		n_owned++;
+	}
+	for (uint32_t id = 0; id < t->cfg.max_conns; id++) {
+		const struct tcp_cb *cb = &t->cbs[id];
+		uint32_t mine = 0;
+		for (uint32_t i = 0; i < t->cfg.ooo_slots; i++)
+			mine += t->holds[i].owner == id;
+		if (mine > t->cfg.ooo_per_conn || (mine != 0) != ((cb->flags & TCP_F_HOLD) != 0))
+			return -E_CORRUPT;
+	}
+	for (uint32_t i = t->hold_free; i != TCP_NIL; i = t->holds[i].seq)
+		if (i >= t->cfg.ooo_slots || t->holds[i].owner != TCP_NIL || ++n_hfree > t->cfg.ooo_slots)
+			return -E_CORRUPT;
+	if (n_owned != t->n_hold_used || n_owned + n_hfree != t->cfg.ooo_slots)
 		return -E_CORRUPT;
 	return 0;
 }

@@ -2,9 +2,11 @@
  *
  * Server-side TCP (passive open only) for one core: SYN cookies, RFC 9293 passive state
  * machine, RFC 6298 RTO, NewReno, RFC 5961, window scaling, delayed/merged ACKs, zero
- * window probing. Nothing is buffered inside TCP: received data is handed up as a view into
- * the frame, sent data stays in the upper layer until acknowledged. TCP never allocates
- * and never copies payload except into the outgoing frame. Upper-layer callbacks run from
+ * window probing. In-order data is handed up as a view into the frame, sent data stays in
+ * the upper layer until acknowledged. The one copy of received payload is the bounded
+ * out-of-order hold (a per-stack slot pool from the config, used only while a gap exists,
+ * capped per connection). TCP never allocates and never copies payload otherwise except
+ * into the outgoing frame. A failed SYN cookie is dropped silently (never an RST). Upper-layer callbacks run from
  * tcp_input and tcp_poll; tcp_send/tcp_close/tcp_window_update call only credit(), and
  * tcp_abort calls closed() before it returns (later when inside that connection's own
  * callback). Never call tcp_input or tcp_poll from a callback.
@@ -46,6 +48,12 @@ struct tcp_config {
 	uint32_t challenge_per_s, challenge_burst;     /* RFC 5961 challenge ACKs */
 	uint32_t n_refused;        /* slots remembering refused SYN flows */
 	uint32_t refused_ms;       /* how long a refused flow is remembered */
+	/* Out-of-order hold: a per-stack pool of slots, each keeping one segment received
+	 * beyond a gap (in the stack's memory, used only while a gap exists). 0 slots
+	 * disables it (out-of-order data is then dropped and the peer resends it). */
+	uint32_t ooo_slots;        /* slots in the pool */
+	uint32_t ooo_per_conn;     /* at most this many slots per connection */
+	uint16_t ooo_slot_size;    /* payload bytes per slot (a longer segment is cut) */
 };
 
 enum tcp_close_reason {
@@ -97,6 +105,10 @@ struct tcp_stats {
 	uint64_t retransmits, rto_expired, fast_retransmits, partial_acks, persist_probes;
 	uint64_t delayed_acks, merged_acks, pure_acks, pending_full, tx_no_frame;
 	uint64_t sref_exhausted, timeouts, conns_opened, conns_closed;
+	/* out-of-order hold: segments held, released in order, dropped because the pool
+	 * or the per-connection cap was exhausted, duplicates of held data, holds freed
+	 * unused (connection closed, RST, FIN) */
+	uint64_t ooo_held, ooo_released, ooo_pool_full, ooo_conn_full, ooo_dup, ooo_discarded;
 };
 
 /* Defaults (RFC values where they exist). */
@@ -135,9 +147,13 @@ const struct tcp_stats *tcp_stats(const struct tcp_stack *t);
 /* Open connections and send references in use right now (leak checks, telemetry). */
 uint32_t tcp_conn_count(const struct tcp_stack *t);
 uint32_t tcp_sref_count(const struct tcp_stack *t);
-/* Sizes for measurement: control block and table slot in bytes. */
+/* Out-of-order hold slots in use right now (0 whenever no connection has a gap). */
+uint32_t tcp_hold_count(const struct tcp_stack *t);
+/* Sizes for measurement: control block and table slot in bytes; bytes of the
+ * out-of-order hold pool for cfg (metadata and payload). */
 size_t tcp_cb_size(void);
 size_t tcp_slot_size(void);
+size_t tcp_hold_pool_size(const struct tcp_config *cfg);
 /* Check every invariant of tcp_int.h (O(n)); 0 or -E_CORRUPT. Tests and fuzzing. */
 MUST_CHECK int tcp_check_invariants(const struct tcp_stack *t);
 

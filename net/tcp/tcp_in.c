@@ -3,8 +3,10 @@
  * Input side of TCP: the segment parser (through the cursor; every rejection counted per
  * site), the listener (SYN cookies, admission, the cookie-validated final ACK that creates
  * the only state), and the RFC 9293 passive-side state machine with RFC 5961 checks,
- * NewReno ACK processing and in-order delivery straight from the frame. Never buffers
- * payload, never trusts a length it has not bounded, never asserts on packet contents.
+ * NewReno ACK processing and in-order delivery straight from the frame; data beyond a
+ * gap goes to the bounded hold pool (tcp.c) and is delivered from there once the gap
+ * fills. Never buffers payload elsewhere, never trusts a length it has not bounded, never
+ * asserts on packet contents.
  */
 #include "lib/cursor.h"
 #include "lib/err.h"
@@ -273,49 +275,90 @@ static void conn_input(struct tcp_stack *t, struct tcp_cb *cb, const struct tcp_
 			tcp_ack_owed(t, cb, true); /* tell the peer where the window ends */
 		}
 		if (seq != cb->rcv_nxt) {
-			/* Out of order: nothing is buffered; a duplicate ACK asks for the hole. */
+			/* Beyond a gap: keep it in the hold pool when there is room (only the
+			 * part inside the window we advertised), and send a duplicate ACK at
+			 * once (RFC 5681 4.2) so the peer's fast retransmit fills the hole. */
 			if (dlen || fin) {
 				t->st.rx_ooo++;
-				tcp_ack_owed(t, cb, true);
+				uint32_t room = seq_lt(seq, cb->rcv_adv) ? cb->rcv_adv - seq : 0;
+				if (dlen > room) {
+					dlen = room;
+					fin = false;
+				}
+				(void)tcp_hold_put(t, cb, seq, data, (uint32_t)dlen, fin);
+				tcp_out_ack(t, cb);
 			}
 			dlen = 0;
 			fin = false;
 		}
-		if (dlen) {
-			pin(cb);
-			size_t used = t->up->recv(t->up_ctx, id, data, dlen);
-			if (unpin(t, cb))
-				return;
-			used = MIN(used, dlen);
-			cb->rcv_nxt += (uint32_t)used;
-			if (used < dlen) {
-				t->st.rx_trimmed++;
-				fin = false;
+		/* Deliver in order: the segment, then whatever held data now continues the
+		 * stream (slot is the hold slot being delivered, TCP_NIL for the segment). */
+		uint32_t slot = TCP_NIL;
+		for (;;) {
+			bool partial = false;
+			if (dlen) {
+				pin(cb);
+				size_t used = t->up->recv(t->up_ctx, id, data, dlen);
+				if (unpin(t, cb))
+					return;
+				used = MIN(used, dlen);
+				cb->rcv_nxt += (uint32_t)used;
+				if (used < dlen) {
+					t->st.rx_trimmed++;
+					partial = true;
+					fin = false;
+					tcp_ack_owed(t, cb, true);
+				} else if (slot != TCP_NIL || (cb->flags & TCP_F_ACK_HALF)) {
+					/* a filled gap is acknowledged at once (RFC 5681 4.2),
+					 * otherwise every second segment */
+					tcp_ack_owed(t, cb, true);
+				} else {
+					cb->flags = (uint16_t)(cb->flags | TCP_F_ACK_HALF);
+					tcp_ack_owed(t, cb, false);
+				}
+			}
+			if (slot != TCP_NIL) {
+				struct tcp_hold *h = &t->holds[slot];
+				if (h->owner == id && seq_gt(h->seq + h->len, cb->rcv_nxt)) {
+					uint32_t adv = cb->rcv_nxt - h->seq; /* keep the rest held */
+					h->seq += adv;
+					h->off = (uint16_t)(h->off + adv);
+					h->len = (uint16_t)(h->len - adv);
+				} else if (h->owner == id) {
+					tcp_hold_free(t, cb, slot);
+				}
+			}
+			if (fin) {
+				cb->rcv_nxt++;
+				tcp_hold_free_all(t, cb); /* nothing follows a FIN */
 				tcp_ack_owed(t, cb, true);
-			} else if (cb->flags & TCP_F_ACK_HALF) {
-				tcp_ack_owed(t, cb, true); /* every second segment */
-			} else {
-				cb->flags = (uint16_t)(cb->flags | TCP_F_ACK_HALF);
-				tcp_ack_owed(t, cb, false);
+				pin(cb);
+				(void)t->up->recv(t->up_ctx, id, NULL, 0);
+				if (unpin(t, cb))
+					return;
+				if (cb->state == TCPS_ESTABLISHED) {
+					cb->state = TCPS_CLOSE_WAIT;
+				} else if (cb->state == TCPS_FIN_WAIT_1) {
+					cb->state = TCPS_CLOSING;
+				} else if (cb->state == TCPS_FIN_WAIT_2) {
+					/* No TIME-WAIT on the server side: acknowledge and forget. */
+					tcp_out_ack(t, cb);
+					tcp_cb_release(t, cb, TCP_CLOSE_NORMAL, true);
+					return;
+				}
+				break;
 			}
-		}
-		if (fin) {
-			cb->rcv_nxt++;
-			tcp_ack_owed(t, cb, true);
-			pin(cb);
-			(void)t->up->recv(t->up_ctx, id, NULL, 0);
-			if (unpin(t, cb))
-				return;
-			if (cb->state == TCPS_ESTABLISHED) {
-				cb->state = TCPS_CLOSE_WAIT;
-			} else if (cb->state == TCPS_FIN_WAIT_1) {
-				cb->state = TCPS_CLOSING;
-			} else if (cb->state == TCPS_FIN_WAIT_2) {
-				/* No TIME-WAIT on the server side: acknowledge and forget. */
-				tcp_out_ack(t, cb);
-				tcp_cb_release(t, cb, TCP_CLOSE_NORMAL, true);
-				return;
-			}
+			if (partial || !(cb->flags & TCP_F_HOLD))
+				break;
+			slot = tcp_hold_next(t, cb);
+			if (slot == TCP_NIL)
+				break;
+			const struct tcp_hold *h = &t->holds[slot];
+			uint32_t skip = cb->rcv_nxt - h->seq;
+			data = tcp_hold_view(t, slot) + skip;
+			dlen = (size_t)h->len - skip;
+			fin = h->fin;
+			t->st.ooo_released++;
 		}
 	}
 	tcp_output(t, cb, false);
@@ -363,11 +406,16 @@ static void listen_input(struct tcp_stack *t, uint32_t src, uint32_t dst, const 
 	uint8_t ws;
 	int rc = tcp_cookie_check(t, src, dst, s->sport, s->dport, s->seq - 1u, s->ack - 1u, &mss, &ws);
 	if (rc) {
+		/* Dropped silently and counted, never answered with RST: a segment of a
+		 * handshake in flight that overtook the final ACK (data beyond ISN + 1
+		 * cannot validate, the cookie binds the peer's ISN) looks exactly like a
+		 * stale or forged ACK, and an RST with seq = SEG.ACK would be acceptable to
+		 * the peer and kill the connection the delayed final ACK is about to open.
+		 * A stale peer times out instead (as with Linux in SYN-cookie mode). */
 		if (rc == -E_TIMEOUT)
 			t->st.cookie_expired++;
 		else
 			t->st.cookie_bad++;
-		tcp_out_rst_reply(t, src, dst, s);
 		return;
 	}
 	if (t->n_open >= t->cfg.max_conns) {

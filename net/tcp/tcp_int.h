@@ -31,6 +31,16 @@
  *      then snd_max may exceed snd_nxt by the probe byte or the data sent before the
  *      window closed); in FIN-WAIT-2 TCP_F_RTO times the state out.
  *   6. n_sref_used equals the number of references linked from control blocks.
+ *   7. Out-of-order hold: a slot is either on the free list (owner TCP_NIL) or owned by
+ *      exactly one open control block; TCP_F_HOLD is set on a block iff it owns a slot;
+ *      a block owns at most ooo_per_conn slots; every held slot starts beyond rcv_nxt
+ *      or overlaps it (nothing wholly below rcv_nxt stays held after a delivery), holds
+ *      1..ooo_slot_size bytes, and n_hold_used counts the owned slots. A FREE block owns
+ *      none (release frees them before the block is reused).
+ *
+ *  Out-of-order hold slot life:  free --segment beyond a gap, within the window, under
+ *  both caps / hold_put--> owned --gap filled, delivered in order / hold_drain--> free;
+ *  owned --release, RST, FIN received, pool reset / hold_free_all--> free.
  */
 #ifndef NET_TCP_TCP_INT_H
 #define NET_TCP_TCP_INT_H
@@ -65,8 +75,12 @@ enum {
 	TCP_F_DEAD = 1u << 9,     /* release requested while busy */
 	TCP_F_PENDING = 1u << 10, /* on the pending-ACK list */
 	TCP_F_BUSY = 1u << 11,    /* an upper-layer callback for this block is running */
-	TCP_F_REASON_SHIFT = 12,  /* 3 bits: close reason when TCP_F_DEAD */
+	TCP_F_REASON_SHIFT = 12,  /* 3 bits: close reason when TCP_F_DEAD (7: released
+	                           * without closed(), the refused accept) */
+	TCP_F_HOLD = 1u << 15,    /* owns out-of-order hold slots (invariant 7) */
 };
+
+#define TCP_REASON_SILENT 7u
 
 /* 96 bytes: see the budget in DESIGN.md. Sequence numbers are absolute 32-bit values. */
 struct tcp_cb {
@@ -102,6 +116,17 @@ struct tcp_sref {
 	uint32_t next;
 };
 
+/* One out-of-order hold slot (16 bytes; its payload is ooo_slot_size bytes at
+ * hold_data + index * ooo_slot_size). */
+struct tcp_hold {
+	uint32_t owner; /* control block index, TCP_NIL when free */
+	uint32_t seq;   /* sequence number of data[off] */
+	uint16_t off, len;
+	uint16_t fin;   /* the segment's FIN follows the held bytes */
+	uint16_t pad;
+	/* free-list link lives in seq while free */
+};
+
 struct tcp_refused {
 	uint32_t hash;
 	uint32_t until_tick;
@@ -127,6 +152,9 @@ struct tcp_stack {
 	uint32_t *pending;
 	uint32_t n_pending;
 	struct tcp_refused *refused;
+	struct tcp_hold *holds;
+	uint8_t *hold_data;
+	uint32_t hold_free, n_hold_used;
 	struct siphash_key table_key;
 	struct siphash_key cookie_key[2];
 	uint32_t cookie_epoch;
@@ -162,6 +190,17 @@ bool tcp_bucket_take(struct tcp_stack *t, struct tcp_bucket *b, uint32_t rate, u
 bool tcp_listening(const struct tcp_stack *t, uint16_t port);
 /* Free references covering n acknowledged bytes. */
 void tcp_sref_consume(struct tcp_stack *t, struct tcp_cb *cb, uint32_t n);
+/* Out-of-order hold (tcp.c). Keep [seq, seq + len) (+ FIN) for later; false when not
+ * held (counted). */
+bool tcp_hold_put(struct tcp_stack *t, struct tcp_cb *cb, uint32_t seq, const uint8_t *data,
+		  uint32_t len, bool fin);
+/* The held slot that continues the stream at rcv_nxt (freeing slots wholly below it on
+ * the way), or TCP_NIL. */
+uint32_t tcp_hold_next(struct tcp_stack *t, struct tcp_cb *cb);
+void tcp_hold_free(struct tcp_stack *t, struct tcp_cb *cb, uint32_t slot);
+void tcp_hold_free_all(struct tcp_stack *t, struct tcp_cb *cb);
+/* The first unconsumed byte of a held slot. */
+const uint8_t *tcp_hold_view(const struct tcp_stack *t, uint32_t slot);
 /* SYN cookies. */
 uint32_t tcp_cookie_make(struct tcp_stack *t, uint32_t saddr, uint32_t daddr, uint16_t sport,
 			 uint16_t dport, uint32_t irs, uint16_t peer_mss, uint8_t peer_ws, uint16_t *mss /* out */);

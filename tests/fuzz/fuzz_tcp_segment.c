@@ -4,8 +4,10 @@
  * and sequence/ack offsets relative to what the stack last said (so they land near the
  * window edges), raw bytes straight to the parser, clock jumps, and upper-layer actions
  * (send, close, abort, window updates, refusals, partial consumption, no free frames).
- * After every op tcp_check_invariants() must hold; at the end every connection is
- * aborted and no control block or send reference may remain (no leaks). */
+ * Segments just beyond rcv_nxt exercise the out-of-order hold (a pool of 3 slots, 2 per
+ * connection, 200 bytes each, so both caps and the cut are reached). After every op
+ * tcp_check_invariants() must hold (it covers the hold pool); at the end every
+ * connection is aborted and no control block, send reference or hold slot may remain. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +217,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.n_refused = 4;
 	cfg.max_retries = 4;
 	cfg.mss = 536;
+	cfg.ooo_slots = 3;
+	cfg.ooo_per_conn = 2;
+	cfg.ooo_slot_size = 200;
 	if (tcp_stack_mem_size(&cfg) > sizeof mem ||
 	    tcp_stack_init(&F.t, mem, sizeof mem, &cfg, &port, NULL, &upper, NULL))
 		abort();
@@ -313,6 +318,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					p->una = p->srv_seq - (uint32_t)(m & 0x3) * 536u;
 				for (int k = 0; k < 1 + ((m >> 5) & 3); k++)
 					seg(sport, 0x10, p->srv_ack, p->una, 0xffff, -1, -1, NULL, 0);
+			} else if (op & 0x40) {
+				/* data a little beyond (or at) what the server expects: holes,
+				 * held segments, overlaps, FINs beyond a gap */
+				uint8_t m = u8(&in);
+				uint32_t gap = (uint32_t)u8(&in) * 8u;
+				size_t len = (size_t)u8(&in) * 2u;
+				seg(sport, (uint8_t)(0x10 | (m & 1)), p->srv_ack + gap, p->srv_seq, 0xffff,
+				    -1, -1, pattern + (m >> 1), len);
 			} else {
 				tcp_poll(F.t);
 			}
@@ -323,7 +336,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (uint32_t c = 0; c < MAXC; c++)
 		tcp_abort(F.t, c);
-	if (tcp_conn_count(F.t) || tcp_sref_count(F.t) || tcp_check_invariants(F.t))
+	if (tcp_conn_count(F.t) || tcp_sref_count(F.t) || tcp_hold_count(F.t) ||
+	    tcp_check_invariants(F.t))
 		abort();
 	for (uint32_t c = 0; c < MAXC; c++)
 		if (F.open[c])

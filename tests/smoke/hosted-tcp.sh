@@ -76,8 +76,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-ALL=(disk-selftest icmp-ping arp tcp-echo-1mib tcp-echo-backpressure tcp-1000-idle clean-shutdown dhcp)
-[ "${HOSTED_TCP_LOSSY:-0}" = 1 ] && ALL+=(tcp-echo-1mib-lossy)
+ALL=(disk-selftest icmp-ping arp tcp-echo-1mib tcp-echo-backpressure tcp-1000-idle clean-shutdown dhcp tcp-echo-1mib-lossy)
 fail_all() { for t in "${ALL[@]}"; do fail "$t" "$1"; done; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || fail_all "needs root for a network namespace"
@@ -429,12 +428,6 @@ addr_args=(--ip "$our_ip/24")
 # Linux side (frames towards our stack); where the kernel has no sch_netem, the hosted
 # NIC applies the same model to the frames it receives. A capture of what our stack saw
 # and sent is kept in the log directory for diagnosis.
-if [ "${HOSTED_TCP_LOSSY:-0}" != 1 ]; then
-	# TEMPORARY (docs/PROGRESS.md): our TCP has no out-of-order hold yet, so this case
-	# stalls; it runs with HOSTED_TCP_LOSSY=1 until the fix lands.
-	say "tcp-echo-1mib-lossy not run: known TCP fault under loss, see docs/PROGRESS.md"
-	exit 0
-fi
 how=""
 pcap=$logs/hosted-tcp-lossy.pcap
 rm -f "$pcap"

@@ -101,7 +101,8 @@ static int teardown(void **state)
 	int rc = tcp_check_invariants(H.t);
 	for (uint32_t i = 0; i < 16; i++)
 		tcp_abort(H.t, i);
-	if (!rc && (tcp_conn_count(H.t) != 0 || tcp_sref_count(H.t) != 0 || tcp_check_invariants(H.t)))
+	if (!rc && (tcp_conn_count(H.t) != 0 || tcp_sref_count(H.t) != 0 || tcp_hold_count(H.t) != 0 ||
+		    tcp_check_invariants(H.t)))
 		rc = -1;
 	h_fini();
 	return rc;
@@ -159,15 +160,15 @@ static void test_cookie_validation_and_expiry(void **state)
 	(void)state;
 	struct h_seg s;
 	const struct tcp_stats *st = tcp_stats(H.t);
-	/* SYN, then a forged ACK (wrong cookie) -> RST, no state. */
+	/* SYN, then a forged ACK (wrong cookie) -> dropped silently and counted (an RST
+	 * would kill a handshake whose final ACK is only late), no state. */
 	h_send_opts(H_CLI_IP, 41000, H_PORT, SYN, 777, 0, 65535, 1460, -1, NULL, 0);
 	assert_true(h_pop(&s));
 	uint32_t cookie = s.seq;
 	h_send_opts(H_CLI_IP, 41000, H_PORT, ACK, 778, cookie + 2, 65535, -1, -1, NULL, 0);
-	assert_true(h_pop(&s));
-	assert_int_equal(s.flags, RST);
-	assert_int_equal(s.seq, cookie + 2);
+	assert_false(h_pop(&s));
 	assert_int_equal(st->cookie_bad, 1);
+	assert_int_equal(st->rst_sent, 0);
 	/* Right cookie, wrong ISN (seq) or wrong port -> rejected. */
 	h_send_opts(H_CLI_IP, 41000, H_PORT, ACK, 779, cookie + 1, 65535, -1, -1, NULL, 0);
 	h_send_opts(H_CLI_IP, 41001, H_PORT, ACK, 778, cookie + 1, 65535, -1, -1, NULL, 0);
@@ -196,8 +197,8 @@ static void test_cookie_validation_and_expiry(void **state)
 	H.now += 2 * 64000 + 1;
 	h_send_opts(H_CLI_IP, 42000, H_PORT, ACK, 1000, c2 + 1, 65535, -1, -1, NULL, 0);
 	assert_int_equal(st->cookie_expired + st->cookie_bad, 4);
-	assert_true(h_pop(&s));
-	assert_int_equal(s.flags, RST);
+	assert_false(h_pop(&s));
+	assert_int_equal(st->rst_sent, 0);
 	assert_int_equal(tcp_conn_count(H.t), 1);
 }
 
@@ -326,6 +327,288 @@ static void test_duplicate_and_reordered_segments(void **state)
 	assert_true(h_pop(&s));
 	assert_int_equal(s.ack, base + 1250);
 	assert_int_equal(H.conns[p.conn].rx_len, 1250);
+}
+
+
+/* ---- reordered handshake and the out-of-order hold ---- */
+
+/* Data overtaking the final ACK: a segment beyond ISN + 1 cannot validate (the cookie
+ * binds the peer's ISN) and must be dropped silently, never answered with an RST; the
+ * late final ACK then opens the connection and the peer's retransmission is taken. */
+static void test_reordered_final_ack_after_data(void **state)
+{
+	(void)state;
+	struct h_seg s;
+	const struct tcp_stats *st = tcp_stats(H.t);
+	uint32_t isn = 70000;
+	h_send_opts(H_CLI_IP, 43100, H_PORT, SYN, isn, 0, 65535, 1460, -1, NULL, 0);
+	assert_true(h_pop(&s));
+	uint32_t cookie = s.seq;
+	uint64_t bad = st->cookie_bad;
+	/* two data segments from later in the flight arrive first */
+	h_send_opts(H_CLI_IP, 43100, H_PORT, ACK, isn + 1 + 1460, cookie + 1, 65535, -1, -1, pattern + 1460, 1460);
+	h_send_opts(H_CLI_IP, 43100, H_PORT, ACK | PSH, isn + 1 + 11680, cookie + 1, 65535, -1, -1, pattern, 100);
+	tcp_poll(H.t);
+	assert_false(h_pop(&s)); /* no RST, nothing */
+	assert_int_equal(st->cookie_bad, bad + 2);
+	assert_int_equal(st->rst_sent, 0);
+	assert_int_equal(tcp_conn_count(H.t), 0);
+	/* the delayed pure final ACK completes the handshake */
+	h_send_opts(H_CLI_IP, 43100, H_PORT, ACK, isn + 1, cookie + 1, 65535, -1, -1, NULL, 0);
+	assert_int_equal(tcp_conn_count(H.t), 1);
+	uint32_t c = H.last_conn;
+	/* the peer resends the first segment: delivered */
+	h_send_opts(H_CLI_IP, 43100, H_PORT, ACK, isn + 1, cookie + 1, 65535, -1, -1, pattern, 1460);
+	assert_int_equal(H.conns[c].rx_len, 1460);
+	assert_int_equal(st->rst_sent, 0);
+}
+
+/* A first data segment (seq ISN + 1) carrying the cookie in SEG.ACK - 1 completes the
+ * handshake by itself; a later segment that overtook it is held, and the pure final
+ * ACK arriving last is harmless. */
+static void test_reordered_data_completes_handshake(void **state)
+{
+	(void)state;
+	struct h_seg s;
+	uint32_t isn = 80000;
+	h_send_opts(H_CLI_IP, 43200, H_PORT, SYN, isn, 0, 65535, 1460, -1, NULL, 0);
+	assert_true(h_pop(&s));
+	uint32_t cookie = s.seq;
+	h_send_opts(H_CLI_IP, 43200, H_PORT, ACK, isn + 1, cookie + 1, 65535, -1, -1, pattern, 1000);
+	assert_int_equal(tcp_conn_count(H.t), 1);
+	uint32_t c = H.last_conn;
+	assert_int_equal(H.conns[c].rx_len, 1000);
+	/* third segment before the second: held */
+	h_send_opts(H_CLI_IP, 43200, H_PORT, ACK, isn + 2001, cookie + 1, 65535, -1, -1, pattern + 2000, 1000);
+	assert_int_equal(tcp_hold_count(H.t), 1);
+	h_send_opts(H_CLI_IP, 43200, H_PORT, ACK, isn + 1, cookie + 1, 65535, -1, -1, NULL, 0);
+	h_send_opts(H_CLI_IP, 43200, H_PORT, ACK, isn + 1001, cookie + 1, 65535, -1, -1, pattern + 1000, 1000);
+	assert_int_equal(H.conns[c].rx_len, 3000);
+	assert_memory_equal(H.conns[c].rx, pattern, 3000);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	assert_int_equal(tcp_conn_count(H.t), 1);
+	assert_int_equal(tcp_stats(H.t)->rst_sent, 0);
+}
+
+/* Segments beyond a gap are held; each gets an immediate duplicate ACK; when the hole
+ * is filled everything is delivered in order and one ACK covers it all. */
+static void test_ooo_hold_released_in_order(void **state)
+{
+	(void)state;
+	struct peer p;
+	struct h_seg s;
+	handshake(&p, 43300, 1460, -1, 65535);
+	uint32_t base = p.seq;
+	const struct tcp_stats *st = tcp_stats(H.t);
+	/* 4, 2, 3 (and 3 again), then 1 */
+	static const int order[] = { 3, 1, 2, 2 };
+	for (size_t i = 0; i < 4; i++) {
+		uint32_t k = (uint32_t)order[i];
+		p_raw(&p, ACK, base + k * 1000, p.ack, pattern + k * 1000, 1000);
+		assert_true(h_pop(&s)); /* immediate duplicate ACK, not deferred to the poll */
+		assert_int_equal(s.ack, base);
+		assert_int_equal(s.len, 0);
+	}
+	assert_int_equal(H.conns[p.conn].rx_len, 0);
+	assert_int_equal(tcp_hold_count(H.t), 3);
+	assert_int_equal(st->ooo_held, 3);
+	assert_int_equal(st->ooo_dup, 1);
+	p_raw(&p, ACK, base, p.ack, pattern, 1000);
+	assert_int_equal(H.conns[p.conn].rx_len, 4000);
+	assert_memory_equal(H.conns[p.conn].rx, pattern, 4000);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	assert_int_equal(st->ooo_released, 3);
+	tcp_poll(H.t);
+	assert_true(h_pop(&s));
+	assert_int_equal(s.ack, base + 4000); /* the cumulative ACK jumps over the held data */
+	assert_false(h_pop(&s));
+	/* overlapping held pieces and a partly old one */
+	base += 4000;
+	p_raw(&p, ACK, base + 500, p.ack, pattern + 4500, 1000);
+	p_raw(&p, ACK, base + 1000, p.ack, pattern + 5000, 1000);
+	p_raw(&p, ACK, base + 3000, p.ack, pattern + 7000, 500); /* beyond a second gap */
+	assert_int_equal(tcp_hold_count(H.t), 3);
+	p_raw(&p, ACK, base, p.ack, pattern + 4000, 700);
+	assert_int_equal(H.conns[p.conn].rx_len, 6000);
+	assert_int_equal(tcp_hold_count(H.t), 1); /* the piece beyond the second gap */
+	p_raw(&p, ACK, base + 2000, p.ack, pattern + 6000, 1000);
+	assert_int_equal(H.conns[p.conn].rx_len, 7500);
+	assert_memory_equal(H.conns[p.conn].rx, pattern, 7500);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	assert_int_equal(tcp_check_invariants(H.t), 0);
+}
+
+/* A FIN beyond the gap is held with its data and delivered when the hole fills. */
+static void test_ooo_hold_fin(void **state)
+{
+	(void)state;
+	struct peer p;
+	handshake(&p, 43400, 1460, -1, 65535);
+	uint32_t base = p.seq;
+	p_raw(&p, ACK | FIN, base + 1000, p.ack, pattern + 1000, 300);
+	assert_int_equal(H.conns[p.conn].eof, 0);
+	assert_int_equal(tcp_hold_count(H.t), 1);
+	p_raw(&p, ACK, base, p.ack, pattern, 1000);
+	assert_int_equal(H.conns[p.conn].rx_len, 1300);
+	assert_int_equal(H.conns[p.conn].eof, 1);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	struct h_seg s;
+	h_drain();
+	tcp_poll(H.t);
+	assert_true(h_pop(&s));
+	assert_int_equal(s.ack, base + 1301);
+	/* a bare FIN beyond a gap is not held (the peer resends it) */
+	struct peer q;
+	h_drain();
+	handshake(&q, 43401, 1460, -1, 65535);
+	p_raw(&q, ACK | FIN, q.seq + 10, q.ack, NULL, 0);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+}
+
+/* Pool limits: a connection takes at most ooo_per_conn slots, the pool is shared; over
+ * either limit the segment is dropped (counted) and the peer's retransmission is still
+ * delivered correctly. */
+static void test_ooo_hold_limits(void **state)
+{
+	(void)state;
+	struct tcp_config cfg;
+	h_fini();
+	h_config(&cfg);
+	cfg.ooo_slots = 4;
+	cfg.ooo_per_conn = 3;
+	cfg.ooo_slot_size = 600;
+	assert_int_equal(setup_cfg(&cfg), 0);
+	const struct tcp_stats *st = tcp_stats(H.t);
+	struct peer a, b;
+	handshake(&a, 43500, 1460, -1, 65535);
+	handshake(&b, 43501, 1460, -1, 65535);
+	uint32_t ba = a.seq, bb = b.seq;
+	/* a: segments 1..4 of 1000 bytes each are cut to 600 bytes, the 4th hits the cap */
+	for (uint32_t k = 1; k <= 4; k++)
+		p_raw(&a, ACK, ba + k * 1000, a.ack, pattern + k * 1000, 1000);
+	assert_int_equal(tcp_hold_count(H.t), 3);
+	assert_int_equal(st->ooo_conn_full, 1);
+	/* b: one slot left in the pool, then it is exhausted */
+	p_raw(&b, ACK, bb + 100, b.ack, pattern + 100, 100);
+	p_raw(&b, ACK, bb + 300, b.ack, pattern + 300, 100);
+	assert_int_equal(tcp_hold_count(H.t), 4);
+	assert_int_equal(st->ooo_pool_full, 1);
+	assert_int_equal(tcp_check_invariants(H.t), 0);
+	/* a's hole filled: the held prefix of segment 1 follows, then a gap again */
+	p_raw(&a, ACK, ba, a.ack, pattern, 1000);
+	assert_int_equal(H.conns[a.conn].rx_len, 1600);
+	assert_int_equal(tcp_hold_count(H.t), 3); /* 2 of a (not contiguous), 1 of b */
+	/* the peer resends from 1600: everything up to 5000 arrives in order */
+	p_raw(&a, ACK, ba + 1600, a.ack, pattern + 1600, 1400);
+	p_raw(&a, ACK, ba + 3000, a.ack, pattern + 3000, 1000);
+	p_raw(&a, ACK, ba + 4000, a.ack, pattern + 4000, 1000);
+	assert_int_equal(H.conns[a.conn].rx_len, 5000);
+	assert_memory_equal(H.conns[a.conn].rx, pattern, 5000);
+	/* b: the pool has room again */
+	p_raw(&b, ACK, bb + 300, b.ack, pattern + 300, 100);
+	assert_int_equal(tcp_hold_count(H.t), 2);
+	p_raw(&b, ACK, bb, b.ack, pattern, 100);
+	p_raw(&b, ACK, bb + 200, b.ack, pattern + 200, 100);
+	assert_int_equal(H.conns[b.conn].rx_len, 400);
+	assert_memory_equal(H.conns[b.conn].rx, pattern, 400);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	/* held data past the advertised window is cut to it: 300 of 600 bytes fit */
+	h_fini();
+	h_config(&cfg);
+	assert_int_equal(setup_cfg(&cfg), 0);
+	h_drain();
+	handshake(&a, 43502, 1460, -1, 65535);
+	ba = a.seq;
+	static uint8_t edge[600];
+	memcpy(edge, pattern + 65235, 300);
+	memset(edge + 300, 0xee, 300);
+	p_raw(&a, ACK, ba + 65235, a.ack, edge, 600);
+	assert_int_equal(tcp_hold_count(H.t), 1);
+	for (uint32_t off = 0; off < 65235; off += 1460)
+		p_raw(&a, ACK, ba + off, a.ack, pattern + off, off + 1460 <= 65235 ? 1460 : 65235 - off);
+	assert_int_equal(H.conns[a.conn].rx_len, 65535);
+	assert_memory_equal(H.conns[a.conn].rx, pattern, 65535);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+}
+
+/* With the pool disabled out-of-order data is dropped as before. */
+static void test_ooo_hold_disabled(void **state)
+{
+	(void)state;
+	struct tcp_config cfg;
+	h_fini();
+	h_config(&cfg);
+	cfg.ooo_slots = 0;
+	assert_int_equal(setup_cfg(&cfg), 0);
+	struct peer p;
+	handshake(&p, 43600, 1460, -1, 65535);
+	p_raw(&p, ACK, p.seq + 1000, p.ack, pattern + 1000, 1000);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	p_raw(&p, ACK, p.seq, p.ack, pattern, 1000);
+	assert_int_equal(H.conns[p.conn].rx_len, 1000);
+	assert_int_equal(tcp_stats(H.t)->rx_ooo, 1);
+}
+
+/* Held slots go back to the pool on abort, on an accepted RST, on a FIN, and when
+ * the upper layer aborts from inside the delivery of held data; partial consumption
+ * of held data keeps the rest held. */
+static void test_ooo_hold_no_leak(void **state)
+{
+	(void)state;
+	struct peer p;
+	handshake(&p, 43700, 1460, -1, 65535);
+	p_raw(&p, ACK, p.seq + 1000, p.ack, pattern, 500);
+	p_raw(&p, ACK, p.seq + 2000, p.ack, pattern, 500);
+	assert_int_equal(tcp_hold_count(H.t), 2);
+	tcp_abort(H.t, p.conn);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	assert_int_equal(tcp_stats(H.t)->ooo_discarded, 2);
+
+	h_drain();
+	handshake(&p, 43701, 1460, -1, 65535);
+	p_raw(&p, ACK, p.seq + 1000, p.ack, pattern, 500);
+	assert_int_equal(tcp_hold_count(H.t), 1);
+	p_raw(&p, RST, p.seq, 0, NULL, 0);
+	assert_int_equal(H.conns[p.conn].closed_reason, TCP_CLOSE_RESET);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+
+	/* an in-order FIN while data beyond it is "held" (bogus peer): freed */
+	h_drain();
+	handshake(&p, 43702, 1460, -1, 65535);
+	p_raw(&p, ACK, p.seq + 1000, p.ack, pattern, 500);
+	p_send(&p, ACK | FIN, NULL, 0);
+	assert_int_equal(H.conns[p.conn].eof, 1);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	assert_int_equal(tcp_check_invariants(H.t), 0);
+	assert_int_equal(tcp_close(H.t, p.conn), 0);
+
+	/* partial consumption of held data: the rest stays held until resent */
+	h_drain();
+	handshake(&p, 43703, 1460, -1, 65535);
+	uint32_t base = p.seq;
+	p_raw(&p, ACK, base + 100, p.ack, pattern + 100, 900);
+	H.recv_limit = 400;
+	p_raw(&p, ACK, base, p.ack, pattern, 100); /* 100 taken, 400 of the held 900 */
+	assert_int_equal(H.conns[p.conn].rx_len, 500);
+	assert_int_equal(tcp_hold_count(H.t), 1);
+	assert_int_equal(tcp_check_invariants(H.t), 0);
+	H.recv_limit = (size_t)-1;
+	p_raw(&p, ACK, base + 500, p.ack, pattern + 500, 100); /* resent: rest released */
+	assert_int_equal(H.conns[p.conn].rx_len, 1000);
+	assert_memory_equal(H.conns[p.conn].rx, pattern, 1000);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+
+	/* abort from inside recv() while held data is being delivered */
+	h_drain();
+	handshake(&p, 43704, 1460, -1, 65535);
+	p_raw(&p, ACK, p.seq + 100, p.ack, pattern + 100, 100);
+	p_raw(&p, ACK, p.seq + 300, p.ack, pattern + 300, 100);
+	H.abort_in_recv = p.conn + 1;
+	p_raw(&p, ACK, p.seq, p.ack, pattern, 100);
+	H.abort_in_recv = 0;
+	assert_int_equal(H.conns[p.conn].closed_reason, TCP_CLOSE_ABORT);
+	assert_int_equal(tcp_hold_count(H.t), 0);
+	assert_int_equal(tcp_check_invariants(H.t), 0);
 }
 
 /* ---- loss recovery ---- */
@@ -626,10 +909,11 @@ static void test_close_peer_first(void **state)
 	p_send(&p, ACK, NULL, 0);
 	assert_int_equal(H.conns[p.conn].closed_reason, TCP_CLOSE_NORMAL);
 	assert_int_equal(tcp_conn_count(H.t), 0);
-	/* a late segment now meets the listener: RST */
+	/* a late segment now meets the listener: its cookie fails, dropped silently */
+	uint64_t bad = tcp_stats(H.t)->cookie_bad;
 	p_send(&p, ACK, NULL, 0);
-	assert_true(h_pop(&s));
-	assert_true(s.flags & RST);
+	assert_false(h_pop(&s));
+	assert_int_equal(tcp_stats(H.t)->cookie_bad, bad + 1);
 }
 
 static void test_close_server_first_no_time_wait(void **state)
@@ -1130,6 +1414,7 @@ static uint64_t run_transfer(size_t total, uint32_t loss, uint32_t dup, uint32_t
 	assert_memory_equal(c.rx, tx, total);
 	assert_int_equal(H.conns[conn].acked, total);
 	assert_int_equal(tcp_sref_count(H.t), 0);
+	assert_int_equal(tcp_hold_count(H.t), 0); /* no hold slot outlives its connection */
 	*segs = tcp_stats(H.t)->in_segs + tcp_stats(H.t)->out_segs;
 	free(tx);
 	free(c.rx);
@@ -1152,10 +1437,13 @@ static void test_lossy_link_1mib_echo(void **state)
 	uint64_t segs;
 	uint64_t ms = run_transfer(1 << 20, 50, 20, 100, 0xC0FFEE, &segs);
 	const struct tcp_stats *st = tcp_stats(H.t);
-	printf("# lossy 1 MiB echo: %llu simulated ms, retransmits %llu, fast %llu, rto %llu, ooo %llu\n",
+	printf("# lossy 1 MiB echo: %llu simulated ms, retransmits %llu, fast %llu, rto %llu, ooo %llu"
+	       " (held %llu, released %llu, dup %llu)\n",
 	       (unsigned long long)ms, (unsigned long long)st->retransmits,
 	       (unsigned long long)st->fast_retransmits, (unsigned long long)st->rto_expired,
-	       (unsigned long long)st->rx_ooo);
+	       (unsigned long long)st->rx_ooo, (unsigned long long)st->ooo_held,
+	       (unsigned long long)st->ooo_released, (unsigned long long)st->ooo_dup);
+	assert_true(st->ooo_held > 0);
 	assert_true(st->retransmits > 0);
 	assert_true(st->rx_ooo > 0);
 }
@@ -1192,6 +1480,12 @@ static void test_measure(void **state)
 	check_each_step = true;
 	printf("# control block %zu B + table slots %zu B per connection (no buffers at idle)\n",
 	       tcp_cb_size(), tcp_slot_size());
+	{
+		struct tcp_config dc;
+		tcp_config_default(&dc);
+		printf("# out-of-order hold pool (defaults: %u slots of %u B, %u per connection): %zu B per stack\n",
+		       dc.ooo_slots, (unsigned)dc.ooo_slot_size, dc.ooo_per_conn, tcp_hold_pool_size(&dc));
+	}
 	printf("# 1 MiB echo through the harness (both ends + link): %llu segments in %.3f s = %.0f segments/s\n",
 	       (unsigned long long)segs, s, (double)segs / s);
 	/* Request/response pump on one connection, no simulated link: peer data segment in,
@@ -1246,6 +1540,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_data_both_ways_delayed_and_merged_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recv_partial_consumption, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_and_reordered_segments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reordered_final_ack_after_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reordered_data_completes_handshake, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ooo_hold_released_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ooo_hold_fin, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ooo_hold_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ooo_hold_disabled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ooo_hold_no_leak, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rto_backoff_and_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rtt_sample_sets_rto, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fast_retransmit_newreno, setup, teardown),
