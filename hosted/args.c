@@ -102,7 +102,10 @@ void hosted_opts_usage(const char *prog)
 		"  --disk FILE               a file as the disk (block self-test at start-up)\n"
 		"  --disk-mib N              create or extend the disk file to N MiB\n"
 		"  --pcap FILE               capture the frames the stack sees and sends\n"
-		"  --run-ms N                exit after N ms (default: until SIGINT/SIGTERM)\n",
+		"  --run-ms N                exit after N ms (default: until SIGINT/SIGTERM)\n"
+		"  --broker                  MQTT over TLS 1.3 (mTLS) on the configured port\n"
+		"                            instead of the echo service\n"
+		"  --broker-stats-ms N       broker stats line period, 0: off (default 10000)\n",
 		prog);
 }
 
@@ -121,6 +124,7 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 		.stats_ms = 5000,
 		.mtu = 1500,
 		.impair_rx = true,
+		.broker_stats_ms = 10000,
 	};
 	*err = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -132,6 +136,9 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 			return 1;
 		if (!strcmp(opt, "--dhcp")) {
 			o->dhcp = true;
+			takes = false;
+		} else if (!strcmp(opt, "--broker")) {
+			o->broker = true;
 			takes = false;
 		} else if (!val) {
 			*err = "missing value";
@@ -201,6 +208,9 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 				return -E_INVAL;
 		} else if (!strcmp(opt, "--pcap")) {
 			o->pcap = val;
+		} else if (!strcmp(opt, "--broker-stats-ms")) {
+			if (!parse_u32(val, 0, UINT32_MAX, &o->broker_stats_ms))
+				return -E_INVAL;
 		} else if (!strcmp(opt, "--run-ms")) {
 			if (!parse_u32(val, 1, UINT32_MAX, &o->run_ms))
 				return -E_INVAL;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lib/compiler.h"
+#include "tls/revoke.h"
 
 struct tcp_stack;
 
@@ -118,6 +119,35 @@ void hosted_echo_fini(struct hosted_echo *e);
 /* The TCP upper ops (ctx = struct hosted_echo *). */
 extern const struct tcp_upper_ops hosted_echo_ops;
 
+/* ---- MQTT broker (the data plane, dp/) on our TCP ----------------------------------
+ * Embedded development certificates, configuration limits, an accounted heap over malloc
+ * (requested bytes, the configured limit). One per process: it owns the TLS handshake
+ * env, whose mbedTLS hooks are process-global. */
+#define HOSTED_BROKER_MAX_REVOKED 16
+struct dp;
+struct tls_hs_env;
+struct hosted_broker {
+	struct tls_hs_env *hs_env;
+	struct dp *dp;
+	void *dp_mem;
+	size_t dp_mem_len;
+	size_t heap_used, heap_peak, heap_limit, heap_blocks;
+	uint64_t heap_failed;
+	struct tls_revoke_entry revoked[HOSTED_BROKER_MAX_REVOKED];
+	uint8_t revoked_bytes[HOSTED_BROKER_MAX_REVOKED][32];
+	struct tls_revoke_list revoke_list;
+};
+/* Create the handshake env and the data plane for max_conn connections. 0 or -E_*. */
+MUST_CHECK int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn);
+/* Link the TCP stack (created with dp_tcp_upper and the dp as ctx). */
+void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp);
+/* Safe point of the loop (after tcp_poll): reap, handshake deadlines, broker tick. */
+void hosted_broker_poll(struct hosted_broker *hb);
+/* Two stats lines on stdout: connections, bytes per connection, refusals. */
+void hosted_broker_stats(struct hosted_broker *hb, const char *tag);
+/* Abort every connection (TCP must still exist), free everything, report leaks. */
+void hosted_broker_fini(struct hosted_broker *hb);
+
 /* ---- packet capture (debugging aid) ------------------------------------------------ */
 struct hosted_pcap {
 	void *f; /* FILE *, NULL when off */
@@ -150,6 +180,8 @@ struct hosted_opts {
 	const char *pcap;      /* capture file, NULL: none */
 	const char *disk;      /* file behind the block interface, NULL: none */
 	uint32_t disk_mib;     /* create/extend the disk file to this size (0: as is) */
+	bool broker;           /* MQTT over TLS on CONF_TCP_PORT instead of echo */
+	uint32_t broker_stats_ms; /* broker line period (default 10000), 0: off */
 };
 /* Parse argv into `o` (defaults first). 0, or -E_INVAL with `err` (a static message)
  * naming the bad option; 1 when --help was asked. */

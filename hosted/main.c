@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dp/dp.h"
 #include "hosted/blk_file.h"
 #include "hosted/hosted.h"
 #include "lib/err.h"
@@ -42,6 +43,8 @@ struct hosted {
 	void *tcp_mem;
 	struct tcp_stack *tcp;
 	struct hosted_echo echo;
+	struct hosted_broker broker;
+	bool broker_up;
 	struct hosted_pcap pcap;
 	struct hosted_blk_file disk;
 	uint64_t t0_ms;
@@ -325,6 +328,8 @@ static int run(struct hosted *h)
 {
 	uint64_t now = clock_ms();
 	uint64_t next_stats = h->o.stats_ms ? now + h->o.stats_ms : UINT64_MAX;
+	uint64_t next_bstats = h->broker_up && h->o.broker_stats_ms ? now + h->o.broker_stats_ms :
+								       UINT64_MAX;
 	uint64_t end = h->o.run_ms ? now + h->o.run_ms : UINT64_MAX;
 	struct pollfd pfd[2] = {
 		{.fd = h->tap_fd, .events = POLLIN},
@@ -333,7 +338,7 @@ static int run(struct hosted *h)
 
 	for (;;) {
 		now = clock_ms();
-		int n = poll(pfd, 2, loop_timeout(h, now, next_stats, end));
+		int n = poll(pfd, 2, loop_timeout(h, now, MIN(next_stats, next_bstats), end));
 		if (n < 0 && errno != EINTR) {
 			perror("hosted: poll");
 			return 1;
@@ -353,11 +358,17 @@ static int run(struct hosted *h)
 		now = clock_ms();
 		impair_flush(h, now);
 		tcp_poll(h->tcp);
+		if (h->broker_up)
+			hosted_broker_poll(&h->broker);
 		if (net_stack_next_timer_ms(&h->net) <= now)
 			net_stack_poll(&h->net, now);
 		if (now >= next_stats) {
 			print_stats(h, "stats");
 			next_stats = now + h->o.stats_ms;
+		}
+		if (now >= next_bstats) {
+			hosted_broker_stats(&h->broker, "stats");
+			next_bstats = now + h->o.broker_stats_ms;
 		}
 		if (now >= end) {
 			printf("hosted: --run-ms reached, shutting down\n");
@@ -425,16 +436,27 @@ static int setup(struct hosted *h)
 		fprintf(stderr, "hosted: pcap %s: %s\n", h->o.pcap, strerror(errno));
 		return -1;
 	}
-	if (hosted_echo_init(&h->echo, h->o.max_conn, h->o.echo_bufs, h->o.echo_buf_size) < 0) {
-		fprintf(stderr, "hosted: cannot allocate echo buffers\n");
-		return -1;
-	}
-
+	const struct tcp_upper_ops *upper = &hosted_echo_ops;
+	void *upper_ctx = &h->echo;
 	struct tcp_config tc;
-	tcp_config_default(&tc);
+	if (h->o.broker) {
+		if (hosted_broker_init(&h->broker, h->o.max_conn) < 0)
+			return -1;
+		h->broker_up = true;
+		upper = &dp_tcp_upper;
+		upper_ctx = h->broker.dp;
+		dp_tcp_config_from_conf(&tc);
+	} else {
+		if (hosted_echo_init(&h->echo, h->o.max_conn, h->o.echo_bufs, h->o.echo_buf_size) <
+		    0) {
+			fprintf(stderr, "hosted: cannot allocate echo buffers\n");
+			return -1;
+		}
+		tcp_config_default(&tc);
+		tc.ports[0] = h->o.echo_port;
+		tc.n_ports = 1;
+	}
 	tc.local_ip = h->o.dhcp ? 0 : h->o.ip;
-	tc.ports[0] = h->o.echo_port;
-	tc.n_ports = 1;
 	tc.max_conns = h->o.max_conn;
 	tc.max_send_refs = MAX(4096u, 4u * h->o.max_conn);
 	tc.max_pending_acks = MAX(256u, h->o.max_conn);
@@ -451,12 +473,14 @@ static int setup(struct hosted *h)
 		return -1;
 	}
 	rc = tcp_stack_init(&h->tcp, h->tcp_mem, mem_len, &tc, &hosted_tcp_port, &h->net,
-			    &hosted_echo_ops, &h->echo);
+			    upper, upper_ctx);
 	if (rc < 0) {
 		fprintf(stderr, "hosted: tcp_stack_init: %s\n", err_name(rc));
 		return -1;
 	}
 	h->echo.tcp = h->tcp;
+	if (h->broker_up)
+		hosted_broker_attach(&h->broker, h->tcp);
 
 	struct net_config nc = {
 		.use_dhcp = h->o.dhcp,
@@ -487,10 +511,10 @@ static int setup(struct hosted *h)
 		fprintf(stderr, "hosted: net_stack_init: %s\n", err_name(rc));
 		return -1;
 	}
-	printf("hosted: tap %s mac %02x:%02x:%02x:%02x:%02x:%02x echo port %u max_conn %u"
+	printf("hosted: tap %s mac %02x:%02x:%02x:%02x:%02x:%02x %s port %u max_conn %u"
 	       " frames %u x %zu B, TCP %zu B (cb %zu B, slot %zu B)%s\n",
 	       h->o.tap, h->o.mac[0], h->o.mac[1], h->o.mac[2], h->o.mac[3], h->o.mac[4],
-	       h->o.mac[5], h->o.echo_port, h->o.max_conn, h->o.frames, frame_size, mem_len,
+	       h->o.mac[5], h->broker_up ? "broker" : "echo", tc.ports[0], h->o.max_conn, h->o.frames, frame_size, mem_len,
 	       tcp_cb_size(), tcp_slot_size(),
 	       hosted_impair_on(&h->imp_rx) || hosted_impair_on(&h->imp_tx) ?
 		       ", link impaired" : "");
@@ -500,6 +524,12 @@ static int setup(struct hosted *h)
 /* Abort what is still open so every buffer is back, then release everything. */
 static void teardown(struct hosted *h)
 {
+	if (h->o.broker) {
+		hosted_broker_fini(&h->broker); /* aborts through TCP, which must still exist */
+		h->broker_up = false;
+		if (h->tcp)
+			tcp_poll(h->tcp);
+	}
 	if (h->tcp) {
 		for (uint32_t i = 0; i < h->echo.max_conns; i++)
 			if (h->echo.conns[i].open)
@@ -554,6 +584,8 @@ int main(int argc, char **argv)
 	rc = setup(h) < 0 ? 1 : run(h);
 	if (h->tcp)
 		print_stats(h, "final");
+	if (h->tcp && h->broker_up)
+		hosted_broker_stats(&h->broker, "final");
 	teardown(h);
 	return rc;
 }

@@ -1,14 +1,24 @@
 # SPDX-License-Identifier: MIT
 # hosted/: the stack as a Linux process on a TAP device (build/hosted/urmqtt), host
-# flavour with ASan/UBSan. Also unit-tested piecewise (tests/unit/hosted/).
+# flavour with ASan/UBSan. Also unit-tested piecewise (tests/unit/hosted/). --broker runs
+# the data plane (dp/) with the development certificates embedded at build time.
 HOSTED_SRCS += hosted/main.c hosted/args.c hosted/pool.c hosted/impair.c hosted/tap.c \
-	hosted/echo.c hosted/pcap.c hosted/blk_file.c
+	hosted/echo.c hosted/pcap.c hosted/blk_file.c hosted/broker.c
 
-$(B)/hosted/urmqtt: $$(call objs,host,t,$$(HOSTED_SRCS)) $$(HOST_LIB)
+GENERATED_HEADERS += $(CERTS_HEADER)
+
+$(B)/hosted/urmqtt: $$(call objs,host,t,$$(HOSTED_SRCS)) $$(HOST_LIB) $(B)/host/libmbedtls.a
 	@mkdir -p $(@D); echo "  LD [hosted] $@"
-	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $(call objs,host,t,$(HOSTED_SRCS)) $(HOST_LIB)
+	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $(call objs,host,t,$(HOSTED_SRCS)) $(HOST_LIB) \
+		$(B)/host/libmbedtls.a
 
 TEST_DEPS += $(B)/hosted/urmqtt
-SMOKE_SCRIPTS += tests/smoke/hosted-tcp.sh
+SMOKE_SCRIPTS += tests/smoke/hosted-tcp.sh tests/smoke/hosted-mqtt.sh
 TEST_SRCS_hosted_test_hosted := hosted/pool.c hosted/impair.c hosted/args.c
 TEST_SRCS_hosted_test_blk_file := hosted/blk_file.c
+
+.PHONY: run-hosted
+run-hosted: setup
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(B)/hosted/urmqtt
+	$(Q)hosted/run-hosted.sh $(B)

@@ -17,3 +17,4 @@ $(CERTS_HEADER): $(CERTS_DIR)/ca.crt $(CERTS_DIR)/server.crt $(CERTS_DIR)/server
 		$(CERTS_DIR)/revoked.serials tools/certs/embed.sh
 	@mkdir -p $(@D); echo "  EMBED       $@"
 	$(Q)tools/certs/embed.sh $(CERTS_DIR) $@
+GENERATED_HEADERS += $(CERTS_HEADER)

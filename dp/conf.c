@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The data plane's settings from the build-time configuration (the CONF_* constants of
+ * $(B)/gen/urmqtt_config.h): TCP, admission, identity rules, broker limits and the ACL
+ * patterns of service identities. The only file of dp/ that reads the configuration
+ * header; it holds constant tables only (the ACL patterns) and never mutable state.
+ * Limits the configuration file does not name yet are derived here, each with its reason.
+ */
+#include "dp/dp.h"
+
+#include "lib/mem.h"
+#include "urmqtt_config.h"
+
+static const char *const dp_acl_sub[] = CONF_ACL_SERVICE_SUBSCRIBE_INIT;
+static const char *const dp_acl_pub[] = CONF_ACL_SERVICE_PUBLISH_INIT;
+/* One rule for every service identity (identity NULL): the configuration has one set. */
+static const struct mqtt_acl_service dp_acl_services[] = {
+	{ NULL, dp_acl_pub, dp_acl_sub, CONF_ACL_SERVICE_PUBLISH_N, CONF_ACL_SERVICE_SUBSCRIBE_N },
+};
+
+void dp_tcp_config_from_conf(struct tcp_config *tc)
+{
+	tcp_config_default(tc);
+	tc->ports[0] = CONF_TCP_PORT;
+	tc->n_ports = 1;
+	tc->max_conns = CONF_TCP_MAX_CONNECTIONS;
+	/* A connection holds a few records unacknowledged at a time (handshake flight,
+	 * CONNACK, deliveries up to the inflight window). */
+	tc->max_send_refs = 4u * CONF_TCP_MAX_CONNECTIONS;
+	tc->max_pending_acks = CONF_TCP_MAX_CONNECTIONS;
+	tc->mss = CONF_TCP_MSS;
+	tc->rto_min_ms = CONF_TCP_RTO_MIN_MS;
+	tc->rto_max_ms = CONF_TCP_RTO_MAX_MS;
+	tc->delack_ms = CONF_TCP_DELAYED_ACK_MS;
+	tc->max_retries = CONF_TCP_MAX_RETRANSMITS;
+	tc->cookie_period_ms = CONF_TCP_SYN_COOKIE_ROTATE_S * 1000u;
+	tc->rst_per_s = CONF_TCP_RST_RATE_PER_S;
+}
+
+void dp_hs_id_config(struct tls_id_config *id)
+{
+	id->source = CONF_TLS_IDENTITY_SOURCE == CONF_TLS_IDENTITY_SOURCE_SAN_URI ?
+			     TLS_ID_FROM_SAN_URI : TLS_ID_FROM_CN;
+	id->max_len = 64; /* an MQTT client id a device may use; topic level budget */
+	id->service_uri_prefix = CONF_TLS_SERVICE_URI_PREFIX;
+}
+
+void dp_config_from_conf(struct dp_config *g)
+{
+	memset(g, 0, sizeof *g);
+	g->max_conns = CONF_TCP_MAX_CONNECTIONS;
+	g->port = CONF_TCP_PORT;
+	g->hs_per_core = CONF_TLS_HANDSHAKES_PER_CORE;
+	g->hs_per_source = CONF_TLS_HANDSHAKES_PER_SOURCE;
+	g->hs_rate_per_s = CONF_TLS_HANDSHAKE_RATE_PER_S;
+	g->hs_burst = CONF_TLS_HANDSHAKES_PER_CORE; /* a full pool may start at once */
+	g->hs_timeout_ms = 10000;                  /* a slow device on a bad link */
+	g->heap_low_watermark = (size_t)CONF_TLS_HEAP_LOW_WATERMARK_KB * 1024u;
+	g->max_out_bytes = 2u * CONF_TLS_RECORD_BUFFER_BYTES;
+	g->rx_window = CONF_TLS_RECORD_BUFFER_BYTES;
+	g->scratch_len = CONF_TLS_RECORD_BUFFER_BYTES;
+	g->rec.max_plaintext = TLS_REC_MAX_PLAINTEXT;
+	g->rec.key_update_after = 1u << 24; /* far below the AEAD limits of both suites */
+
+	struct mqtt_broker_config *m = &g->mqtt;
+	m->max_conns = CONF_TCP_MAX_CONNECTIONS;
+	m->max_sessions = CONF_MQTT_MAX_SESSIONS;
+	m->max_nodes = 2u * CONF_MQTT_MAX_SESSIONS + 1024u; /* a few absolute filters each */
+	m->max_subs = 2u * CONF_MQTT_MAX_SESSIONS;          /* beyond the inline one */
+	m->max_deliveries = 4u * CONF_MQTT_MAX_SESSIONS;
+	m->max_retained = CONF_MQTT_RETAINED_MAX;
+	m->max_packet = CONF_MQTT_MAX_PACKET_BYTES;
+	m->heap_limit = (size_t)CONF_CORE_HEAP_LIMIT_MB << 19; /* half the heap */
+	m->max_topic_levels = 16;
+	m->max_inflight = CONF_MQTT_INFLIGHT_WINDOW;
+	m->max_queue = CONF_MQTT_OFFLINE_QUEUE_LEN;
+	m->max_qos2_rx = CONF_MQTT_INFLIGHT_WINDOW;
+	m->max_subs_per_session = CONF_MQTT_MAX_SUBSCRIPTIONS_PER_SESSION;
+	m->queue_drop_oldest = CONF_MQTT_OFFLINE_QUEUE_POLICY == CONF_MQTT_OFFLINE_QUEUE_POLICY_DROP_OLDEST;
+	m->max_violations = CONF_MQTT_ACL_VIOLATIONS_BEFORE_CLOSE;
+	m->connect_timeout_ms = 10000;
+	m->rate_msgs_per_s = CONF_MQTT_RATE_MSGS_PER_S;
+	m->rate_burst_msgs = CONF_MQTT_RATE_MSGS_PER_S;
+	m->rate_bytes_per_s = CONF_MQTT_RATE_BYTES_PER_S;
+	m->rate_burst_bytes = CONF_MQTT_RATE_BYTES_PER_S;
+	m->rate_disconnect = CONF_MQTT_RATE_POLICY == CONF_MQTT_RATE_POLICY_DISCONNECT;
+	m->services = dp_acl_services;
+	m->n_services = 1;
+}

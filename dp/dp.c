@@ -1,0 +1,915 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The per-core data plane (dp/dp.h): TCP upper ops for the MQTT port, admission, the
+ * connection records (TCP id -> handshake or record layer -> MQTT connection), the
+ * ciphertext output chunks, and the close/reap paths. It must never free a record inside
+ * a callback that is using it, never hand TCP bytes it may change before they are
+ * acknowledged, and never start cryptography for a SYN admission refused.
+ *
+ * Design note.
+ * A record is indexed by its TCP connection id. States:
+ *
+ *   FREE --accept()--> HS --hs_input()==1, finish, mqtt_conn_open--> OPEN
+ *    ^                  |                                              |
+ *    |                  | failure / timeout / FIN     MQTT close, TLS alert or error,
+ *    |                  v                             peer FIN: conn_begin_close()
+ *    |               CLOSING <--------------------------------------------+
+ *    |                  |
+ *    +---reap()---------+--- TCP closed() sets GONE and links the record on the reap list
+ *
+ * Invariants (dp_check):
+ * 1. state HS <=> hs != NULL <=> the record holds one of the hs_slots entries.
+ * 2. mq != NULL only in OPEN (the broker's handle; cleared when the broker closes it or
+ *    after mqtt_conn_lost).
+ * 3. out_bytes equals the bytes of the chunk list not yet acknowledged; no chunk exists
+ *    in state FREE.
+ * 4. A record is on the reap list exactly when GONE is set; a GONE record is never
+ *    handed to TCP again.
+ * 5. n_open counts records not FREE.
+ */
+#include "dp/dp.h"
+
+#include "lib/err.h"
+#include "lib/fmt.h"
+#include "lib/mem.h"
+
+#define DP_FREE 0u
+#define DP_HS 1u
+#define DP_OPEN 2u
+#define DP_CLOSING 3u
+
+#define DP_F_GONE 0x01u    /* TCP closed(): id released by TCP, waiting for reap */
+#define DP_F_BLOCKED 0x02u /* the broker got -E_AGAIN: call writable on ack */
+#define DP_F_FIN 0x04u     /* we asked TCP to close */
+
+#define DP_NIL UINT32_MAX
+/* Room for the control records tls_rec_flush may write at once (its contract). */
+#define DP_CTRL_CAP ((size_t)2u * (TLS_REC_OVERHEAD + 5u))
+
+/* Ciphertext waiting for TCP's acknowledgement; data[] is what TCP references. */
+struct dp_chunk {
+	struct dp_chunk *next;
+	uint32_t len;
+	uint32_t alloc_len;
+	uint8_t data[];
+};
+
+struct dp_conn {
+	struct tls_rec rec;
+	struct tls_hs *hs;
+	struct mqtt_conn *mq;
+	struct dp_chunk *out_head, *out_tail;
+	uint32_t out_bytes; /* unacknowledged bytes in the chunks */
+	uint32_t head_acked; /* acknowledged bytes of out_head */
+	uint32_t reap_next;
+	uint8_t state;
+	uint8_t flags;
+};
+
+struct dp_hs_slot {
+	struct dp *dp; /* back pointer: the slot is the handshake's send context */
+	uint32_t conn; /* DP_NIL when free */
+	uint32_t src_ip;
+	uint64_t deadline_ms;
+};
+
+struct dp {
+	struct dp_config cfg;
+	struct tls_rec_env renv;
+	struct mqtt_broker *broker;
+	struct dp_conn *conns;
+	struct dp_hs_slot *hs_slots;
+	uint8_t *scratch;
+	uint32_t n_open, n_hs, n_est;
+	uint32_t reap_head;
+	uint64_t tokens_milli; /* handshake token bucket, in 1/1000 tokens */
+	uint64_t tokens_ms;
+	uint64_t last_tick_ms;
+	struct dp_stats st;
+};
+
+static uint64_t now_ms(const struct dp *dp)
+{
+	return dp->cfg.now_ms(dp->cfg.clock_ctx);
+}
+
+static uint32_t conn_id(const struct dp *dp, const struct dp_conn *c)
+{
+	return (uint32_t)(c - dp->conns);
+}
+
+static void say(struct dp *dp, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static void say(struct dp *dp, const char *fmt, ...)
+{
+	char line[192];
+	va_list ap;
+	if (!dp->cfg.log)
+		return;
+	va_start(ap, fmt);
+	(void)fmt_vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	dp->cfg.log(dp->cfg.log_ctx, line);
+}
+
+/* ---- heap adapters ------------------------------------------------------------------ */
+
+static void *heap_alloc(struct dp *dp, size_t len, const char *tag)
+{
+	return dp->cfg.heap.alloc(dp->cfg.heap.ctx, len, tag);
+}
+
+static void heap_free(struct dp *dp, void *p, size_t len)
+{
+	dp->cfg.heap.free(dp->cfg.heap.ctx, p, len);
+}
+
+static void *rec_alloc(void *ctx, size_t len)
+{
+	return heap_alloc(ctx, len, "tls-rec");
+}
+
+static void rec_free(void *ctx, void *p, size_t len)
+{
+	heap_free(ctx, p, len);
+}
+
+static void *mq_alloc(void *ctx, size_t len)
+{
+	return heap_alloc(ctx, len, "mqtt");
+}
+
+static void mq_free(void *ctx, void *p, size_t len)
+{
+	heap_free(ctx, p, len);
+}
+
+/* ---- output ------------------------------------------------------------------------- */
+
+static void out_free_all(struct dp *dp, struct dp_conn *c)
+{
+	struct dp_chunk *k = c->out_head;
+	while (k) {
+		struct dp_chunk *n = k->next;
+		heap_free(dp, k, k->alloc_len);
+		dp->st.out_chunks_live--;
+		k = n;
+	}
+	c->out_head = c->out_tail = NULL;
+	c->out_bytes = 0;
+	c->head_acked = 0;
+}
+
+/* Hand a filled chunk to TCP. On failure the chunk is freed and the stream is broken
+ * (bytes already encrypted with a sequence number TCP never carried): abort. */
+static int out_queue(struct dp *dp, struct dp_conn *c, struct dp_chunk *k)
+{
+	struct tcp_iov iov = { k->data, k->len };
+	k->next = NULL;
+	if (c->out_tail)
+		c->out_tail->next = k;
+	else
+		c->out_head = k;
+	c->out_tail = k;
+	c->out_bytes += k->len;
+	int rc = dp->cfg.lower.send(dp->cfg.lower_ctx, conn_id(dp, c), &iov, 1);
+	if (rc) {
+		/* Not referenced by TCP: unlink (it is the tail) before freeing. */
+		struct dp_chunk **pp = &c->out_head;
+		struct dp_chunk *prev = NULL;
+		while (*pp != k) {
+			prev = *pp;
+			pp = &(*pp)->next;
+		}
+		*pp = NULL;
+		c->out_tail = prev;
+		c->out_bytes -= k->len;
+		if (!c->out_head)
+			c->head_acked = 0;
+		heap_free(dp, k, k->alloc_len);
+		dp->st.out_chunks_live--;
+		dp->st.out_send_failed++;
+		return rc;
+	}
+	dp->st.bytes_out += k->len;
+	return 0;
+}
+
+static struct dp_chunk *chunk_new(struct dp *dp, size_t len)
+{
+	size_t alloc_len = sizeof(struct dp_chunk) + len;
+	struct dp_chunk *k = heap_alloc(dp, alloc_len, "dp-out");
+	if (!k) {
+		dp->st.out_alloc_failed++;
+		return NULL;
+	}
+	dp->st.out_chunks_live++;
+	k->next = NULL;
+	k->len = 0;
+	k->alloc_len = (uint32_t)alloc_len;
+	return k;
+}
+
+/* Raw bytes (handshake flight) out. */
+static int out_raw(struct dp *dp, struct dp_conn *c, const uint8_t *p, size_t len)
+{
+	if (len > UINT32_MAX / 2)
+		return -E_RANGE;
+	struct dp_chunk *k = chunk_new(dp, len);
+	if (!k)
+		return -E_NOMEM;
+	memcpy(k->data, p, len);
+	k->len = (uint32_t)len;
+	return out_queue(dp, c, k);
+}
+
+/* Pending TLS control records (KeyUpdate, alert, close_notify) out. */
+static void out_flush_tls(struct dp *dp, struct dp_conn *c)
+{
+	if (!tls_rec_want_flush(&c->rec) || (c->flags & DP_F_GONE))
+		return;
+	struct dp_chunk *k = chunk_new(dp, DP_CTRL_CAP);
+	if (!k)
+		return;
+	size_t n = 0;
+	if (tls_rec_flush(&dp->renv, &c->rec, k->data, DP_CTRL_CAP, &n) || !n) {
+		heap_free(dp, k, k->alloc_len);
+		dp->st.out_chunks_live--;
+		return;
+	}
+	k->len = (uint32_t)n;
+	(void)out_queue(dp, c, k);
+}
+
+/* ---- closing ------------------------------------------------------------------------ */
+
+static void hs_slot_release(struct dp *dp, struct dp_conn *c)
+{
+	uint32_t id = conn_id(dp, c);
+	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++)
+		if (dp->hs_slots[i].conn == id) {
+			dp->hs_slots[i].conn = DP_NIL;
+			dp->n_hs--;
+			return;
+		}
+}
+
+static void hs_end(struct dp *dp, struct dp_conn *c)
+{
+	if (c->hs) {
+		tls_hs_abort(c->hs);
+		c->hs = NULL;
+		hs_slot_release(dp, c);
+	}
+}
+
+/* Leave HS or OPEN for CLOSING: say what TLS must say, then FIN. The broker handle must
+ * already be gone (closed by the broker or lost). */
+static void conn_begin_close(struct dp *dp, struct dp_conn *c, bool tls_open)
+{
+	if (c->state == DP_OPEN)
+		dp->n_est--;
+	hs_end(dp, c);
+	c->state = DP_CLOSING;
+	if (c->flags & DP_F_GONE)
+		return;
+	if (tls_open) {
+		if (!tls_rec_failed(&c->rec))
+			tls_rec_shutdown(&c->rec);
+		out_flush_tls(dp, c);
+	}
+	if (!(c->flags & DP_F_FIN)) {
+		c->flags |= DP_F_FIN;
+		if (dp->cfg.lower.close(dp->cfg.lower_ctx, conn_id(dp, c)) != 0)
+			dp->cfg.lower.abort(dp->cfg.lower_ctx, conn_id(dp, c));
+	}
+}
+
+static void mq_lose(struct dp *dp, struct dp_conn *c)
+{
+	if (c->mq) {
+		struct mqtt_conn *m = c->mq;
+		c->mq = NULL;
+		mqtt_conn_lost(dp->broker, m, now_ms(dp));
+	}
+}
+
+/* Free everything of a record whose TCP id TCP has released. Safe point only. */
+static void conn_reap(struct dp *dp, struct dp_conn *c)
+{
+	if (c->state == DP_OPEN)
+		dp->n_est--;
+	hs_end(dp, c);
+	c->state = DP_CLOSING; /* the broker's sends during mq_lose now refuse */
+	mq_lose(dp, c);
+	tls_rec_close(&dp->renv, &c->rec);
+	out_free_all(dp, c);
+	memset(c, 0, sizeof *c);
+	c->state = DP_FREE;
+	c->reap_next = DP_NIL;
+	dp->n_open--;
+	dp->st.reaped++;
+}
+
+static void reap_all(struct dp *dp)
+{
+	while (dp->reap_head != DP_NIL) {
+		struct dp_conn *c = &dp->conns[dp->reap_head];
+		dp->reap_head = c->reap_next;
+		c->reap_next = DP_NIL;
+		conn_reap(dp, c);
+	}
+}
+
+/* Unlink one record from the reap list (TCP reuses its id before dp_poll ran). */
+static void reap_one(struct dp *dp, struct dp_conn *c)
+{
+	uint32_t id = conn_id(dp, c);
+	uint32_t *pp = &dp->reap_head;
+	while (*pp != DP_NIL && *pp != id)
+		pp = &dp->conns[*pp].reap_next;
+	if (*pp == id)
+		*pp = c->reap_next;
+	c->reap_next = DP_NIL;
+	conn_reap(dp, c);
+}
+
+/* ---- broker ops ----------------------------------------------------------------------- */
+
+static int mq_send(void *ctx, void *user, const uint8_t *buf, size_t len)
+{
+	struct dp *dp = ctx;
+	struct dp_conn *c = user;
+	if (c->state != DP_OPEN || (c->flags & DP_F_GONE))
+		return -E_AGAIN;
+	if (c->out_bytes >= dp->cfg.max_out_bytes) {
+		c->flags |= DP_F_BLOCKED;
+		dp->st.out_blocked++;
+		return -E_AGAIN;
+	}
+	size_t wire = tls_rec_wire_len(&dp->renv, &c->rec, len);
+	struct dp_chunk *k = chunk_new(dp, wire);
+	if (!k) {
+		c->flags |= DP_F_BLOCKED;
+		return -E_AGAIN;
+	}
+	size_t n = 0;
+	int rc = tls_rec_write(&dp->renv, &c->rec, buf, len, k->data, wire, &n);
+	if (rc) {
+		heap_free(dp, k, k->alloc_len);
+		dp->st.out_chunks_live--;
+		return -E_AGAIN;
+	}
+	k->len = (uint32_t)n;
+	rc = out_queue(dp, c, k);
+	if (rc) {
+		/* Encrypted but not carried: the record stream has a hole. End it hard. */
+		say(dp, "dp: conn %u: TCP refused %zu bytes (%s), aborting", conn_id(dp, c), n,
+		     err_name(rc));
+		c->flags |= DP_F_FIN;
+		dp->cfg.lower.abort(dp->cfg.lower_ctx, conn_id(dp, c));
+		return -E_AGAIN;
+	}
+	return 0;
+}
+
+static void mq_close(void *ctx, void *user)
+{
+	struct dp *dp = ctx;
+	struct dp_conn *c = user;
+	c->mq = NULL;
+	dp->st.close_mqtt++;
+	if (c->state == DP_OPEN)
+		conn_begin_close(dp, c, true);
+}
+
+/* ---- TCP upper ops ------------------------------------------------------------------ */
+
+static void bucket_refill(struct dp *dp, uint64_t now)
+{
+	uint64_t cap = (uint64_t)dp->cfg.hs_burst * 1000u;
+	if (now > dp->tokens_ms) {
+		uint64_t add = (now - dp->tokens_ms) * dp->cfg.hs_rate_per_s;
+		dp->tokens_milli = MIN(cap, dp->tokens_milli + MIN(add, cap));
+	}
+	dp->tokens_ms = now;
+}
+
+static bool up_admit(void *ctx, uint32_t src_ip, uint16_t src_port, uint16_t dst_port)
+{
+	struct dp *dp = ctx;
+	(void)src_port;
+	if (dst_port != dp->cfg.port) {
+		dp->st.refused_port++;
+		return false;
+	}
+	if (dp->cfg.heap.avail(dp->cfg.heap.ctx) < dp->cfg.heap_low_watermark) {
+		dp->st.refused_heap++;
+		return false;
+	}
+	if (dp->n_open >= dp->cfg.max_conns) {
+		dp->st.refused_records++;
+		return false;
+	}
+	if (dp->n_hs >= dp->cfg.hs_per_core) {
+		dp->st.refused_inflight++;
+		return false;
+	}
+	uint32_t same = 0;
+	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++)
+		if (dp->hs_slots[i].conn != DP_NIL && dp->hs_slots[i].src_ip == src_ip)
+			same++;
+	if (same >= dp->cfg.hs_per_source) {
+		dp->st.refused_source++;
+		return false;
+	}
+	bucket_refill(dp, now_ms(dp));
+	if (dp->tokens_milli < 1000u) {
+		dp->st.refused_rate++;
+		return false;
+	}
+	dp->tokens_milli -= 1000u;
+	dp->st.admitted++;
+	return true;
+}
+
+/* The handshake's send callback; ctx is its slot (which names the dp and the record). */
+static int hs_send(void *ctx, const uint8_t *p, size_t len)
+{
+	struct dp_hs_slot *s = ctx;
+	struct dp *dp = s->dp;
+	struct dp_conn *c = &dp->conns[s->conn];
+	if (c->flags & DP_F_GONE)
+		return -E_CLOSED;
+	return out_raw(dp, c, p, len);
+}
+
+static int up_accept(void *ctx, uint32_t conn, uint32_t src_ip, uint16_t src_port, uint16_t dst_port)
+{
+	struct dp *dp = ctx;
+	(void)src_port;
+	if (conn >= dp->cfg.max_conns || dst_port != dp->cfg.port) {
+		dp->st.accept_refused++;
+		return -E_INVAL;
+	}
+	struct dp_conn *c = &dp->conns[conn];
+	if (c->state != DP_FREE) {
+		if (!(c->flags & DP_F_GONE)) {
+			dp->st.accept_refused++; /* TCP reused a live id: refuse, keep ours */
+			return -E_EXIST;
+		}
+		reap_one(dp, c); /* not inside any callback of the old connection */
+	}
+	struct dp_hs_slot *s = NULL;
+	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++)
+		if (dp->hs_slots[i].conn == DP_NIL) {
+			s = &dp->hs_slots[i];
+			break;
+		}
+	if (!s) {
+		dp->st.accept_refused++;
+		return -E_NOMEM;
+	}
+	struct tls_hs *hs;
+	int rc = tls_hs_start(dp->cfg.hs_env, hs_send, s, &hs);
+	if (rc) {
+		dp->st.accept_refused++;
+		return rc;
+	}
+	s->dp = dp;
+	s->conn = conn;
+	s->src_ip = src_ip;
+	s->deadline_ms = now_ms(dp) + dp->cfg.hs_timeout_ms;
+	memset(c, 0, sizeof *c);
+	c->reap_next = DP_NIL;
+	c->hs = hs;
+	c->state = DP_HS;
+	dp->n_hs++;
+	dp->n_open++;
+	dp->st.accepted++;
+	return 0;
+}
+
+struct data_ctx {
+	struct dp *dp;
+	struct dp_conn *c;
+};
+
+/* Plaintext of one record: straight into the broker. */
+static int on_data(void *ctx, const uint8_t *data, size_t len)
+{
+	struct data_ctx *d = ctx;
+	if (d->c->state != DP_OPEN || !d->c->mq)
+		return -E_CLOSED;
+	return mqtt_conn_input(d->dp->broker, d->c->mq, data, len, now_ms(d->dp));
+}
+
+static void records_in(struct dp *dp, struct dp_conn *c, const uint8_t *data, size_t len)
+{
+	struct data_ctx d = { dp, c };
+	while (len && c->state == DP_OPEN) {
+		size_t n = MIN(len, (size_t)dp->cfg.scratch_len);
+		/* TCP hands a read-only view of the frame: decrypt in place in the core's
+		 * scratch buffer instead. */
+		memcpy(dp->scratch, data, n);
+		data += n;
+		len -= n;
+		int rc = tls_rec_input(&dp->renv, &c->rec, dp->scratch, n, on_data, &d);
+		if (c->state != DP_OPEN)
+			return; /* the broker closed it (DISCONNECT, protocol error, ACL) */
+		if (rc == -E_CLOSED) {
+			dp->st.close_tls_alert++;
+			say(dp, "dp: conn %u: peer ended TLS (alert %u)", conn_id(dp, c),
+			     tls_rec_alert(&c->rec));
+			mq_lose(dp, c);
+			conn_begin_close(dp, c, true);
+			return;
+		}
+		if (rc < 0) {
+			dp->st.close_tls_error++;
+			say(dp, "dp: conn %u: record error %s, alert %u", conn_id(dp, c),
+			     err_name(rc), tls_rec_alert(&c->rec));
+			mq_lose(dp, c);
+			conn_begin_close(dp, c, true);
+			return;
+		}
+		out_flush_tls(dp, c);
+	}
+}
+
+static void ip_str(char *buf, size_t len, uint32_t ip)
+{
+	(void)fmt_snprintf(buf, len, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255u, (ip >> 8) & 255u,
+			   ip & 255u);
+}
+
+/* The handshake finished: record layer, identity, broker connection. */
+static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
+{
+	struct tls_identity id;
+	char ip[16];
+	ip_str(ip, sizeof ip, src_ip);
+	int rc = tls_hs_finish(c->hs, &c->rec, &id);
+	c->hs = NULL; /* gone whatever the result */
+	hs_slot_release(dp, c);
+	c->state = DP_OPEN;
+	dp->n_est++;
+	if (rc) {
+		dp->st.id_refused++;
+		say(dp, "dp: conn %u from %s: identity refused: %s", conn_id(dp, c), ip, err_name(rc));
+		conn_begin_close(dp, c, true); /* flushes the pending fatal alert */
+		return;
+	}
+	dp->st.hs_done++;
+	rc = mqtt_conn_open(dp->broker, (const uint8_t *)id.name, id.len,
+			    id.kind == TLS_ID_SERVICE ? MQTT_ID_SERVICE : MQTT_ID_DEVICE, c,
+			    now_ms(dp), &c->mq);
+	if (rc) {
+		dp->st.mqtt_open_failed++;
+		say(dp, "dp: conn %u from %s: identity %s refused by the broker: %s", conn_id(dp, c),
+		     ip, id.name, err_name(rc));
+		c->mq = NULL;
+		tls_rec_abort(&c->rec, TLS_ALERT_INTERNAL_ERROR);
+		conn_begin_close(dp, c, true);
+		return;
+	}
+	say(dp, "dp: conn %u from %s: %s identity %s", conn_id(dp, c), ip,
+	     id.kind == TLS_ID_SERVICE ? "service" : "device", id.name);
+	mem_wipe(&id, sizeof id);
+}
+
+static uint32_t slot_src(const struct dp *dp, const struct dp_conn *c)
+{
+	uint32_t id = conn_id(dp, c);
+	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++)
+		if (dp->hs_slots[i].conn == id)
+			return dp->hs_slots[i].src_ip;
+	return 0;
+}
+
+static size_t up_recv(void *ctx, uint32_t conn, const uint8_t *data, size_t len)
+{
+	struct dp *dp = ctx;
+	if (conn >= dp->cfg.max_conns)
+		return len;
+	struct dp_conn *c = &dp->conns[conn];
+	if (c->flags & DP_F_GONE)
+		return len;
+	if (!data) { /* peer FIN */
+		if (c->state == DP_HS || c->state == DP_OPEN) {
+			dp->st.close_peer_fin++;
+			bool tls_open = c->state == DP_OPEN;
+			mq_lose(dp, c);
+			conn_begin_close(dp, c, tls_open);
+		}
+		return 0;
+	}
+	dp->st.bytes_in += len;
+	if (c->state == DP_HS) {
+		size_t used = 0;
+		uint32_t src = slot_src(dp, c);
+		int rc = tls_hs_input(c->hs, data, len, &used);
+		if (rc < 0) {
+			char ip[16];
+			ip_str(ip, sizeof ip, src);
+			dp->st.hs_failed++;
+			say(dp, "dp: conn %u from %s: handshake refused: %s (mbedtls -0x%04x)", conn,
+			     ip, err_name(rc), (unsigned)-tls_hs_error(c->hs));
+			conn_begin_close(dp, c, false);
+			return len;
+		}
+		if (rc == 0)
+			return len;
+		hs_complete(dp, c, src);
+		if (used < len && c->state == DP_OPEN)
+			records_in(dp, c, data + used, len - used);
+		return len;
+	}
+	if (c->state == DP_OPEN)
+		records_in(dp, c, data, len);
+	return len; /* CLOSING: dropped */
+}
+
+static uint32_t up_credit(void *ctx, uint32_t conn)
+{
+	struct dp *dp = ctx;
+	if (conn >= dp->cfg.max_conns)
+		return 0;
+	const struct dp_conn *c = &dp->conns[conn];
+	if (c->out_bytes >= dp->cfg.max_out_bytes)
+		return 0; /* backpressure: the peer reads slower than it writes */
+	return dp->cfg.rx_window;
+}
+
+static void up_sent(void *ctx, uint32_t conn, size_t acked)
+{
+	struct dp *dp = ctx;
+	if (conn >= dp->cfg.max_conns)
+		return;
+	struct dp_conn *c = &dp->conns[conn];
+	bool was_full = c->out_bytes >= dp->cfg.max_out_bytes;
+	while (acked && c->out_head) {
+		struct dp_chunk *k = c->out_head;
+		size_t left = k->len - c->head_acked;
+		size_t take = MIN(left, acked);
+		c->head_acked += (uint32_t)take;
+		c->out_bytes -= (uint32_t)take;
+		acked -= take;
+		if (c->head_acked == k->len) {
+			c->out_head = k->next;
+			if (!c->out_head)
+				c->out_tail = NULL;
+			c->head_acked = 0;
+			heap_free(dp, k, k->alloc_len);
+			dp->st.out_chunks_live--;
+		}
+	}
+	if (c->flags & DP_F_GONE)
+		return;
+	if (was_full && c->out_bytes < dp->cfg.max_out_bytes)
+		dp->cfg.lower.window_update(dp->cfg.lower_ctx, conn);
+	if ((c->flags & DP_F_BLOCKED) && c->out_bytes <= dp->cfg.max_out_bytes / 2 && c->mq &&
+	    c->state == DP_OPEN) {
+		c->flags = (uint8_t)(c->flags & ~DP_F_BLOCKED);
+		mqtt_conn_writable(dp->broker, c->mq);
+	}
+}
+
+static void up_closed(void *ctx, uint32_t conn, enum tcp_close_reason reason)
+{
+	struct dp *dp = ctx;
+	if (conn >= dp->cfg.max_conns)
+		return;
+	struct dp_conn *c = &dp->conns[conn];
+	if (c->state == DP_FREE || (c->flags & DP_F_GONE))
+		return;
+	if (!(c->flags & DP_F_FIN)) {
+		dp->st.close_tcp++;
+		say(dp, "dp: conn %u: TCP ended (%s)", conn,
+		     reason == TCP_CLOSE_RESET ? "reset" : reason == TCP_CLOSE_TIMEOUT ? "timeout" : "closed");
+	}
+	/* Mark only: the record may be in use further up this call stack. */
+	c->flags |= DP_F_GONE;
+	c->reap_next = dp->reap_head;
+	dp->reap_head = conn;
+}
+
+const struct tcp_upper_ops dp_tcp_upper = {
+	.admit = up_admit,
+	.accept = up_accept,
+	.recv = up_recv,
+	.credit = up_credit,
+	.sent = up_sent,
+	.closed = up_closed,
+};
+
+/* ---- the lower ops over net/tcp ------------------------------------------------------ */
+
+static int low_send(void *ctx, uint32_t conn, const struct tcp_iov *iov, size_t n_iov)
+{
+	return tcp_send(ctx, conn, iov, n_iov);
+}
+static int low_close(void *ctx, uint32_t conn)
+{
+	return tcp_close(ctx, conn);
+}
+static void low_abort(void *ctx, uint32_t conn)
+{
+	tcp_abort(ctx, conn);
+}
+static void low_window_update(void *ctx, uint32_t conn)
+{
+	tcp_window_update(ctx, conn);
+}
+const struct dp_lower_ops dp_lower_tcp = { low_send, low_close, low_abort, low_window_update };
+
+/* ---- loop, life cycle, stats ------------------------------------------------------------ */
+
+void dp_poll(struct dp *dp)
+{
+	reap_all(dp);
+	uint64_t now = now_ms(dp);
+	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++) {
+		struct dp_hs_slot *s = &dp->hs_slots[i];
+		if (s->conn == DP_NIL || now < s->deadline_ms)
+			continue;
+		struct dp_conn *c = &dp->conns[s->conn];
+		char ip[16];
+		ip_str(ip, sizeof ip, s->src_ip);
+		dp->st.hs_timeouts++;
+		say(dp, "dp: conn %u from %s: handshake timed out", s->conn, ip);
+		hs_end(dp, c); /* releases s */
+		c->state = DP_CLOSING;
+		if (!(c->flags & (DP_F_GONE | DP_F_FIN))) {
+			c->flags |= DP_F_FIN;
+			dp->cfg.lower.abort(dp->cfg.lower_ctx, conn_id(dp, c));
+		}
+	}
+	reap_all(dp); /* aborts outside callbacks report closed() at once */
+	if (now - dp->last_tick_ms >= 1000u) {
+		dp->last_tick_ms = now;
+		mqtt_broker_tick(dp->broker, now);
+	}
+}
+
+static size_t align8(size_t n)
+{
+	return (n + 7u) & ~(size_t)7u;
+}
+
+static bool config_ok(const struct dp_config *g)
+{
+	return g->max_conns && g->port && g->hs_per_core && g->hs_per_source && g->hs_rate_per_s &&
+	       g->hs_burst && g->hs_timeout_ms && g->max_out_bytes && g->rx_window &&
+	       g->scratch_len >= 64 && g->hs_env && g->heap.alloc && g->heap.free && g->heap.used &&
+	       g->heap.avail && g->lower.send && g->lower.close && g->lower.abort &&
+	       g->lower.window_update && g->now_ms && g->mqtt.max_conns >= 1;
+}
+
+size_t dp_mem_size(const struct dp_config *cfg)
+{
+	if (!config_ok(cfg))
+		return 0;
+	size_t b = mqtt_broker_mem_size(&cfg->mqtt);
+	if (!b)
+		return 0;
+	return align8(sizeof(struct dp)) + align8((size_t)cfg->max_conns * sizeof(struct dp_conn)) +
+	       align8((size_t)cfg->hs_per_core * sizeof(struct dp_hs_slot)) +
+	       align8(cfg->scratch_len) + align8(b);
+}
+
+int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
+{
+	*out = NULL;
+	size_t need = dp_mem_size(cfg);
+	if (!need)
+		return -E_INVAL;
+	if (len < need || ((uintptr_t)mem & 7u))
+		return -E_NOMEM;
+	uint8_t *p = mem;
+	memset(p, 0, need);
+	struct dp *dp = (struct dp *)(void *)p;
+	p += align8(sizeof *dp);
+	dp->cfg = *cfg;
+	dp->conns = (struct dp_conn *)(void *)p;
+	p += align8((size_t)cfg->max_conns * sizeof(struct dp_conn));
+	dp->hs_slots = (struct dp_hs_slot *)(void *)p;
+	p += align8((size_t)cfg->hs_per_core * sizeof(struct dp_hs_slot));
+	dp->scratch = p;
+	p += align8(cfg->scratch_len);
+	for (uint32_t i = 0; i < cfg->max_conns; i++)
+		dp->conns[i].reap_next = DP_NIL;
+	for (uint32_t i = 0; i < cfg->hs_per_core; i++)
+		dp->hs_slots[i].conn = DP_NIL;
+	dp->reap_head = DP_NIL;
+
+	dp->cfg.rec.ops = (struct tls_rec_ops){ rec_alloc, rec_free, dp };
+	int rc = tls_rec_env_init(&dp->renv, &dp->cfg.rec);
+	if (rc)
+		return rc;
+	struct mqtt_broker_ops bops = { mq_send, mq_close, { mq_alloc, mq_free, dp }, dp };
+	rc = mqtt_broker_init(&dp->broker, p, align8(mqtt_broker_mem_size(&cfg->mqtt)), &cfg->mqtt,
+			      &bops);
+	if (rc)
+		return rc;
+	uint64_t now = now_ms(dp);
+	dp->tokens_milli = (uint64_t)cfg->hs_burst * 1000u;
+	dp->tokens_ms = now;
+	dp->last_tick_ms = now;
+	dp->st.heap_baseline = cfg->heap.used(cfg->heap.ctx);
+	*out = dp;
+	return 0;
+}
+
+void dp_set_lower_ctx(struct dp *dp, void *lower_ctx)
+{
+	dp->cfg.lower_ctx = lower_ctx;
+}
+
+void dp_fini(struct dp *dp)
+{
+	for (uint32_t i = 0; i < dp->cfg.max_conns; i++) {
+		struct dp_conn *c = &dp->conns[i];
+		if (c->state == DP_FREE || (c->flags & DP_F_GONE))
+			continue;
+		c->flags |= DP_F_FIN;
+		dp->cfg.lower.abort(dp->cfg.lower_ctx, i);
+	}
+	reap_all(dp);
+	/* Lower layers that did not report closed(): release anyway. */
+	for (uint32_t i = 0; i < dp->cfg.max_conns; i++)
+		if (dp->conns[i].state != DP_FREE) {
+			dp->conns[i].flags |= DP_F_GONE;
+			conn_reap(dp, &dp->conns[i]);
+		}
+	mqtt_broker_fini(dp->broker);
+}
+
+struct mqtt_broker *dp_broker(struct dp *dp)
+{
+	return dp->broker;
+}
+
+size_t dp_conn_sizeof(void)
+{
+	return sizeof(struct dp_conn);
+}
+
+void dp_stats_get(const struct dp *dp, struct dp_stats *out)
+{
+	*out = dp->st;
+	out->open = dp->n_open;
+	out->handshaking = dp->n_hs;
+	out->established = dp->n_est;
+	out->heap_used = dp->cfg.heap.used(dp->cfg.heap.ctx);
+	out->fixed_per_conn = sizeof(struct dp_conn) + tcp_cb_size() + tcp_slot_size() +
+			      mqtt_sizeof_conn() + mqtt_sizeof_session();
+	out->heap_per_conn = 0;
+	if (dp->n_open && out->heap_used > out->heap_baseline)
+		out->heap_per_conn = (out->heap_used - out->heap_baseline) / dp->n_open;
+	out->bytes_per_conn = out->heap_per_conn + out->fixed_per_conn;
+}
+
+int dp_check(const struct dp *dp)
+{
+	uint32_t n_open = 0, n_hs = 0, n_est = 0, n_slots = 0;
+	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++)
+		if (dp->hs_slots[i].conn != DP_NIL) {
+			n_slots++;
+			if (dp->hs_slots[i].conn >= dp->cfg.max_conns ||
+			    dp->conns[dp->hs_slots[i].conn].hs == NULL)
+				return -E_CORRUPT; /* 1 */
+		}
+	for (uint32_t i = 0; i < dp->cfg.max_conns; i++) {
+		const struct dp_conn *c = &dp->conns[i];
+		if (c->state == DP_FREE) {
+			if (c->hs || c->mq || c->out_head || c->out_bytes || c->flags)
+				return -E_CORRUPT; /* 1, 2, 3 */
+			continue;
+		}
+		n_open++;
+		if ((c->state == DP_HS) != (c->hs != NULL))
+			return -E_CORRUPT; /* 1 */
+		n_hs += c->state == DP_HS;
+		n_est += c->state == DP_OPEN;
+		if (c->mq && c->state != DP_OPEN)
+			return -E_CORRUPT; /* 2 */
+		uint64_t sum = 0;
+		for (const struct dp_chunk *k = c->out_head; k; k = k->next)
+			sum += k->len;
+		if (sum - c->head_acked != c->out_bytes)
+			return -E_CORRUPT; /* 3 */
+	}
+	uint32_t n_reap = 0;
+	for (uint32_t r = dp->reap_head; r != DP_NIL; r = dp->conns[r].reap_next) {
+		if (r >= dp->cfg.max_conns || !(dp->conns[r].flags & DP_F_GONE) ||
+		    ++n_reap > dp->cfg.max_conns)
+			return -E_CORRUPT; /* 4 */
+	}
+	uint32_t n_gone = 0;
+	for (uint32_t i = 0; i < dp->cfg.max_conns; i++)
+		n_gone += (dp->conns[i].flags & DP_F_GONE) != 0;
+	if (n_gone != n_reap || n_open != dp->n_open || n_hs != dp->n_hs || n_hs != n_slots ||
+	    n_est != dp->n_est)
+		return -E_CORRUPT; /* 4, 5 */
+	return 0;
+}

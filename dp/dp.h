@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The data plane of one core (layer dp/): it joins our TCP (as its upper layer on the
+ * MQTT port), the TLS 1.3 handshake (mbedTLS, tls/handshake.h) and our record layer
+ * (tls/record.h), and the MQTT broker shard of the core (mqtt/broker.h). It owns a fixed
+ * pool of connection records indexed by TCP connection id, admission before any
+ * cryptography (heap low watermark, handshakes in flight per core and per source address,
+ * handshake rate), and the output buffers that hold ciphertext only while TCP has not
+ * acknowledged it. It never parses protocol bytes itself (TLS and MQTT do), never frees a
+ * connection inside a callback that is using it (closes are marked and reaped in
+ * dp_poll or when TCP reuses the id), and never touches anything of another core.
+ *
+ * Calling context: core-local, single-threaded, not interrupt-safe. Everything mutable
+ * lives in the struct dp carved out of caller memory; the only shared object is the
+ * handshake env (mbedTLS's hooks are process-global: one env per image until the
+ * per-core heap exists; see tls/handshake.h), which the caller creates and links here.
+ */
+#ifndef DP_DP_H
+#define DP_DP_H
+
+#include "lib/compiler.h"
+#include "mqtt/broker.h"
+#include "net/tcp/tcp.h"
+#include "tls/handshake.h"
+#include "tls/record.h"
+
+struct dp;
+
+/* Accounted heap of the core. Every allocation of dp, the record layer's reassembly
+ * buffers and the broker goes through it; the handshake env should use the same heap so
+ * that used() covers mbedTLS too. */
+struct dp_heap_ops {
+	void *(*alloc)(void *ctx, size_t len, const char *tag); /* NULL on exhaustion */
+	void (*free)(void *ctx, void *p, size_t len);
+	size_t (*used)(void *ctx);  /* requested bytes live now */
+	size_t (*avail)(void *ctx); /* bytes that may still be allocated */
+	void *ctx;                  /* linked */
+};
+
+/* What dp calls below itself: TCP. dp_lower_tcp wraps net/tcp (ctx = struct tcp_stack *);
+ * tests substitute a fake. Same contracts as tcp_send/tcp_close/tcp_abort. */
+struct dp_lower_ops {
+	int (*send)(void *ctx, uint32_t conn, const struct tcp_iov *iov, size_t n_iov);
+	int (*close)(void *ctx, uint32_t conn);
+	void (*abort)(void *ctx, uint32_t conn);
+	void (*window_update)(void *ctx, uint32_t conn);
+};
+extern const struct dp_lower_ops dp_lower_tcp;
+
+struct dp_config {
+	uint32_t max_conns;         /* records: must equal TCP's max_conns (ids index them) */
+	uint16_t port;              /* the MQTT-over-TLS port; other ports are refused */
+	uint16_t hs_per_core;       /* handshakes in flight on this core */
+	uint16_t hs_per_source;     /* handshakes in flight from one IPv4 address */
+	uint32_t hs_rate_per_s;     /* new handshakes per second (token bucket) */
+	uint32_t hs_burst;          /* bucket depth */
+	uint32_t hs_timeout_ms;     /* a handshake not done by then is aborted */
+	size_t heap_low_watermark;  /* refuse SYNs while avail() is below this */
+	uint32_t max_out_bytes;     /* unacknowledged ciphertext per connection; above it the
+				     * broker is told -E_AGAIN and resumes on acknowledgement */
+	uint32_t rx_window;         /* receive window advertised while open */
+	uint32_t scratch_len;       /* per-core buffer where records are decrypted */
+	struct tls_hs_env *hs_env;  /* linked, created by the caller (process-global hooks) */
+	struct tls_rec_config rec;  /* ops are replaced by the dp heap */
+	struct mqtt_broker_config mqtt; /* services linked */
+	struct dp_heap_ops heap;    /* copied; ctx linked */
+	struct dp_lower_ops lower;  /* copied */
+	void *lower_ctx;            /* linked */
+	/* One log line (NUL-terminated, borrowed) for refusals and closes; may be NULL. */
+	void (*log)(void *ctx, const char *line);
+	void *log_ctx;
+	uint64_t (*now_ms)(void *ctx); /* monotonic clock */
+	void *clock_ctx;
+};
+
+/* Per-site counters and the memory figure. */
+struct dp_stats {
+	uint32_t open, handshaking, established;
+	uint64_t admitted, accepted;
+	uint64_t refused_heap, refused_records, refused_inflight, refused_source, refused_rate,
+		refused_port, accept_refused;
+	uint64_t hs_failed, hs_timeouts, hs_done, id_refused, mqtt_open_failed;
+	uint64_t close_peer_fin, close_tls_alert, close_tls_error, close_mqtt, close_tcp,
+		reaped;
+	uint64_t out_alloc_failed, out_blocked, out_send_failed, out_chunks_live;
+	uint64_t bytes_in, bytes_out;
+	size_t heap_used, heap_baseline;
+	size_t fixed_per_conn; /* dp record + TCP cb + TCP slot + MQTT conn + MQTT session */
+	size_t heap_per_conn;  /* (heap_used - heap_baseline) / open, 0 when none */
+	size_t bytes_per_conn; /* heap_per_conn + fixed_per_conn */
+};
+
+/* Fill cfg from the configuration constants (CONF_*): limits, ACL service patterns,
+ * identity source is read by the handshake env (dp_hs_id_config). Heap, lower, log,
+ * clock, hs_env and mqtt.hash_key are left for the caller. */
+void dp_config_from_conf(struct dp_config *cfg /* out */);
+/* TCP settings from CONF_* (port, connections, RTO, delayed ACK, MSS...). */
+void dp_tcp_config_from_conf(struct tcp_config *tc /* out */);
+/* Identity rules from CONF_TLS_* for the handshake env. */
+void dp_hs_id_config(struct tls_id_config *id /* out */);
+
+/* Bytes of memory dp_init needs (records, scratch, broker region); 0 if cfg is invalid. */
+size_t dp_mem_size(const struct dp_config *cfg);
+/* Build the data plane in mem (linked, 8-byte aligned, >= dp_mem_size). cfg copied.
+ * -E_INVAL, -E_NOMEM, or the broker's error. */
+MUST_CHECK int dp_init(struct dp **out /* out */, void *mem, size_t len, const struct dp_config *cfg);
+/* Abort every connection through lower.abort, reap, and give every heap byte back. TCP
+ * must not call dp after this (its closed() for aborted ids is ignored). */
+void dp_fini(struct dp *dp);
+/* Link the TCP stack's handle (lower_ctx) once it exists. */
+void dp_set_lower_ctx(struct dp *dp, void *lower_ctx);
+
+/* The TCP upper ops (ctx = struct dp *). */
+extern const struct tcp_upper_ops dp_tcp_upper;
+
+/* Safe point of the loop, after tcp_input/tcp_poll: reap closed connections (free their
+ * records exactly once, publish wills), abort handshakes past their deadline, tick the
+ * broker once a second. */
+void dp_poll(struct dp *dp);
+
+void dp_stats_get(const struct dp *dp, struct dp_stats *out /* out */);
+struct mqtt_broker *dp_broker(struct dp *dp);
+/* Numbered invariants of dp.c; 0 or -E_CORRUPT (tests). */
+MUST_CHECK int dp_check(const struct dp *dp);
+size_t dp_conn_sizeof(void);
+
+#endif
