@@ -246,6 +246,9 @@ int virtio_negotiate(struct virtio_dev *vd, uint64_t wanted, uint64_t required)
 		return -E_PROTO;
 	}
 	vd->features = accept;
+	/* Re-read the queue count: a device may expose more queues once features are
+	 * settled (QEMU's virtio-net shows one pair + control until MQ is negotiated). */
+	vd->num_queues = rd16(vd, vd->common + CC_NUMQ);
 	return 0;
 }
 

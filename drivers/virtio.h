@@ -80,7 +80,8 @@ uint64_t virtio_offered(struct virtio_dev *vd);
 
 /* Accept offered & (wanted | VERSION_1 | ACCESS_PLATFORM), never RING_PACKED; fail with a
  * message if any of `required` (VERSION_1 is always required) is missing, or if the
- * device refuses FEATURES_OK. vd->features holds the result. */
+ * device refuses FEATURES_OK. vd->features holds the result; vd->num_queues is read
+ * again (the count may depend on the negotiated features). */
 int virtio_negotiate(struct virtio_dev *vd, uint64_t wanted, uint64_t required) MUST_CHECK;
 
 /* Create queue `index`: its size is the device maximum capped to max_size (both powers of

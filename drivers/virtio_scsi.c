@@ -28,7 +28,7 @@
 #define OP_UNMAP 0x42
 #define OP_READ16 0x88
 #define OP_WRITE16 0x8a
-#define OP_SYNC16 0x91
+#define OP_SYNC10 0x35 /* not (16): QEMU's scsi-hd refuses it; LBA 0 + 0 blocks = all */
 #define OP_SAI16 0x9e
 #define SA_READ_CAP16 0x10
 
@@ -205,7 +205,7 @@ static int vscsi_submit(void *impl, struct blk_req *r)
 		err = post(v, slot, &data, NULL);
 		break;
 	default: /* FLUSH: the whole medium */
-		(void)prep(v, slot, OP_SYNC16);
+		(void)prep(v, slot, OP_SYNC10); /* LBA and block count stay 0: the whole medium */
 		err = post(v, slot, NULL, NULL);
 		break;
 	}
@@ -365,6 +365,9 @@ int vscsi_init(struct vscsi *v, struct virtio_dev *vd, const struct vscsi_config
 	err = virtio_queue_create(vd, &v->q, 2, cfg->queue_size, cfg->slots, cfg->msix);
 	if (err)
 		goto fail;
+	/* QEMU reports used.len = data-out + response + data-in bytes; finish() never reads
+	 * past RESP_HDR + sense_size, so a clamped length loses nothing. */
+	v->q.lenient_len = true;
 	if (v->q.size > VSCSI_MAX_INFLIGHT) { /* capped by queue_size: cannot happen */
 		err = -E_RANGE;
 		goto fail;

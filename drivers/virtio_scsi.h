@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT
  *
  * virtio-scsi driver (virtio 1.2 section 5.6) for one LUN behind drivers/blk.h: READ(16),
- * WRITE(16), SYNCHRONIZE CACHE(16), UNMAP, and READ CAPACITY(16) + TEST UNIT READY at
+ * WRITE(16), SYNCHRONIZE CACHE(10) (LBA 0, 0 blocks: the whole medium; QEMU's scsi-hd
+ * refuses the 16-byte form), UNMAP, and READ CAPACITY(16) + TEST UNIT READY at
  * init; sense data decoded (fixed and descriptor formats) into key/ASC/ASCQ. It owns the
  * request/response headers in DMA memory it allocates at init; responses, sense bytes and
  * residuals are device input and are parsed through cursors and range-checked. Only the
  * first request queue is used; the control and event queues are left disabled (no
- * hot-plug, no task management). WRITE_ZEROES is not offered (-E_NOSYS); optimal I/O size
+ * hot-plug, no task management). The request queue is lenient about used lengths (QEMU
+ * counts data-out bytes in them; see virtqueue.h): the response is read only within
+ * RESP_HDR + sense_size whatever the length says. WRITE_ZEROES is not offered (-E_NOSYS); optimal I/O size
  * is unknown (0: no Block Limits VPD query yet); DISCARD (UNMAP) is offered only when
  * READ CAPACITY(16) reports logical block provisioning, at most VSCSI_MAX_UNMAP blocks.
  *

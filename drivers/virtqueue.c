@@ -72,7 +72,7 @@ int vq_init(struct vq *q, const struct drv_port *port, uint16_t index, uint16_t 
 int vq_post(struct vq *q, const struct vq_buf *bufs, uint16_t n, void *token)
 {
 	uint16_t head, d, prev = 0;
-	uint32_t wlen = 0;
+	uint32_t wlen = 0, rlen = 0;
 	bool seen_write = false;
 
 	if (q->broken)
@@ -87,6 +87,10 @@ int vq_post(struct vq *q, const struct vq_buf *bufs, uint16_t n, void *token)
 			wlen += bufs[i].len;
 		} else if (seen_write) {
 			return -E_INVAL; /* readable after writable: the device would misread it */
+		} else {
+			if (bufs[i].len > UINT32_MAX - rlen)
+				return -E_INVAL;
+			rlen += bufs[i].len;
 		}
 	}
 	if (n > q->size)
@@ -112,6 +116,7 @@ int vq_post(struct vq *q, const struct vq_buf *bufs, uint16_t n, void *token)
 	q->slots[prev].next = d; /* chain end links on; freeing walks n_desc, not this */
 	q->slots[head].token = token;
 	q->slots[head].wlen = wlen;
+	q->slots[head].rlen = rlen;
 	q->slots[head].n_desc = n;
 	q->slots[head].outstanding = true;
 	q->n_outstanding++;
@@ -189,8 +194,14 @@ int vq_get_used(struct vq *q, void **token, uint32_t *len)
 		return broken(q, VQ_REJ_ID_RANGE);
 	if (!q->slots[id].outstanding)
 		return broken(q, VQ_REJ_ID_IDLE);
-	if (ulen > q->slots[id].wlen)
-		return broken(q, VQ_REJ_LEN);
+	if (ulen > q->slots[id].wlen) {
+		/* Lenient queues: a device that also counts what it read (bounded by the whole
+		 * chain) is tolerated; the caller only ever sees the writable part. */
+		if (!q->lenient_len || ulen - q->slots[id].wlen > q->slots[id].rlen)
+			return broken(q, VQ_REJ_LEN);
+		ulen = q->slots[id].wlen;
+		q->stats.n_len_clamped++;
+	}
 
 	q->last_used++;
 	{
@@ -207,6 +218,7 @@ int vq_get_used(struct vq *q, void **token, uint32_t *len)
 		h->outstanding = false;
 		h->n_desc = 0;
 		h->wlen = 0;
+		h->rlen = 0;
 	}
 	q->n_outstanding--;
 	q->stats.n_completed++;

@@ -7,6 +7,9 @@
  * by the device and is hostile input: an entry is used only after its id is in range and
  * names an outstanding chain head, its length fits what that chain let the device write,
  * and the used index has not moved by more than the number of outstanding chains.
+ * A queue marked lenient_len (virtio-scsi: QEMU counts the device-readable data-out bytes
+ * in used.len too) accepts a length up to the whole chain and clamps it to the writable
+ * part, counted in n_len_clamped; above the whole chain it still breaks.
  * A queue that saw one bad entry stays broken (fail closed) until re-initialised.
  * Never allocates; the caller gives the ring memory and the per-descriptor slot array.
  *
@@ -31,6 +34,7 @@
 struct vq_slot {
 	void *token;    /* caller cookie of a chain head */
 	uint32_t wlen;  /* bytes the device may write into the chain (head only) */
+	uint32_t rlen;  /* bytes the device may read from the chain (head only) */
 	uint16_t next;  /* free list or chain link */
 	uint16_t n_desc;
 	bool outstanding;
@@ -53,6 +57,7 @@ enum vq_reject {
 struct vq_stats {
 	uint32_t rejected[VQ_REJ__COUNT];
 	uint64_t n_kicks, n_kicks_suppressed, n_completed;
+	uint64_t n_len_clamped; /* lenient_len: used lengths above wlen clamped to it */
 };
 
 struct vq {
@@ -68,6 +73,7 @@ struct vq {
 	uint16_t last_used;  /* next used entry to consume */
 	uint16_t n_outstanding;
 	bool event_idx, cb_enabled, broken;
+	bool lenient_len; /* set by the driver after vq_init; see the top of this file */
 	struct vq_stats stats;
 };
 
@@ -90,7 +96,8 @@ int vq_post(struct vq *q, const struct vq_buf *bufs, uint16_t n, void *token) MU
  * be (EVENT_IDX avail_event, or VIRTQ_USED_F_NO_NOTIFY). Returns true if it notified. */
 bool vq_kick(struct vq *q);
 
-/* Take the next completion: its cookie and the byte count the device wrote. -E_AGAIN
+/* Take the next completion: its cookie and the byte count the device wrote (never more
+ * than the chain's device-writable bytes; see lenient_len). -E_AGAIN
  * when none, -E_PROTO when the device produced a bad entry (counted; queue now broken),
  * -E_CLOSED when already broken. */
 int vq_get_used(struct vq *q, void **token /* out */, uint32_t *len /* out */) MUST_CHECK;

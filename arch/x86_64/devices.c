@@ -8,12 +8,13 @@
  * per queue pair, pair p on core p, with a static address; one stack on core 0 otherwise
  * (DHCP). Its queues interrupt through MSI-X (one vector per pair, to the core that polls
  * it; the handler only marks work) and are polled under load; the block and rng queues
- * are polled (boot-time use only so far). Everything found goes into the boot banner.
+ * are polled (boot-time use only so far). Then the TLS self-test (tls_selftest.c) runs.
+ * Everything found goes into the boot banner.
  * Owns the PCI device table and the driver instances. Never maps anything after the
  * seal, never drives a device the PCI layer rejected, and never stops the boot for a
  * broken device (it is reported and left alone; a failed self-test is reported FAIL).
- * Works around three drivers/ bugs seen with QEMU (marked WORKAROUND below).
  */
+#include "arch/x86_64/tls_selftest.h"
 #include "arch/x86_64/x86.h"
 #include "drivers/virtio_blk.h"
 #include "drivers/virtio_net.h"
@@ -220,49 +221,12 @@ static void dev_blk_init(struct virtio_dev *vd)
 	dev_n_vblk++;
 }
 
-/* WORKAROUND (drivers/ bug, see the report): QEMU's virtio-scsi completes a request with
- * used.len = data-out bytes + response bytes (hw/scsi/virtio-scsi.c counts qsgl.size for
- * both directions), while drivers/virtqueue.c vq_get_used rejects any len above the
- * chain's device-writable bytes and breaks the queue: every WRITE(16) then fails. Until
- * the queue tolerates it (clamp len to wlen and count), this wrapper raises the head
- * slot's wlen of a posted WRITE by its data-out length, after vscsi's submit. vscsi
- * reads its response only within RESP_HDR + sense_size whatever len says, so the wider
- * bound lets no device-chosen length reach a read.
- *
- * WORKAROUND 2 (drivers/ bug): vscsi sends FLUSH as SYNCHRONIZE CACHE(16) (0x91), which
- * QEMU's scsi-hd refuses (ILLEGAL REQUEST, invalid command operation code); SYNCHRONIZE
- * CACHE(10) (0x35) with LBA 0 and 0 blocks means the same (the whole medium) and every
- * SCSI disk has it. The wrapper rewrites the opcode byte of the posted CDB before the
- * kick. The device acts on a chain only after a notification (this core sends it in
- * kick, after this store; UC MMIO is ordered after it), so the patched CDB is what it
- * reads unless it is still draining an earlier notification at that moment: then the
- * flush fails visibly (-E_IO), never silently. */
-#define DEV_SCSI_AREA 256u   /* drivers/virtio_scsi.c AREA */
-#define DEV_SCSI_CDB_OFF 19u /* A_REQ + REQ_HDR */
+/* Failed requests are logged with their sense data (the self-test only says "failed"). */
 static const struct blk_ops *dev_scsi_inner;
 
 static int dev_scsi_submit(void *impl, struct blk_req *r)
 {
-	struct vscsi *v = impl;
-	int err = dev_scsi_inner->submit(impl, r);
-	if (err || (r->op != BLK_WRITE && r->op != BLK_FLUSH))
-		return err;
-	uint32_t extra = r->n_blocks * v->blk.topo.logical_block;
-	for (uint16_t i = 0; i < v->q.size; i++) {
-		struct vq_slot *sl = &v->q.slots[i];
-		if (!sl->outstanding || !sl->token || *(struct blk_req *const *)sl->token != r)
-			continue;
-		if (r->op == BLK_WRITE) {
-			sl->wlen += extra;
-		} else {
-			size_t slot = (size_t)((struct blk_req *const *)sl->token - v->inflight);
-			uint8_t *cdb = v->areas + slot * DEV_SCSI_AREA + DEV_SCSI_CDB_OFF;
-			if (slot < VSCSI_MAX_INFLIGHT && cdb[0] == 0x91)
-				cdb[0] = 0x35;
-		}
-		break;
-	}
-	return 0;
+	return dev_scsi_inner->submit(impl, r);
 }
 
 static void dev_scsi_kick(void *impl)
@@ -339,20 +303,6 @@ static void dev_net_init(struct virtio_dev *vd, uint32_t n_cores)
 		.ctrl_spins = DEV_NET_CTRL_SPINS,
 		.fallback_mac = { 0x02, 0x75, 0x72, 0x6d, 0x71, 0x01 }, /* locally administered */
 	};
-	/* WORKAROUND (drivers/ bug, see the report): virtio_pci_probe reads num_queues right
-	 * after reset, when QEMU exposes only one pair + control queue (it adds the other
-	 * pairs once MQ is negotiated), so vnet_init judges max_virtqueue_pairs "out of
-	 * range" and falls back to one pair. Raise the probe-time count to what the device
-	 * configuration promises; virtio_queue_create still refuses a queue the device does
-	 * not have (size 0). */
-	if (virtio_offered(vd) & VIRTIO_NET_F_MQ) {
-		uint8_t b[2];
-		if (virtio_cfg_read(vd, 8, b, 2) == 0) {
-			uint32_t mp = (uint32_t)b[0] | (uint32_t)b[1] << 8;
-			if (mp >= 1 && mp <= 0x8000 && 2u * mp + 1u > vd->num_queues)
-				vd->num_queues = (uint16_t)(2u * mp + 1u);
-		}
-	}
 	int err = vnet_init(&dev_net, vd, &c);
 	if (err) {
 		LOG_ERR("boot", "virtio-net: initialisation failed (%s)", err_name(err));
@@ -484,7 +434,7 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 		 (unsigned)DEV_ECHO_PORT);
 }
 
-void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
+static void dev_init_devices(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 {
 	if (dev_scan_err && !dev_scanned) {
 		LOG_WARN("boot", "pci: enumeration failed (%s)", err_name(dev_scan_err));
@@ -531,6 +481,15 @@ void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 	}
 	if (dev_net_ok)
 		dev_knet_init(cmdline, cmdline_len, n_cores);
+}
+
+void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
+{
+	dev_init_devices(cmdline, cmdline_len, n_cores);
+	/* After virtio-rng (if any) reseeded the CSPRNG; a failure counts like a failed
+	 * block self-test (the drivers scenario exits non-zero). */
+	if (x86_tls_selftest() != 0)
+		dev_n_selftest_fail++;
 }
 
 /* Development builds, test=net: each core with a stack logs its own counters at most once

@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: MIT
 # arch/x86_64: boot entries (PVH, Multiboot2), page tables and W^X audit, descriptor
-# tables and exception reports, serial console, TSC clock, test scenarios; the image link.
+# tables and exception reports, serial console, TSC clock, test scenarios, the TLS boot
+# self-test; the image link (with mbedTLS).
 KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/cpu.c arch/x86_64/trap.c arch/x86_64/serial.c arch/x86_64/clock.c \
 	arch/x86_64/ssp.c arch/x86_64/scenario.c \
 	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
 	arch/x86_64/entropy.c arch/x86_64/libgcc.c \
-	arch/x86_64/drv_port.c arch/x86_64/devices.c
+	arch/x86_64/drv_port.c arch/x86_64/devices.c arch/x86_64/tls_selftest.c
+# The TLS self-test includes mbedTLS headers and the embedded development certificates.
+# Deferred (=) and spelled out: tls/ and tools/certs/ module.mk are read after this one.
+CFLAGS_arch_x86_64_tls_selftest = $(TLS_INC)
+GENERATED_HEADERS += $(B)/gen/urmqtt_certs.h # CERTS_HEADER of tools/certs/module.mk
 # Boot-information parsers are host-tested (tests/unit/kernel/test_bootinfo.c).
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
@@ -20,6 +25,12 @@ X86_64_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,arch/x86_64/kernel.ld \
 
 # Objects are listed by the top Makefile after every module.mk is read, hence the
 # second expansion of the prerequisites (.SECONDEXPANSION is set before the includes).
-$(B)/x86_64/urmqtt.elf: arch/x86_64/kernel.ld $$(filter $$(B)/x86_64/k/%,$$(X86_64_OBJS)) $$(X86_64_LIB)
+# Link order: kernel objects, our portable library, mbedTLS (which needs lib/ from the
+# former only through symbols the kernel objects already pull in), then libgcc for the
+# 128-bit division helpers (__udivti3) mbedTLS's bignum code uses.
+X86_64_LIBGCC = $(shell $(X86_64_CC) -print-libgcc-file-name)
+$(B)/x86_64/urmqtt.elf: arch/x86_64/kernel.ld $$(filter $$(B)/x86_64/k/%,$$(X86_64_OBJS)) $$(X86_64_LIB) \
+		$(B)/x86_64/libmbedtls.a
 	@mkdir -p $(@D); echo "  LD [x86_64]  $@"
-	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -o $@ $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB)
+	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -o $@ $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) \
+		$(B)/x86_64/libmbedtls.a $(X86_64_LIBGCC)

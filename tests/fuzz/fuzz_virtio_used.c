@@ -3,7 +3,8 @@
  * one split queue (8 entries) of the simulated virtio device, where the device side writes
  * arbitrary used-ring contents (ids, lengths, index jumps). After every step: the
  * descriptor accounting holds, every completion names a chain we posted with a length
- * within what it let the device write, and a broken queue stays broken. */
+ * within what it let the device write (also on a lenient queue, which clamps), and a
+ * broken queue stays broken. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	bring_up(data[0] & 1);
+	q.lenient_len = (data[0] & 2) != 0; /* virtio-scsi's mode: long lengths clamped */
 	while (pos < size) {
 		uint8_t op = data[pos++] % 7;
 		switch (op) {

@@ -164,7 +164,10 @@ static void sync_shadow(void)
 	uint32_t sel = ld_le32(cc + 0);
 	st_le32(cc + 4, sel == 0 ? (uint32_t)fake_vio.features : sel == 1 ? (uint32_t)(fake_vio.features >> 32) : 0);
 	st_le16(cc + 16, fake_vio.config_msix);
-	st_le16(cc + 18, fake_vio.num_queues);
+	st_le16(cc + 18, fake_vio.num_queues_early &&
+				 (!(fake_vio.status & 8) || !((fake_vio.driver_features >> 22) & 1))
+			 ? fake_vio.num_queues_early
+			 : fake_vio.num_queues);
 	cc[20] = fake_vio.status;
 	cc[21] = fake_vio.gen;
 	st_le16(cc + 22, fake_vio.q_select);
@@ -609,6 +612,9 @@ static uint32_t do_scsi(const struct seg *s, unsigned n)
 	}
 	lba = ld_be64(cdb + 2);
 	cnt = ld_be32(cdb + 10);
+	fake_vio.scsi_last_opcode = cdb[0];
+	if (cdb[0] == 0x91 && fake_vio.scsi_no_sync16)
+		cdb = (const uint8_t *)"\xff"; /* refused below like any unknown opcode */
 	switch (cdb[0]) {
 	case 0x88: /* READ(16) */
 		if (lba + cnt > FAKE_DISK_SECTORS || cnt * 512 > wl - SCSI_RESP) {
@@ -660,7 +666,7 @@ static uint32_t do_scsi(const struct seg *s, unsigned n)
 		resp[24] = 0x20;
 	}
 	scatter(s, n, 0, resp, SCSI_RESP);
-	return SCSI_RESP + din;
+	return SCSI_RESP + din + (fake_vio.scsi_len_counts_out ? rl - SCSI_REQ : 0);
 }
 
 void fake_process(uint16_t qi)

@@ -62,6 +62,12 @@ struct fake_virtio {
 	uint32_t n_flush, n_discard, n_wzero;
 	bool scsi_unit_attention; /* next SCSI command gets CHECK CONDITION, UNIT ATTENTION */
 	uint32_t scsi_pending_ua;
+	/* QEMU behaviours (off by default): */
+	uint16_t num_queues_early; /* nonzero: num_queues reads this until FEATURES_OK with
+				    * VIRTIO_NET_F_MQ (QEMU virtio-net: one pair + control) */
+	bool scsi_len_counts_out;  /* SCSI used.len also counts data-out bytes */
+	bool scsi_no_sync16;       /* SYNCHRONIZE CACHE(16) -> ILLEGAL REQUEST (scsi-hd) */
+	uint32_t scsi_last_opcode;
 };
 
 extern struct fake_fn fake_fns[FAKE_MAX_FNS];

@@ -2,7 +2,9 @@
  * Unit tests for drivers/virtio (PCI transport) and drivers/virtqueue against the
  * simulated device of fake_dev.c: negotiation (legacy-only devices refused), queue setup,
  * round trips, EVENT_IDX suppression both ways, and a hostile device whose used ring
- * carries out-of-range ids, ids not outstanding, oversize lengths and index jumps. */
+ * carries out-of-range ids, ids not outstanding, oversize lengths and index jumps; the
+ * QEMU behaviours (used lengths counting data-out on lenient queues, num_queues growing
+ * after feature negotiation). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -394,6 +396,79 @@ static void test_event_idx_wraps(void **state)
 	assert_true(vq_check_invariants(&q));
 }
 
+/* Lenient queues (virtio-scsi under QEMU): a used length counting the readable part too
+ * is clamped to the writable part and counted; beyond the whole chain it still breaks.
+ * A strict queue breaks on the same entry. */
+static void test_lenient_used_length(void **state)
+{
+	(void)state;
+	static const struct {
+		bool lenient;
+		uint32_t used;
+		int err;
+		uint32_t len;
+	} cases[] = {
+		{ true, 48, 0, 32 },  /* 16 read + 32 written: clamped */
+		{ true, 32, 0, 32 },
+		{ true, 20, 0, 20 },
+		{ true, 49, -E_PROTO, 0 },           /* more than the whole chain */
+		{ true, 0xffffffffu, -E_PROTO, 0 },
+		{ false, 48, -E_PROTO, 0 },
+		{ false, 33, -E_PROTO, 0 },
+	};
+	for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct vq_buf chain[2] = {
+			{ (uint64_t)(uintptr_t)bufs[0], 16, false },
+			{ (uint64_t)(uintptr_t)bufs[1], 32, true },
+		};
+		uint16_t head;
+		void *tok;
+		uint32_t len;
+		setup(NULL);
+		bring_up(VIRTIO_F_VERSION_1, 0);
+		q.lenient_len = cases[i].lenient;
+		assert_int_equal(vq_post(&q, chain, 2, bufs[0]), 0);
+		vq_kick(&q);
+		assert_true(fake_vq_pop(0, &head));
+		fake_vq_push(0, head, cases[i].used);
+		assert_int_equal(vq_get_used(&q, &tok, &len), cases[i].err);
+		assert_int_equal(len, cases[i].len);
+		assert_int_equal(q.broken, cases[i].err != 0);
+		assert_int_equal(q.stats.rejected[VQ_REJ_LEN], cases[i].err != 0);
+		assert_int_equal(q.stats.n_len_clamped, cases[i].err == 0 && cases[i].used > 32);
+		if (cases[i].err == 0) {
+			assert_ptr_equal(tok, bufs[0]);
+			assert_int_equal(q.n_free, 8);
+			/* the slot's bounds were reset: a write-only chain gets no read allowance */
+			assert_int_equal(post_w(2, 8), 0);
+			vq_kick(&q);
+			assert_true(fake_vq_pop(0, &head));
+			fake_vq_push(0, head, 9);
+			assert_int_equal(vq_get_used(&q, &tok, &len), -E_PROTO);
+		}
+		assert_true(vq_check_invariants(&q));
+	}
+}
+
+/* QEMU's virtio-net shows one pair + control in num_queues until MQ is negotiated:
+ * the count is read again after FEATURES_OK. */
+static void test_num_queues_reread_after_features(void **state)
+{
+	(void)state;
+	const uint64_t mq = 1ull << 22, ctrl = 1ull << 17;
+	for (unsigned with_mq = 0; with_mq < 2; with_mq++) {
+		setup(NULL);
+		fake_add_virtio(1, VIRTIO_F_VERSION_1 | mq | ctrl, 9, 8, 4);
+		fake_vio.num_queues_early = 3;
+		fake_vio.auto_process = false;
+		assert_int_equal(scan_probe(), 0);
+		assert_int_equal(vd.num_queues, 3);
+		assert_int_equal(virtio_negotiate(&vd, with_mq ? mq | ctrl : ctrl, 0), 0);
+		assert_int_equal(vd.num_queues, with_mq ? 9 : 3);
+		assert_int_equal(virtio_queue_create(&vd, &q, 7, 8, slots, 0), with_mq ? 0 : -E_NOENT);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +486,8 @@ int main(void)
 		cmocka_unit_test_setup(test_hostile_duplicate_completion, setup),
 		cmocka_unit_test_setup(test_isr_ack, setup),
 		cmocka_unit_test_setup(test_event_idx_wraps, setup),
+		cmocka_unit_test_setup(test_lenient_used_length, setup),
+		cmocka_unit_test_setup(test_num_queues_reread_after_features, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

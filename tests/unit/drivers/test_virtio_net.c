@@ -26,6 +26,7 @@ static struct vnet net;
 static uint8_t frames[NF * FS] __attribute__((aligned(4096)));
 static uint32_t stack[NF];
 static struct vq_slot slots[(2 * 4 + 1) * QS];
+static uint16_t early_nq; /* fake_vio.num_queues_early for the next up() */
 static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
 static int setup(void **state)
@@ -33,6 +34,7 @@ static int setup(void **state)
 	(void)state;
 	fake_reset();
 	memset(devs, 0, sizeof devs);
+	early_nq = 0;
 	return 0;
 }
 
@@ -50,6 +52,7 @@ static int up(uint64_t features, uint16_t nq, uint16_t dev_pairs, uint16_t max_p
 	struct pci_config pc = { .bus_start = 0, .bus_end = 0, .devs = devs, .max_devs = 2 };
 	struct vnet_config c = config(max_pairs, csum);
 	fake_add_virtio(1, features, nq, 256, 8);
+	fake_vio.num_queues_early = early_nq;
 	memcpy(&fake_bar[FAKE_OFF_DEVCFG], mac, 6);
 	st_le16(&fake_bar[FAKE_OFF_DEVCFG + 8], dev_pairs);
 	assert_int_equal(pci_bus_init(&bus, fake_port(), &pc), 0);
@@ -225,6 +228,15 @@ static void test_multiqueue_pairs(void **state)
 		assert_int_equal(net.rejected[VNET_REJ_CTRL], 1);
 		assert_true(fake_vio.status & 128);
 	}
+	/* QEMU: num_queues shows one pair + control until MQ is negotiated */
+	setup(NULL);
+	early_nq = 3;
+	assert_int_equal(up(feats, 9, 4, 4, false), 0);
+	assert_int_equal(net.n_pairs, 4);
+	assert_int_equal(fake_vio.mq_pairs_set, 4);
+	assert_int_equal(net.rejected[VNET_REJ_PAIRS], 0);
+	assert_int_equal(net.ctrl.index, 8);
+	early_nq = 0;
 	/* MQ offered without its prerequisite CTRL_VQ: not accepted */
 	setup(NULL);
 	assert_int_equal(up(BASE | VIRTIO_NET_F_MQ, 9, 4, 4, false), 0);

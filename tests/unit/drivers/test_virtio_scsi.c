@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * Unit tests for drivers/virtio_scsi (through drivers/blk.h) against the simulated
  * device: init through UNIT ATTENTION, READ CAPACITY(16) topology, READ/WRITE(16),
- * SYNCHRONIZE CACHE, UNMAP, sense decoding and hostile responses. */
+ * SYNCHRONIZE CACHE, UNMAP, sense decoding, hostile responses, and the QEMU behaviours
+ * (used.len counting data-out, SYNCHRONIZE CACHE(16) refused). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -198,6 +199,48 @@ static void test_scsi_hostile_responses(void **state)
 	assert_int_equal(vs.n_free, 16);
 }
 
+/* QEMU's virtio-scsi counts data-out bytes in used.len and its scsi-hd refuses
+ * SYNCHRONIZE CACHE(16): writes, UNMAP and FLUSH still complete. */
+static void test_scsi_qemu_behaviours(void **state)
+{
+	(void)state;
+	struct blk_req w = { .op = BLK_WRITE, .lba = 20, .n_blocks = 2, .buf = buf[0] };
+	struct blk_req r = { .op = BLK_READ, .lba = 20, .n_blocks = 2, .buf = buf[1] };
+	struct blk_req f = { .op = BLK_FLUSH };
+	struct blk_req u = { .op = BLK_DISCARD, .lba = 21, .n_blocks = 1 };
+	assert_int_equal(scsi_up(32, 96, 1), 0);
+	fake_vio.scsi_len_counts_out = true;
+	fake_vio.scsi_no_sync16 = true;
+	for (unsigned i = 0; i < 1024; i++)
+		buf[0][i] = (uint8_t)(i * 7);
+	for (unsigned round = 0; round < 3; round++) {
+		assert_int_equal(run(&w), 0);
+		assert_int_equal(run(&r), 0);
+		assert_memory_equal(buf[1], buf[0], 1024);
+		assert_int_equal(run(&f), 0);
+		assert_int_equal(fake_vio.scsi_last_opcode, 0x35);
+		assert_int_equal(run(&u), 0);
+	}
+	assert_int_equal(fake_vio.n_flush, 3);
+	assert_int_equal(vs.q.stats.n_len_clamped, 6); /* the WRITEs and UNMAPs */
+	assert_false(vs.q.broken);
+	assert_int_equal(vs.q.stats.rejected[VQ_REJ_LEN], 0);
+	assert_int_equal(vs.n_free, 16);
+	/* still bounded: a length beyond the whole chain breaks the queue */
+	assert_int_equal(blk_submit(&vs.blk, &w), 0);
+	{
+		struct blk_req *done;
+		uint16_t head;
+		fake_vio.auto_process = false;
+		blk_kick(&vs.blk);
+		assert_true(fake_vq_pop(2, &head));
+		fake_vq_push(2, head, 12 + 96 + 19 + 32 + 1024 + 1);
+		assert_int_equal(blk_poll(&vs.blk, &done), -E_PROTO);
+		assert_int_equal(vs.q.stats.rejected[VQ_REJ_LEN], 1);
+		assert_int_equal(vs.rejected[VSCSI_REJ_QUEUE], 1);
+	}
+}
+
 static void test_scsi_selftest(void **state)
 {
 	(void)state;
@@ -219,6 +262,7 @@ int main(void)
 		cmocka_unit_test_setup(test_sense_decoding, setup),
 		cmocka_unit_test_setup(test_scsi_hostile_responses, setup),
 		cmocka_unit_test_setup(test_scsi_selftest, setup),
+		cmocka_unit_test_setup(test_scsi_qemu_behaviours, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
