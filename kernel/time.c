@@ -28,6 +28,6 @@ int time_civil_to_unix(const struct time_civil *c, uint64_t *unix_s)
 	uint64_t doy = (153 * mp + 2) / 5 + c->day - 1;
 	uint64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
 	uint64_t days = era * 146097 + doe - 719468; /* 719468: days from 0000-03-01 to 1970-01-01 */
-	*unix_s = days * 86400u + c->hour * 3600u + c->min * 60u + c->sec;
+	*unix_s = days * 86400u + (uint64_t)c->hour * 3600u + (uint64_t)c->min * 60u + c->sec;
 	return 0;
 }

@@ -12,7 +12,7 @@
 static struct tcp_tw_node *node(const struct tcp_tw_wheel *w, uint32_t idx)
 {
 	if (idx >= w->n_nodes)
-		return (struct tcp_tw_node *)(uintptr_t)&w->heads[idx - w->n_nodes];
+		return (struct tcp_tw_node *)(uintptr_t)&w->heads[idx - w->n_nodes]; /* NOLINT(performance-no-int-to-ptr): drops const of the list head on purpose */
 	return (struct tcp_tw_node *)(void *)(w->base + (size_t)idx * w->stride + w->node_off);
 }
 
