@@ -14,6 +14,7 @@
 #   hosted/disk-selftest     a file as the disk behind drivers/blk.h passes the boot
 #                            block self-test (write, read back, verify, flush)
 #   hosted/dhcp              the stack takes 10.77.0.50 from a minimal DHCP server
+#   hosted/dhcp-dnsmasq      the stack takes 10.77.0.60 from dnsmasq
 #                            (Python, in the namespace) and answers pings there
 #   hosted/tcp-echo-1mib-lossy  1 MiB again over a link with 5% loss, 10% reordering and
 #                            5 ms delay: tc netem on the Linux side when the kernel has it,
@@ -76,7 +77,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-ALL=(disk-selftest icmp-ping arp tcp-echo-1mib tcp-echo-backpressure tcp-1000-idle clean-shutdown dhcp tcp-echo-1mib-lossy)
+ALL=(disk-selftest icmp-ping arp tcp-echo-1mib tcp-echo-backpressure tcp-1000-idle clean-shutdown dhcp dhcp-dnsmasq tcp-echo-1mib-lossy)
 fail_all() { for t in "${ALL[@]}"; do fail "$t" "$1"; done; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || fail_all "needs root for a network namespace"
@@ -422,6 +423,36 @@ else
 fi
 kill "$dhcpd_pid" 2>/dev/null; wait "$dhcpd_pid" 2>/dev/null
 dhcpd_pid=""
+
+# DHCP again from dnsmasq, a real DHCP server, on the same TAP.
+dnsmasq_ip=10.77.0.60
+if ! command -v dnsmasq >/dev/null; then
+	fail dhcp-dnsmasq "dnsmasq not installed (package dnsmasq-base)"
+else
+	ip netns exec "$ns" dnsmasq --no-daemon --port=0 --no-resolv --no-hosts --bind-interfaces \
+		--interface="$tap" --except-interface=lo --dhcp-range="$dnsmasq_ip,$dnsmasq_ip,255.255.255.0,2m" \
+		--dhcp-leasefile="$tmp/dnsmasq.leases" --pid-file= --log-dhcp >"$tmp/dnsmasq.log" 2>&1 &
+	dhcpd_pid=$!
+	sleep 0.5
+	addr_args=(--dhcp)
+	if ! start_stack; then
+		fail dhcp-dnsmasq "stack did not start"
+	else
+		got=""
+		for _ in $(seq 150); do
+			grep -q "^hosted: address $dnsmasq_ip " "$stack_log" && { got=1; break; }
+			sleep 0.1
+		done
+		if [ -n "$got" ] && client 20 ping "$dnsmasq_ip" 3 >"$tmp/dnsmasq-ping.log"; then
+			pass dhcp-dnsmasq "$(grep -m1 "^hosted: address $dnsmasq_ip" "$stack_log" | sed 's/^hosted: //'), ping answered"
+		else
+			tail -20 "$tmp/dnsmasq.log"; fail dhcp-dnsmasq "no address from dnsmasq in 15 s, or no ping reply"
+		fi
+		stop_stack
+	fi
+	kill "$dhcpd_pid" 2>/dev/null; wait "$dhcpd_pid" 2>/dev/null
+	dhcpd_pid=""
+fi
 addr_args=(--ip "$our_ip/24")
 
 # (b) 1 MiB over a lossy, reordering, delaying link. The model is netem's on the TAP's

@@ -12,7 +12,7 @@ packages=(
 	apt coreutils tar bzip2 xz-utils tcl                    # make deps (tclsh: SQLite amalgamation)
 	qemu-system-x86 qemu-system-arm qemu-utils              # kernel smoke tests
 	grub-pc-bin grub-common xorriso mtools                  # Multiboot2 boot through GRUB
-	openssl python3 iproute2 procps                         # TLS/real-client tests, netns
+	openssl python3 iproute2 procps dnsmasq-base            # TLS/real-client tests, netns, DHCP
 	mosquitto-clients python3-paho-mqtt                     # MQTT client tests
 	"$@"
 )
