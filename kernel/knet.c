@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
- * knet (kernel/knet.h): virtio-net queue pair <-> net_stack <-> tcp_stack <-> TEMPORARY
- * echo, on one core. Owns only the frame lending between net/ and the driver and the
+ * knet (kernel/knet.h): virtio-net queue pair <-> net_stack <-> tcp_stack <-> the upper
+ * layer the caller gives (or the TEMPORARY echo of the unit test), on one core. Owns only the frame lending between net/ and the driver and the
  * carving of caller memory; never parses packet bytes and never allocates.
  */
 #include "kernel/knet.h"
@@ -31,6 +31,11 @@ static size_t align8(size_t n)
 
 static void knet_tcp_cfg(const struct knet_config *c, struct tcp_config *tc)
 {
+	if (c->upper) {
+		*tc = *c->upper->tcp;
+		tc->local_ip = c->use_dhcp ? 0 : c->ip;
+		return;
+	}
 	tcp_config_default(tc);
 	tc->local_ip = c->use_dhcp ? 0 : c->ip;
 	tc->ports[0] = c->echo_port;
@@ -40,10 +45,17 @@ static void knet_tcp_cfg(const struct knet_config *c, struct tcp_config *tc)
 	tc->max_pending_acks = c->max_conns;
 }
 
+static bool upper_ok(const struct knet_config *c)
+{
+	if (c->upper)
+		return c->upper->ops && c->upper->tcp && c->upper->bind;
+	return c->echo_port && c->max_conns >= 1 && c->max_conns <= (1u << 16);
+}
+
 static bool cfg_ok(const struct knet_config *c)
 {
 	return c->nic && c->n_rx_pairs >= 1 && (uint32_t)c->pair + c->n_rx_pairs <= c->nic->n_pairs &&
-	       c->echo_port && c->max_conns >= 1 && c->max_conns <= (1u << 16) && c->n_arp >= 1 &&
+	       upper_ok(c) && c->n_arp >= 1 &&
 	       c->n_arp <= 4096 && c->n_pending >= 1 && c->n_pending <= 4096 && c->rx_batch >= 1 &&
 	       c->now_ms && c->random && (c->use_dhcp || c->ip);
 }
@@ -55,7 +67,7 @@ size_t knet_mem_size(const struct knet_config *c)
 		return 0;
 	knet_tcp_cfg(c, &tc);
 	size_t t = tcp_stack_mem_size(&tc);
-	size_t e = knet_echo_tmp_mem_size(c->max_conns, c->echo_bufs, c->echo_buf_size);
+	size_t e = c->upper ? 8u : knet_echo_tmp_mem_size(c->max_conns, c->echo_bufs, c->echo_buf_size);
 	if (!t || !e)
 		return 0;
 	return align8(c->n_arp * sizeof(struct net_arp_entry)) +
@@ -213,15 +225,25 @@ int knet_init(struct knet *k, const struct knet_config *cfg, void *mem, size_t m
 	size_t tlen = tcp_stack_mem_size(&tc);
 	void *tmem = p;
 	p += align8(tlen);
-	size_t elen = knet_echo_tmp_mem_size(cfg->max_conns, cfg->echo_bufs, cfg->echo_buf_size);
-
-	int err = knet_echo_tmp_init(&k->echo, p, elen, cfg->max_conns, cfg->echo_bufs, cfg->echo_buf_size);
-	if (err)
-		return err;
-	err = tcp_stack_init(&k->tcp, tmem, tlen, &tc, &knet_tcp_port, &k->ns, &knet_echo_tmp_ops, &k->echo);
-	if (err)
-		return err;
-	knet_echo_tmp_bind(&k->echo, k->tcp);
+	int err;
+	if (cfg->upper) {
+		err = tcp_stack_init(&k->tcp, tmem, tlen, &tc, &knet_tcp_port, &k->ns, cfg->upper->ops,
+				     cfg->upper->ops_ctx);
+		if (err)
+			return err;
+		cfg->upper->bind(cfg->upper->ctx, k->tcp);
+	} else {
+		size_t elen = knet_echo_tmp_mem_size(cfg->max_conns, cfg->echo_bufs, cfg->echo_buf_size);
+		err = knet_echo_tmp_init(&k->echo, p, elen, cfg->max_conns, cfg->echo_bufs,
+					 cfg->echo_buf_size);
+		if (err)
+			return err;
+		err = tcp_stack_init(&k->tcp, tmem, tlen, &tc, &knet_tcp_port, &k->ns, &knet_echo_tmp_ops,
+				     &k->echo);
+		if (err)
+			return err;
+		knet_echo_tmp_bind(&k->echo, k->tcp);
+	}
 
 	struct net_config nc = {
 		.use_dhcp = cfg->use_dhcp,
@@ -283,6 +305,8 @@ int knet_poll(void *ctx)
 	if (now >= net_stack_next_timer_ms(&k->ns))
 		net_stack_poll(&k->ns, now);
 	tcp_poll(k->tcp);
+	if (k->cfg.upper && k->cfg.upper->poll)
+		k->cfg.upper->poll(k->cfg.upper->ctx);
 	(void)!vnet_tx_reap(k->cfg.nic, k->cfg.pair);
 	for (uint16_t p = k->cfg.pair; p < k->cfg.pair + k->cfg.n_rx_pairs; p++)
 		vnet_flush(k->cfg.nic, p);

@@ -3,8 +3,10 @@
  * The kernel's data path below the application, on one core: a virtio-net queue pair
  * (drivers/virtio_net.h) under our network stack (net/net.h: Ethernet, ARP, IPv4, ICMP,
  * DHCP) under our TCP (net/tcp/tcp.h), polled from the core's run-to-completion loop
- * (knet_poll is a kloop handler). The upper layer is, for now, the TEMPORARY echo service
- * (kernel/knet_echo_tmp.h) on one port. Portable: the platform gives the clock and the
+ * (knet_poll is a kloop handler). The upper layer is given by the caller (struct
+ * knet_upper: the data plane dp/ in the image, through kernel/kbroker.h); without one, the
+ * TEMPORARY echo service (kernel/knet_echo_tmp.h) answers on one port — kept only for the
+ * unit test of this glue until it moves to a fake upper. Portable: the platform gives the clock and the
  * CSPRNG through the config. Owns the glue only (frame lending between the stack and the
  * driver); never parses packets itself, never allocates (caller memory), never touches a
  * queue pair it was not given.
@@ -30,14 +32,27 @@
 #include "net/net.h"
 #include "net/tcp/tcp.h"
 
+/* The TCP upper layer and its TCP settings (the image: kbroker_upper()). */
+struct knet_upper {
+	const struct tcp_upper_ops *ops; /* linked */
+	void *ops_ctx;                   /* linked: the TCP ops' ctx */
+	void *ctx;                       /* linked: ctx of bind and poll */
+	/* Once the TCP stack exists (knet_init): the upper links its handle. */
+	void (*bind)(void *ctx, struct tcp_stack *tcp);
+	/* The upper's safe point, after tcp_poll in every knet_poll (dp_poll). */
+	void (*poll)(void *ctx);
+	const struct tcp_config *tcp; /* linked: ports, connections, timers (local_ip replaced) */
+};
+
 struct knet_config {
 	struct vnet *nic;      /* linked: initialised driver */
 	uint16_t pair;         /* transmit (and first receive) queue pair */
 	uint16_t n_rx_pairs;   /* receive from pairs [pair, pair + n_rx_pairs) (>= 1) */
 	bool use_dhcp;         /* false: ip/mask/gw below */
 	uint32_t ip, mask, gw; /* host order */
-	uint16_t echo_port;    /* the TEMPORARY echo service's TCP port */
-	uint32_t max_conns;    /* TCP control blocks */
+	const struct knet_upper *upper; /* linked; NULL: the TEMPORARY echo below (unit test) */
+	uint16_t echo_port;    /* the TEMPORARY echo service's TCP port (no upper only) */
+	uint32_t max_conns;    /* TCP control blocks (no upper only; else upper->tcp) */
 	uint32_t echo_bufs, echo_buf_size;
 	uint32_t n_arp, n_pending;
 	uint32_t rx_batch;     /* frames per pair per knet_poll call */
@@ -53,7 +68,7 @@ struct knet {
 	struct net_stack ns; /* first: the TCP port's ctx is &ns (net_tcp_tx_*) */
 	struct knet_config cfg;
 	struct tcp_stack *tcp;
-	struct knet_echo_tmp echo;
+	struct knet_echo_tmp echo; /* unused when cfg.upper is set */
 	struct net_udp_sock udp[2];
 	bool broken;
 	bool irq_armed; /* the pairs' interrupts are enabled (idle mode) */

@@ -4,11 +4,14 @@
  * BARs of every virtio function mapped before the page tables are sealed, then (once the
  * page allocator and the CSPRNG exist) each virtio device probed and driven: virtio-rng
  * reseeds every core's CSPRNG, virtio-blk and virtio-scsi run the block self-test on
- * their last 4 KiB, the first virtio-net gets the network stack (kernel/knet): one stack
- * per queue pair, pair p on core p, with a static address; one stack on core 0 otherwise
- * (DHCP). Its queues interrupt through MSI-X (one vector per pair, to the core that polls
+ * their last 4 KiB, the first virtio-net gets the network stack (kernel/knet) with the
+ * broker (kernel/kbroker: dp/ = TCP 8883, TLS 1.3 with client certificates, MQTT) as its
+ * upper layer: one stack on core 0 receiving from every queue pair, with DHCP or the
+ * static address of the command line (one broker: see kernel/kbroker.h for why). Its
+ * queues interrupt through MSI-X (one vector per pair, to the core that polls
  * it; the handler only marks work) and are polled under load; the block and rng queues
- * are polled (boot-time use only so far). Then the TLS self-test (tls_selftest.c) runs.
+ * are polled (boot-time use only so far). The TLS self-test (tls_selftest.c) runs before
+ * the broker is built (the broker's handshake env then owns mbedTLS's hooks).
  * Everything found goes into the boot banner.
  * Owns the PCI device table and the driver instances. Never maps anything after the
  * seal, never drives a device the PCI layer rejected, and never stops the boot for a
@@ -23,9 +26,11 @@
 #include "kernel/cmdline.h"
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
+#include "kernel/kbroker.h"
 #include "kernel/knet.h"
 #include "kernel/log.h"
 #include "kernel/panic.h"
+#include "kernel/time.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 
@@ -43,13 +48,11 @@
 #define DEV_NET_FRAMES_PER_PAIR 512u
 #define DEV_NET_MAX_PAIRS 8
 #define DEV_NET_CTRL_SPINS 200000000u
-#define DEV_NET_CONNS 64u
-#define DEV_ECHO_BUFS 16u
-#define DEV_ECHO_BUF 65536u
 #define DEV_NET_ARP 64u
 #define DEV_NET_PENDING 32u
-#define DEV_NET_RX_BATCH 64u
-#define DEV_ECHO_PORT 8883
+#define DEV_NET_RX_BATCH 8u  /* frames per poll: a few full TLS handshakes stay far below the
+                               * 200 ms watchdog limit under TCG */
+#define DEV_BROKER_REPORT_MS 10000u /* the memory line of kernel/kbroker */
 
 static struct pci_dev dev_pci[DEV_MAX_PCI];
 static struct pci_bus dev_bus;
@@ -69,10 +72,12 @@ static struct vnet dev_net;
 static bool dev_net_ok;
 static struct pci_msix dev_net_msix;
 static bool dev_net_msix_ok;
-/* One stack per queue pair, pair p on core p (static address), or one stack on core 0
- * receiving from every pair (DHCP: one client owns the lease). */
+/* One stack on core 0 receiving from every pair, with the broker as its upper layer
+ * (kernel/kbroker.h says why one). Indexed by core for the loop. */
 static struct knet dev_knet[DEV_NET_MAX_PAIRS];
 static uint32_t dev_n_knet;
+static struct kbroker dev_broker;
+static bool dev_broker_ok;
 static uint32_t dev_n_selftest_fail;
 
 static const char *dev_type_name(uint16_t t)
@@ -379,17 +384,65 @@ static void dev_net_irqs(uint32_t n_stacks)
 	pci_msix_enable(&dev_bus, &dev_net_msix);
 }
 
-static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
+/* The wall clock for certificate validity: the CMOS RTC read once, then the TSC clock. */
+static uint64_t dev_wall_base_s, dev_wall_base_ns;
+
+static int64_t dev_wall_s(void)
 {
+	if (!dev_wall_base_s)
+		return 0; /* 1970: every certificate looks "not yet valid", visibly */
+	return (int64_t)(dev_wall_base_s + (x86_now_ns() - dev_wall_base_ns) / 1000000000u);
+}
+
+/* Development builds: "broker_report_ms=N" (1000..600000) changes the memory line's
+ * period (the smoke test reads it every second instead of every 10 s). */
+static uint32_t dev_report_ms(const char *cmdline, size_t len)
+{
+#ifndef URMQTT_PROD
+	char v[16];
+	uint32_t ms = 0;
+	if (cmdline_get(cmdline, len, "broker_report_ms", v, sizeof v) == 0) {
+		for (const char *c = v; *c && ms <= 600000u; c++)
+			ms = (*c >= '0' && *c <= '9') ? ms * 10u + (uint32_t)(*c - '0') : UINT32_MAX;
+		if (ms >= 1000u && ms <= 600000u)
+			return ms;
+		LOG_WARN("boot", "ignoring broker_report_ms= (want 1000..600000)");
+	}
+#else
+	(void)cmdline;
+	(void)len;
+#endif
+	return DEV_BROKER_REPORT_MS;
+}
+
+static void dev_knet_init(const char *cmdline, size_t cmdline_len)
+{
+	struct time_civil civ;
+	uint64_t wall = 0;
+	if (x86_rtc_read(&wall, &civ) == 0) {
+		dev_wall_base_s = wall;
+		dev_wall_base_ns = x86_now_ns();
+	} else {
+		LOG_WARN("boot", "broker: no usable RTC; certificates will look not yet valid");
+	}
+	const struct kbroker_config bc = {
+		.core = 0,
+		.report_ms = dev_report_ms(cmdline, cmdline_len),
+		.now_ms = dev_now_ms,
+		.wall_s = dev_wall_s,
+	};
+	int err = kbroker_init(&dev_broker, &bc);
+	if (err) {
+		LOG_ERR("boot", "broker: initialisation failed (%s); no network service", err_name(err));
+		return;
+	}
+	dev_broker_ok = true;
 	struct knet_config kc = {
 		.nic = &dev_net,
 		.pair = 0,
 		.n_rx_pairs = dev_net.n_pairs,
 		.use_dhcp = true,
-		.echo_port = DEV_ECHO_PORT,
-		.max_conns = DEV_NET_CONNS,
-		.echo_bufs = DEV_ECHO_BUFS,
-		.echo_buf_size = DEV_ECHO_BUF,
+		.upper = kbroker_upper(&dev_broker),
 		.n_arp = DEV_NET_ARP,
 		.n_pending = DEV_NET_PENDING,
 		.rx_batch = DEV_NET_RX_BATCH,
@@ -398,43 +451,39 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 	};
 	if (dev_static_ip(cmdline, cmdline_len, &kc.ip, &kc.mask, &kc.gw))
 		kc.use_dhcp = false;
-	/* Per-core pairs need one address for every stack: only with a static address. */
-	uint32_t n_stacks = 1;
-	if (!kc.use_dhcp && dev_net.n_pairs > 1) {
-		n_stacks = MIN((uint32_t)dev_net.n_pairs, n_cores);
-		kc.n_rx_pairs = 1;
+	size_t len = knet_mem_size(&kc);
+	if (!len) {
+		LOG_ERR("boot", "net: configuration rejected; no network");
+		return;
 	}
-	for (uint32_t i = 0; i < n_stacks; i++) {
-		kc.pair = (uint16_t)i;
-		size_t len = knet_mem_size(&kc);
-		if (!len) {
-			LOG_ERR("boot", "net: configuration rejected; no network");
-			return;
-		}
-		void *mem = dev_pages(len, NULL);
-		int err = knet_init(&dev_knet[i], &kc, mem, len);
-		if (err) {
-			LOG_ERR("boot", "net: stack %u initialisation failed (%s)", (unsigned)i, err_name(err));
-			return;
-		}
-		dev_n_knet = i + 1;
+	/* Sized by the configuration (TCP connections): too little RAM for it is reported
+	 * with the remedy instead of stopping the boot. */
+	void *mem;
+	uint64_t pa;
+	err = kheap_pages_alloc((uint32_t)((len + X86_PAGE_SIZE - 1) / X86_PAGE_SIZE), 1, &mem, &pa);
+	if (err) {
+		LOG_ERR("boot", "net: no %lu KiB for the TCP tables (%s): give the VM more memory "
+				"(URMQTT_MEM) or configure fewer TCP connections; no network",
+			(unsigned long)(len >> 10), err_name(err));
+		return;
 	}
-	dev_net_irqs(n_stacks);
-	if (n_stacks > 1)
-		LOG_INFO("boot", "net: %u stacks, virtio-net pair p bound to core p (p = 0..%u)%s; %s",
-			 (unsigned)n_stacks, (unsigned)(n_stacks - 1),
-			 dev_net_msix_ok ? ", MSI-X vector per pair to its core" : ", polled",
-			 "static address from the command line");
-	else
-		LOG_INFO("boot", "net: stack on core 0, virtio-net pair 0%s%s; %s",
-			 dev_net.n_pairs > 1 ? " (+ receive on every pair)" : "",
-			 dev_net_msix_ok ? ", MSI-X + polling" : ", polled",
-			 kc.use_dhcp ? "DHCP" : "static address from the command line");
-	LOG_WARN("boot", "net: TCP port %u runs the TEMPORARY echo service, not the broker",
-		 (unsigned)DEV_ECHO_PORT);
+	err = knet_init(&dev_knet[0], &kc, mem, len);
+	if (err) {
+		LOG_ERR("boot", "net: stack initialisation failed (%s)", err_name(err));
+		return;
+	}
+	dev_n_knet = 1;
+	dev_net_irqs(1);
+	LOG_INFO("boot", "net: stack on core 0, virtio-net pair 0%s%s; %s",
+		 dev_net.n_pairs > 1 ? " (+ receive on every pair)" : "",
+		 dev_net_msix_ok ? ", MSI-X + polling" : ", polled",
+		 kc.use_dhcp ? "DHCP" : "static address from the command line");
+	LOG_INFO("broker", "listening on TCP %u (MQTT over TLS 1.3, client certificates required)%s",
+		 (unsigned)kbroker_upper(&dev_broker)->tcp->ports[0],
+		 kc.use_dhcp ? " once the DHCP lease is in" : "");
 }
 
-static void dev_init_devices(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
+static void dev_init_devices(uint32_t n_cores)
 {
 	if (dev_scan_err && !dev_scanned) {
 		LOG_WARN("boot", "pci: enumeration failed (%s)", err_name(dev_scan_err));
@@ -479,17 +528,22 @@ static void dev_init_devices(const char *cmdline, size_t cmdline_len, uint32_t n
 		default: break;
 		}
 	}
-	if (dev_net_ok)
-		dev_knet_init(cmdline, cmdline_len, n_cores);
 }
 
 void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 {
-	dev_init_devices(cmdline, cmdline_len, n_cores);
+	dev_init_devices(n_cores);
 	/* After virtio-rng (if any) reseeded the CSPRNG; a failure counts like a failed
-	 * block self-test (the drivers scenario exits non-zero). */
-	if (x86_tls_selftest() != 0)
+	 * block self-test (the drivers scenario exits non-zero), and no broker is built on
+	 * a TLS stack that failed its known answers. */
+	if (x86_tls_selftest() != 0) {
 		dev_n_selftest_fail++;
+		if (dev_net_ok)
+			LOG_ERR("boot", "broker: not started (TLS self-test failed)");
+		return;
+	}
+	if (dev_net_ok)
+		dev_knet_init(cmdline, cmdline_len);
 }
 
 /* Development builds, test=net: each core with a stack logs its own counters at most once
@@ -513,14 +567,16 @@ static int dev_stats_poll(void *ctx)
 	dev_stats_last_ms[core] = now;
 	uint64_t irqs = atomic_load_explicit(&x86_cores[core].n_dev_irqs, memory_order_relaxed);
 	uint64_t sum = k->st.rx_frames + k->st.tx_frames + irqs;
-	if (sum == dev_stats_last_sum[core])
+	if (sum == dev_stats_last_sum[core] || !dev_broker_ok)
 		return 0;
 	dev_stats_last_sum[core] = sum;
+	struct dp_stats ds;
+	dp_stats_get(dev_broker.dp, &ds); /* core 0's broker, read on core 0 (its stack's core) */
 	LOG_INFO("net", "core %u pair %u: %lu frames in, %lu out, %lu device interrupts, %u connections, "
-			"%lu bytes echoed",
+			"%lu TLS handshakes, %lu bytes in",
 		 (unsigned)core, (unsigned)k->cfg.pair, (unsigned long)k->st.rx_frames,
 		 (unsigned long)k->st.tx_frames, (unsigned long)irqs, (unsigned)tcp_conn_count(k->tcp),
-		 (unsigned long)k->echo.st.bytes_acked);
+		 (unsigned long)ds.hs_done, (unsigned long)ds.bytes_in);
 	return 0;
 }
 

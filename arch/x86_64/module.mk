@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 # arch/x86_64: boot entries (PVH, Multiboot2), page tables and W^X audit, descriptor
 # tables and exception reports, serial console, TSC clock, test scenarios, the TLS boot
-# self-test; the image link (with mbedTLS).
+# self-test; the image link (with mbedTLS). kernel/kbroker.c: the broker glue (dp/ on the
+# kernel heap with the embedded certificates), kernel-only, so listed here.
 KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/cpu.c arch/x86_64/trap.c arch/x86_64/serial.c arch/x86_64/clock.c \
 	arch/x86_64/ssp.c arch/x86_64/scenario.c \
 	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
 	arch/x86_64/entropy.c arch/x86_64/libgcc.c \
-	arch/x86_64/drv_port.c arch/x86_64/devices.c arch/x86_64/tls_selftest.c
+	arch/x86_64/drv_port.c arch/x86_64/devices.c arch/x86_64/tls_selftest.c \
+	kernel/kbroker.c
 # The TLS self-test includes mbedTLS headers and the embedded development certificates.
 # Deferred (=) and spelled out: tls/ and tools/certs/ module.mk are read after this one.
 CFLAGS_arch_x86_64_tls_selftest = $(TLS_INC)
@@ -16,7 +18,7 @@ GENERATED_HEADERS += $(B)/gen/urmqtt_certs.h # CERTS_HEADER of tools/certs/modul
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.elf
-SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh
+SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh
 
 # No --emit-relocs in the image: GRUB refuses ELF files with relocation sections. A later
 # KASLR step needs the relocations from a second link (or a -pie build) instead.

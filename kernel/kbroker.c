@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * kbroker (kernel/kbroker.h): dp/ + the TLS handshake env on the kernel heap, the
+ * embedded development credentials and revocation list, and the periodic memory line.
+ * Owns the glue only; never parses protocol bytes and never touches another core's state.
+ */
+#include "kernel/kbroker.h"
+
+#include "kernel/csprng.h"
+#include "kernel/heap.h"
+#include "kernel/log.h"
+#include "kernel/panic.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "urmqtt_certs.h"
+#include "urmqtt_config.h"
+
+/* ---- accounted heap (invariant 2) ---------------------------------------------------- */
+
+static enum heap_tag kb_tag(const char *tag)
+{
+	if (!tag)
+		return HEAP_TAG_OTHER;
+	if (strcmp(tag, "tls-handshake") == 0)
+		return HEAP_TAG_TLS_HANDSHAKE;
+	if (strcmp(tag, "tls-rec") == 0 || strcmp(tag, "tls-record") == 0)
+		return HEAP_TAG_TLS_RECORD;
+	if (strcmp(tag, "mqtt") == 0)
+		return HEAP_TAG_MQTT;
+	if (strcmp(tag, "dp-out") == 0 || strcmp(tag, "tcp") == 0)
+		return HEAP_TAG_TCP;
+	return HEAP_TAG_OTHER;
+}
+
+static void *kb_alloc(void *ctx, size_t len, const char *tag)
+{
+	struct kbroker *b = ctx;
+	void *p = NULL;
+	if (len == 0 || len > b->limit - b->used || kheap_alloc(len, kb_tag(tag), &p) != 0) {
+		b->n_failed++;
+		return NULL;
+	}
+	b->used += len;
+	b->n_live++;
+	return p;
+}
+
+static void kb_free(void *ctx, void *p, size_t len)
+{
+	struct kbroker *b = ctx;
+	if (!p)
+		return;
+	if (len > b->used || b->n_live == 0)
+		PANIC("kbroker: heap accounting underflow (%lu B freed, %lu B live)", (unsigned long)len,
+		      (unsigned long)b->used);
+	b->used -= len;
+	b->n_live--;
+	kheap_free(p);
+}
+
+static size_t kb_used(void *ctx)
+{
+	return ((const struct kbroker *)ctx)->used;
+}
+
+/* What may still be allocated: the configured limit, and never more than the free frames
+ * (the heap takes its slabs from them). */
+static size_t kb_avail(void *ctx)
+{
+	const struct kbroker *b = ctx;
+	struct pages_stats ps;
+	kheap_pages_stats(&ps);
+	uint64_t frames = ps.n_free * (uint64_t)HEAP_PAGE_SIZE;
+	size_t left = b->limit - b->used;
+	return frames < left ? (size_t)frames : left;
+}
+
+/* ---- handshake env and dp hooks ---------------------------------------------------------- */
+
+static int kb_random(void *ctx, uint8_t *out, size_t len)
+{
+	(void)ctx;
+	return csprng_kernel_bytes(out, len);
+}
+
+static int64_t kb_now_s(void *ctx)
+{
+	const struct kbroker *b = ctx;
+	return b->cfg.wall_s();
+}
+
+static int64_t kb_now_ms(void *ctx)
+{
+	const struct kbroker *b = ctx;
+	return (int64_t)b->cfg.now_ms();
+}
+
+static uint64_t kb_dp_now(void *ctx)
+{
+	const struct kbroker *b = ctx;
+	return b->cfg.now_ms();
+}
+
+static void kb_log(void *ctx, const char *line)
+{
+	(void)ctx;
+	LOG_INFO("broker", "%s", line);
+}
+
+/* ---- knet upper ------------------------------------------------------------------------ */
+
+static void kb_bind(void *ctx, struct tcp_stack *tcp)
+{
+	struct kbroker *b = ctx;
+	struct heap_snapshot s;
+	dp_set_lower_ctx(b->dp, tcp);
+	/* Invariant 3: every table and the TCP stack exist, no connection is open. */
+	kheap_snapshot(&s);
+	b->base_req = s.requested_bytes;
+	b->base_blk = s.block_bytes;
+	b->next_report_ms = b->cfg.report_ms ? b->cfg.now_ms() + b->cfg.report_ms : UINT64_MAX;
+}
+
+static void kb_poll(void *ctx)
+{
+	struct kbroker *b = ctx;
+	dp_poll(b->dp);
+	if (b->cfg.now_ms() >= b->next_report_ms) {
+		b->next_report_ms = b->cfg.now_ms() + b->cfg.report_ms;
+		kbroker_report(b);
+	}
+}
+
+void kbroker_report(struct kbroker *b)
+{
+	struct dp_stats s;
+	struct heap_snapshot h;
+	dp_stats_get(b->dp, &s);
+	kheap_snapshot(&h);
+	uint64_t req = h.requested_bytes > b->base_req ? h.requested_bytes - b->base_req : 0;
+	uint64_t blk = h.block_bytes > b->base_blk ? h.block_bytes - b->base_blk : 0;
+	uint64_t n = s.open;
+	/* One line, within LOG_LINE_MAX: the test and the run script parse name=value. */
+	LOG_INFO("broker", "core %u: conns=%u est=%u hs=%u per_conn_req=%lu per_conn_blk=%lu fixed=%lu "
+			   "above_req=%lu above_blk=%lu",
+		 (unsigned)b->cfg.core, (unsigned)s.open, (unsigned)s.established,
+		 (unsigned)s.handshaking, (unsigned long)(n ? req / n : 0),
+		 (unsigned long)(n ? blk / n : 0), (unsigned long)s.fixed_per_conn,
+		 (unsigned long)req, (unsigned long)blk);
+}
+
+/* ---- init -------------------------------------------------------------------------------- */
+
+static int kb_hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* The embedded revoked serials (hex strings, build-time constants) as bytes. */
+static int kb_revoked_load(struct kbroker *b)
+{
+	size_t k = 0;
+	for (size_t i = 0; urmqtt_revoked_serials[i]; i++) {
+		const char *s = urmqtt_revoked_serials[i];
+		size_t len = strlen(s);
+		if (k >= KBROKER_MAX_REVOKED || len == 0 || len % 2 || len / 2 > KBROKER_SERIAL_MAX)
+			return -E_RANGE;
+		for (size_t j = 0; j < len / 2; j++) {
+			int hi = kb_hexval(s[2 * j]), lo = kb_hexval(s[2 * j + 1]);
+			if (hi < 0 || lo < 0)
+				return -E_INVAL;
+			b->revoked_bytes[k][j] = (uint8_t)(hi << 4 | lo);
+		}
+		b->revoked[k].serial = b->revoked_bytes[k];
+		b->revoked[k].len = (uint8_t)(len / 2);
+		k++;
+	}
+	b->revoke_list.entries = b->revoked;
+	b->revoke_list.n = k;
+	return 0;
+}
+
+int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
+{
+	int rc;
+	memset(b, 0, sizeof *b);
+	if (!cfg->now_ms || !cfg->wall_s)
+		return -E_INVAL;
+	b->cfg = *cfg;
+	b->limit = (size_t)CONF_CORE_HEAP_LIMIT_MB << 20;
+	b->next_report_ms = UINT64_MAX;
+	if ((rc = kb_revoked_load(b)) != 0) {
+		LOG_ERR("broker", "embedded revocation list unusable (%s)", err_name(rc));
+		return rc;
+	}
+
+	struct tls_hs_config hc;
+	memset(&hc, 0, sizeof hc);
+	hc.max_in_flight = CONF_TLS_HANDSHAKES_PER_CORE;
+	hc.ca = urmqtt_ca_der;
+	hc.ca_len = sizeof urmqtt_ca_der;
+	hc.cert = urmqtt_server_crt_der;
+	hc.cert_len = sizeof urmqtt_server_crt_der;
+	hc.key = urmqtt_server_key_der;
+	hc.key_len = sizeof urmqtt_server_key_der;
+	dp_hs_id_config(&hc.id);
+	hc.revoke.is_revoked = tls_revoke_list_check;
+	hc.revoke.ctx = &b->revoke_list;
+	hc.ticket_lifetime_s = CONF_TLS_TICKET_LIFETIME_S;
+	hc.n_tickets = 1;
+	hc.rsa = false;
+	hc.ops = (struct tls_hs_ops){ kb_alloc, kb_free, kb_random, kb_now_s, kb_now_ms, b };
+	if ((rc = tls_hs_env_create(&hc, &b->hs_env)) != 0) {
+		LOG_ERR("broker", "TLS handshake env: %s", err_name(rc));
+		return rc;
+	}
+
+	struct dp_config g;
+	dp_config_from_conf(&g);
+	g.hs_env = b->hs_env;
+	g.heap = (struct dp_heap_ops){ kb_alloc, kb_free, kb_used, kb_avail, b };
+	g.lower = dp_lower_tcp;
+	g.log = kb_log;
+	g.now_ms = kb_dp_now;
+	g.clock_ctx = b;
+	if ((rc = csprng_kernel_bytes(g.mqtt.hash_key, sizeof g.mqtt.hash_key)) != 0)
+		return rc;
+	size_t need = dp_mem_size(&g);
+	if (!need) {
+		LOG_ERR("broker", "data plane configuration rejected");
+		return -E_INVAL;
+	}
+	uint32_t pages = (uint32_t)((need + HEAP_PAGE_SIZE - 1) / HEAP_PAGE_SIZE);
+	uint64_t pa;
+	if ((rc = kheap_pages_alloc(pages, 1, &b->mem, &pa)) != 0) {
+		LOG_ERR("broker", "no %lu KiB for the data plane (%s)", (unsigned long)(need >> 10),
+			err_name(rc));
+		return rc;
+	}
+	b->mem_len = (size_t)pages * HEAP_PAGE_SIZE;
+	if ((rc = dp_init(&b->dp, b->mem, b->mem_len, &g)) != 0) {
+		LOG_ERR("broker", "data plane: %s", err_name(rc));
+		return rc;
+	}
+	dp_tcp_config_from_conf(&b->tcp);
+	b->upper = (struct knet_upper){
+		.ops = &dp_tcp_upper, .ops_ctx = b->dp, .ctx = b,
+		.bind = kb_bind, .poll = kb_poll, .tcp = &b->tcp,
+	};
+	LOG_INFO("broker", "MQTT over TLS 1.3 (client certificates) on TCP %u: %u connection records "
+			   "of %lu B, data plane region %lu KiB, %u revoked serial(s)",
+		 (unsigned)CONF_TCP_PORT, (unsigned)g.max_conns, (unsigned long)dp_conn_sizeof(),
+		 (unsigned long)(need >> 10), (unsigned)b->revoke_list.n);
+	return 0;
+}
+
+const struct knet_upper *kbroker_upper(struct kbroker *b)
+{
+	return &b->upper;
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# Shared helper of the end-to-end smoke tests (tests/smoke/x86_64-mqtt.sh; the same code
+# as the copy inside tests/smoke/hosted-mqtt.sh): MQTT clients the mosquitto CLI cannot
+# play (a client held open or killed, exact CONNACK/SUBACK codes, TLS 1.2 only, plain
+# MQTT, many idle connections, load certificates). Every call is bounded by its own
+# timeout and prints one result line. Environment: MQTT_CLIENT_TIMEOUT (seconds, 15).
+# usage: mqtt-client.py HOST PORT CERTDIR MODE [args]
+import os, socket, ssl, struct, sys, time
+
+host, port, certs, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+args = sys.argv[5:]
+TIMEOUT = float(os.environ.get("MQTT_CLIENT_TIMEOUT", "15"))
+
+
+def ctx(cert, key, ca=None, tls12=False):
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    c.check_hostname = False  # the dev server certificate names localhost only
+    c.load_verify_locations(ca or certs + "/ca.crt")
+    c.load_cert_chain(cert, key)
+    if tls12:
+        c.maximum_version = ssl.TLSVersion.TLSv1_2
+    else:
+        c.minimum_version = ssl.TLSVersion.TLSv1_3
+    return c
+
+
+def mstr(s):
+    b = s.encode()
+    return struct.pack(">H", len(b)) + b
+
+
+def rlen(n):
+    out = b""
+    while True:
+        d = n % 128
+        n //= 128
+        out += bytes([d | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def pkt(t, body):
+    return bytes([t]) + rlen(len(body)) + body
+
+
+def connect_pkt(cid, keepalive=0):
+    return pkt(0x10, mstr("MQTT") + bytes([4, 0x02]) + struct.pack(">H", keepalive) + mstr(cid))
+
+
+def read_exact(s, n):
+    b = b""
+    while len(b) < n:
+        d = s.recv(n - len(b))
+        if not d:
+            raise EOFError("closed")
+        b += d
+    return b
+
+
+def read_pkt(s):
+    h = read_exact(s, 1)[0]
+    n, mul = 0, 1
+    while True:
+        d = read_exact(s, 1)[0]
+        n += (d & 127) * mul
+        mul *= 128
+        if not d & 128:
+            break
+    return h, read_exact(s, n)
+
+
+def tls_conn(cert, key, ca=None, tls12=False):
+    raw = socket.create_connection((host, port), timeout=TIMEOUT)
+    return ctx(cert, key, ca, tls12).wrap_socket(raw)
+
+
+def crt(name):
+    return certs + "/" + name + ".crt", certs + "/" + name + ".key"
+
+
+if mode == "connack":  # NAME CLIENTID [CERT KEY CA]: CONNACK code or the TLS failure
+    name, cid = args[0], args[1]
+    cert, key = (args[2], args[3]) if len(args) > 3 else crt(name)
+    ca = args[4] if len(args) > 4 else None
+    try:
+        s = tls_conn(cert, key, ca)
+        s.sendall(connect_pkt(cid))
+        h, b = read_pkt(s)
+        print("connack", b[1] if h == 0x20 and len(b) == 2 else "bad")
+    except (ssl.SSLError, EOFError, ConnectionError, OSError) as e:
+        print("refused", type(e).__name__)
+elif mode == "tls12":
+    try:
+        tls_conn(*crt("dev-1"), tls12=True)
+        print("accepted")
+    except (ssl.SSLError, EOFError, ConnectionError, OSError) as e:
+        print("refused", type(e).__name__)
+elif mode == "plain":  # MQTT CONNECT without TLS: no CONNACK may come back
+    s = socket.create_connection((host, port), timeout=TIMEOUT)
+    s.sendall(connect_pkt("dev-1"))
+    try:
+        h, b = read_pkt(s)
+        print("answered", hex(h))
+    except (EOFError, ConnectionError, socket.timeout, OSError) as e:
+        print("refused", type(e).__name__)
+elif mode == "acl":  # dev-1 subscribes and publishes outside devices/dev-1/#
+    s = tls_conn(*crt("dev-1"))
+    s.sendall(connect_pkt("dev-1"))
+    h, b = read_pkt(s)
+    assert h == 0x20 and b[1] == 0, b
+    s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr("devices/dev-2/#") + b"\x01"))
+    h, b = read_pkt(s)
+    sub = b[2] if h == 0x90 else -1
+    # QoS 1 publish outside the subtree: the broker must not route it (PUBACK or not).
+    s.sendall(pkt(0x32, mstr("devices/dev-2/telemetry") + struct.pack(">H", 2) + b"forbidden"))
+    time.sleep(0.5)
+    s.sendall(pkt(0xE0, b""))
+    s.close()
+    print("suback 0x%02x" % sub)
+elif mode == "will":  # NAME: connect with a will on devices/NAME/status, then hold
+    name = args[0]
+    topic = "devices/%s/status" % name
+    body = (mstr("MQTT") + bytes([4, 0x02 | 0x04 | (1 << 3)]) + struct.pack(">H", 60) + mstr(name)
+            + mstr(topic) + mstr("gone"))
+    s = tls_conn(*crt(name))
+    s.sendall(pkt(0x10, body))
+    h, b = read_pkt(s)
+    print("connack", b[1], flush=True)
+    time.sleep(60)
+elif mode == "idle":  # N PREFIXDIR: N connections, certificates PREFIXDIR/load-<i>.*
+    n, d = int(args[0]), args[1]
+    held, t0 = [], time.time()
+    for i in range(1, n + 1):
+        name = "load-%d" % i
+        s = tls_conn(d + "/" + name + ".crt", d + "/" + name + ".key")
+        s.sendall(connect_pkt(name))
+        h, b = read_pkt(s)
+        if h != 0x20 or b[1] != 0:
+            print("connack-failed", i, flush=True)
+            sys.exit(1)
+        s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr("devices/%s/cmd/#" % name) + b"\x01"))
+        h, b = read_pkt(s)
+        if h != 0x90 or b[2] != 1:
+            print("suback-failed", i, flush=True)
+            sys.exit(1)
+        held.append(s)
+    print("held %d %.1f" % (len(held), time.time() - t0), flush=True)
+    time.sleep(float(args[2]) if len(args) > 2 else 30)
+elif mode == "mkcerts":  # N DIR: load-<i> device certificates signed by the dev CA
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    n, d = int(args[0]), args[1]
+    ca = x509.load_pem_x509_certificate(open(certs + "/ca.crt", "rb").read())
+    ca_key = serialization.load_pem_private_key(open(certs + "/ca.key", "rb").read(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    now = datetime.datetime.utcnow()
+    for i in range(1, n + 1):
+        name = "load-%d" % i
+        c = (x509.CertificateBuilder()
+             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+             .issuer_name(ca.subject).public_key(key.public_key()).serial_number(1000 + i)
+             .not_valid_before(now - datetime.timedelta(hours=1))
+             .not_valid_after(now + datetime.timedelta(days=2))
+             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+             .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False,
+                                          False), critical=True)
+             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+             .sign(ca_key, hashes.SHA256()))
+        open("%s/%s.crt" % (d, name), "wb").write(c.public_bytes(serialization.Encoding.PEM))
+        open("%s/%s.key" % (d, name), "wb").write(key_pem)
+    print("made", n)
+else:
+    print("unknown mode")
+    sys.exit(2)
