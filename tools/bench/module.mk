@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: MIT
+# tools/bench: `make bench` — side-by-side measurements (never a pass/fail test). Builds
+# the measuring binaries in the hostrel flavour (-O2, no sanitizers): the hosted broker
+# ($(B)/hostrel/urmqtt), the load generator ($(B)/hostrel/tools/loadgen, OpenSSL client)
+# and the in-process microbenchmarks; then tools/bench/run.sh measures and prints.
+BENCH_HOSTED_OBJS = $(call objs,hostrel,t,$(HOSTED_SRCS))
+BENCH_LOADGEN_SRCS := tools/loadgen/loadgen.c tools/loadgen/certs.c
+BENCH_MICRO_NAMES := micro_mqtt
+
+$(B)/hostrel/urmqtt: $$(BENCH_HOSTED_OBJS) $$(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a
+	@mkdir -p $(@D); echo "  LD [hostrel] $@"
+	$(Q)$(HOST_CC) -o $@ $(BENCH_HOSTED_OBJS) $(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a
+
+$(B)/hostrel/tools/loadgen: $$(call objs,hostrel,t,$$(BENCH_LOADGEN_SRCS))
+	@mkdir -p $(@D); echo "  LD [hostrel] $@"
+	$(Q)$(HOST_CC) -o $@ $^ -lssl -lcrypto
+
+# In-process microbenchmarks: tools/bench/<name>.c linked with the hostrel portable code.
+BENCH_MICRO_BINS = $(patsubst %,$(B)/hostrel/tools/bench/%,$(BENCH_MICRO_NAMES))
+$(BENCH_MICRO_BINS): $(B)/hostrel/tools/bench/%: $(B)/hostrel/t/tools/bench/%.o $$(HOSTREL_LIB)
+	@mkdir -p $(@D); echo "  LD [hostrel] $@"
+	$(Q)$(HOST_CC) -o $@ $^
+
+BENCH_BINS = $(B)/hostrel/urmqtt $(B)/hostrel/tools/loadgen \
+	$(BENCH_MICRO_BINS)
+
+# The measuring tree: $(B)/bench/tree, built with tools/bench/bench.conf (the dev profile
+# without the per-connection rate limits) so the main tree's configuration is untouched.
+BENCH_OUT = $(B)/bench
+BENCH_TREE = $(BENCH_OUT)/tree
+
+.PHONY: bench bench-build
+bench-build: $(GENERATED_HEADERS)
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(BENCH_BINS)
+
+bench: setup
+	$(Q)tools/setup/ensure-packages.sh mosquitto gnuplot-nox libssl-dev || \
+		echo "bench: some packages could not be installed; run.sh says what it skips"
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)mkdir -p $(BENCH_TREE) && ln -sfn $(abspath $(B)/deps) $(BENCH_TREE)/deps
+	$(Q)$(MAKE) --no-print-directory BUILD_DIR=$(BENCH_TREE) CONF_FILE=tools/bench/bench.conf \
+		certs bench-build
+	$(Q)tools/bench/run.sh $(BENCH_TREE) $(BENCH_OUT)

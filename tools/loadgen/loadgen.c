@@ -1,0 +1,983 @@
+// SPDX-License-Identifier: MIT
+/*
+ * loadgen: MQTT 3.1.1 over TLS 1.3 with client certificates, one epoll loop, OpenSSL.
+ * Modes (see usage()):
+ *   handshake  K connections in flight, each a full (or ticket-resumed) mTLS handshake +
+ *              CONNECT/CONNACK + DISCONNECT, waiting for the server's close; handshakes/s
+ *   hold       N connections with distinct identities, one QoS 1 subscription each,
+ *              PINGREQ at the keepalive, held for T seconds
+ *   pubsub     P publishers (devices load-i, topic devices/load-i/telemetry) to S
+ *              subscribers (service `ops`, client ids ops/j, filter devices/+/telemetry)
+ *              at QoS 0/1, payload size, a total rate or flat out; delivered msgs/s and
+ *              latency percentiles from a send timestamp carried in the payload
+ *   mkcerts    cache N device certificates signed by the development CA (certs.c)
+ * A progress line per second on stderr, one JSON object at the end on stdout. Every loop
+ * is bounded in count and time (deadlines below). Host tool only; never linked into the
+ * image; it measures, it never asserts anything about the broker.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+
+#include "tools/loadgen/loadgen.h"
+
+#define MAX_SRC 16
+#define RBUF 8192
+#define WBUF 16384
+#define CONN_TIMEOUT_NS (15ull * 1000000000ull)
+#define LAT_BUCKETS (64 * 16)
+
+enum mode { M_HANDSHAKE, M_HOLD, M_PUBSUB };
+enum st { S_FREE, S_TCP, S_TLS, S_CONNACK, S_SUBACK, S_READY, S_CLOSING };
+enum role { R_HS, R_HOLD, R_PUB, R_SUB };
+
+struct opts {
+	enum mode mode;
+	struct sockaddr_in dst;
+	struct in_addr src[MAX_SRC];
+	unsigned n_src;
+	const char *ca, *devdir, *svcdir, *ready_file;
+	unsigned n, k, pubs, subs, qos, payload, keepalive, window;
+	double seconds, rate;
+	bool resume;
+};
+
+struct ident {
+	X509 *crt;
+	EVP_PKEY *key;
+	char name[32];
+	SSL_SESSION *sess; /* newest ticket (resume mode) */
+};
+
+struct conn {
+	enum st st;
+	enum role role;
+	int fd;
+	SSL *ssl;
+	unsigned id;   /* identity index (devices) or subscriber index */
+	uint32_t ev;   /* epoll interest currently set */
+	uint64_t t0, deadline, next_ping;
+	size_t rlen, wlen;
+	uint16_t pid;
+	unsigned inflight;
+	uint64_t sent, acked;
+	uint8_t rbuf[RBUF];
+	uint8_t wbuf[WBUF];
+};
+
+static struct opts o;
+static SSL_CTX *ctx;
+static int ep = -1;
+static struct ident *ids, svc;
+static unsigned n_ids;
+static struct conn *conns;
+static unsigned n_conns;
+static unsigned src_rr;
+static volatile sig_atomic_t stop;
+
+/* results */
+static uint64_t n_done, n_full, n_resumed, n_failed, n_ready;
+static uint64_t delivered, published, measured_delivered;
+static uint64_t lat_hist[LAT_BUCKETS];
+static uint64_t lat_n;
+static bool measuring;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* ---- latency histogram: 16 sub-buckets per power of two of microseconds ------------ */
+
+static unsigned lat_bucket(uint64_t us)
+{
+	if (us < 16)
+		return (unsigned)us;
+	unsigned msb = 63u - (unsigned)__builtin_clzll(us);
+	unsigned idx = msb * 16u + (unsigned)((us >> (msb - 4)) & 15u);
+	return idx < LAT_BUCKETS ? idx : LAT_BUCKETS - 1;
+}
+
+static uint64_t lat_value(unsigned idx)
+{
+	if (idx < 16)
+		return idx;
+	unsigned msb = idx / 16u, sub = idx % 16u;
+	return (1ull << msb) + ((uint64_t)sub << (msb - 4)) + (1ull << (msb - 4)) / 2;
+}
+
+static double lat_pct(double p)
+{
+	if (!lat_n)
+		return 0;
+	uint64_t want = (uint64_t)((double)lat_n * p), acc = 0;
+	for (unsigned i = 0; i < LAT_BUCKETS; i++) {
+		acc += lat_hist[i];
+		if (acc > want)
+			return (double)lat_value(i);
+	}
+	return (double)lat_value(LAT_BUCKETS - 1);
+}
+
+/* ---- MQTT encoding ------------------------------------------------------------------ */
+
+static size_t put_len(uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	do {
+		uint8_t b = (uint8_t)(n % 128);
+		n /= 128;
+		p[i++] = (uint8_t)(b | (n ? 0x80 : 0));
+	} while (n);
+	return i;
+}
+
+static size_t put_str(uint8_t *p, const char *s)
+{
+	size_t n = strlen(s);
+	p[0] = (uint8_t)(n >> 8);
+	p[1] = (uint8_t)n;
+	memcpy(p + 2, s, n);
+	return n + 2;
+}
+
+/* Appends a packet (header byte + body) to the connection's output. false: no room. */
+static bool out_pkt(struct conn *c, uint8_t hdr, const uint8_t *body, size_t len)
+{
+	if (c->wlen + len + 5 > WBUF)
+		return false;
+	c->wbuf[c->wlen++] = hdr;
+	c->wlen += put_len(c->wbuf + c->wlen, len);
+	memcpy(c->wbuf + c->wlen, body, len);
+	c->wlen += len;
+	return true;
+}
+
+static const char *conn_name(const struct conn *c, char *buf, size_t len)
+{
+	if (c->role == R_SUB) {
+		snprintf(buf, len, "%s/%u", svc.name, c->id + 1);
+		return buf;
+	}
+	return ids[c->id].name;
+}
+
+static void out_connect(struct conn *c)
+{
+	uint8_t b[128];
+	char nb[48];
+	size_t n = put_str(b, "MQTT");
+	b[n++] = 4;
+	b[n++] = 0x02; /* clean session */
+	b[n++] = (uint8_t)(o.keepalive >> 8);
+	b[n++] = (uint8_t)o.keepalive;
+	n += put_str(b + n, conn_name(c, nb, sizeof(nb)));
+	(void)out_pkt(c, 0x10, b, n);
+}
+
+static void out_subscribe(struct conn *c, const char *filter, unsigned qos)
+{
+	uint8_t b[128];
+	b[0] = 0;
+	b[1] = 1;
+	size_t n = 2 + put_str(b + 2, filter);
+	b[n++] = (uint8_t)qos;
+	(void)out_pkt(c, 0x82, b, n);
+}
+
+static bool out_publish(struct conn *c)
+{
+	uint8_t b[128 + 65536];
+	char topic[64];
+	snprintf(topic, sizeof(topic), "devices/%s/telemetry", ids[c->id].name);
+	size_t n = put_str(b, topic);
+	if (o.qos) {
+		if (++c->pid == 0)
+			c->pid = 1;
+		b[n++] = (uint8_t)(c->pid >> 8);
+		b[n++] = (uint8_t)c->pid;
+	}
+	uint64_t t = now_ns();
+	memset(b + n, 'x', o.payload);
+	memcpy(b + n, &t, sizeof(t));
+	n += o.payload;
+	if (!out_pkt(c, (uint8_t)(0x30 | (o.qos << 1)), b, n))
+		return false;
+	c->sent++;
+	published++;
+	if (o.qos)
+		c->inflight++;
+	return true;
+}
+
+/* ---- connections -------------------------------------------------------------------- */
+
+static void ep_set(struct conn *c, uint32_t ev)
+{
+	if (c->ev == ev)
+		return;
+	struct epoll_event e = { .events = ev, .data.u32 = (uint32_t)(c - conns) };
+	if (epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &e) == 0)
+		c->ev = ev;
+}
+
+static void conn_close(struct conn *c, bool ok)
+{
+	if (c->ssl) {
+		/* A connection freed without a shutdown mark makes OpenSSL drop its ticket. */
+		if (ok)
+			SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+		SSL_free(c->ssl);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	c->ssl = NULL;
+	c->fd = -1;
+	if (!ok)
+		n_failed++;
+	if (c->st == S_READY && n_ready)
+		n_ready--;
+	c->st = S_FREE;
+	c->rlen = c->wlen = 0;
+}
+
+static int new_session_cb(SSL *ssl, SSL_SESSION *sess)
+{
+	struct conn *c = SSL_get_app_data(ssl);
+	if (!c || c->role == R_SUB || !o.resume)
+		return 0;
+	struct ident *id = &ids[c->id];
+	if (id->sess)
+		SSL_SESSION_free(id->sess);
+	id->sess = sess;
+	return 1; /* we keep the reference */
+}
+
+static bool conn_open(struct conn *c, enum role role, unsigned id)
+{
+	memset(c, 0, offsetof(struct conn, rbuf));
+	c->fd = -1;
+	c->role = role;
+	c->id = id;
+	c->t0 = now_ns();
+	c->deadline = c->t0 + CONN_TIMEOUT_NS;
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return false;
+	int one = 1;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (o.n_src) {
+		setsockopt(c->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr = o.src[src_rr++ % o.n_src] };
+		if (bind(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			conn_close(c, false);
+			return false;
+		}
+	}
+	if (connect(c->fd, (struct sockaddr *)&o.dst, sizeof(o.dst)) && errno != EINPROGRESS) {
+		conn_close(c, false);
+		return false;
+	}
+	c->ssl = SSL_new(ctx);
+	const struct ident *idn = role == R_SUB ? &svc : &ids[id];
+	if (!c->ssl || !SSL_use_certificate(c->ssl, idn->crt) || !SSL_use_PrivateKey(c->ssl, idn->key) ||
+	    !SSL_set_fd(c->ssl, c->fd)) {
+		conn_close(c, false);
+		return false;
+	}
+	SSL_set_app_data(c->ssl, c);
+	if (o.resume && role != R_SUB && idn->sess) {
+		if (!SSL_set_session(c->ssl, idn->sess)) {
+			conn_close(c, false);
+			return false;
+		}
+	}
+	struct epoll_event e = { .events = EPOLLOUT, .data.u32 = (uint32_t)(c - conns) };
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &e)) {
+		conn_close(c, false);
+		return false;
+	}
+	c->ev = EPOLLOUT;
+	c->st = S_TCP;
+	return true;
+}
+
+/* Writes what is queued; false on a fatal error. */
+static bool conn_flush(struct conn *c)
+{
+	while (c->wlen) {
+		int n = SSL_write(c->ssl, c->wbuf, (int)c->wlen);
+		if (n > 0) {
+			memmove(c->wbuf, c->wbuf + n, c->wlen - (size_t)n);
+			c->wlen -= (size_t)n;
+			continue;
+		}
+		int e = SSL_get_error(c->ssl, n);
+		if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+			ep_set(c, EPOLLIN | EPOLLOUT);
+			return true;
+		}
+		return false;
+	}
+	ep_set(c, EPOLLIN);
+	return true;
+}
+
+static void on_ready(struct conn *c)
+{
+	c->st = S_READY;
+	n_ready++;
+	c->next_ping = now_ns() + (uint64_t)o.keepalive * 1000000000ull;
+}
+
+/* One MQTT packet from the server. false: close the connection as failed. */
+static bool on_packet(struct conn *c, uint8_t hdr, const uint8_t *b, size_t len)
+{
+	uint8_t type = hdr >> 4;
+	switch (type) {
+	case 2: /* CONNACK */
+		if (c->st != S_CONNACK || len < 2 || b[1] != 0)
+			return false;
+		if (c->role == R_HS) {
+			if (SSL_session_reused(c->ssl))
+				n_resumed++;
+			else
+				n_full++;
+			(void)out_pkt(c, 0xE0, NULL, 0);
+			c->st = S_CLOSING;
+			return true;
+		}
+		if (c->role == R_HOLD) {
+			char f[64];
+			snprintf(f, sizeof(f), "devices/%s/cmd/#", ids[c->id].name);
+			out_subscribe(c, f, 1);
+			c->st = S_SUBACK;
+		} else if (c->role == R_SUB) {
+			out_subscribe(c, "devices/+/telemetry", o.qos);
+			c->st = S_SUBACK;
+		} else {
+			on_ready(c);
+		}
+		return true;
+	case 9: /* SUBACK */
+		if (c->st != S_SUBACK || len < 3 || b[2] == 0x80)
+			return false;
+		on_ready(c);
+		return true;
+	case 3: { /* PUBLISH to a subscriber */
+		unsigned q = (hdr >> 1) & 3u;
+		if (len < 2)
+			return false;
+		size_t tl = ((size_t)b[0] << 8) | b[1], off = 2 + tl + (q ? 2 : 0);
+		if (off > len)
+			return false;
+		if (q == 1) {
+			uint8_t ack[2] = { b[2 + tl], b[3 + tl] };
+			(void)out_pkt(c, 0x40, ack, 2);
+		}
+		delivered++;
+		if (measuring && len - off >= 8) {
+			uint64_t t;
+			memcpy(&t, b + off, sizeof(t));
+			uint64_t now = now_ns();
+			measured_delivered++;
+			if (now > t) {
+				lat_hist[lat_bucket((now - t) / 1000u)]++;
+				lat_n++;
+			}
+		}
+		return true;
+	}
+	case 4: /* PUBACK */
+		if (c->inflight)
+			c->inflight--;
+		c->acked++;
+		return true;
+	case 13: /* PINGRESP */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Parses whole packets out of rbuf. */
+static bool conn_parse(struct conn *c)
+{
+	size_t off = 0;
+	while (c->rlen - off >= 2) {
+		size_t len = 0, i = 1;
+		unsigned shift = 0;
+		for (;; i++) {
+			if (off + i >= c->rlen)
+				goto partial;
+			if (i > 4)
+				return false;
+			len |= (size_t)(c->rbuf[off + i] & 0x7f) << shift;
+			shift += 7;
+			if (!(c->rbuf[off + i] & 0x80))
+				break;
+		}
+		if (1 + i + len > RBUF)
+			return false;
+		if (off + 1 + i + len > c->rlen)
+			break;
+		if (!on_packet(c, c->rbuf[off], c->rbuf + off + 1 + i, len))
+			return false;
+		off += 1 + i + len;
+	}
+partial:
+	memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+	c->rlen -= off;
+	return true;
+}
+
+/* Drives one connection after an event (or a timer). */
+static void conn_drive(struct conn *c)
+{
+	if (c->st == S_TCP) {
+		int err = 0;
+		socklen_t l = sizeof(err);
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) || err) {
+			conn_close(c, false);
+			return;
+		}
+		c->st = S_TLS;
+	}
+	if (c->st == S_TLS) {
+		int r = SSL_connect(c->ssl);
+		if (r != 1) {
+			int e = SSL_get_error(c->ssl, r);
+			if (e == SSL_ERROR_WANT_READ)
+				ep_set(c, EPOLLIN);
+			else if (e == SSL_ERROR_WANT_WRITE)
+				ep_set(c, EPOLLOUT);
+			else
+				conn_close(c, false);
+			return;
+		}
+		out_connect(c);
+		c->st = S_CONNACK;
+	}
+	for (int rounds = 0; rounds < 64; rounds++) {
+		if (!conn_flush(c)) {
+			conn_close(c, false);
+			return;
+		}
+		if (c->rlen >= RBUF) {
+			conn_close(c, false);
+			return;
+		}
+		int n = SSL_read(c->ssl, c->rbuf + c->rlen, (int)(RBUF - c->rlen));
+		if (n > 0) {
+			c->rlen += (size_t)n;
+			if (!conn_parse(c)) {
+				conn_close(c, false);
+				return;
+			}
+			continue;
+		}
+		int e = SSL_get_error(c->ssl, n);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+			break;
+		/* EOF or error: the expected end after DISCONNECT in handshake mode. */
+		if (c->st == S_CLOSING) {
+			n_done++;
+			conn_close(c, true);
+		} else {
+			conn_close(c, false);
+		}
+		return;
+	}
+	if (!conn_flush(c))
+		conn_close(c, false);
+}
+
+/* ---- identities ---------------------------------------------------------------------- */
+
+static bool load_ident(struct ident *id, const char *crt, const char *key, const char *name)
+{
+	FILE *f = fopen(crt, "r");
+	if (!f)
+		return false;
+	id->crt = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	if (!(f = fopen(key, "r")))
+		return false;
+	id->key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	fclose(f);
+	snprintf(id->name, sizeof(id->name), "%s", name);
+	return id->crt && id->key;
+}
+
+static bool load_ids(unsigned n)
+{
+	char crt[512], key[512], name[32];
+	ids = calloc(n, sizeof(*ids));
+	if (!ids)
+		return false;
+	snprintf(key, sizeof(key), "%s/load.key", o.devdir);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "load-%u", i + 1);
+		snprintf(crt, sizeof(crt), "%s/%s.crt", o.devdir, name);
+		if (!load_ident(&ids[i], crt, key, name)) {
+			fprintf(stderr, "loadgen: cannot load %s (loadgen mkcerts)\n", crt);
+			return false;
+		}
+		if (i) { /* one shared key: keep a single object */
+			EVP_PKEY_free(ids[i].key);
+			ids[i].key = ids[0].key;
+		}
+	}
+	n_ids = n;
+	return true;
+}
+
+/* ---- the loop ------------------------------------------------------------------------ */
+
+static void progress(const char *phase, uint64_t t_start)
+{
+	fprintf(stderr, "loadgen %s t=%.0fs ready=%llu done=%llu full=%llu resumed=%llu failed=%llu"
+			" published=%llu delivered=%llu\n",
+		phase, (double)(now_ns() - t_start) / 1e9, (unsigned long long)n_ready,
+		(unsigned long long)n_done, (unsigned long long)n_full, (unsigned long long)n_resumed,
+		(unsigned long long)n_failed, (unsigned long long)published,
+		(unsigned long long)delivered);
+}
+
+/* One epoll round (timeout ms), then per-connection timeouts and pings. */
+static void poll_once(int timeout_ms)
+{
+	struct epoll_event evs[256];
+	int n = epoll_wait(ep, evs, 256, timeout_ms);
+	for (int i = 0; i < n; i++) {
+		struct conn *c = &conns[evs[i].data.u32];
+		if (c->st != S_FREE)
+			conn_drive(c);
+	}
+	static uint64_t last_scan;
+	uint64_t now = now_ns();
+	if (now - last_scan < 100000000ull)
+		return;
+	last_scan = now;
+	for (unsigned i = 0; i < n_conns; i++) {
+		struct conn *c = &conns[i];
+		if (c->st == S_FREE)
+			continue;
+		if (c->st != S_READY && now > c->deadline) {
+			conn_close(c, false);
+		} else if (c->st == S_READY && o.keepalive && now > c->next_ping) {
+			(void)out_pkt(c, 0xC0, NULL, 0);
+			c->next_ping = now + (uint64_t)o.keepalive * 1000000000ull;
+			conn_drive(c);
+		}
+	}
+}
+
+static void emit_common(FILE *f, double elapsed)
+{
+	fprintf(f, "\"elapsed_s\":%.3f,\"failed\":%llu", elapsed, (unsigned long long)n_failed);
+}
+
+static int run_handshake(void)
+{
+	uint64_t t0 = now_ns(), end = t0 + (uint64_t)(o.seconds * 1e9), last = t0;
+	/* Resumed: one untimed full handshake per identity first, so every timed one can resume. */
+	if (o.resume) {
+		for (unsigned i = 0; i < n_conns; i++)
+			(void)conn_open(&conns[i], R_HS, i % n_ids);
+		uint64_t warm_end = t0 + CONN_TIMEOUT_NS;
+		while (!stop && n_done + n_failed < n_conns && now_ns() < warm_end)
+			poll_once(10);
+		for (unsigned i = 0; i < n_conns; i++)
+			if (conns[i].st != S_FREE)
+				conn_close(&conns[i], false);
+		n_done = n_full = n_resumed = n_failed = 0;
+		t0 = last = now_ns();
+		end = t0 + (uint64_t)(o.seconds * 1e9);
+	}
+	for (unsigned i = 0; i < n_conns; i++)
+		(void)conn_open(&conns[i], R_HS, i % n_ids);
+	while (!stop) {
+		uint64_t now = now_ns();
+		if (now >= end)
+			break;
+		poll_once(10);
+		for (unsigned i = 0; i < n_conns; i++)
+			if (conns[i].st == S_FREE)
+				(void)conn_open(&conns[i], R_HS, i % n_ids);
+		if (now_ns() - last >= 1000000000ull) {
+			last = now_ns();
+			progress("handshake", t0);
+		}
+	}
+	double el = (double)(now_ns() - t0) / 1e9;
+	for (unsigned i = 0; i < n_conns; i++)
+		if (conns[i].st != S_FREE)
+			conn_close(&conns[i], true);
+	printf("{\"mode\":\"handshake\",\"resume\":%s,\"in_flight\":%u,\"done\":%llu,\"full\":%llu,"
+	       "\"resumed\":%llu,\"handshakes_per_s\":%.1f,",
+	       o.resume ? "true" : "false", o.k, (unsigned long long)n_done,
+	       (unsigned long long)n_full, (unsigned long long)n_resumed, (double)n_done / el);
+	emit_common(stdout, el);
+	printf("}\n");
+	return 0;
+}
+
+/* Opens the connections of [from, to) with at most o.k in flight; true when all ready. */
+static bool open_all(unsigned from, unsigned to, enum role role, unsigned id_base, const char *ph,
+		     uint64_t t0, uint64_t deadline)
+{
+	unsigned next = from;
+	uint64_t last = now_ns();
+	while (!stop && now_ns() < deadline) {
+		unsigned pending = 0, ready = 0;
+		for (unsigned i = from; i < to; i++) {
+			if (conns[i].st == S_READY)
+				ready++;
+			else if (conns[i].st != S_FREE)
+				pending++;
+		}
+		if (ready == to - from)
+			return true;
+		while (pending < o.k && next < to) {
+			(void)conn_open(&conns[next], role, id_base + (next - from));
+			next++;
+			pending++;
+		}
+		/* reopen failed ones (bounded by the deadline) */
+		if (next >= to)
+			for (unsigned i = from; i < to && pending < o.k; i++)
+				if (conns[i].st == S_FREE) {
+					(void)conn_open(&conns[i], role, id_base + (i - from));
+					pending++;
+				}
+		poll_once(5);
+		if (now_ns() - last >= 1000000000ull) {
+			last = now_ns();
+			progress(ph, t0);
+		}
+	}
+	return false;
+}
+
+static int run_hold(void)
+{
+	uint64_t t0 = now_ns();
+	bool all = open_all(0, n_conns, R_HOLD, 0, "hold-connect", t0, t0 + 600ull * 1000000000ull);
+	double connect_s = (double)(now_ns() - t0) / 1e9;
+	uint64_t held = n_ready;
+	fprintf(stderr, "loadgen hold: %llu of %u ready in %.1f s\n", (unsigned long long)held,
+		n_conns, connect_s);
+	if (o.ready_file) {
+		FILE *f = fopen(o.ready_file, "w");
+		if (f) {
+			fprintf(f, "%llu\n", (unsigned long long)held);
+			fclose(f);
+		}
+	}
+	uint64_t t1 = now_ns(), end = t1 + (uint64_t)(o.seconds * 1e9), last = t1;
+	while (!stop && now_ns() < end) {
+		poll_once(50);
+		if (now_ns() - last >= 1000000000ull) {
+			last = now_ns();
+			progress("hold", t0);
+		}
+	}
+	uint64_t still = n_ready;
+	for (unsigned i = 0; i < n_conns; i++)
+		if (conns[i].st != S_FREE) {
+			(void)out_pkt(&conns[i], 0xE0, NULL, 0);
+			(void)conn_flush(&conns[i]);
+			conn_close(&conns[i], true);
+		}
+	printf("{\"mode\":\"hold\",\"wanted\":%u,\"all_ready\":%s,\"held\":%llu,\"still_ready\":%llu,"
+	       "\"connect_s\":%.3f,\"connects_per_s\":%.1f,",
+	       n_conns, all ? "true" : "false", (unsigned long long)held,
+	       (unsigned long long)still, connect_s, connect_s > 0 ? (double)held / connect_s : 0);
+	emit_common(stdout, (double)(now_ns() - t0) / 1e9);
+	printf("}\n");
+	return 0;
+}
+
+static int run_pubsub(void)
+{
+	uint64_t t0 = now_ns(), dl = t0 + 120ull * 1000000000ull;
+	unsigned s = o.subs, p = o.pubs;
+	bool ok = open_all(0, s, R_SUB, 0, "pubsub-subs", t0, dl) &&
+		  open_all(s, s + p, R_PUB, 0, "pubsub-pubs", t0, dl);
+	if (!ok) {
+		fprintf(stderr, "loadgen pubsub: connections not ready\n");
+		printf("{\"mode\":\"pubsub\",\"error\":\"connect\",\"failed\":%llu}\n",
+		       (unsigned long long)n_failed);
+		return 1;
+	}
+	/* warm-up 1 s (not measured), then the measured window, then 1 s to drain */
+	uint64_t t_start = now_ns(), t_meas = t_start + 1000000000ull,
+		 t_end = t_meas + (uint64_t)(o.seconds * 1e9), t_drain = t_end + 1000000000ull;
+	uint64_t pub_meas0 = 0, last = t_start;
+	double per_pub = o.rate > 0 ? o.rate / p : 0;
+	while (!stop) {
+		uint64_t now = now_ns();
+		if (now >= t_drain)
+			break;
+		if (!measuring && now >= t_meas && now < t_end) {
+			measuring = true;
+			pub_meas0 = published;
+		}
+		if (measuring && now >= t_end)
+			measuring = false;
+		if (now < t_end) {
+			for (unsigned i = s; i < s + p; i++) {
+				struct conn *c = &conns[i];
+				if (c->st != S_READY)
+					continue;
+				uint64_t due;
+				if (per_pub > 0)
+					due = (uint64_t)((double)(now - t_start) / 1e9 * per_pub) - c->sent;
+				else if (o.qos)
+					due = o.window > c->inflight ? o.window - c->inflight : 0;
+				else
+					due = c->wlen == 0 ? 64 : 0;
+				if (due > 256)
+					due = 256;
+				if (o.qos && c->inflight + due > o.window)
+					due = o.window > c->inflight ? o.window - c->inflight : 0;
+				bool any = false;
+				for (uint64_t k = 0; k < due && out_publish(c); k++)
+					any = true;
+				if (any)
+					conn_drive(c);
+			}
+		}
+		poll_once(per_pub > 0 ? 1 : 0);
+		if (now_ns() - last >= 1000000000ull) {
+			last = now_ns();
+			progress("pubsub", t0);
+		}
+	}
+	uint64_t pub_meas = published - pub_meas0;
+	for (unsigned i = 0; i < n_conns; i++)
+		if (conns[i].st != S_FREE) {
+			(void)out_pkt(&conns[i], 0xE0, NULL, 0);
+			(void)conn_flush(&conns[i]);
+			conn_close(&conns[i], true);
+		}
+	double win = o.seconds;
+	printf("{\"mode\":\"pubsub\",\"qos\":%u,\"payload\":%u,\"publishers\":%u,\"subscribers\":%u,"
+	       "\"rate\":%.0f,\"published_in_window\":%llu,\"delivered_in_window\":%llu,"
+	       "\"msgs_per_s\":%.1f,\"published_per_s\":%.1f,\"lat_us_p50\":%.0f,\"lat_us_p99\":%.0f,"
+	       "\"lat_us_p999\":%.0f,\"lat_samples\":%llu,",
+	       o.qos, o.payload, p, s, o.rate, (unsigned long long)pub_meas,
+	       (unsigned long long)measured_delivered, (double)measured_delivered / win,
+	       (double)pub_meas / win, lat_pct(0.5), lat_pct(0.99), lat_pct(0.999),
+	       (unsigned long long)lat_n);
+	emit_common(stdout, (double)(now_ns() - t0) / 1e9);
+	printf("}\n");
+	return 0;
+}
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: loadgen MODE [options]\n"
+		"  MODE: handshake | hold | pubsub | mkcerts\n"
+		"  --host IP --port N        broker (default 127.0.0.1:8883)\n"
+		"  --src IP[,IP...]          source addresses, round robin (max %d)\n"
+		"  --ca FILE                 CA certificate the server chain is verified against\n"
+		"  --devdir DIR              device certificates load-<i>.crt + load.key\n"
+		"  --svcdir DIR              service identity ops.crt/ops.key (pubsub subscribers)\n"
+		"  --n N                     identities / connections (hold, mkcerts)\n"
+		"  --k K                     connections in flight (handshake; connect phases)\n"
+		"  --seconds T               measured time (handshake, hold, pubsub window)\n"
+		"  --resume                  handshake: resume with the ticket of the previous one\n"
+		"  --pubs P --subs S --qos Q --payload B --rate R (0 = flat out) --window W\n"
+		"  --keepalive S             MQTT keepalive; PINGREQ at that period (default 60)\n"
+		"  --ready-file F            hold: written with the held count once all are up\n"
+		"  mkcerts: --cadir DIR (ca.crt + ca.key) --out DIR --n N\n",
+		MAX_SRC);
+}
+
+static bool parse_u(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || v < lo || v > hi)
+		return false;
+	*out = (unsigned)v;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cadir = NULL, *out = NULL;
+	if (argc < 2) {
+		usage();
+		return 2;
+	}
+	o.dst.sin_family = AF_INET;
+	o.dst.sin_port = htons(8883);
+	inet_pton(AF_INET, "127.0.0.1", &o.dst.sin_addr);
+	o.n = 100;
+	o.k = 16;
+	o.seconds = 5;
+	o.pubs = 1;
+	o.subs = 1;
+	o.payload = 64;
+	o.keepalive = 60;
+	o.window = 32;
+	const char *m = argv[1];
+	bool mk = false;
+	if (!strcmp(m, "handshake"))
+		o.mode = M_HANDSHAKE;
+	else if (!strcmp(m, "hold"))
+		o.mode = M_HOLD;
+	else if (!strcmp(m, "pubsub"))
+		o.mode = M_PUBSUB;
+	else if (!strcmp(m, "mkcerts"))
+		mk = true;
+	else {
+		usage();
+		return 2;
+	}
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		bool ok = true;
+		if (!strcmp(a, "--resume")) {
+			o.resume = true;
+			continue;
+		}
+		if (!v) {
+			usage();
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--host"))
+			ok = inet_pton(AF_INET, v, &o.dst.sin_addr) == 1;
+		else if (!strcmp(a, "--port")) {
+			unsigned p;
+			ok = parse_u(v, 1, 65535, &p);
+			o.dst.sin_port = htons((uint16_t)p);
+		} else if (!strcmp(a, "--src")) {
+			char buf[512];
+			snprintf(buf, sizeof(buf), "%s", v);
+			for (char *sv, *t = strtok_r(buf, ",", &sv); t && ok; t = strtok_r(NULL, ",", &sv))
+				ok = o.n_src < MAX_SRC && inet_pton(AF_INET, t, &o.src[o.n_src++]) == 1;
+		} else if (!strcmp(a, "--ca"))
+			o.ca = v;
+		else if (!strcmp(a, "--devdir"))
+			o.devdir = v;
+		else if (!strcmp(a, "--svcdir"))
+			o.svcdir = v;
+		else if (!strcmp(a, "--cadir"))
+			cadir = v;
+		else if (!strcmp(a, "--out"))
+			out = v;
+		else if (!strcmp(a, "--ready-file"))
+			o.ready_file = v;
+		else if (!strcmp(a, "--n"))
+			ok = parse_u(v, 1, 100000, &o.n);
+		else if (!strcmp(a, "--k"))
+			ok = parse_u(v, 1, 4096, &o.k);
+		else if (!strcmp(a, "--pubs"))
+			ok = parse_u(v, 1, 4096, &o.pubs);
+		else if (!strcmp(a, "--subs"))
+			ok = parse_u(v, 1, 4096, &o.subs);
+		else if (!strcmp(a, "--qos"))
+			ok = parse_u(v, 0, 1, &o.qos);
+		else if (!strcmp(a, "--payload"))
+			ok = parse_u(v, 8, 65536, &o.payload);
+		else if (!strcmp(a, "--keepalive"))
+			ok = parse_u(v, 0, 65535, &o.keepalive);
+		else if (!strcmp(a, "--window"))
+			ok = parse_u(v, 1, 65535, &o.window);
+		else if (!strcmp(a, "--seconds"))
+			ok = (o.seconds = strtod(v, NULL)) > 0 && o.seconds <= 3600;
+		else if (!strcmp(a, "--rate"))
+			ok = (o.rate = strtod(v, NULL)) >= 0 && o.rate <= 1e7;
+		else
+			ok = false;
+		if (!ok) {
+			fprintf(stderr, "loadgen: bad option %s %s\n", a, v);
+			return 2;
+		}
+	}
+	if (mk) {
+		if (!cadir || !out) {
+			usage();
+			return 2;
+		}
+		return loadgen_mkcerts(cadir, out, o.n) ? 1 : 0;
+	}
+	if (!o.ca || !o.devdir || (o.mode == M_PUBSUB && !o.svcdir)) {
+		fprintf(stderr, "loadgen: --ca and --devdir (and --svcdir for pubsub) are required\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	struct rlimit rl = { 65536, 65536 };
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
+	    !SSL_CTX_load_verify_locations(ctx, o.ca, NULL)) {
+		fprintf(stderr, "loadgen: TLS context / CA %s\n", o.ca);
+		return 1;
+	}
+	/* The dev server certificate names localhost; the chain is still verified. */
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
+
+	unsigned need_ids = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n : o.pubs;
+	if (!load_ids(need_ids))
+		return 1;
+	if (o.mode == M_PUBSUB) {
+		char crt[512], key[512];
+		snprintf(crt, sizeof(crt), "%s/ops.crt", o.svcdir);
+		snprintf(key, sizeof(key), "%s/ops.key", o.svcdir);
+		if (!load_ident(&svc, crt, key, "ops")) {
+			fprintf(stderr, "loadgen: cannot load %s\n", crt);
+			return 1;
+		}
+	}
+	n_conns = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n : o.pubs + o.subs;
+	conns = calloc(n_conns, sizeof(*conns));
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!conns || ep < 0)
+		return 1;
+	for (unsigned i = 0; i < n_conns; i++)
+		conns[i].fd = -1;
+	int rc = o.mode == M_HANDSHAKE ? run_handshake() : o.mode == M_HOLD ? run_hold() : run_pubsub();
+	fflush(stdout);
+	return rc;
+}
