@@ -28,7 +28,7 @@
 /* ---- PSA crypto, which mbedTLS 3.6 uses for every TLS 1.3 operation ---- */
 #define MBEDTLS_PSA_CRYPTO_C             /* TLS 1.3 key schedule and ECDHE run through PSA */
 #define MBEDTLS_USE_PSA_CRYPTO           /* required by TLS 1.3 in 3.6 */
-#define MBEDTLS_PSA_KEY_SLOT_COUNT 16    /* a handful of keys per handshake in flight, not 32 */
+#define MBEDTLS_PSA_KEY_SLOT_COUNT 256   /* ~6 volatile keys per handshake in flight x up to 32 per core, with headroom: 16 made handshakes fail with ALLOC_FAILED beyond 3 in flight */
 
 /* ---- symmetric primitives ---- */
 #define MBEDTLS_AES_C                    /* TLS_AES_128_GCM_SHA256; our ticket sealing */
