@@ -5,7 +5,11 @@
 # and the in-process microbenchmarks; then tools/bench/run.sh measures and prints.
 BENCH_HOSTED_OBJS = $(call objs,hostrel,t,$(HOSTED_SRCS))
 BENCH_LOADGEN_SRCS := tools/loadgen/loadgen.c tools/loadgen/certs.c
-BENCH_MICRO_NAMES := micro_mqtt
+BENCH_MICRO_NAMES := micro_mqtt micro_tcp micro_tls
+# Per-binary extra link inputs and compile flags (micro_tls: mbedTLS headers and archive for
+# our tls/ module, OpenSSL as the in-memory client).
+BENCH_MICRO_LIBS_micro_tls = $(B)/hostrel/libmbedtls.a -lssl -lcrypto
+CFLAGS_tools_bench_micro_tls = $(TLS_TEST_INC)
 
 $(B)/hostrel/urmqtt: $$(BENCH_HOSTED_OBJS) $$(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a
 	@mkdir -p $(@D); echo "  LD [hostrel] $@"
@@ -19,7 +23,8 @@ $(B)/hostrel/tools/loadgen: $$(call objs,hostrel,t,$$(BENCH_LOADGEN_SRCS))
 BENCH_MICRO_BINS = $(patsubst %,$(B)/hostrel/tools/bench/%,$(BENCH_MICRO_NAMES))
 $(BENCH_MICRO_BINS): $(B)/hostrel/tools/bench/%: $(B)/hostrel/t/tools/bench/%.o $$(HOSTREL_LIB)
 	@mkdir -p $(@D); echo "  LD [hostrel] $@"
-	$(Q)$(HOST_CC) -o $@ $^
+	$(Q)$(HOST_CC) -o $@ $< $(HOSTREL_LIB) $(BENCH_MICRO_LIBS_$(notdir $@))
+$(B)/hostrel/tools/bench/micro_tls: $(B)/hostrel/libmbedtls.a
 
 BENCH_BINS = $(B)/hostrel/urmqtt $(B)/hostrel/tools/loadgen \
 	$(BENCH_MICRO_BINS)

@@ -49,7 +49,7 @@ def cpu_us_per_hs(broker, figure):
 def idle(broker):
     r = runs(broker, "idle")
     if not r:
-        return None, None, 0
+        return None, None, 0, None
     r = r[-1]
     held = r.get("held") or 0
     rss = (r["rss1_kb"] - r["rss0_kb"]) * 1024 / held if held else None
@@ -151,6 +151,48 @@ if floor:
     if "full_hs_us" in floor:
         print("  server-side floor per full mTLS handshake %.0f us (2 X25519 + 1 sign + 2 verify),"
               " per resumed %.0f us (2 X25519)" % (floor["full_hs_us"], floor["resumed_hs_us"]))
+
+def micro1(name, **match):
+    for r in res["micro"]:
+        if r.get("micro") == name and all(r.get(k) == v for k, v in match.items()):
+            return r
+    return None
+
+
+# In-process figures beside the floor (tools/bench/micro_tls.c, micro_tcp.c).
+hf, hr = micro1("tls_handshake", kind="full"), micro1("tls_handshake", kind="resumed")
+ti, tp, ts, tc = (micro1("tls_idle_conn"), micro1("tcp_echo_pump"), micro1("tcp_syn"),
+                  micro1("tcp_idle_conn"))
+summary = {}
+if hf and hr:
+    summary.update(tls_full_hs_server_cpu_us=hf.get("server_cpu_us_median"),
+                   tls_resumed_hs_server_cpu_us=hr.get("server_cpu_us_median"),
+                   tls_peak_bytes_per_handshake=max(hf.get("peak_bytes_per_handshake", 0),
+                                                    hr.get("peak_bytes_per_handshake", 0)))
+
+    def vs(v, f):
+        return " (%.1fx the floor)" % (v / f) if f and v else ""
+    print("  in process (micro_tls, our server vs an OpenSSL client in memory): server CPU per full"
+          " mTLS handshake %s us%s, per resumed %s us%s (medians); peak %s B per handshake in flight"
+          % (fmt(hf.get("server_cpu_us_median")), vs(hf.get("server_cpu_us_median"), floor.get("full_hs_us")),
+             fmt(hr.get("server_cpu_us_median")), vs(hr.get("server_cpu_us_median"), floor.get("resumed_hs_us")),
+             summary["tls_peak_bytes_per_handshake"]))
+if ti:
+    summary["tls_rec_bytes_per_idle_conn"] = ti.get("tls_rec_bytes")
+    print("  TLS state per idle connection (record layer): %s B" % ti.get("tls_rec_bytes"))
+if tp and ts and tc:
+    summary.update(tcp_segs_per_cpu_s=tp.get("segs_per_cpu_s"),
+                   tcp_only_segs_per_cpu_s=tp.get("tcp_segs_per_cpu_s"),
+                   tcp_syn_cookie_ns=ts.get("ns_per_syn_cookie"),
+                   tcp_syn_refused_ns=ts.get("ns_per_syn_refused"),
+                   tcp_bytes_per_idle_conn=tc.get("bytes_per_idle_conn"))
+    print("  TCP in process (micro_tcp): %s segments/s per core through the echo pump (%s without the"
+          " fake peer, %s ns/segment); SYN -> cookie SYN-ACK %s ns, SYN refused by admission %s ns;"
+          " %s B per idle connection (control block %s + table slots %s)"
+          % (fmt(tp.get("segs_per_cpu_s")), fmt(tp.get("tcp_segs_per_cpu_s")), fmt(tp.get("tcp_ns_per_seg")),
+             fmt(ts.get("ns_per_syn_cookie")), fmt(ts.get("ns_per_syn_refused")),
+             tc.get("bytes_per_idle_conn"), tc.get("cb_bytes"), tc.get("slot_bytes_per_conn")))
+res["micro_summary"] = summary
 for r in res["micro"]:
     print("micro %s: %s" % (r.get("micro"), " ".join("%s=%s" % (k, v) for k, v in r.items()
                                                        if k != "micro")))

@@ -14,7 +14,8 @@
 # broker's CPU per handshake; bytes per idle mTLS connection at BENCH_IDLE (1,000)
 # connections; QoS 0 and QoS 1 msgs/s (64-byte payloads, 4 publishers -> 1 subscriber,
 # flat out) and CPU per message; latency p50/p99/p99.9 at BENCH_RATE (1,000) msgs/s QoS 1;
-# the crypto floor from `openssl speed`. Every wait is bounded; the namespace and every
+# the crypto floor from `openssl speed`; the in-process microbenchmarks (micro_mqtt, micro_tcp,
+# micro_tls: server CPU per TLS handshake beside that floor). Every wait is bounded; the namespace and every
 # process started here are removed on exit (trap), also after a failure or Ctrl-C.
 # Usage: run.sh TREE OUT     (TREE: the bench build tree; OUT: results directory)
 set -uo pipefail
@@ -228,8 +229,11 @@ timeout 60 taskset -c "$bcpu" openssl speed -seconds 1 ecdhx25519 ecdsap256 >"$o
 # ---- in-process microbenchmarks (optional binaries of tools/bench/micro_*.c) ------------
 for m in "$tree"/hostrel/tools/bench/micro_*; do
 	[ -x "$m" ] || continue
+	margs=()
+	# micro_tls: the dev certificates (server chain, client dev-1) for its OpenSSL client
+	[ "$(basename "$m")" = micro_tls ] && margs=("$certs")
 	say "micro: $(basename "$m")"
-	timeout 300 taskset -c "$bcpu" "$m" >>"$raw" 2>>"$out/micro.log" || say "$(basename "$m") failed (see $out/micro.log)"
+	timeout 300 taskset -c "$bcpu" "$m" "${margs[@]}" >>"$raw" 2>>"$out/micro.log" || say "$(basename "$m") failed (see $out/micro.log)"
 done
 
 elapsed=$(($(date +%s) - t_start))

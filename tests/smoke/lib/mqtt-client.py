@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-# Shared helper of the end-to-end smoke tests (tests/smoke/x86_64-mqtt.sh; the same code
-# as the copy inside tests/smoke/hosted-mqtt.sh): MQTT clients the mosquitto CLI cannot
+# Shared helper of the end-to-end smoke tests (tests/smoke/x86_64-mqtt.sh and
+# tests/smoke/hosted-mqtt.sh): MQTT clients the mosquitto CLI cannot
 # play (a client held open or killed, exact CONNACK/SUBACK codes, TLS 1.2 only, plain
 # MQTT, many idle connections, load certificates). Every call is bounded by its own
 # timeout and prints one result line. Environment: MQTT_CLIENT_TIMEOUT (seconds, 15).
