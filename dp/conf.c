@@ -35,6 +35,9 @@ void dp_tcp_config_from_conf(struct tcp_config *tc)
 	tc->max_retries = CONF_TCP_MAX_RETRANSMITS;
 	tc->cookie_period_ms = CONF_TCP_SYN_COOKIE_ROTATE_S * 1000u;
 	tc->rst_per_s = CONF_TCP_RST_RATE_PER_S;
+	tc->ooo_slots = CONF_TCP_OOO_SLOTS;
+	tc->ooo_per_conn = CONF_TCP_OOO_PER_CONN;
+	tc->ooo_slot_size = CONF_TCP_OOO_SLOT_SIZE;
 }
 
 void dp_hs_id_config(struct tls_id_config *id)

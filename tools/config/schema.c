@@ -88,6 +88,12 @@ const struct conf_key conf_schema[] = {
 	  .doc = "RSTs sent per second per core in answer to stray segments; 0 sends none." },
 	{ KEY("tcp", "mss", "CONF_TCP_MSS"), INT(1460, 536, 1460, CONF_U_B),
 	  .doc = "Maximum segment size advertised and used." },
+	{ KEY("tcp", "ooo_slots", "CONF_TCP_OOO_SLOTS"), INT(64, 0, 65536, U_N),
+	  .doc = "Out-of-order hold: segment slots per stack, used only while a gap exists; 0 drops every out-of-order segment." },
+	{ KEY("tcp", "ooo_per_conn", "CONF_TCP_OOO_PER_CONN"), INT(32, 1, 1024, U_N),
+	  .doc = "Out-of-order hold: most slots one connection may own, so one flow cannot take the pool." },
+	{ KEY("tcp", "ooo_slot_size", "CONF_TCP_OOO_SLOT_SIZE"), INT(1460, 64, 1460, CONF_U_B),
+	  .doc = "Out-of-order hold: payload bytes per slot (a longer segment is held cut to this)." },
 
 	/* [tls] */
 	{ KEY("tls", "handshakes_per_core", "CONF_TLS_HANDSHAKES_PER_CORE"),
