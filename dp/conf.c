@@ -9,6 +9,7 @@
 #include "dp/dp.h"
 
 #include "lib/mem.h"
+#include "urmqtt_certs.h"
 #include "urmqtt_config.h"
 
 static const char *const dp_acl_sub[] = CONF_ACL_SERVICE_SUBSCRIBE_INIT;
@@ -89,4 +90,20 @@ void dp_config_from_conf(struct dp_config *g)
 	m->rate_disconnect = CONF_MQTT_RATE_POLICY == CONF_MQTT_RATE_POLICY_DISCONNECT;
 	m->services = dp_acl_services;
 	m->n_services = 1;
+}
+
+void dp_hs_config_from_conf(struct tls_hs_config *hc)
+{
+	memset(hc, 0, sizeof *hc);
+	hc->max_in_flight = CONF_TLS_HANDSHAKES_PER_CORE;
+	hc->ca = urmqtt_ca_der;
+	hc->ca_len = sizeof urmqtt_ca_der;
+	hc->cert = urmqtt_server_crt_der;
+	hc->cert_len = sizeof urmqtt_server_crt_der;
+	hc->key = urmqtt_server_key_der;
+	hc->key_len = sizeof urmqtt_server_key_der;
+	dp_hs_id_config(&hc->id);
+	hc->ticket_lifetime_s = CONF_TLS_TICKET_LIFETIME_S;
+	hc->n_tickets = 1;
+	hc->rsa = CONF_TLS_RSA_ALLOWED != 0;
 }

@@ -98,6 +98,10 @@ void dp_config_from_conf(struct dp_config *cfg /* out */);
 void dp_tcp_config_from_conf(struct tcp_config *tc /* out */);
 /* Identity rules from CONF_TLS_* for the handshake env. */
 void dp_hs_id_config(struct tls_id_config *id /* out */);
+/* The handshake environment's settings from the configuration and the certificates
+ * embedded in the image (CA, server chain and key; linked, static). The caller adds
+ * what is platform-specific: revocation lookup and allocator/clock/random ops. */
+void dp_hs_config_from_conf(struct tls_hs_config *hc /* out */);
 
 /* Bytes of memory dp_init needs (records, scratch, broker region); 0 if cfg is invalid. */
 size_t dp_mem_size(const struct dp_config *cfg);

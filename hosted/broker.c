@@ -161,20 +161,9 @@ int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn)
 	}
 
 	struct tls_hs_config hc;
-	memset(&hc, 0, sizeof hc);
-	hc.max_in_flight = CONF_TLS_HANDSHAKES_PER_CORE;
-	hc.ca = urmqtt_ca_der;
-	hc.ca_len = sizeof urmqtt_ca_der;
-	hc.cert = urmqtt_server_crt_der;
-	hc.cert_len = sizeof urmqtt_server_crt_der;
-	hc.key = urmqtt_server_key_der;
-	hc.key_len = sizeof urmqtt_server_key_der;
-	dp_hs_id_config(&hc.id);
+	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
 	hc.revoke.ctx = &hb->revoke_list;
-	hc.ticket_lifetime_s = CONF_TLS_TICKET_LIFETIME_S;
-	hc.n_tickets = 1;
-	hc.rsa = false;
 	hc.ops = (struct tls_hs_ops){ hb_alloc, hb_free, hb_random, hb_now_s, hb_now_ms, hb };
 	rc = tls_hs_env_create(&hc, &hb->hs_env);
 	if (rc) {

@@ -201,20 +201,9 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	}
 
 	struct tls_hs_config hc;
-	memset(&hc, 0, sizeof hc);
-	hc.max_in_flight = CONF_TLS_HANDSHAKES_PER_CORE;
-	hc.ca = urmqtt_ca_der;
-	hc.ca_len = sizeof urmqtt_ca_der;
-	hc.cert = urmqtt_server_crt_der;
-	hc.cert_len = sizeof urmqtt_server_crt_der;
-	hc.key = urmqtt_server_key_der;
-	hc.key_len = sizeof urmqtt_server_key_der;
-	dp_hs_id_config(&hc.id);
+	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
 	hc.revoke.ctx = &b->revoke_list;
-	hc.ticket_lifetime_s = CONF_TLS_TICKET_LIFETIME_S;
-	hc.n_tickets = 1;
-	hc.rsa = false;
 	hc.ops = (struct tls_hs_ops){ kb_alloc, kb_free, kb_random, kb_now_s, kb_now_ms, b };
 	if ((rc = tls_hs_env_create(&hc, &b->hs_env)) != 0) {
 		LOG_ERR("broker", "TLS handshake env: %s", err_name(rc));

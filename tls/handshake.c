@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
  * mbedTLS handshake adapter (see handshake.h). Owns mbedTLS's configuration (TLS 1.3
- * server, client certificate required, X25519/P-256, ECDSA P-256, two suites, tickets),
+ * server, client certificate required, X25519/P-256, ECDSA P-256, RSA 2048-4096 with
+ * rsa_pss_rsae_sha256 only when the config allows it, two suites, tickets),
  * its process-global hooks (allocator with accounting, clocks, entropy, calendar), the
  * in-memory BIO and the hand-off to tls/record.c. It must never let bytes of a failed or
  * unverified handshake reach the application, never keep a freed mbedTLS context's
@@ -20,6 +21,9 @@
  *     replaced before tls_hs_input returns.
  *  5. The record layer is started only when mbedTLS finished with a verified peer
  *     certificate and both application secrets were exported.
+ *  6. With cfg.rsa false no RSA key is used anywhere: the env refuses RSA credentials,
+ *     only ecdsa_secp256r1_sha256 is offered and the certificate profile refuses RSA
+ *     keys and signatures. With it true RSA keys are 2048-4096 bits at every depth.
  */
 #include "tls/handshake.h"
 
@@ -41,6 +45,8 @@
 #define ALLOC_HDR 16u
 #define TK_SERIAL_MAX 20u /* RFC 5280 4.1.2.2: serial numbers up to 20 octets */
 #define TK_SESSION_MAX 1024u /* our allocation header: the requested size, for accounting */
+#define RSA_MIN_BITS 2048u /* below: factorable within reach; NIST SP 800-131A */
+#define RSA_MAX_BITS 4096u /* above: handshake CPU a client could make us spend */
 
 /* A ticket-sealing key: AES-128-GCM, from the CSPRNG, replaced every ticket lifetime. */
 struct tk_key {
@@ -56,6 +62,7 @@ struct tls_hs_env {
 	mbedtls_x509_crt ca;
 	mbedtls_x509_crt cert;
 	mbedtls_pk_context key;
+	mbedtls_x509_crt_profile profile; /* linked from conf */
 	struct tk_key keys[2]; /* ticket keys: the newest and the one before */
 	uint8_t next_key_id;
 	struct tls_hs_stats stats;
@@ -196,9 +203,36 @@ void tls_hs_hooks_install(const struct tls_hs_ops *ops)
 
 /* ---- certificate policy --------------------------------------------------------------- */
 
+/* 0 when a key may be used under the env's policy: ECC (P-256, checked by the profile
+ * for peers), or RSA of RSA_MIN_BITS..RSA_MAX_BITS when cfg.rsa allows it. */
+static int key_check(const struct tls_hs_env *env, const mbedtls_pk_context *pk)
+{
+	switch (mbedtls_pk_get_type(pk)) {
+	case MBEDTLS_PK_ECKEY:
+	case MBEDTLS_PK_ECDSA:
+		return 0;
+	case MBEDTLS_PK_RSA: {
+		size_t bits = mbedtls_pk_get_bitlen(pk);
+		if (!env->cfg.rsa)
+			return -E_PERM;
+		return bits >= RSA_MIN_BITS && bits <= RSA_MAX_BITS ? 0 : -E_RANGE;
+	}
+	default:
+		return -E_INVAL;
+	}
+}
+
 static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
 {
 	struct tls_hs_env *env = ctx;
+	/* Every depth: RSA only when allowed and within size (the profile checks the lower
+	 * bound and the key types too; this adds the upper bound and keeps invariant 6
+	 * independent of it). Both map to unsupported_certificate. */
+	int kc = key_check(env, &crt->pk);
+	if (kc == -E_PERM || kc == -E_INVAL)
+		*flags |= MBEDTLS_X509_BADCERT_BAD_PK;
+	else if (kc)
+		*flags |= MBEDTLS_X509_BADCERT_BAD_KEY;
 	if (depth != 0)
 		return 0;
 	/* The leaf: revocation, then a usable identity, decided during the handshake so the
@@ -373,10 +407,6 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 	if (!cfg->max_in_flight || !cfg->ops.alloc || !cfg->ops.free || !cfg->ops.random ||
 	    !cfg->ops.now_s || !cfg->ops.now_ms || !cfg->ca || !cfg->cert || !cfg->key)
 		return -E_INVAL;
-#if !defined(MBEDTLS_RSA_C)
-	if (cfg->rsa)
-		return -E_NOSYS;
-#endif
 	tls_hs_hooks_install(&cfg->ops);
 	env = hook_calloc(1, sizeof *env);
 	if (!env)
@@ -395,6 +425,16 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 	    mbedtls_x509_crt_parse(&env->cert, cfg->cert, cfg->cert_len) != 0 ||
 	    mbedtls_pk_parse_key(&env->key, cfg->key, cfg->key_len, NULL, 0, hook_rng, NULL) != 0)
 		goto fail;
+	/* Our own credentials follow the same key policy as peers' (invariant 6). */
+	if ((rc = key_check(env, &env->key)) != 0)
+		goto fail;
+	for (const mbedtls_x509_crt *c = &env->ca; c && c->raw.p; c = c->next)
+		if ((rc = key_check(env, &c->pk)) != 0)
+			goto fail;
+	for (const mbedtls_x509_crt *c = &env->cert; c && c->raw.p; c = c->next)
+		if ((rc = key_check(env, &c->pk)) != 0)
+			goto fail;
+	rc = -E_INVAL;
 	if (mbedtls_ssl_config_defaults(&env->conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
 					MBEDTLS_SSL_PRESET_DEFAULT) != 0)
 		goto fail;
@@ -404,6 +444,17 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 	mbedtls_ssl_conf_rng(&env->conf, hook_rng, NULL);
 	mbedtls_ssl_conf_ca_chain(&env->conf, &env->ca, NULL);
 	mbedtls_ssl_conf_verify(&env->conf, verify_cb, env);
+	/* Peer chains: SHA-256 signatures, P-256 keys; RSA keys and RSA certificate
+	 * signatures (PKCS#1 v1.5 or PSS) only when allowed (invariant 6). */
+	env->profile.allowed_mds = MBEDTLS_X509_ID_FLAG(MBEDTLS_MD_SHA256);
+	env->profile.allowed_pks = MBEDTLS_X509_ID_FLAG(MBEDTLS_PK_ECKEY) |
+				   MBEDTLS_X509_ID_FLAG(MBEDTLS_PK_ECDSA) |
+				   (cfg->rsa ? MBEDTLS_X509_ID_FLAG(MBEDTLS_PK_RSA) |
+						       MBEDTLS_X509_ID_FLAG(MBEDTLS_PK_RSASSA_PSS) :
+					       0u);
+	env->profile.allowed_curves = MBEDTLS_X509_ID_FLAG(MBEDTLS_ECP_DP_SECP256R1);
+	env->profile.rsa_min_bitlen = RSA_MIN_BITS;
+	mbedtls_ssl_conf_cert_profile(&env->conf, &env->profile);
 	mbedtls_ssl_conf_groups(&env->conf, groups);
 	mbedtls_ssl_conf_sig_algs(&env->conf, cfg->rsa ? sig_algs_rsa : sig_algs_ec);
 	mbedtls_ssl_conf_ciphersuites(&env->conf, suites);

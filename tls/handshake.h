@@ -43,7 +43,11 @@ struct tls_hs_config {
 	struct tls_revoke revoke;    /* linked; is_revoked NULL = no revocation list */
 	uint32_t ticket_lifetime_s;  /* 0: no resumption tickets */
 	uint8_t n_tickets;           /* tickets sent after a full handshake */
-	bool rsa;                    /* also offer rsa_pss_rsae_sha256 (needs URMQTT_TLS_RSA) */
+	/* RSA allowed (configuration tls.rsa_allowed): RSA credentials and peer chains of
+	 * 2048-4096-bit keys, rsa_pss_rsae_sha256 offered besides ecdsa_secp256r1_sha256.
+	 * false: RSA credentials make tls_hs_env_create fail with -E_PERM, and a client's
+	 * RSA certificate is refused in the handshake. */
+	bool rsa;
 	struct tls_hs_ops ops;       /* copied */
 };
 
@@ -62,7 +66,9 @@ struct tls_hs;
 typedef int (*tls_hs_send_fn)(void *ctx, const uint8_t *p, size_t len);
 
 /* Create the env: install the hooks, parse credentials, set up tickets. *out returned
- * owned: free with tls_hs_env_destroy (after every handshake ended). */
+ * owned: free with tls_hs_env_destroy (after every handshake ended). -E_INVAL for bad
+ * credentials, -E_PERM for RSA credentials without cfg.rsa, -E_RANGE for an RSA key
+ * outside 2048-4096 bits. */
 MUST_CHECK int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out /* out */);
 void tls_hs_env_destroy(struct tls_hs_env *env);
 void tls_hs_stats_get(const struct tls_hs_env *env, struct tls_hs_stats *out /* out */);

@@ -5,7 +5,8 @@
  * certificates, nothing else. Every enabled option has one line saying why. It must never
  * enable TLS 1.2, a client, a filesystem, sockets, threads or the C library's time,
  * allocator or entropy: those come from tls/handshake.c's hooks (ops table at init).
- * Option: define URMQTT_TLS_RSA (e.g. -DURMQTT_TLS_RSA=1) for RSA certificate chains.
+ * RSA (2048-4096-bit keys, rsa_pss_rsae_sha256) is always compiled in; tls/handshake.c
+ * refuses RSA keys at run time unless its config allows them.
  */
 #ifndef URMQTT_TLS_MBEDTLS_CONFIG_H
 #define URMQTT_TLS_MBEDTLS_CONFIG_H
@@ -43,7 +44,7 @@
 #define MBEDTLS_HKDF_C                   /* HKDF-Expand-Label; also turns on PSA HKDF */
 
 /* ---- public key: ECDHE X25519/P-256, ECDSA P-256 ---- */
-#define MBEDTLS_BIGNUM_C                 /* ECC arithmetic */
+#define MBEDTLS_BIGNUM_C                 /* ECC and RSA arithmetic */
 #define MBEDTLS_ECP_C                    /* ECC groups */
 #define MBEDTLS_ECP_DP_SECP256R1_ENABLED /* P-256: ECDHE group and ECDSA certificates */
 #define MBEDTLS_ECP_DP_CURVE25519_ENABLED /* X25519 ECDHE group */
@@ -63,12 +64,12 @@
 #define MBEDTLS_X509_CRT_PARSE_C         /* client certificate chains */
 #define MBEDTLS_X509_REMOVE_INFO         /* no human-readable dumps of certificates */
 
-#if defined(URMQTT_TLS_RSA)
-#define MBEDTLS_RSA_C                    /* option: RSA server and client certificates */
-#define MBEDTLS_PKCS1_V15                /* option: RSA certificate signatures (sha256WithRSA) */
-#define MBEDTLS_PKCS1_V21                /* option: rsa_pss_rsae_sha256 handshake signatures */
-#define MBEDTLS_GENPRIME                 /* PSA RSA needs it to compile */
-#endif
+/* ---- RSA certificates: always compiled, used only when the env's config allows them ---- */
+#define MBEDTLS_RSA_C                    /* RSA server and client certificates (config rsa, off by default) */
+#define MBEDTLS_PKCS1_V15                /* sha256WithRSAEncryption certificate signatures; never in TLS 1.3 handshakes (sig_algs) */
+#define MBEDTLS_PKCS1_V21                /* rsa_pss_rsae_sha256 CertificateVerify, sign and verify */
+#define MBEDTLS_X509_RSASSA_PSS_SUPPORT  /* TLS 1.3 passes the PSS options to the CertificateVerify check only with it */
+#define MBEDTLS_MPI_MAX_SIZE 512         /* 4096-bit RSA is the largest key accepted: smaller bignum buffers */
 
 /* ---- TLS: 1.3 only, server only ---- */
 #define MBEDTLS_SSL_TLS_C                /* the TLS engine */

@@ -4,7 +4,9 @@
 # adapter over mbedTLS + our record layer) on a loopback port with throwaway certificates
 # made by the openssl CLI under the build dir, then drives it with `openssl s_client` and
 # Python's ssl module. Prints `PASS tls/<name>` or `FAIL tls/<name>` per case; every
-# client is bounded by a timeout, so the whole script ends in well under a minute.
+# client is bounded by a timeout, so the whole script ends in well under a minute. RSA
+# certificates (tls-echo --rsa, the broker's tls.rsa_allowed) run on a second instance
+# with an RSA CA and server certificate.
 # usage: tests/smoke/tls-echo.sh <build-dir>
 set -u
 B=${1:-build}
@@ -18,14 +20,20 @@ if [ ! -x "$TOOL" ]; then
 fi
 
 # ---- certificates ----------------------------------------------------------------
-mk_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
-mk_ca() { # name
-	mk_key "$W/$1.key"
+mk_key() { # file [rsa-bits]
+	if [ -n "${2:-}" ]; then
+		openssl genpkey -algorithm RSA -pkeyopt "rsa_keygen_bits:$2" -out "$1" 2>/dev/null
+	else
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null
+	fi
+}
+mk_ca() { # name [rsa-bits]
+	mk_key "$W/$1.key" "${2:-}"
 	openssl req -x509 -new -key "$W/$1.key" -out "$W/$1.pem" -days 2 -subj "/CN=$1" \
 		-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
 }
-mk_leaf() { # name ca subject serial extfile-lines [days]
-	mk_key "$W/$1.key"
+mk_leaf() { # name ca subject serial extfile-lines [days] [rsa-bits]
+	mk_key "$W/$1.key" "${7:-}"
 	openssl req -new -key "$W/$1.key" -out "$W/$1.csr" -subj "$3" 2>/dev/null
 	printf '%b' "$5" >"$W/$1.ext"
 	openssl x509 -req -in "$W/$1.csr" -CA "$W/$2.pem" -CAkey "$W/$2.key" -set_serial "$4" \
@@ -42,7 +50,16 @@ mk_leaf badid ca "/CN=dev\/evil" 0x2003 "$CLI_EXT"
 mk_leaf svc ca /CN=backend 0x2004 "${CLI_EXT}subjectAltName=URI:urn:urmqtt:svc:backend-1\n"
 mk_leaf expired ca /CN=dev-46 0x2006 "$CLI_EXT" -1
 mk_leaf serveronly ca /CN=dev-45 0x2005 'keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n'
-if [ ! -s "$W/dev.pem" ] || [ ! -s "$W/svc.pem" ]; then
+# RSA: a 2048-bit CA, server and client; a 1024-bit client (too small, always refused);
+# a 2048-bit client under the ECDSA CA (refused by the server without --rsa).
+SRV_EXT='subjectAltName=DNS:localhost,IP:127.0.0.1\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n'
+mk_ca rsaca 2048
+mk_leaf rsasrv rsaca /CN=localhost 0x4001 "$SRV_EXT" 2 2048
+mk_leaf rsadev rsaca /CN=dev-rsa-1 0x4002 "$CLI_EXT" 2 2048
+mk_leaf rsaweak rsaca /CN=dev-rsa-2 0x4003 "$CLI_EXT" 2 1024
+mk_leaf rsaunder ca /CN=dev-rsa-3 0x4004 "$CLI_EXT" 2 2048
+if [ ! -s "$W/dev.pem" ] || [ ! -s "$W/svc.pem" ] || [ ! -s "$W/rsadev.pem" ] ||
+	[ ! -s "$W/rsaweak.pem" ] || [ ! -s "$W/rsaunder.pem" ]; then
 	echo "FAIL tls/certs (openssl could not make the test certificates)"
 	exit 0
 fi
@@ -52,9 +69,14 @@ PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(
 "$TOOL" --port "$PORT" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" \
 	--revoked 3001 --service-prefix urn:urmqtt:svc: --timeout-ms 1500 >"$W/server.log" 2>&1 &
 SRV=$!
-trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null' EXIT
+PORT_RSA=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$TOOL" --port "$PORT_RSA" --ca "$W/rsaca.pem" --cert "$W/rsasrv.pem" --key "$W/rsasrv.key" --rsa \
+	--timeout-ms 1500 >"$W/server-rsa.log" 2>&1 &
+SRV_RSA=$!
+trap 'kill $SRV $SRV_RSA 2>/dev/null; wait $SRV $SRV_RSA 2>/dev/null' EXIT
 for _ in $(seq 50); do
-	grep -q listening "$W/server.log" 2>/dev/null && break
+	grep -q listening "$W/server.log" 2>/dev/null && grep -q listening "$W/server-rsa.log" 2>/dev/null &&
+		break
 	sleep 0.1
 done
 
@@ -109,6 +131,41 @@ sclient_refused revoked "certificate revoked" -tls1_3 -cert "$W/revoked.pem" -ke
 sclient_refused bad-identity "access denied" -tls1_3 -cert "$W/badid.pem" -key "$W/badid.key"
 sclient_refused expired "certificate expired" -tls1_3 -cert "$W/expired.pem" -key "$W/expired.key"
 sclient_refused wrong-key-usage "unsupported certificate" -tls1_3 -cert "$W/serveronly.pem" -key "$W/serveronly.key"
+
+# ---- RSA certificates -------------------------------------------------------------
+# RSA server chain and RSA client under --rsa: echo works, the server signed its
+# CertificateVerify with rsa_pss_rsae_sha256 (s_client: "Peer signature type: RSA-PSS",
+# digest SHA256), and the server logged the RSA client's identity.
+name=rsa-server-and-client
+tok="tok-$name-$RANDOM"
+(echo "$tok"; sleep 1) | timeout 10 openssl s_client -tls1_3 -connect "127.0.0.1:$PORT_RSA" \
+	-CAfile "$W/rsaca.pem" -cert "$W/rsadev.pem" -key "$W/rsadev.key" -no_ign_eof >"$W/$name.out" 2>&1
+grep -q "^$tok\$" "$W/$name.out" && grep -q "Peer signature type: RSA-PSS" "$W/$name.out" &&
+	grep -q "Peer signing digest: SHA256" "$W/$name.out" &&
+	grep -q "identity=dev-rsa-1 " "$W/server-rsa.log"
+result $name $? "$W/$name.out"
+# For RSA the server offers only rsa_pss_rsae_sha256: a client that may sign only with
+# PKCS#1 v1.5 cannot use its RSA certificate, sends none: certificate_required.
+sclient_refused_rsa() { # name alert s_client-args...
+	local name=$1 alert=$2
+	shift 2
+	(echo "tok"; sleep 1) | timeout 10 openssl s_client -tls1_3 -connect "127.0.0.1:$PORT_RSA" \
+		-CAfile "$W/rsaca.pem" -quiet -no_ign_eof "$@" >"$W/$name.out" 2>&1
+	! grep -q "^tok\$" "$W/$name.out" && grep -qi "$alert" "$W/$name.out"
+	result "$name" $? "$W/$name.out"
+}
+sclient_refused_rsa rsa-no-pkcs1-in-tls13 "certificate required" -cert "$W/rsadev.pem" \
+	-key "$W/rsadev.key" -client_sigalgs rsa_pkcs1_sha256
+# The default (ECDSA) server without --rsa: an RSA client certificate under its own CA is
+# refused. Only ecdsa_secp256r1_sha256 is offered, so OpenSSL cannot sign with it and
+# sends no certificate: certificate_required.
+sclient_refused rsa-client-refused-when-off "certificate required" -tls1_3 \
+	-cert "$W/rsaunder.pem" -key "$W/rsaunder.key"
+# A 1024-bit RSA client (OpenSSL's security level lowered so it sends it) on the RSA
+# server: unsupported_certificate.
+sclient_refused_rsa rsa-1024-refused "unsupported certificate" -cert "$W/rsaweak.pem" \
+	-key "$W/rsaweak.key" -cipher DEFAULT@SECLEVEL=0
+sclient_echo after-rsa
 
 # Python's ssl: both suites through set_ciphers is TLS 1.2-only, so it takes the default
 # TLS 1.3 suite; sizes cross record and chunk boundaries; close_notify both ways;
@@ -203,9 +260,15 @@ base=$(grep -o 'live=[0-9]*' "$W/server.log" | head -1)
 	! grep 'in_flight=' "$W/server.log" | grep -qv 'in_flight=0$'
 result $name $? "$W/server.log"
 
-kill $SRV 2>/dev/null
-wait $SRV 2>/dev/null
-if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log"; then
+name=rsa-no-leak
+base=$(grep -o 'live=[0-9]*' "$W/server-rsa.log" | head -1)
+[ -n "$base" ] && ! grep -o 'live=[0-9]*' "$W/server-rsa.log" | grep -qv "^$base\$" &&
+	! grep 'in_flight=' "$W/server-rsa.log" | grep -qv 'in_flight=0$'
+result $name $? "$W/server-rsa.log"
+
+kill $SRV $SRV_RSA 2>/dev/null
+wait $SRV $SRV_RSA 2>/dev/null
+if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log" "$W/server-rsa.log"; then
 	result sanitizers 1 "$W/server.log"
 else
 	result sanitizers 0

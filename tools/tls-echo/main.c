@@ -8,7 +8,8 @@
  *
  * usage: tls-echo --port N --ca ca.pem --cert srv.pem --key srv.key
  *                 [--id cn|uri] [--service-prefix P] [--revoked HEXSERIAL]...
- *                 [--max-plaintext N] [--tickets N] [--max-conns N] [--timeout-ms N]
+ *                 [--max-plaintext N] [--tickets N] [--max-conns N] [--timeout-ms N] [--rsa]
+ * --rsa allows RSA certificates (the broker's tls.rsa_allowed, CONF_TLS_RSA_ALLOWED).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -241,6 +242,10 @@ int main(int argc, char **argv)
 	rcfg.key_update_after = 1u << 24;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--rsa")) {
+			cfg.rsa = true;
+			continue;
+		}
 		if (!v)
 			goto usage;
 		i++;
@@ -333,6 +338,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: tls-echo --port N --ca F --cert F --key F [--id cn|uri] "
 			"[--service-prefix P] [--revoked HEX]... [--max-plaintext N] [--tickets N] "
-			"[--max-conns N] [--timeout-ms N]\n");
+			"[--max-conns N] [--timeout-ms N] [--rsa]\n");
 	return 2;
 }

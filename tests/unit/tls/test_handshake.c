@@ -2,7 +2,8 @@
  * Unit tests for tls/handshake without a TLS client (the real handshakes are in
  * tests/smoke/tls-echo.sh): env creation and its refusals, the bound on handshakes in
  * flight, hostile first bytes, truncated input, accounting of the "tls-handshake"
- * allocations back to zero, and the calendar conversion used for certificate validity. */
+ * allocations back to zero, the RSA key policy (refused unless allowed, 2048-4096 bits) and
+ * the calendar conversion used for certificate validity. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "tls/handshake.h"
 
 #include "certs_der.h"
+#include "certs_rsa.h"
 
 /* Defined in tls/handshake.c for mbedTLS (struct tm of tls/shim/time.h). */
 struct shim_tm {
@@ -129,9 +131,57 @@ static void test_env_refusals(void **state)
 	c = cfg_make();
 	c.ops.random = NULL;
 	assert_int_equal(tls_hs_env_create(&c, &env), -E_INVAL);
-	c = cfg_make();
-	c.rsa = true; /* not compiled in by default */
-	assert_int_equal(tls_hs_env_create(&c, &env), -E_NOSYS);
+}
+
+/* RSA credentials: one row per (rsa allowed, ca, cert, key) with the expected result. */
+static void test_rsa_policy(void **state)
+{
+	(void)state;
+	static const struct {
+		bool rsa;
+		const uint8_t *ca, *cert, *key;
+		size_t ca_len, cert_len, key_len;
+		int want;
+	} rows[] = {
+		{ true, der_cn, der_cn, der_key, sizeof der_cn, sizeof der_cn, sizeof der_key, 0 },
+		{ true, der_rsa2048_crt, der_rsa2048_crt, der_rsa2048_key, sizeof der_rsa2048_crt,
+		  sizeof der_rsa2048_crt, sizeof der_rsa2048_key, 0 },
+		{ false, der_rsa2048_crt, der_rsa2048_crt, der_rsa2048_key, sizeof der_rsa2048_crt,
+		  sizeof der_rsa2048_crt, sizeof der_rsa2048_key, -E_PERM },
+		/* An RSA CA alone is an RSA chain too. */
+		{ false, der_rsa2048_crt, der_cn, der_key, sizeof der_rsa2048_crt, sizeof der_cn,
+		  sizeof der_key, -E_PERM },
+		{ true, der_rsa2048_crt, der_cn, der_key, sizeof der_rsa2048_crt, sizeof der_cn,
+		  sizeof der_key, 0 },
+		{ true, der_rsa1024_crt, der_rsa1024_crt, der_rsa1024_key, sizeof der_rsa1024_crt,
+		  sizeof der_rsa1024_crt, sizeof der_rsa1024_key, -E_RANGE },
+		{ true, der_cn, der_cn, der_rsa1024_key, sizeof der_cn, sizeof der_cn,
+		  sizeof der_rsa1024_key, -E_RANGE },
+		{ false, der_rsa1024_crt, der_rsa1024_crt, der_rsa1024_key, sizeof der_rsa1024_crt,
+		  sizeof der_rsa1024_crt, sizeof der_rsa1024_key, -E_PERM },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		struct tls_hs_config c = cfg_make();
+		struct tls_hs_env *env = NULL;
+		c.rsa = rows[i].rsa;
+		c.ca = rows[i].ca;
+		c.ca_len = rows[i].ca_len;
+		c.cert = rows[i].cert;
+		c.cert_len = rows[i].cert_len;
+		c.key = rows[i].key;
+		c.key_len = rows[i].key_len;
+		int rc = tls_hs_env_create(&c, &env);
+		if (rc != rows[i].want)
+			fail_msg("row %zu: got %d want %d", i, rc, rows[i].want);
+		if (rc == 0) {
+			struct tls_hs *hs;
+			assert_int_equal(tls_hs_start(env, t_send, NULL, &hs), 0);
+			tls_hs_abort(hs);
+			tls_hs_env_destroy(env);
+		} else {
+			assert_null(env);
+		}
+	}
 }
 
 static void test_in_flight_bound(void **state)
@@ -229,6 +279,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_env_create_destroy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rsa_policy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_flight_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_first_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmtime, setup, teardown),
