@@ -57,7 +57,7 @@ static int zero_range(struct hosted_blk_file *f, off_t off, off_t len, bool disc
 	static const uint8_t zeros[65536];
 	while (len > 0) {
 		size_t n = (size_t)MIN(len, (off_t)sizeof zeros);
-		if (full_io(f->fd, true, (uint8_t *)(uintptr_t)zeros, n, off) < 0)
+		if (full_io(f->fd, true, (uint8_t *)(uintptr_t)zeros, n, off) < 0) /* NOLINT(performance-no-int-to-ptr): written, never modified */
 			return -E_IO;
 		off += (off_t)n;
 		len -= (off_t)n;
@@ -176,7 +176,7 @@ int hosted_blk_file_open(struct hosted_blk_file *f, const char *path, uint64_t c
 		if (ftruncate(f->fd, (off_t)create_bytes) != 0 || fstat(f->fd, &st) != 0)
 			goto fail;
 	}
-	f->ring = calloc(depth, sizeof f->ring[0]);
+	f->ring = calloc(depth, sizeof f->ring[0]); /* NOLINT(bugprone-sizeof-expression): an array of request pointers */
 	if (!f->ring) {
 		rc = -E_NOMEM;
 		goto fail;

@@ -116,7 +116,7 @@ static size_t echo_recv(void *ctx, uint32_t conn, const uint8_t *data, size_t le
 	size_t n = MIN(len, room);
 	if (n < len)
 		e->st.short_consume++;
-	if (!n)
+	if (!n || !data)
 		return 0;
 	uint8_t *ring = e->bufs + (size_t)c->buf * e->buf_size;
 	size_t tail = ((size_t)c->head + c->used) % e->buf_size;

@@ -22,5 +22,17 @@ if ! "$tidy" --quiet "${srcs[@]}" -- -std=c11 -ffreestanding -nostdinc \
 	-isystem "$(clang -print-resource-dir)/include" -I. -I"$build/gen" "${mbed[@]}" >"$build/lint-tidy.log" 2>&1; then
 	grep -E 'warning:|error:' "$build/lint-tidy.log" | head -50; rc=1
 fi
+# The hosted platform is our code too, but Linux-process C: checked with libc's headers.
+mapfile -t hosted < <(git ls-files 'hosted/*.c')
+if [ ${#hosted[@]} -gt 0 ]; then
+	echo "  LINT        hosted/ (${#hosted[@]} files, with libc)"
+	if ! cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability,performance \
+		--inline-suppr --suppress=missingIncludeSystem -I. -I"$build/gen" "${hosted[@]}" 2>>"$build/lint-cppcheck.log"; then
+		cat "$build/lint-cppcheck.log"; rc=1
+	fi
+	if ! "$tidy" --quiet "${hosted[@]}" -- -std=gnu11 -I. -I"$build/gen" >>"$build/lint-tidy.log" 2>&1; then
+		grep -E 'warning:|error:' "$build/lint-tidy.log" | head -50; rc=1
+	fi
+fi
 [ $rc -eq 0 ] && echo "lint: clean"
 exit $rc
