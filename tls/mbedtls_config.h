@@ -35,6 +35,9 @@
 #define MBEDTLS_AES_C                    /* TLS_AES_128_GCM_SHA256; our ticket sealing */
 #define MBEDTLS_AES_ONLY_128_BIT_KEY_LENGTH /* we only use AES-128: smaller tables */
 #define MBEDTLS_AES_ROM_TABLES           /* tables in read-only data, not built at run time */
+#if defined(__x86_64__)
+#define MBEDTLS_AESNI_C                  /* AES-NI + PCLMULQDQ when CPUID offers them (ADR-021) */
+#endif
 #define MBEDTLS_GCM_C                    /* AES-GCM AEAD (suite, our record layer and tickets) */
 #define MBEDTLS_CHACHA20_C               /* TLS_CHACHA20_POLY1305_SHA256 */
 #define MBEDTLS_POLY1305_C               /* TLS_CHACHA20_POLY1305_SHA256 */

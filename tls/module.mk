@@ -41,11 +41,26 @@ TLS_MBEDTLS_CC_fuzz = $(FUZZ_CC)
 TLS_MBEDTLS_CC_x86_64 = $(X86_64_CC)
 TLS_MBEDTLS_CC_aarch64 = $(AARCH64_CC)
 
+# AES-NI and PCLMULQDQ (ADR-021): aesni.c uses compiler intrinsics, which need the SSE
+# register file, and aes.c/gcm.c must be built with the same target flags because
+# aesni.h decides the round-key alignment from them. So on x86_64 these three files are
+# the kernel's only SSE code: they run in a core's loop, never in an interrupt handler
+# (handlers are general-registers-only and there is no other context to save), and the
+# instructions are used only after CPUID says the CPU has them.
+TLS_MBEDTLS_SSE_FILES := aes aesni gcm
+TLS_MBEDTLS_SSE := -msse2 -maes -mpclmul
+TLS_MBEDTLS_SSE_CFLAGS_host = $(TLS_MBEDTLS_CFLAGS_host) $(TLS_MBEDTLS_SSE)
+TLS_MBEDTLS_SSE_CFLAGS_hostrel = $(TLS_MBEDTLS_CFLAGS_hostrel) $(TLS_MBEDTLS_SSE)
+TLS_MBEDTLS_SSE_CFLAGS_fuzz = $(TLS_MBEDTLS_CFLAGS_fuzz) $(TLS_MBEDTLS_SSE)
+TLS_MBEDTLS_SSE_CFLAGS_x86_64 = $(filter-out -mgeneral-regs-only,$(TLS_MBEDTLS_CFLAGS_x86_64)) $(TLS_MBEDTLS_SSE)
+TLS_MBEDTLS_SSE_CFLAGS_aarch64 = $(TLS_MBEDTLS_CFLAGS_aarch64)
+tls_mbedtls_flags = $(if $(filter $(TLS_MBEDTLS_SSE_FILES),$(2)),$(TLS_MBEDTLS_SSE_CFLAGS_$(1)),$(TLS_MBEDTLS_CFLAGS_$(1)))
+
 define tls_mbedtls_rules
 TLS_MBEDTLS_OBJS_$(1) := $$(patsubst $$(TLS_MBEDTLS_DIR)/library/%.c,$$(B)/$(1)/mbedtls/%.o,$$(TLS_MBEDTLS_SRCS))
 $$(B)/$(1)/mbedtls/%.o: $$(TLS_MBEDTLS_DIR)/library/%.c tls/mbedtls_config.h
 	@mkdir -p $$(@D); echo "  CC [mbedtls $(1)] $$*"
-	$$(Q)$$(TLS_MBEDTLS_CC_$(1)) $$(TLS_MBEDTLS_CFLAGS_$(1)) -c $$< -o $$@
+	$$(Q)$$(TLS_MBEDTLS_CC_$(1)) $$(call tls_mbedtls_flags,$(1),$$*) -c $$< -o $$@
 $$(B)/$(1)/libmbedtls.a: $$(TLS_MBEDTLS_OBJS_$(1))
 	@mkdir -p $$(@D); echo "  AR          $$@"
 	$$(Q)rm -f $$@ && ar rcs $$@ $$^

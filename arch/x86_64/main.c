@@ -82,6 +82,13 @@ static void main_banner(const struct x86_wx_report *wx, uint32_t n_cores, uint32
 	x86_frame_used(&first, &end);
 	LOG_INFO("boot", "urMQTT x86_64 (%s build), booted via %s", MAIN_FLAVOUR,
 		 main_bi.kind == BOOTINFO_PVH ? "PVH" : "Multiboot2");
+#ifndef URMQTT_PROD
+	/* Where this link put the image (tools/reloc moves it; ADR-020). No addresses in
+	 * production banners. */
+	LOG_INFO("boot", "image: %lu KiB at 0x%lx, physical 0x%lx",
+		 (unsigned long)((x86_image_end - x86_image_start) >> 10),
+		 (unsigned long)(uintptr_t)x86_image_start, (unsigned long)x86_virt_to_phys_image(x86_image_start));
+#endif
 	if (acpi_why)
 		LOG_INFO("boot", "cpus: 1 started; ACPI unavailable (%s)", acpi_why);
 	else

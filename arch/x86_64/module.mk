@@ -12,7 +12,7 @@ KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	kernel/kbroker.c
 # The TLS self-test includes mbedTLS headers and the embedded development certificates.
 # Deferred (=) and spelled out: tls/ and tools/certs/ module.mk are read after this one.
-CFLAGS_arch_x86_64_tls_selftest = $(TLS_INC)
+CFLAGS_arch_x86_64_tls_selftest = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
 GENERATED_HEADERS += $(B)/gen/urmqtt_certs.h # CERTS_HEADER of tools/certs/module.mk
 # Boot-information parsers are host-tested (tests/unit/kernel/test_bootinfo.c).
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
@@ -20,8 +20,10 @@ KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.elf
 SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh
 
-# No --emit-relocs in the image: GRUB refuses ELF files with relocation sections. A later
-# KASLR step needs the relocations from a second link (or a -pie build) instead.
+# No --emit-relocs in the image: GRUB refuses ELF files with relocation sections. The
+# relocations come from a second link of the same objects (urmqtt.reloc.elf) as a table
+# (urmqtt.relocs) for a later KASLR; a third link 2 MiB higher (urmqtt.slid.elf) lets
+# tests/smoke/x86_64-boot.sh prove the table complete and boot the moved image (ADR-020).
 X86_64_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,arch/x86_64/kernel.ld \
 	-Wl,-z,max-page-size=4096 -Wl,-z,noexecstack -Wl,--build-id=none
 
@@ -34,5 +36,19 @@ X86_64_LIBGCC = $(shell $(X86_64_CC) -print-libgcc-file-name)
 $(B)/x86_64/urmqtt.elf: arch/x86_64/kernel.ld $$(filter $$(B)/x86_64/k/%,$$(X86_64_OBJS)) $$(X86_64_LIB) \
 		$(B)/x86_64/libmbedtls.a
 	@mkdir -p $(@D); echo "  LD [x86_64]  $@"
-	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -o $@ $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) \
-		$(B)/x86_64/libmbedtls.a $(X86_64_LIBGCC)
+	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=0 -o $@ \
+		$(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) $(B)/x86_64/libmbedtls.a $(X86_64_LIBGCC)
+
+X86_64_LINK_INPUTS = $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) $(B)/x86_64/libmbedtls.a \
+	$(X86_64_LIBGCC)
+X86_64_SLIDE := 0x200000
+$(B)/x86_64/urmqtt.reloc.elf: $(B)/x86_64/urmqtt.elf
+	@echo "  LD [x86_64]  $@ (--emit-relocs)"
+	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=0 -Wl,--emit-relocs -o $@ $(X86_64_LINK_INPUTS)
+$(B)/x86_64/urmqtt.slid.elf: $(B)/x86_64/urmqtt.elf
+	@echo "  LD [x86_64]  $@ (+$(X86_64_SLIDE))"
+	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=$(X86_64_SLIDE) -o $@ $(X86_64_LINK_INPUTS)
+$(B)/x86_64/urmqtt.relocs: $(B)/x86_64/urmqtt.reloc.elf $(B)/host/tools/urmqtt-relocs
+	$(Q)$(B)/host/tools/urmqtt-relocs table $< $@ >/dev/null
+KERNEL_IMAGES += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf
+TEST_DEPS += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf $(B)/host/tools/urmqtt-relocs

@@ -26,9 +26,10 @@ fi
 echo "x86_64 smoke: $mode"
 
 # name|smp|expected exit|patterns (extended regex, all must match, separated by ';;')|extra
-# QEMU arguments. The kernel gets test=<name without -smp4/-rtc suffix>.
+# QEMU arguments. The kernel gets test=<name without -smp4/-rtc/-noaesni suffix>.
 scenarios=(
-	"boot|1|33|W\\^X audit: PASS;;cpus: 1 started of 1 in the MADT;;memory: [0-9]+ MiB;;from entry to the loop;;protections: NX on, WP on;;every core ticks in its loop;;page tables: [0-9]+ of [0-9]+ KiB, sealed read-only;;wall clock: 20[0-9][0-9]-;;page frames: [0-9]+ of [0-9]+ free \\([0-9]+ MiB\\), [0-9]+ reserved; heap: 0 live;;entropy: RD[A-Z]+.*1 per-core instances seeded;;tls: self-test PASS;;tls: x509: CA \"urMQTT development CA\""
+	"boot|1|33|W\\^X audit: PASS;;image: [0-9]+ KiB at 0xffffffff80100000, physical 0x100000;;cpus: 1 started of 1 in the MADT;;memory: [0-9]+ MiB;;from entry to the loop;;protections: NX on, WP on;;every core ticks in its loop;;page tables: [0-9]+ of [0-9]+ KiB, sealed read-only;;wall clock: 20[0-9][0-9]-;;page frames: [0-9]+ of [0-9]+ free \\([0-9]+ MiB\\), [0-9]+ reserved; heap: 0 live;;entropy: RD[A-Z]+.*1 per-core instances seeded;;tls: self-test PASS.*AES-NI used, PCLMULQDQ used;;tls: x509: CA \"urMQTT development CA\""
+	"boot-noaesni|1|33|tls: self-test PASS.*AES-NI absent, PCLMULQDQ absent|cpu:-aes,-pclmulqdq"
 	"boot-rtc|1|33|wall clock IMPLAUSIBLE: RTC says 2019-03-04|-rtc base=2019-03-04T05:06:07"
 	"boot-smp4|4|33|cpus: 4 started of 4 in the MADT;;W\\^X audit: PASS;;core 3: apic id 3, [0-9]+ ticks;;every core ticks in its loop"
 	"heap-smp4|4|33|scenario heap: allocating and freeing across 4 cores;;heap: 192 allocs, 192 frees \\([0-9]+ remote\\) on 4 cores; live 0 -> 0;;scenario heap: counters back to baseline on every core;;4 per-core instances seeded"
@@ -55,10 +56,17 @@ for s in "${scenarios[@]}"; do
 	IFS='|' read -r name smp want pats extra <<<"$s"
 	arg=${name%-smp4}
 	arg=${arg%-rtc}
+	arg=${arg%-noaesni}
 	read -r -a extra_args <<<"${extra:-}"
+	# "cpu:-flag,-flag" takes features away from this mode's CPU model.
+	acc=("${accel[@]}")
+	if [[ ${extra_args[0]:-} == cpu:* ]]; then
+		acc[${#acc[@]}-1]+=",${extra_args[0]#cpu:}"
+		extra_args=("${extra_args[@]:1}")
+	fi
 	log=$logdir/$name.log
 	t0=$(date +%s%N)
-	timeout "$timeout_s" qemu-system-x86_64 "${accel[@]}" -m 128M -smp "$smp" \
+	timeout "$timeout_s" qemu-system-x86_64 "${acc[@]}" -m 128M -smp "$smp" \
 		-nographic -no-reboot -nodefaults -serial stdio \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 		"${extra_args[@]}" -kernel "$img" -append "test=$arg" </dev/null >"$log" 2>&1
@@ -120,5 +128,32 @@ if command -v grub-mkrescue >/dev/null && command -v xorriso >/dev/null && [ -d 
 	fi
 else
 	echo "SKIP x86_64/multiboot2 (grub-mkrescue, xorriso or grub-pc-bin missing)"
+fi
+
+# Relocatable: the relocation table names every absolute address (applying it to the
+# --emit-relocs link gives exactly the bytes of a link 2 MiB higher), and the image linked
+# 2 MiB higher boots as well as the normal one (ADR-020).
+relocs_tool=$build/host/tools/urmqtt-relocs
+slid=$build/x86_64/urmqtt.slid.elf
+log=$logdir/relocatable.log
+if "$relocs_tool" check "$img" "$build/x86_64/urmqtt.reloc.elf" "$slid" >"$log" 2>&1 &&
+	[ -s "$build/x86_64/urmqtt.relocs" ]; then
+	echo "PASS x86_64/relocatable ($(sed -n 's/^relocs: PASS: \([0-9]*\) sites.*/\1 sites/p' "$log"), table $(stat -c %s "$build/x86_64/urmqtt.relocs") B)"
+else
+	echo "FAIL x86_64/relocatable (see $log)"
+	rc_all=1
+fi
+log=$logdir/boot-slid.log
+timeout "$timeout_s" qemu-system-x86_64 "${accel[@]}" -m 128M -smp 2 \
+	-nographic -no-reboot -nodefaults -serial stdio \
+	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+	-kernel "$slid" -append "test=boot" </dev/null >"$log" 2>&1
+rc=$?
+if [ $rc -eq 33 ] && tr -d '\r' <"$log" | grep -q "image: [0-9]* KiB at 0xffffffff80300000, physical 0x300000" &&
+	tr -d '\r' <"$log" | grep -q "W^X audit: PASS" && tr -d '\r' <"$log" | grep -q "cpus: 2 started of 2"; then
+	echo "PASS x86_64/boot-slid ($mode, image linked 2 MiB higher, -smp 2)"
+else
+	echo "FAIL x86_64/boot-slid ($mode: exit $rc; see $log)"
+	rc_all=1
 fi
 exit $rc_all
