@@ -62,6 +62,25 @@ struct blk_dev {
 int blk_selftest(struct blk_dev *d, uint8_t *buf, size_t buf_len, uint32_t seed, uint32_t max_polls,
 		 const char **why /* out */) MUST_CHECK;
 
+/* The same self-test one step at a time, for a core's loop (a disk that grew has a new
+ * scratch area: run it again there). start: checks and prepares, 0 or -E_INVAL with
+ * *why. step: polls once (submitting the next request first when needed); -E_AGAIN
+ * while running (call again later), 0 once passed, else -E_* with *why; each request is
+ * given max_polls steps. s, d and buf are linked until the run ends; the caller owns s. */
+struct blk_selftest_run {
+	struct blk_dev *d; /* linked */
+	uint8_t *buf;      /* linked: 2 * bytes of DMA memory */
+	uint32_t bytes, n;
+	uint64_t lba;
+	uint32_t max_polls, polls;
+	uint8_t step;
+	bool posted;
+	struct blk_req r;
+};
+int blk_selftest_start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *buf, size_t buf_len, uint32_t seed,
+		       uint32_t max_polls, const char **why /* out */) MUST_CHECK;
+int blk_selftest_step(struct blk_selftest_run *s, const char **why /* out */) MUST_CHECK;
+
 static inline MUST_CHECK int blk_submit(struct blk_dev *d, struct blk_req *r) { return d->ops->submit(d->impl, r); }
 static inline void blk_kick(struct blk_dev *d) { d->ops->kick(d->impl); }
 static inline MUST_CHECK int blk_poll(struct blk_dev *d, struct blk_req **done) { return d->ops->poll(d->impl, done); }

@@ -317,8 +317,15 @@ uint8_t virtio_isr_ack(struct virtio_dev *vd)
 	return rd8(vd, vd->isr);
 }
 
+uint8_t virtio_cfg_generation(struct virtio_dev *vd)
+{
+	return rd8(vd, vd->common + CC_GEN);
+}
+
 int virtio_config_vector(struct virtio_dev *vd, uint16_t msix)
 {
+	if (vd->failed)
+		return -E_CLOSED;
 	wr16(vd, vd->common + CC_MSIX, msix);
 	return rd16(vd, vd->common + CC_MSIX) == msix ? 0 : -E_NOMEM;
 }
@@ -351,8 +358,10 @@ static int cfg_read(struct virtio_dev *vd, uint32_t off, void *out, uint32_t len
 				i += 1;
 			}
 		}
-		if (rd8(vd, vd->common + CC_GEN) == gen)
+		if (rd8(vd, vd->common + CC_GEN) == gen) {
+			vd->cfg_gen = gen;
 			return 0;
+		}
 	}
 	vd->rejected[VIRTIO_REJ_CFG]++;
 	log_dev(vd, "device configuration never stable");

@@ -62,6 +62,7 @@ struct virtio_dev {
 	uint32_t notify_mult, devcfg_len;
 	uint64_t offered, features;
 	uint16_t device_type, num_queues;
+	uint8_t cfg_gen; /* config_generation of the last stable virtio_cfg_read* */
 	bool failed;
 	uint32_t rejected[VIRTIO_REJ__COUNT];
 };
@@ -98,11 +99,16 @@ void virtio_fail(struct virtio_dev *vd, const char *why);
 /* Interrupt acknowledge: reading the ISR clears it. Bit 0: a queue, bit 1: config
  * changed. For INTx only; MSI-X vectors need no acknowledge here. */
 uint8_t virtio_isr_ack(struct virtio_dev *vd);
-/* Set the configuration-change vector. */
+/* Set the configuration-change vector. -E_NOMEM if the device did not take it. */
 int virtio_config_vector(struct virtio_dev *vd, uint16_t msix) MUST_CHECK;
+/* One read of config_generation (the device moves it whenever its configuration changes;
+ * 8 bits, so 256 changes between two looks alias: callers that must not miss a change
+ * also take the interrupt or the ISR bit). Loop context, never an interrupt handler. */
+uint8_t virtio_cfg_generation(struct virtio_dev *vd);
 
 /* Copy len bytes of device config at off into out (little-endian as on the device),
- * retrying until config_generation is stable (bounded). Scalar fields: aligned accesses
+ * retrying until config_generation is stable (bounded); vd->cfg_gen is then the
+ * generation the copy belongs to. Scalar fields: aligned accesses
  * of the field's natural width. -E_RANGE outside the structure, -E_AGAIN if it never
  * settles. */
 int virtio_cfg_read(struct virtio_dev *vd, uint32_t off, void *out /* out */, uint32_t len) MUST_CHECK;

@@ -53,6 +53,9 @@ static int read_topology(struct vblk *v)
 	err = read_le(vd, CFG_CAPACITY, 8, &cap);
 	if (err)
 		return err;
+	/* A change after this read moves the generation past cfg_gen: it is seen as pending. */
+	v->cfg_gen = vd->cfg_gen;
+	v->sectors = cap;
 	if (vd->features & VIRTIO_BLK_F_BLK_SIZE) {
 		err = read_le(vd, CFG_BLK_SIZE, 4, &x);
 		if (err)
@@ -253,6 +256,12 @@ int vblk_init(struct vblk *v, struct virtio_dev *vd, const struct vblk_config *c
 	if (err)
 		goto fail;
 	v->hdrs = va;
+	if (cfg->config_irq) {
+		/* Before DRIVER_OK, so no change can be signalled without the vector. */
+		v->cfg_irq = virtio_config_vector(vd, cfg->config_msix) == 0;
+		if (!v->cfg_irq)
+			drv_logf(vd->port, "virtio-blk: configuration vector refused; changes are polled");
+	}
 	for (uint16_t i = 0; i < v->q.size; i++)
 		v->free[i] = (uint16_t)(v->q.size - 1 - i);
 	v->n_free = v->q.size;
@@ -270,13 +279,35 @@ fail:
 	return err;
 }
 
-int vblk_config_changed(struct vblk *v)
+bool vblk_config_pending(struct vblk *v)
+{
+	return !v->vd->failed && virtio_cfg_generation(v->vd) != v->cfg_gen;
+}
+
+int vblk_config_changed(struct vblk *v, struct vblk_cap_event *ev)
 {
 	uint64_t cap;
-	int err = read_le(v->vd, CFG_CAPACITY, 8, &cap);
+	int err;
 
+	ev->what = VBLK_CAP_SAME;
+	ev->old_sectors = ev->new_sectors = v->sectors;
+	if (v->vd->failed)
+		return -E_CLOSED;
+	err = read_le(v->vd, CFG_CAPACITY, 8, &cap);
 	if (err)
-		return err;
+		return err; /* cfg_gen unchanged: still pending */
+	v->cfg_gen = v->vd->cfg_gen;
+	ev->new_sectors = cap;
+	if (cap == v->sectors)
+		return 0; /* another field changed */
+	v->sectors = cap;
 	v->blk.topo.capacity = cap / v->sectors_per_block;
-	return 0;
+	if (cap > ev->old_sectors) {
+		ev->what = VBLK_CAP_GREW;
+		v->n_grew++;
+		return 0;
+	}
+	ev->what = VBLK_CAP_SHRANK;
+	v->n_shrank++;
+	return -E_RANGE;
 }

@@ -2,7 +2,9 @@
  *
  * virtio-blk driver (virtio 1.2 section 5.2) behind drivers/blk.h: one request queue,
  * read, write, flush, discard, write-zeroes, topology from the device configuration and
- * re-reading capacity on a configuration-change interrupt. It owns the request headers
+ * re-reading capacity after a configuration change (the owner's loop calls
+ * vblk_config_changed when the configuration vector fired or vblk_config_pending says
+ * so; the interrupt handler itself only marks work). It owns the request headers
  * (in DMA memory it allocates at init) and must never trust a status byte or length the
  * device wrote without checking it. Without VIRTIO_BLK_F_FLUSH the device has no volatile
  * cache to flush and FLUSH is refused with -E_NOSYS (topology.flush false).
@@ -12,7 +14,14 @@
  *  1. A request slot is either free (on the stack) or holds exactly one caller request
  *     posted to the queue.
  *  2. A request completes once: only vq_get_used (validated) releases its slot.
+ *  3. blk.topo.capacity == sectors / sectors_per_block, and sectors is the capacity of
+ *     configuration generation cfg_gen (read as one stable copy): a submit is checked
+ *     against the newest capacity the driver has seen, so after a shrink nothing beyond
+ *     the new end is accepted.
  * Request: FREE -(vblk submit)-> POSTED -(poll)-> DONE (returned to the caller).
+ * Capacity: KNOWN(gen g) -(device changes config: generation moves)-> PENDING
+ *   -(vblk_config_changed: stable read)-> KNOWN(new gen) {SAME | GREW | SHRANK};
+ *   a read that never settles leaves it PENDING with the old capacity.
  */
 #ifndef DRIVERS_VIRTIO_BLK_H
 #define DRIVERS_VIRTIO_BLK_H
@@ -35,6 +44,16 @@ struct vblk_config {
 	struct vq_slot *slots; /* linked: queue_size entries */
 	uint16_t queue_size;   /* power of two, <= VBLK_MAX_INFLIGHT */
 	uint16_t msix;         /* MSI-X entry of the queue, or VIRTIO_MSI_NO_VECTOR */
+	bool config_irq;       /* bind the configuration-change interrupt to config_msix */
+	uint16_t config_msix;  /* MSI-X entry for configuration changes (config_irq only) */
+};
+
+/* What a configuration change did to the capacity (512-byte sectors, as the device
+ * counts them). */
+enum vblk_cap_change { VBLK_CAP_SAME, VBLK_CAP_GREW, VBLK_CAP_SHRANK };
+struct vblk_cap_event {
+	enum vblk_cap_change what;
+	uint64_t old_sectors, new_sectors;
 };
 
 enum vblk_reject {
@@ -53,6 +72,10 @@ struct vblk {
 	uint64_t hdrs_pa;
 	uint32_t sectors_per_block;
 	uint32_t size_max; /* bytes per data segment; 0: no limit */
+	uint64_t sectors;  /* capacity in 512-byte sectors as last read (invariant 3) */
+	uint8_t cfg_gen;   /* configuration generation `sectors` belongs to */
+	bool cfg_irq;      /* the device took the configuration vector */
+	uint32_t n_grew, n_shrank;
 	struct blk_req *inflight[VBLK_MAX_INFLIGHT];
 	uint16_t free[VBLK_MAX_INFLIGHT];
 	uint16_t n_free;
@@ -61,7 +84,15 @@ struct vblk {
 
 /* Bring a probed virtio-blk device to DRIVER_OK and fill v->blk (ops + topology). */
 int vblk_init(struct vblk *v, struct virtio_dev *vd, const struct vblk_config *cfg) MUST_CHECK;
-/* Configuration-change interrupt: re-read the capacity (the disk may have grown). */
-int vblk_config_changed(struct vblk *v) MUST_CHECK;
+/* True when the device's configuration generation moved since the capacity was last
+ * read (one register read). Loop context of the owning core; never from an interrupt
+ * handler (handlers only mark work). */
+bool vblk_config_pending(struct vblk *v);
+/* After a configuration-change interrupt (or vblk_config_pending): re-read the capacity
+ * as one stable copy and apply it. 0 with ev->what SAME or GREW; -E_RANGE when the disk
+ * shrank (applied: requests beyond the new end now fail with -E_RANGE, those in flight
+ * fail on the device); -E_AGAIN if the configuration never settled (nothing applied,
+ * still pending); -E_CLOSED for a failed device. ev (out) always says old and new. */
+int vblk_config_changed(struct vblk *v, struct vblk_cap_event *ev /* out */) MUST_CHECK;
 
 #endif

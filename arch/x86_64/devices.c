@@ -10,9 +10,13 @@
  * static address of the command line (one broker: see kernel/kbroker.h for why). Its
  * queues interrupt through MSI-X (one vector per pair, to the core that polls
  * it; the handler only marks work) and are polled under load; the block and rng queues
- * are polled (boot-time use only so far). The TLS self-test (tls_selftest.c) runs before
- * the broker is built (the broker's handshake env then owns mbedTLS's hooks).
- * Everything found goes into the boot banner.
+ * are polled (boot-time use only so far). Each virtio-blk device's configuration-change
+ * interrupt goes through MSI-X to core 0, whose loop ("blk" handler) then re-reads the
+ * capacity: growth is logged and the self-test runs again, stepwise, on the new last
+ * 4 KiB; a shrink is logged as an error and I/O beyond the new end fails. Without MSI-X
+ * the loop looks at the configuration generation once a second instead. The TLS
+ * self-test (tls_selftest.c) runs before the broker is built (the broker's handshake
+ * env then owns mbedTLS's hooks). Everything found goes into the boot banner.
  * Owns the PCI device table and the driver instances. Never maps anything after the
  * seal, never drives a device the PCI layer rejected, and never stops the boot for a
  * broken device (it is reported and left alone; a failed self-test is reported FAIL).
@@ -40,6 +44,13 @@
 #define DEV_MAX_VIRTIO 16
 #define DEV_BLK_QUEUE 64
 #define DEV_BLK_POLLS 200000000u  /* bound on polls per self-test request */
+#define DEV_BLK_CFG_POLL_MS 1000u /* configuration changes without MSI-X, or after a read that
+				   * never settled */
+#define DEV_BLK_RETEST_STEPS 5000u /* loop steps (at most one per ms) per request of the
+				    * self-test after growth: >= 5 s */
+/* The configuration vector of virtio-blk i: counted down from the top of the device
+ * vectors so it never meets the NIC's (X86_VEC_DEV_BASE + its MSI-X entry). */
+#define DEV_BLK_CFG_VECTOR(i) (X86_VEC_DEV_BASE + X86_VEC_DEV_COUNT - 1u - (i))
 #define DEV_SCSI_SPINS 200000000u /* bound on polls per SCSI command at init */
 #define DEV_RNG_BYTES 48u         /* CSPRNG_SEED_LEN */
 #define DEV_RNG_SPINS 200000000u
@@ -68,6 +79,20 @@ static bool dev_rng_ok;
 static struct vblk dev_vblk[DEV_MAX_BLK];
 static struct vscsi dev_vscsi[DEV_MAX_BLK];
 static uint32_t dev_n_vblk, dev_n_vscsi;
+/* virtio-blk configuration changes, all on core 0 (boot core, then its loop only). */
+struct dev_blk_state {
+	struct pci_msix msix;
+	bool irq;     /* the configuration vector is programmed and enabled */
+	bool retry;   /* the last read never settled: look again on the next poll */
+	bool running; /* a self-test on the new end is in progress */
+	bool retest;  /* it grew again meanwhile: test the newest end next */
+	uint8_t *buf; /* DMA, buf_len bytes: the boot self-test's, reused */
+	size_t buf_len;
+	struct blk_selftest_run run;
+	uint64_t run_lba;
+};
+static struct dev_blk_state dev_blk_st[DEV_MAX_BLK];
+static uint64_t dev_blk_seen_irqs, dev_blk_next_poll_ms, dev_blk_last_step_ms;
 static struct vnet dev_net;
 static bool dev_net_ok;
 static struct pci_msix dev_net_msix;
@@ -179,15 +204,26 @@ static void dev_rng_init(struct virtio_dev *vd, uint32_t n_cores)
 		 (unsigned long long)vd->features, (unsigned)DEV_RNG_BYTES, (unsigned)n);
 }
 
-static void dev_selftest(const char *name, uint32_t idx, struct blk_dev *b, const struct vq *q)
+/* DMA memory for a self-test of b (twice its scratch area); *len (out) its size. */
+static uint8_t *dev_selftest_buf(const struct blk_dev *b, size_t *len)
 {
-	const char *why = "";
-	size_t scratch = MAX((size_t)4096u, (size_t)b->topo.logical_block);
-	uint8_t *buf = dev_pages(2 * scratch, NULL);
+	*len = 2 * MAX((size_t)4096u, (size_t)b->topo.logical_block);
+	return dev_pages(*len, NULL);
+}
+
+static uint32_t dev_seed(void)
+{
 	uint32_t seed;
 	if (csprng_kernel_bytes(&seed, sizeof seed) != 0)
 		seed = 0x5eed;
-	int err = blk_selftest(b, buf, 2 * scratch, seed, DEV_BLK_POLLS, &why);
+	return seed;
+}
+
+static void dev_selftest(const char *name, uint32_t idx, struct blk_dev *b, const struct vq *q, uint8_t *buf,
+			 size_t buf_len)
+{
+	const char *why = "";
+	int err = blk_selftest(b, buf, buf_len, dev_seed(), DEV_BLK_POLLS, &why);
 	if (err)
 		dev_n_selftest_fail++;
 	LOG_INFO("boot", "%s%u: %lu blocks of %u B (physical %u, optimal %u)%s%s%s; block self-test on "
@@ -208,21 +244,38 @@ static void dev_blk_init(struct virtio_dev *vd)
 {
 	if (dev_n_vblk == DEV_MAX_BLK)
 		return;
-	struct vblk *v = &dev_vblk[dev_n_vblk];
+	uint32_t i = dev_n_vblk;
+	struct vblk *v = &dev_vblk[i];
+	struct dev_blk_state *st = &dev_blk_st[i];
+	/* MSI-X on with the function masked until the entry is programmed (after DRIVER_OK:
+	 * a change signalled before that stays pending in the device's PBA). */
+	int merr = pci_msix_init(&dev_bus, vd->pci, &st->msix);
 	struct vblk_config c = {
 		.slots = dev_pages(sizeof(struct vq_slot) * DEV_BLK_QUEUE, NULL),
 		.queue_size = DEV_BLK_QUEUE,
-		.msix = VIRTIO_MSI_NO_VECTOR,
+		.msix = VIRTIO_MSI_NO_VECTOR, /* the request queue is polled */
+		.config_irq = merr == 0,
+		.config_msix = 0,
 	};
 	int err = vblk_init(v, vd, &c);
 	if (err) {
-		LOG_ERR("boot", "virtio-blk%u: initialisation failed (%s)", (unsigned)dev_n_vblk, err_name(err));
+		LOG_ERR("boot", "virtio-blk%u: initialisation failed (%s)", (unsigned)i, err_name(err));
 		dev_n_selftest_fail++;
 		return;
 	}
-	LOG_INFO("boot", "virtio-blk%u: features 0x%llx", (unsigned)dev_n_vblk,
-		 (unsigned long long)vd->features);
-	dev_selftest("virtio-blk", dev_n_vblk, &v->blk, &v->q);
+	if (v->cfg_irq) {
+		merr = pci_msix_set(&dev_bus, &st->msix, 0, x86_msi_addr(x86_cores[0].apic_id),
+				    DEV_BLK_CFG_VECTOR(i));
+		if (!merr) {
+			pci_msix_enable(&dev_bus, &st->msix);
+			st->irq = true;
+		}
+	}
+	LOG_INFO("boot", "virtio-blk%u: features 0x%llx; configuration changes %s", (unsigned)i,
+		 (unsigned long long)vd->features,
+		 st->irq ? "by MSI-X to core 0" : "polled once a second by core 0");
+	st->buf = dev_selftest_buf(&v->blk, &st->buf_len);
+	dev_selftest("virtio-blk", i, &v->blk, &v->q, st->buf, st->buf_len);
 	dev_n_vblk++;
 }
 
@@ -273,7 +326,9 @@ static void dev_scsi_init(struct virtio_dev *vd)
 	v->blk.ops = &dev_scsi_ops;
 	LOG_INFO("boot", "virtio-scsi%u: features 0x%llx; target 0 LUN 0", (unsigned)dev_n_vscsi,
 		 (unsigned long long)vd->features);
-	dev_selftest("virtio-scsi", dev_n_vscsi, &v->blk, &v->q);
+	size_t buf_len;
+	uint8_t *buf = dev_selftest_buf(&v->blk, &buf_len);
+	dev_selftest("virtio-scsi", dev_n_vscsi, &v->blk, &v->q, buf, buf_len);
 	dev_n_vscsi++;
 }
 
@@ -573,15 +628,116 @@ static int dev_stats_poll(void *ctx)
 	struct dp_stats ds;
 	dp_stats_get(dev_broker.dp, &ds); /* core 0's broker, read on core 0 (its stack's core) */
 	LOG_INFO("net", "core %u pair %u: %lu frames in, %lu out, %lu device interrupts, %u connections, "
-			"%lu TLS handshakes, %lu bytes in",
+			"%lu TLS handshakes, %lu bytes in, %lu ICMP echo replies, %lu frames of unknown type",
 		 (unsigned)core, (unsigned)k->cfg.pair, (unsigned long)k->st.rx_frames,
 		 (unsigned long)k->st.tx_frames, (unsigned long)irqs, (unsigned)tcp_conn_count(k->tcp),
-		 (unsigned long)ds.hs_done, (unsigned long)ds.bytes_in);
+		 (unsigned long)ds.hs_done, (unsigned long)ds.bytes_in,
+		 (unsigned long)k->ns.cnt.icmp_echo_replies, (unsigned long)k->ns.cnt.eth_type);
 	return 0;
+}
+
+/* ---- virtio-blk configuration changes, core 0's loop ---- */
+
+static void dev_blk_retest_start(uint32_t i)
+{
+	struct dev_blk_state *st = &dev_blk_st[i];
+	const char *why = NULL;
+	st->retest = false;
+	int err = blk_selftest_start(&st->run, &dev_vblk[i].blk, st->buf, st->buf_len, dev_seed(),
+				     DEV_BLK_RETEST_STEPS, &why);
+	if (err) {
+		LOG_ERR("blk", "virtio-blk%u: block self-test on the new last 4 KiB: FAIL (%s)", (unsigned)i,
+			why ? why : err_name(err));
+		return;
+	}
+	st->run_lba = st->run.lba;
+	st->running = true;
+}
+
+/* One step of a running self-test; 1 when it finished. */
+static int dev_blk_retest_step(uint32_t i)
+{
+	struct dev_blk_state *st = &dev_blk_st[i];
+	const char *why = NULL;
+	int err = blk_selftest_step(&st->run, &why);
+	if (err == -E_AGAIN)
+		return 0;
+	st->running = false;
+	if (err)
+		LOG_ERR("blk", "virtio-blk%u: block self-test on the new last 4 KiB (block %lu): FAIL (%s)",
+			(unsigned)i, (unsigned long)st->run_lba, why ? why : err_name(err));
+	else
+		LOG_INFO("blk", "virtio-blk%u: block self-test on the new last 4 KiB (block %lu): PASS",
+			 (unsigned)i, (unsigned long)st->run_lba);
+	if (st->retest)
+		dev_blk_retest_start(i);
+	return 1;
+}
+
+static void dev_blk_config(uint32_t i)
+{
+	struct dev_blk_state *st = &dev_blk_st[i];
+	struct vblk_cap_event ev;
+	int err = vblk_config_changed(&dev_vblk[i], &ev);
+	st->retry = err == -E_AGAIN;
+	if (ev.what == VBLK_CAP_GREW) {
+		LOG_INFO("blk", "virtio-blk%u: capacity grew from %lu to %lu sectors (%lu MiB)", (unsigned)i,
+			 (unsigned long)ev.old_sectors, (unsigned long)ev.new_sectors,
+			 (unsigned long)(ev.new_sectors >> 11));
+		if (st->running)
+			st->retest = true;
+		else
+			dev_blk_retest_start(i);
+	} else if (ev.what == VBLK_CAP_SHRANK) {
+		LOG_ERR("blk", "virtio-blk%u: capacity SHRANK from %lu to %lu sectors: data beyond the new end "
+			       "is gone, I/O there now fails",
+			(unsigned)i, (unsigned long)ev.old_sectors, (unsigned long)ev.new_sectors);
+	} else if (err) {
+		LOG_WARN("blk", "virtio-blk%u: configuration change not read (%s)%s", (unsigned)i, err_name(err),
+			 st->retry ? "; trying again in a second" : "");
+	}
+}
+
+/* The configuration vector only counted an interrupt on this core and woke it (trap.c:
+ * device handlers acknowledge and mark work, nothing else); here, in the loop, the
+ * devices whose vector may have fired (any device interrupt of core 0: the count does not
+ * say which) and, once a second, the polled ones look at their configuration generation
+ * (one register read) and re-read what changed. */
+static int dev_blk_poll(void *ctx)
+{
+	(void)ctx;
+	int work = 0;
+	uint64_t now = dev_now_ms();
+	/* Written only by this core's own interrupt handler: relaxed is enough. */
+	uint64_t irqs = atomic_load_explicit(&x86_cores[0].n_dev_irqs, memory_order_relaxed);
+	bool irq = irqs != dev_blk_seen_irqs, tick = now >= dev_blk_next_poll_ms;
+	bool step = now != dev_blk_last_step_ms;
+
+	if (step)
+		dev_blk_last_step_ms = now;
+	for (uint32_t i = 0; i < dev_n_vblk; i++)
+		if (dev_blk_st[i].running && step)
+			work += dev_blk_retest_step(i);
+	if (!irq && !tick)
+		return work;
+	dev_blk_seen_irqs = irqs;
+	if (tick)
+		dev_blk_next_poll_ms = now + DEV_BLK_CFG_POLL_MS;
+	for (uint32_t i = 0; i < dev_n_vblk; i++) {
+		const struct dev_blk_state *st = &dev_blk_st[i];
+		bool look = st->irq ? (irq || (tick && st->retry)) : tick;
+		if (look && vblk_config_pending(&dev_vblk[i])) {
+			dev_blk_config(i);
+			work++;
+		}
+	}
+	return work;
 }
 
 void x86_dev_loop_add(struct kloop *l, uint32_t core)
 {
+	if (core == 0 && dev_n_vblk && kloop_add(l, "blk", dev_blk_poll, NULL) != 0)
+		PANIC("core %u: loop full", (unsigned)core);
 	if (core > 0 && core < dev_rng_n_seeds) {
 		if (csprng_kernel_reseed(dev_rng_seeds[core], DEV_RNG_BYTES) != 0)
 			PANIC("core %u: CSPRNG refused the virtio-rng seed", (unsigned)core);

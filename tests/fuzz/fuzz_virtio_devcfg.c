@@ -56,8 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct vblk_config c = { .slots = slots, .queue_size = 8, .msix = 0 };
 		err = vblk_init(&v, &vd, &c);
 		if (!err) {
+			struct vblk_cap_event ev;
 			check_topo(&v.blk.topo);
-			if (vblk_config_changed(&v) == 0)
+			if (vblk_config_changed(&v, &ev) == 0)
 				check_topo(&v.blk.topo);
 		}
 	} else if (type == VIRTIO_ID_NET) {

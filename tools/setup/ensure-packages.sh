@@ -14,6 +14,7 @@ packages=(
 	grub-pc-bin grub-common xorriso mtools                  # Multiboot2 boot through GRUB
 	openssl python3 iproute2 procps dnsmasq-base            # TLS/real-client tests, netns, DHCP
 	mosquitto-clients python3-paho-mqtt                     # MQTT client tests
+	tcpdump                                                 # host-side capture of guest frames (net-tap-frames)
 	"$@"
 )
 missing=()

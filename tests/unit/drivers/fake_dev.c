@@ -269,6 +269,11 @@ static uint64_t bar_access(uintptr_t va, unsigned width, bool write, uint64_t v)
 	if (!write) {
 		if (off < FAKE_OFF_COMMON + 0x40)
 			sync_shadow();
+		if (off >= FAKE_OFF_DEVCFG && off < FAKE_OFF_DEVCFG + 0x100) {
+			fake_vio.n_devcfg_reads++;
+			if (fake_vio.devcfg_read_hook)
+				fake_vio.devcfg_read_hook(off - FAKE_OFF_DEVCFG);
+		}
 		if (off == FAKE_OFF_ISR) {
 			uint8_t isr = fake_vio.isr;
 			fake_vio.isr = 0;

@@ -68,6 +68,10 @@ struct fake_virtio {
 	bool scsi_len_counts_out;  /* SCSI used.len also counts data-out bytes */
 	bool scsi_no_sync16;       /* SYNCHRONIZE CACHE(16) -> ILLEGAL REQUEST (scsi-hd) */
 	uint32_t scsi_last_opcode;
+	/* Called before each driver read of the device-specific configuration (offset in
+	 * it), e.g. to change it mid-read; cleared by fake_add_virtio. */
+	void (*devcfg_read_hook)(uint32_t off);
+	uint32_t n_devcfg_reads;
 };
 
 extern struct fake_fn fake_fns[FAKE_MAX_FNS];

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * Unit tests for drivers/virtio_blk through drivers/blk.h against the simulated device:
  * topology, read/write/flush/discard/write-zeroes round trips, range and feature checks,
- * device errors, and a hostile device (bad status byte, short read, full queue). */
+ * device errors, a hostile device (bad status byte, short read, full queue), and
+ * configuration changes (growth, shrink, a generation that moves mid-read or never
+ * settles, the configuration vector) with the stepwise self-test on a grown disk. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,15 +213,210 @@ static void test_hostile_completions(void **state)
 	assert_int_equal(blk_poll(&vb.blk, &done), -E_CLOSED);
 }
 
+static void set_cap(uint64_t sectors)
+{
+	st_le64(&fake_bar[FAKE_OFF_DEVCFG], sectors);
+	fake_vio.gen++;
+}
+
 static void test_capacity_growth(void **state)
 {
 	(void)state;
+	struct vblk_cap_event ev;
 	assert_int_equal(up(ALL, 128, 512, 8), 0);
 	assert_int_equal(vb.blk.topo.capacity, 128);
-	st_le64(&fake_bar[FAKE_OFF_DEVCFG], FAKE_DISK_SECTORS);
-	fake_vio.gen++;
-	assert_int_equal(vblk_config_changed(&vb), 0);
+	assert_false(vblk_config_pending(&vb));
+	set_cap(FAKE_DISK_SECTORS);
+	assert_true(vblk_config_pending(&vb));
+	assert_int_equal(vblk_config_changed(&vb, &ev), 0);
+	assert_int_equal(ev.what, VBLK_CAP_GREW);
+	assert_int_equal(ev.old_sectors, 128);
+	assert_int_equal(ev.new_sectors, FAKE_DISK_SECTORS);
 	assert_int_equal(vb.blk.topo.capacity, FAKE_DISK_SECTORS);
+	assert_int_equal(vb.n_grew, 1);
+	assert_false(vblk_config_pending(&vb));
+	/* the new end is usable */
+	struct blk_req r = { .op = BLK_READ, .lba = FAKE_DISK_SECTORS - 1, .n_blocks = 1, .buf = buf[0] };
+	assert_int_equal(run(&r), 0);
+	/* another field changed: same capacity, nothing to do, no longer pending */
+	fake_vio.gen++;
+	assert_true(vblk_config_pending(&vb));
+	assert_int_equal(vblk_config_changed(&vb, &ev), 0);
+	assert_int_equal(ev.what, VBLK_CAP_SAME);
+	assert_int_equal(ev.new_sectors, FAKE_DISK_SECTORS);
+	assert_false(vblk_config_pending(&vb));
+}
+
+static void test_capacity_blocks(void **state)
+{
+	(void)state;
+	struct vblk_cap_event ev;
+	/* 4 KiB logical blocks: capacity in blocks, a partial block at the end is not usable */
+	assert_int_equal(up(ALL, 64, 4096, 8), 0);
+	assert_int_equal(vb.blk.topo.capacity, 8);
+	set_cap(FAKE_DISK_SECTORS + 7);
+	assert_int_equal(vblk_config_changed(&vb, &ev), 0);
+	assert_int_equal(ev.what, VBLK_CAP_GREW);
+	assert_int_equal(ev.new_sectors, FAKE_DISK_SECTORS + 7);
+	assert_int_equal(vb.blk.topo.capacity, FAKE_DISK_SECTORS / 8);
+}
+
+static void test_capacity_shrink(void **state)
+{
+	(void)state;
+	struct vblk_cap_event ev;
+	struct blk_req r = { .op = BLK_WRITE, .lba = 100, .n_blocks = 1, .buf = buf[0] };
+	assert_int_equal(up(ALL, FAKE_DISK_SECTORS, 512, 8), 0);
+	assert_int_equal(run(&r), 0);
+	set_cap(64);
+	assert_int_equal(vblk_config_changed(&vb, &ev), -E_RANGE);
+	assert_int_equal(ev.what, VBLK_CAP_SHRANK);
+	assert_int_equal(ev.old_sectors, FAKE_DISK_SECTORS);
+	assert_int_equal(ev.new_sectors, 64);
+	assert_int_equal(vb.blk.topo.capacity, 64);
+	assert_int_equal(vb.n_shrank, 1);
+	/* beyond the new end: refused before the device sees it */
+	assert_int_equal(blk_submit(&vb.blk, &r), -E_RANGE);
+	r.lba = 63;
+	r.n_blocks = 2;
+	assert_int_equal(blk_submit(&vb.blk, &r), -E_RANGE);
+	r.op = BLK_DISCARD;
+	assert_int_equal(blk_submit(&vb.blk, &r), -E_RANGE);
+	r = (struct blk_req){ .op = BLK_READ, .lba = 63, .n_blocks = 1, .buf = buf[0] };
+	assert_int_equal(run(&r), 0);
+	/* down to nothing: every request refused */
+	set_cap(0);
+	assert_int_equal(vblk_config_changed(&vb, &ev), -E_RANGE);
+	assert_int_equal(vb.blk.topo.capacity, 0);
+	r.lba = 0;
+	assert_int_equal(blk_submit(&vb.blk, &r), -E_RANGE);
+	/* and back */
+	set_cap(FAKE_DISK_SECTORS);
+	assert_int_equal(vblk_config_changed(&vb, &ev), 0);
+	assert_int_equal(ev.what, VBLK_CAP_GREW);
+	assert_int_equal(ev.old_sectors, 0);
+	assert_int_equal(run(&r), 0);
+}
+
+/* The device grows from 0xffffff00 to 0x1_00000100 sectors between the two 32-bit halves
+ * of the driver's read: without the generation check it would see 0x1_ffffff00. */
+static unsigned hook_left;
+static void grow_mid_read(uint32_t off)
+{
+	if (off == 4 && hook_left) {
+		hook_left--;
+		set_cap(0x100000100ull);
+	}
+}
+
+static void churn(uint32_t off)
+{
+	(void)off;
+	fake_vio.gen++;
+}
+
+static void test_capacity_generation(void **state)
+{
+	(void)state;
+	struct vblk_cap_event ev;
+	assert_int_equal(up(VIRTIO_F_VERSION_1, 128, 512, 8), 0);
+	set_cap(0xffffff00ull);
+	hook_left = 1;
+	fake_vio.devcfg_read_hook = grow_mid_read;
+	fake_vio.n_devcfg_reads = 0;
+	assert_int_equal(vblk_config_changed(&vb, &ev), 0);
+	assert_int_equal(fake_vio.n_devcfg_reads, 4); /* torn copy, then a stable one */
+	assert_int_equal(ev.what, VBLK_CAP_GREW);
+	assert_int_equal(ev.new_sectors, 0x100000100ull);
+	assert_int_equal(vb.blk.topo.capacity, 0x100000100ull);
+	assert_false(vblk_config_pending(&vb));
+	/* a configuration that never settles: nothing applied, still pending, counted */
+	fake_vio.devcfg_read_hook = churn;
+	assert_int_equal(vblk_config_changed(&vb, &ev), -E_AGAIN);
+	assert_int_equal(ev.what, VBLK_CAP_SAME);
+	assert_int_equal(vb.blk.topo.capacity, 0x100000100ull);
+	assert_int_equal(vd.rejected[VIRTIO_REJ_CFG], 1);
+	assert_true(vblk_config_pending(&vb));
+	/* it settles: applied */
+	fake_vio.devcfg_read_hook = NULL;
+	set_cap(FAKE_DISK_SECTORS);
+	assert_int_equal(vblk_config_changed(&vb, &ev), -E_RANGE);
+	assert_int_equal(ev.what, VBLK_CAP_SHRANK);
+	assert_int_equal(vb.blk.topo.capacity, FAKE_DISK_SECTORS);
+	/* a failed device: nothing read */
+	virtio_fail(&vd, "test");
+	set_cap(128);
+	assert_false(vblk_config_pending(&vb));
+	assert_int_equal(vblk_config_changed(&vb, &ev), -E_CLOSED);
+	assert_int_equal(vb.blk.topo.capacity, FAKE_DISK_SECTORS);
+}
+
+static void test_config_vector(void **state)
+{
+	(void)state;
+	struct pci_config pc = { .bus_start = 0, .bus_end = 0, .devs = devs, .max_devs = 2 };
+	struct vblk_config c = { .slots = slots, .queue_size = 8, .msix = VIRTIO_MSI_NO_VECTOR,
+				 .config_irq = true, .config_msix = 1 };
+	fake_add_virtio(2, ALL, 1, 16, 2);
+	st_le64(&fake_bar[FAKE_OFF_DEVCFG], 128);
+	st_le32(&fake_bar[FAKE_OFF_DEVCFG + 20], 512);
+	assert_int_equal(pci_bus_init(&bus, fake_port(), &pc), 0);
+	assert_int_equal(pci_bus_scan(&bus), 0);
+	assert_int_equal(virtio_pci_probe(&vd, &bus, &devs[0]), 0);
+	assert_int_equal(vblk_init(&vb, &vd, &c), 0);
+	assert_true(vb.cfg_irq);
+	assert_int_equal(fake_vio.config_msix, 1);
+	assert_int_equal(fake_vio.q[0].msix, VIRTIO_MSI_NO_VECTOR);
+	/* a device without vectors: initialised anyway, changes polled */
+	setup(NULL);
+	fake_add_virtio(2, ALL, 1, 16, 2);
+	fake_vio.no_vectors = true;
+	st_le64(&fake_bar[FAKE_OFF_DEVCFG], 128);
+	st_le32(&fake_bar[FAKE_OFF_DEVCFG + 20], 512);
+	assert_int_equal(pci_bus_init(&bus, fake_port(), &pc), 0);
+	assert_int_equal(pci_bus_scan(&bus), 0);
+	assert_int_equal(virtio_pci_probe(&vd, &bus, &devs[0]), 0);
+	assert_int_equal(vblk_init(&vb, &vd, &c), 0);
+	assert_false(vb.cfg_irq);
+	assert_int_equal(vb.blk.topo.capacity, 128);
+}
+
+/* The stepwise self-test on the new end of a disk that grew. */
+static void test_selftest_steps(void **state)
+{
+	(void)state;
+	static uint8_t tb[2 * 8192] __attribute__((aligned(4096)));
+	struct blk_selftest_run s;
+	struct vblk_cap_event ev;
+	const char *why;
+	int err;
+	unsigned steps = 0;
+	assert_int_equal(up(ALL, 128, 512, 8), 0);
+	assert_int_equal(blk_selftest(&vb.blk, tb, sizeof tb, 1, 100, &why), 0);
+	assert_memory_equal(&fake_vio.disk[(128 - 8) * 512], tb, 4096);
+	set_cap(FAKE_DISK_SECTORS);
+	assert_int_equal(vblk_config_changed(&vb, &ev), 0);
+	fake_vio.auto_process = false;
+	assert_int_equal(blk_selftest_start(&s, &vb.blk, tb, sizeof tb, 2, 3, &why), 0);
+	while ((err = blk_selftest_step(&s, &why)) == -E_AGAIN) {
+		fake_process(0); /* the device answers between two loop passes */
+		assert_true(++steps < 10);
+	}
+	assert_int_equal(err, 0);
+	assert_null(why);
+	assert_int_equal(steps, 5); /* write, read, flush: posted, then seen done (not the flush) */
+	assert_memory_equal(&fake_vio.disk[(FAKE_DISK_SECTORS - 8) * 512], tb, 4096);
+	assert_int_equal(fake_vio.n_flush, 2);
+	assert_int_equal(blk_selftest_step(&s, &why), -E_INVAL); /* over */
+	/* a device that stops answering: bounded by max_polls steps per request */
+	assert_int_equal(blk_selftest_start(&s, &vb.blk, tb, sizeof tb, 3, 3, &why), 0);
+	steps = 0;
+	while ((err = blk_selftest_step(&s, &why)) == -E_AGAIN)
+		steps++;
+	assert_int_equal(err, -E_TIMEOUT);
+	assert_string_equal(why, "timeout");
+	assert_int_equal(steps, 2);
+	assert_int_equal(blk_selftest_start(&s, &vb.blk, tb, sizeof tb, 3, 0, &why), -E_INVAL);
 }
 
 static void test_selftest(void **state)
@@ -258,6 +455,11 @@ int main(void)
 		cmocka_unit_test_setup(test_device_error_and_queue_full, setup),
 		cmocka_unit_test_setup(test_hostile_completions, setup),
 		cmocka_unit_test_setup(test_capacity_growth, setup),
+		cmocka_unit_test_setup(test_capacity_blocks, setup),
+		cmocka_unit_test_setup(test_capacity_shrink, setup),
+		cmocka_unit_test_setup(test_capacity_generation, setup),
+		cmocka_unit_test_setup(test_config_vector, setup),
+		cmocka_unit_test_setup(test_selftest_steps, setup),
 		cmocka_unit_test_setup(test_selftest, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
