@@ -62,7 +62,8 @@ void dp_config_from_conf(struct dp_config *g)
 	g->heap_low_watermark = (size_t)CONF_TLS_HEAP_LOW_WATERMARK_KB * 1024u;
 	g->max_out_bytes = 2u * CONF_TLS_RECORD_BUFFER_BYTES;
 	g->rx_window = CONF_TLS_RECORD_BUFFER_BYTES;
-	g->scratch_len = CONF_TLS_RECORD_BUFFER_BYTES;
+	/* Per-core key/IV cache for busy connections (ADR-014). */
+	g->rec.key_cache_slots = CONF_TLS_KEY_CACHE_ENTRIES;
 	g->rec.max_plaintext = TLS_REC_MAX_PLAINTEXT;
 	g->rec.key_update_after = 1u << 24; /* far below the AEAD limits of both suites */
 
@@ -88,6 +89,11 @@ void dp_config_from_conf(struct dp_config *g)
 	m->rate_bytes_per_s = CONF_MQTT_RATE_BYTES_PER_S;
 	m->rate_burst_bytes = CONF_MQTT_RATE_BYTES_PER_S;
 	m->rate_disconnect = CONF_MQTT_RATE_POLICY == CONF_MQTT_RATE_POLICY_DISCONNECT;
+	/* Identities remembered after they leave (buckets owing tokens, ADR-022), and
+	 * refusal lines per reason. */
+	m->rate_idle_ids = CONF_MQTT_RATE_IDLE_IDENTITIES;
+	m->log_burst = CONF_MQTT_LOG_BURST;
+	m->log_per_min = CONF_MQTT_LOG_LINES_PER_MIN;
 	m->services = dp_acl_services;
 	m->n_services = 1;
 }

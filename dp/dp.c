@@ -43,6 +43,8 @@
 #define DP_F_FIN 0x04u     /* we asked TCP to close */
 
 #define DP_NIL UINT32_MAX
+/* Sanity bound on the key cache (entries of ~88 B per core). */
+#define DP_KEY_CACHE_MAX 65536u
 /* Room for the control records tls_rec_flush may write at once (its contract). */
 #define DP_CTRL_CAP ((size_t)2u * (TLS_REC_OVERHEAD + 5u))
 
@@ -79,8 +81,8 @@ struct dp {
 	struct mqtt_broker *broker;
 	struct dp_conn *conns;
 	struct dp_hs_slot *hs_slots;
-	uint8_t *scratch;
 	uint32_t n_open, n_hs, n_est;
+	size_t rate_per_conn; /* the MQTT rate table's bytes per connection slot */
 	uint32_t reap_head;
 	uint64_t tokens_milli; /* handshake token bucket, in 1/1000 tokens */
 	uint64_t tokens_ms;
@@ -503,43 +505,58 @@ static int on_data(void *ctx, const uint8_t *data, size_t len)
 	return mqtt_conn_input(d->dp->broker, d->c->mq, data, len, now_ms(d->dp));
 }
 
-static void records_in(struct dp *dp, struct dp_conn *c, const uint8_t *data, size_t len)
+/* Received ciphertext (TCP's mutable view of the frame or of its hold slot): whole
+ * records are decrypted in place there; only a record split across segments is copied,
+ * into the record layer's reassembly buffer. */
+static void records_in(struct dp *dp, struct dp_conn *c, uint8_t *data, size_t len)
 {
 	struct data_ctx d = { dp, c };
-	while (len && c->state == DP_OPEN) {
-		size_t n = MIN(len, (size_t)dp->cfg.scratch_len);
-		/* TCP hands a read-only view of the frame: decrypt in place in the core's
-		 * scratch buffer instead. */
-		memcpy(dp->scratch, data, n);
-		data += n;
-		len -= n;
-		int rc = tls_rec_input(&dp->renv, &c->rec, dp->scratch, n, on_data, &d);
-		if (c->state != DP_OPEN)
-			return; /* the broker closed it (DISCONNECT, protocol error, ACL) */
-		if (rc == -E_CLOSED) {
-			dp->st.close_tls_alert++;
-			say(dp, "dp: conn %u: peer ended TLS (alert %u)", conn_id(dp, c),
-			     tls_rec_alert(&c->rec));
-			mq_lose(dp, c);
-			conn_begin_close(dp, c, true);
-			return;
-		}
-		if (rc < 0) {
-			dp->st.close_tls_error++;
-			say(dp, "dp: conn %u: record error %s, alert %u", conn_id(dp, c),
-			     err_name(rc), tls_rec_alert(&c->rec));
-			mq_lose(dp, c);
-			conn_begin_close(dp, c, true);
-			return;
-		}
-		out_flush_tls(dp, c);
+	int rc = tls_rec_input(&dp->renv, &c->rec, data, len, on_data, &d);
+	if (c->state != DP_OPEN)
+		return; /* the broker closed it (DISCONNECT, protocol error, ACL) */
+	if (rc == -E_CLOSED) {
+		dp->st.close_tls_alert++;
+		say(dp, "dp: conn %u: peer ended TLS (alert %u)", conn_id(dp, c),
+		     tls_rec_alert(&c->rec));
+		mq_lose(dp, c);
+		conn_begin_close(dp, c, true);
+		return;
 	}
+	if (rc < 0) {
+		dp->st.close_tls_error++;
+		say(dp, "dp: conn %u: record error %s, alert %u", conn_id(dp, c), err_name(rc),
+		     tls_rec_alert(&c->rec));
+		mq_lose(dp, c);
+		conn_begin_close(dp, c, true);
+		return;
+	}
+	out_flush_tls(dp, c);
 }
 
 static void ip_str(char *buf, size_t len, uint32_t ip)
 {
 	(void)fmt_snprintf(buf, len, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255u, (ip >> 8) & 255u,
 			   ip & 255u);
+}
+
+/* The broker connection of a record just OPEN; on refusal the connection closes. */
+static int mq_open(struct dp *dp, struct dp_conn *c, const struct tls_identity *id, const char *ip)
+{
+	int rc = mqtt_conn_open(dp->broker, (const uint8_t *)id->name, id->len,
+				id->kind == TLS_ID_SERVICE ? MQTT_ID_SERVICE : MQTT_ID_DEVICE, c,
+				now_ms(dp), &c->mq);
+	if (rc) {
+		dp->st.mqtt_open_failed++;
+		say(dp, "dp: conn %u from %s: identity %s refused by the broker: %s", conn_id(dp, c),
+		     ip, id->name, err_name(rc));
+		c->mq = NULL;
+		tls_rec_abort(&c->rec, TLS_ALERT_INTERNAL_ERROR);
+		conn_begin_close(dp, c, true);
+		return rc;
+	}
+	say(dp, "dp: conn %u from %s: %s identity %s", conn_id(dp, c), ip,
+	     id->kind == TLS_ID_SERVICE ? "service" : "device", id->name);
+	return 0;
 }
 
 /* The handshake finished: record layer, identity, broker connection. */
@@ -560,20 +577,7 @@ static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
 		return;
 	}
 	dp->st.hs_done++;
-	rc = mqtt_conn_open(dp->broker, (const uint8_t *)id.name, id.len,
-			    id.kind == TLS_ID_SERVICE ? MQTT_ID_SERVICE : MQTT_ID_DEVICE, c,
-			    now_ms(dp), &c->mq);
-	if (rc) {
-		dp->st.mqtt_open_failed++;
-		say(dp, "dp: conn %u from %s: identity %s refused by the broker: %s", conn_id(dp, c),
-		     ip, id.name, err_name(rc));
-		c->mq = NULL;
-		tls_rec_abort(&c->rec, TLS_ALERT_INTERNAL_ERROR);
-		conn_begin_close(dp, c, true);
-		return;
-	}
-	say(dp, "dp: conn %u from %s: %s identity %s", conn_id(dp, c), ip,
-	     id.kind == TLS_ID_SERVICE ? "service" : "device", id.name);
+	(void)mq_open(dp, c, &id, ip);
 	mem_wipe(&id, sizeof id);
 }
 
@@ -586,7 +590,7 @@ static uint32_t slot_src(const struct dp *dp, const struct dp_conn *c)
 	return 0;
 }
 
-static size_t up_recv(void *ctx, uint32_t conn, const uint8_t *data, size_t len)
+static size_t up_recv(void *ctx, uint32_t conn, uint8_t *data, size_t len)
 {
 	struct dp *dp = ctx;
 	if (conn >= dp->cfg.max_conns)
@@ -760,9 +764,9 @@ static bool config_ok(const struct dp_config *g)
 {
 	return g->max_conns && g->port && g->hs_per_core && g->hs_per_source && g->hs_rate_per_s &&
 	       g->hs_burst && g->hs_timeout_ms && g->max_out_bytes && g->rx_window &&
-	       g->scratch_len >= 64 && g->hs_env && g->heap.alloc && g->heap.free && g->heap.used &&
-	       g->heap.avail && g->lower.send && g->lower.close && g->lower.abort &&
-	       g->lower.window_update && g->now_ms && g->mqtt.max_conns >= 1;
+	       g->rec.key_cache_slots <= DP_KEY_CACHE_MAX && g->hs_env && g->heap.alloc &&
+	       g->heap.free && g->heap.used && g->heap.avail && g->lower.send && g->lower.close &&
+	       g->lower.abort && g->lower.window_update && g->now_ms && g->mqtt.max_conns >= 1;
 }
 
 size_t dp_mem_size(const struct dp_config *cfg)
@@ -774,7 +778,7 @@ size_t dp_mem_size(const struct dp_config *cfg)
 		return 0;
 	return align8(sizeof(struct dp)) + align8((size_t)cfg->max_conns * sizeof(struct dp_conn)) +
 	       align8((size_t)cfg->hs_per_core * sizeof(struct dp_hs_slot)) +
-	       align8(cfg->scratch_len) + align8(b);
+	       align8((size_t)cfg->rec.key_cache_slots * sizeof(struct tls_rec_key_slot)) + align8(b);
 }
 
 int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
@@ -794,8 +798,8 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	p += align8((size_t)cfg->max_conns * sizeof(struct dp_conn));
 	dp->hs_slots = (struct dp_hs_slot *)(void *)p;
 	p += align8((size_t)cfg->hs_per_core * sizeof(struct dp_hs_slot));
-	dp->scratch = p;
-	p += align8(cfg->scratch_len);
+	struct tls_rec_key_slot *kc = (struct tls_rec_key_slot *)(void *)p;
+	p += align8((size_t)cfg->rec.key_cache_slots * sizeof(struct tls_rec_key_slot));
 	for (uint32_t i = 0; i < cfg->max_conns; i++)
 		dp->conns[i].reap_next = DP_NIL;
 	for (uint32_t i = 0; i < cfg->hs_per_core; i++)
@@ -803,12 +807,21 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	dp->reap_head = DP_NIL;
 
 	dp->cfg.rec.ops = (struct tls_rec_ops){ rec_alloc, rec_free, dp };
+	dp->cfg.rec.key_cache = cfg->rec.key_cache_slots ? kc : NULL;
 	int rc = tls_rec_env_init(&dp->renv, &dp->cfg.rec);
 	if (rc)
 		return rc;
 	struct mqtt_broker_ops bops = { mq_send, mq_close, { mq_alloc, mq_free, dp }, dp };
-	rc = mqtt_broker_init(&dp->broker, p, align8(mqtt_broker_mem_size(&cfg->mqtt)), &cfg->mqtt,
-			      &bops);
+	if (!dp->cfg.mqtt.log) { /* the broker's refusal lines go where dp's lines go */
+		dp->cfg.mqtt.log = cfg->log;
+		dp->cfg.mqtt.log_ctx = cfg->log_ctx;
+	}
+	/* What the per-identity rate table adds to the broker, shared out over the slots. */
+	struct mqtt_broker_config no_rates = cfg->mqtt;
+	no_rates.rate_msgs_per_s = no_rates.rate_bytes_per_s = 0;
+	dp->rate_per_conn = (mqtt_broker_mem_size(&cfg->mqtt) - mqtt_broker_mem_size(&no_rates)) / cfg->max_conns;
+	rc = mqtt_broker_init(&dp->broker, p, align8(mqtt_broker_mem_size(&cfg->mqtt)),
+			      &dp->cfg.mqtt, &bops);
 	if (rc)
 		return rc;
 	uint64_t now = now_ms(dp);
@@ -842,6 +855,7 @@ void dp_fini(struct dp *dp)
 			conn_reap(dp, &dp->conns[i]);
 		}
 	mqtt_broker_fini(dp->broker);
+	tls_rec_env_fini(&dp->renv); /* every record is closed: wipe the key cache */
 }
 
 struct mqtt_broker *dp_broker(struct dp *dp)
@@ -854,6 +868,29 @@ size_t dp_conn_sizeof(void)
 	return sizeof(struct dp_conn);
 }
 
+#ifndef URMQTT_KERNEL /* never in an image: it skips the handshake */
+int dp_test_establish(struct dp *dp, uint32_t conn, const struct tls_rec *rec, const char *id,
+		      bool service)
+{
+	struct tls_identity ident;
+	size_t n = strnlen(id, sizeof ident.name);
+	if (conn >= dp->cfg.max_conns || n == 0 || n >= sizeof ident.name)
+		return -E_INVAL;
+	struct dp_conn *c = &dp->conns[conn];
+	if (c->state != DP_HS || (c->flags & DP_F_GONE))
+		return -E_INVAL;
+	memset(&ident, 0, sizeof ident);
+	memcpy(ident.name, id, n);
+	ident.len = (uint16_t)n;
+	ident.kind = service ? TLS_ID_SERVICE : TLS_ID_DEVICE;
+	hs_end(dp, c); /* as tls_hs_finish: the handshake context is gone */
+	c->rec = *rec;
+	c->state = DP_OPEN;
+	dp->n_est++;
+	return mq_open(dp, c, &ident, "test");
+}
+#endif
+
 void dp_stats_get(const struct dp *dp, struct dp_stats *out)
 {
 	*out = dp->st;
@@ -861,8 +898,13 @@ void dp_stats_get(const struct dp *dp, struct dp_stats *out)
 	out->handshaking = dp->n_hs;
 	out->established = dp->n_est;
 	out->heap_used = dp->cfg.heap.used(dp->cfg.heap.ctx);
+	out->rx_copied = dp->renv.n_copied_in;
+	out->key_hits = dp->renv.n_key_hits;
+	out->key_misses = dp->renv.n_key_misses;
+	out->key_evictions = dp->renv.n_key_evictions;
+	out->rate_per_conn = dp->rate_per_conn;
 	out->fixed_per_conn = sizeof(struct dp_conn) + tcp_cb_size() + tcp_slot_size() +
-			      mqtt_sizeof_conn() + mqtt_sizeof_session();
+			      mqtt_sizeof_conn() + mqtt_sizeof_session() + dp->rate_per_conn;
 	out->heap_per_conn = 0;
 	if (dp->n_open && out->heap_used > out->heap_baseline)
 		out->heap_per_conn = (out->heap_used - out->heap_baseline) / dp->n_open;

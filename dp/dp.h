@@ -59,9 +59,10 @@ struct dp_config {
 	uint32_t max_out_bytes;     /* unacknowledged ciphertext per connection; above it the
 				     * broker is told -E_AGAIN and resumes on acknowledgement */
 	uint32_t rx_window;         /* receive window advertised while open */
-	uint32_t scratch_len;       /* per-core buffer where records are decrypted */
 	struct tls_hs_env *hs_env;  /* linked, created by the caller (process-global hooks) */
-	struct tls_rec_config rec;  /* ops are replaced by the dp heap */
+	/* Record layer: ops are replaced by the dp heap, and key_cache by rec.key_cache_slots
+	 * entries carved from dp's memory (0: no cache, keys expanded per record). */
+	struct tls_rec_config rec;
 	struct mqtt_broker_config mqtt; /* services linked */
 	struct dp_heap_ops heap;    /* copied; ctx linked */
 	struct dp_lower_ops lower;  /* copied */
@@ -84,8 +85,13 @@ struct dp_stats {
 		reaped;
 	uint64_t out_alloc_failed, out_blocked, out_send_failed, out_chunks_live;
 	uint64_t bytes_in, bytes_out;
+	/* Received ciphertext copied before decryption (records split across segments);
+	 * records that arrive whole in one segment are decrypted in place in the frame. */
+	uint64_t rx_copied;
+	uint64_t key_hits, key_misses, key_evictions; /* the record layer's key cache */
 	size_t heap_used, heap_baseline;
-	size_t fixed_per_conn; /* dp record + TCP cb + TCP slot + MQTT conn + MQTT session */
+	size_t rate_per_conn;  /* MQTT per-identity rate table / connection slots (ADR-022) */
+	size_t fixed_per_conn; /* dp record + TCP cb + TCP slot + MQTT conn + MQTT session + rate share */
 	size_t heap_per_conn;  /* (heap_used - heap_baseline) / open, 0 when none */
 	size_t bytes_per_conn; /* heap_per_conn + fixed_per_conn */
 };
@@ -103,7 +109,7 @@ void dp_hs_id_config(struct tls_id_config *id /* out */);
  * what is platform-specific: revocation lookup and allocator/clock/random ops. */
 void dp_hs_config_from_conf(struct tls_hs_config *hc /* out */);
 
-/* Bytes of memory dp_init needs (records, scratch, broker region); 0 if cfg is invalid. */
+/* Bytes of memory dp_init needs (records, key cache, broker region); 0 if cfg is invalid. */
 size_t dp_mem_size(const struct dp_config *cfg);
 /* Build the data plane in mem (linked, 8-byte aligned, >= dp_mem_size). cfg copied.
  * -E_INVAL, -E_NOMEM, or the broker's error. */
@@ -127,5 +133,14 @@ struct mqtt_broker *dp_broker(struct dp *dp);
 /* Numbered invariants of dp.c; 0 or -E_CORRUPT (tests). */
 MUST_CHECK int dp_check(const struct dp *dp);
 size_t dp_conn_sizeof(void);
+
+/* Tests and benchmarks only (no network input reaches it): take an accepted connection
+ * (state handshake, as after accept()) straight to open as a finished handshake would,
+ * with the record state rec (copied; the caller's copy should be wiped) and the device or
+ * service identity id (borrowed, NUL-terminated). 0, -E_INVAL, or the broker's error. */
+#ifndef URMQTT_KERNEL /* tests and host benchmarks only, never in an image */
+MUST_CHECK int dp_test_establish(struct dp *dp, uint32_t conn, const struct tls_rec *rec,
+				 const char *id, bool service);
+#endif
 
 #endif

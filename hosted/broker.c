@@ -228,6 +228,9 @@ void hosted_broker_stats(struct hosted_broker *hb, const char *tag)
 	       tag, s.open, s.handshaking, s.established, u.sessions, u.subs, u.retained, s.heap_used,
 	       s.heap_baseline, s.heap_per_conn, s.fixed_per_conn, s.bytes_per_conn,
 	       hb->heap_blocks);
+	printf("%s tls rx_copied=%llu key_hits=%llu key_misses=%llu key_evictions=%llu\n", tag,
+	       (unsigned long long)s.rx_copied, (unsigned long long)s.key_hits,
+	       (unsigned long long)s.key_misses, (unsigned long long)s.key_evictions);
 	printf("%s dp accepted=%llu hs_done=%llu hs_failed=%llu hs_timeouts=%llu id_refused=%llu"
 	       " refused heap/records/inflight/source/rate=%llu/%llu/%llu/%llu/%llu"
 	       " closes fin/alert/tls_err/mqtt/tcp=%llu/%llu/%llu/%llu/%llu reaped=%llu"

@@ -89,7 +89,7 @@ static uint32_t echo_credit(void *ctx, uint32_t conn)
 	return e->n_free ? e->buf_size : 0;
 }
 
-static size_t echo_recv(void *ctx, uint32_t conn, const uint8_t *data, size_t len)
+static size_t echo_recv(void *ctx, uint32_t conn, uint8_t *data, size_t len)
 {
 	struct hosted_echo *e = ctx;
 	struct hosted_echo_conn *c = &e->conns[conn];

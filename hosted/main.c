@@ -42,6 +42,8 @@ struct hosted {
 	struct net_pending_frame pending[HOSTED_N_PENDING];
 	void *tcp_mem;
 	struct tcp_stack *tcp;
+	uint8_t *rx_frame; /* the pool frame inside net_stack_input, else NULL */
+	size_t rx_len;
 	struct hosted_echo echo;
 	struct hosted_broker broker;
 	bool broker_up;
@@ -167,8 +169,10 @@ static void up_tcp_input(void *ctx, uint32_t src_ip, uint32_t dst_ip, const uint
 			 size_t len)
 {
 	struct hosted *h = ctx;
+	/* seg lies in the pool frame being received (net/ hands a read-only view); TCP gets
+	 * the mutable view so TLS decrypts in place in it. */
 	if (h->tcp)
-		tcp_input(h->tcp, src_ip, dst_ip, seg, len);
+		tcp_input_in_frame(h->tcp, src_ip, dst_ip, h->rx_frame, h->rx_len, seg, len);
 }
 
 static void print_ip(const char *what, uint32_t ip)
@@ -246,6 +250,17 @@ static void print_stats(struct hosted *h, const char *tag)
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
+/* One received pool frame into the stack; TCP may decrypt in place in it (the capture
+ * above has already taken its copy). */
+static void rx_input(struct hosted *h, uint8_t *frame, size_t len)
+{
+	h->rx_frame = frame;
+	h->rx_len = len;
+	(void)net_stack_input(&h->net, frame, len);
+	h->rx_frame = NULL;
+	h->rx_len = 0;
+}
+
 static void rx_deliver(struct hosted *h, uint8_t *frame, size_t len)
 {
 	switch (hosted_impair_offer(&h->imp_rx, frame, len, clock_ms())) {
@@ -253,7 +268,7 @@ static void rx_deliver(struct hosted *h, uint8_t *frame, size_t len)
 		return;
 	case HOSTED_IMPAIR_PASS:
 		hosted_pcap_frame(&h->pcap, frame, len);
-		(void)net_stack_input(&h->net, frame, len);
+		rx_input(h, frame, len);
 		break;
 	case HOSTED_IMPAIR_DROP:
 		break;
@@ -300,7 +315,7 @@ static void impair_flush(struct hosted *h, uint64_t now)
 	}
 	while ((f = hosted_impair_pop(&h->imp_rx, now, &len)) != NULL) {
 		hosted_pcap_frame(&h->pcap, f, len);
-		(void)net_stack_input(&h->net, f, len);
+		rx_input(h, f, len);
 		hosted_pool_put(&h->pool, f);
 	}
 }

@@ -180,7 +180,9 @@ static const struct tcp_port_ops knet_tcp_port = {
 static void knet_tcp_input(void *ctx, uint32_t src_ip, uint32_t dst_ip, const uint8_t *seg, size_t len)
 {
 	struct knet *k = ctx;
-	tcp_input(k->tcp, src_ip, dst_ip, seg, len);
+	/* seg lies in the frame being received (net/ hands a read-only view of it); TCP gets
+	 * the mutable view so TLS decrypts in place in the frame, released right after. */
+	tcp_input_in_frame(k->tcp, src_ip, dst_ip, k->rx_frame, k->rx_len, seg, len);
 }
 
 static void knet_addr_changed(void *ctx, uint32_t ip, uint32_t mask, uint32_t gw)
@@ -295,7 +297,11 @@ int knet_poll(void *ctx)
 				return work;
 			}
 			k->st.rx_frames++;
+			k->rx_frame = f.data;
+			k->rx_len = f.len;
 			(void)net_stack_input(&k->ns, f.data, f.len);
+			k->rx_frame = NULL;
+			k->rx_len = 0;
 			if (vnet_rx_release(k->cfg.nic, p, f.id) != 0)
 				k->st.rx_release_err++;
 			work++;

@@ -73,6 +73,8 @@ struct knet {
 	bool broken;
 	bool irq_armed; /* the pairs' interrupts are enabled (idle mode) */
 	uint32_t ip; /* current address (0: none) */
+	uint8_t *rx_frame; /* the frame inside net_stack_input (ours until released), else NULL */
+	size_t rx_len;
 	struct knet_stats st;
 };
 

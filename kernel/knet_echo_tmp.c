@@ -86,7 +86,7 @@ static uint32_t echo_credit(void *ctx, uint32_t conn)
 	return e->n_free ? e->buf_size : 0;
 }
 
-static size_t echo_recv(void *ctx, uint32_t conn, const uint8_t *data, size_t len)
+static size_t echo_recv(void *ctx, uint32_t conn, uint8_t *data, size_t len)
 {
 	struct knet_echo_tmp *e = ctx;
 	struct tcp_iov iov[2];

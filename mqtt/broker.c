@@ -18,11 +18,15 @@
  * Invariants (mqtt_broker_check): 1. a connection is UP iff it has a session and that
  * session's conn names it; 2. pool counters equal the records in use; 3. the session
  * invariants of session.h; 4. the framer holds a buffer only while a packet is split;
- * 5. heap_used never exceeds cfg.heap_limit.
+ * 5. heap_used never exceeds cfg.heap_limit; 6. a rate bucket's refs equals the UP
+ * connections naming it, every entry below rate_hw is in the identity hash exactly once,
+ * and rate_hw <= rate_cap (max_conns + rate_idle_ids).
+ * Every refusal calls say() before the connection is freed (the identity is still known).
  */
 #include "mqtt/broker.h"
 
 #include "lib/err.h"
+#include "lib/fmt.h"
 #include "lib/mem.h"
 #include "mqtt/topic.h"
 
@@ -85,6 +89,199 @@ void mqtt_msg_unref(struct mqtt_broker *b, struct mqtt_msg *m)
 {
 	if (--m->refs == 0)
 		mqtt_heap_free(b, m, sizeof *m + m->topic_len + m->payload_len);
+}
+
+/* ---- rate-limited log ------------------------------------------------------------------ */
+
+static const char *const reason_name[MQTT_LOG__COUNT] = {
+	[MQTT_LOG_MALFORMED] = "malformed", [MQTT_LOG_TOO_BIG] = "too big",
+	[MQTT_LOG_PROTOCOL] = "protocol", [MQTT_LOG_IDENTITY] = "identity",
+	[MQTT_LOG_ACL] = "acl", [MQTT_LOG_RATE] = "rate", [MQTT_LOG_RESOURCE] = "resource",
+	[MQTT_LOG_TIMEOUT] = "timeout",
+};
+
+static const char *const rej_name[MQTT_REJ__COUNT] = {
+	[MQTT_REJ_NONE] = "none", [MQTT_REJ_RLEN] = "remaining length",
+	[MQTT_REJ_TYPE] = "packet type", [MQTT_REJ_FLAGS] = "reserved flags",
+	[MQTT_REJ_SHORT] = "short body", [MQTT_REJ_TRAILING] = "trailing bytes",
+	[MQTT_REJ_UTF8] = "bad UTF-8", [MQTT_REJ_PROTO_NAME] = "protocol name",
+	[MQTT_REJ_PROTO_LEVEL] = "protocol level", [MQTT_REJ_CONNECT_FLAGS] = "connect flags",
+	[MQTT_REJ_CLIENT_ID] = "empty client id with clean session 0",
+	[MQTT_REJ_QOS] = "QoS/DUP", [MQTT_REJ_TOPIC] = "topic name",
+	[MQTT_REJ_FILTER] = "topic filter", [MQTT_REJ_PID] = "packet id 0",
+	[MQTT_REJ_EMPTY] = "no filters", [MQTT_REJ_SUB_QOS] = "requested QoS",
+	[MQTT_REJ_TOO_BIG] = "packet too big",
+};
+
+#define LOG_ID_MAX 48u
+
+/* May a line for this reason be written now? Token bucket in 1/1000 lines. */
+static bool log_take(struct mqtt_broker *b, struct mqtt_log_bucket *lb)
+{
+	const struct mqtt_broker_config *g = &b->cfg;
+	if (!g->log_burst)
+		return true;
+	uint64_t el = b->now_ms > lb->ms ? b->now_ms - lb->ms : 0;
+	lb->ms = b->now_ms > lb->ms ? b->now_ms : lb->ms;
+	el = MIN(el, (uint64_t)UINT32_MAX);
+	uint64_t t = lb->milli + el * g->log_per_min / 60u; /* per minute = milli per ms / 60 */
+	lb->milli = (uint32_t)MIN(t, (uint64_t)g->log_burst * 1000u);
+	if (lb->milli < 1000u)
+		return false;
+	lb->milli -= 1000u;
+	return true;
+}
+
+/* Peer bytes made safe for a log line: at most LOG_ID_MAX, printable ASCII, others '?'.
+ * out holds LOG_ID_MAX + 1 bytes; returns the length written before the NUL. */
+static size_t log_bytes(char *out, const uint8_t *p, size_t n)
+{
+	n = MIN(n, (size_t)LOG_ID_MAX);
+	for (size_t i = 0; i < n; i++)
+		out[i] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+	out[n] = 0;
+	return n;
+}
+
+/* The identity to name in a line: the certificate identity before CONNECT, the client
+ * identifier (which starts with it) after. */
+static size_t log_identity(const struct mqtt_broker *b, const struct mqtt_conn *c, char *out)
+{
+	const uint8_t *id = NULL;
+	size_t n = 0;
+	if (c && c->state == MQTT_CONN_NEW) {
+		id = c->identity;
+		n = c->identity_len;
+	} else if (c && c->state == MQTT_CONN_UP) {
+		id = b->sess[c->session].id;
+		n = b->sess[c->session].id_len;
+	}
+	return log_bytes(out, id, n);
+}
+
+static void say(struct mqtt_broker *b, enum mqtt_log_reason r, const struct mqtt_conn *c,
+		const char *fmt, ...) PRINTF_LIKE(4, 5);
+static void say(struct mqtt_broker *b, enum mqtt_log_reason r, const struct mqtt_conn *c,
+		const char *fmt, ...)
+{
+	struct mqtt_log_bucket *lb = &b->logb[r];
+	if (!b->cfg.log)
+		return;
+	if (!log_take(b, lb)) {
+		lb->suppressed++;
+		b->st.log_suppressed++;
+		return;
+	}
+	char line[160], id[LOG_ID_MAX + 1], detail[96];
+	va_list ap;
+	va_start(ap, fmt);
+	(void)fmt_vsnprintf(detail, sizeof detail, fmt, ap);
+	va_end(ap);
+	size_t idl = log_identity(b, c, id);
+	if (lb->suppressed)
+		(void)fmt_snprintf(line, sizeof line, "mqtt: %s: %s id=%s (+%u suppressed)",
+				   reason_name[r], detail, idl ? id : "-", lb->suppressed);
+	else
+		(void)fmt_snprintf(line, sizeof line, "mqtt: %s: %s id=%s", reason_name[r],
+				   detail, idl ? id : "-");
+	lb->suppressed = 0;
+	b->st.log_lines++;
+	b->cfg.log(b->cfg.log_ctx, line);
+}
+
+static void clock_see(struct mqtt_broker *b, uint64_t now_ms)
+{
+	if (now_ms > b->now_ms)
+		b->now_ms = now_ms;
+}
+
+/* ---- per-identity rate buckets ----------------------------------------------------------- */
+
+#define RATE_EVICT_SCAN 64u /* entries looked at per new identity when the table is full */
+
+static bool rate_on(const struct mqtt_broker_config *g)
+{
+	return g->rate_msgs_per_s || g->rate_bytes_per_s;
+}
+
+static void rate_refill(const struct mqtt_broker *b, struct mqtt_rate *r, uint64_t now)
+{
+	const struct mqtt_broker_config *g = &b->cfg;
+	/* capped: el * rate stays below 2^64, and 49 days refill any bucket that matters */
+	uint64_t el = MIN(now > r->ms ? now - r->ms : 0, (uint64_t)UINT32_MAX);
+	r->ms = now > r->ms ? now : r->ms;
+	if (g->rate_msgs_per_s) {
+		uint64_t t = r->msgs + el * g->rate_msgs_per_s; /* milli-messages */
+		r->msgs = (uint32_t)MIN(t, (uint64_t)g->rate_burst_msgs * 1000u);
+	}
+	if (g->rate_bytes_per_s) {
+		uint64_t t = r->bytes + el * g->rate_bytes_per_s / 1000u;
+		r->bytes = (uint32_t)MIN(t, (uint64_t)g->rate_burst_bytes);
+	}
+}
+
+static bool rate_full(const struct mqtt_broker *b, const struct mqtt_rate *r)
+{
+	const struct mqtt_broker_config *g = &b->cfg;
+	return (!g->rate_msgs_per_s || r->msgs == g->rate_burst_msgs * 1000u) &&
+	       (!g->rate_bytes_per_s || r->bytes == g->rate_burst_bytes);
+}
+
+static uint64_t rate_key(const struct mqtt_broker *b, bool service, const uint8_t *id,
+			 size_t len)
+{
+	/* the kind is folded in so a device and a service of the same name stay apart */
+	return siphash24(&b->key, id, len) ^ (service ? 0x9e3779b97f4a7c15ull : 0u);
+}
+
+/* An unused, full bucket to recycle, taken off its hash chain; MQTT_NIL if the bounded
+ * sweep found none (the hand moves on, so the next attempt looks further). */
+static uint32_t rate_evict(struct mqtt_broker *b)
+{
+	for (uint32_t k = 0; k < RATE_EVICT_SCAN && k < b->rate_cap; k++) {
+		uint32_t i = b->rate_hand;
+		b->rate_hand = i + 1 == b->rate_cap ? 0 : i + 1;
+		struct mqtt_rate *r = &b->rates[i];
+		if (r->refs)
+			continue;
+		rate_refill(b, r, b->now_ms);
+		if (!rate_full(b, r))
+			continue; /* holds a debt: keeping it is the point */
+		uint32_t *pp = &b->rate_bkt[(uint32_t)r->key & b->rate_mask];
+		while (*pp != i)
+			pp = &b->rates[*pp].hash_next;
+		*pp = r->hash_next;
+		b->st.rate_ids_evicted++;
+		return i;
+	}
+	b->st.rate_ids_full++;
+	return MQTT_NIL;
+}
+
+/* The bucket of this identity, shared by all its connections (a reference taken), or
+ * MQTT_NIL when the table has no room. */
+static uint32_t rate_acquire(struct mqtt_broker *b, bool service, const uint8_t *id, size_t len)
+{
+	const struct mqtt_broker_config *g = &b->cfg;
+	uint64_t key = rate_key(b, service, id, len);
+	uint32_t h = (uint32_t)key & b->rate_mask;
+	for (uint32_t i = b->rate_bkt[h]; i != MQTT_NIL; i = b->rates[i].hash_next)
+		if (b->rates[i].key == key) {
+			b->rates[i].refs++;
+			return i;
+		}
+	uint32_t i = b->rate_hw < b->rate_cap ? b->rate_hw++ : rate_evict(b);
+	if (i == MQTT_NIL)
+		return MQTT_NIL;
+	struct mqtt_rate *r = &b->rates[i];
+	r->key = key;
+	r->ms = b->now_ms;
+	r->msgs = g->rate_burst_msgs * 1000u;
+	r->bytes = g->rate_burst_bytes;
+	r->refs = 1;
+	r->hash_next = b->rate_bkt[h];
+	b->rate_bkt[h] = i;
+	return i;
 }
 
 /* ---- output -------------------------------------------------------------------------- */
@@ -521,7 +718,13 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 	uint32_t si = c->session;
 	if (si != MQTT_NIL)
 		b->sess[si].conn = MQTT_NIL;
-	if (c->will) {
+	if (c->rate != MQTT_NIL)
+		b->rates[c->rate].refs--; /* the bucket stays: a reconnect finds it */
+	c->rate = MQTT_NIL;
+	if (c->state == MQTT_CONN_NEW) {
+		mqtt_heap_free(b, c->identity, c->identity_len);
+		c->identity = NULL;
+	} else if (c->will) {
 		struct mqtt_msg *m = c->will;
 		c->will = NULL;
 		if (will) {
@@ -534,8 +737,6 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 	if (si != MQTT_NIL && (b->sess[si].flags & MQTT_SESS_CLEAN))
 		mqtt_sess_free(b, si); /* [MQTT-3.1.2-6] */
 	mqtt_framer_reset(&c->fr, &b->acct);
-	if (c->identity)
-		mqtt_heap_free(b, c->identity, c->identity_len);
 	memset(c, 0, sizeof *c);
 	c->state = MQTT_CONN_FREE;
 	c->session = b->conn_free;
@@ -549,19 +750,28 @@ int mqtt_conn_open(struct mqtt_broker *b, const uint8_t *identity, size_t id_len
 		   enum mqtt_id_kind kind, void *user, uint64_t now_ms, struct mqtt_conn **out)
 {
 	*out = NULL;
-	if (id_len == 0 || id_len > UINT8_MAX || !mqtt_utf8_valid(identity, id_len))
+	clock_see(b, now_ms);
+	if (id_len == 0 || id_len > UINT8_MAX || !mqtt_utf8_valid(identity, id_len)) {
+		say(b, MQTT_LOG_IDENTITY, NULL, "identity refused (length %zu or UTF-8)", id_len);
 		return -E_INVAL;
+	}
 	if (kind == MQTT_ID_DEVICE)
 		for (size_t i = 0; i < id_len; i++)
-			if (identity[i] == '/' || identity[i] == '+' || identity[i] == '#')
-				return -E_INVAL; /* must name exactly one topic level */
+			if (identity[i] == '/' || identity[i] == '+' || identity[i] == '#') {
+				/* must name exactly one topic level */
+				say(b, MQTT_LOG_IDENTITY, NULL, "device identity with / + or #");
+				return -E_INVAL;
+			}
 	if (b->conn_free == MQTT_NIL) {
 		b->st.pool_exhausted++;
+		say(b, MQTT_LOG_RESOURCE, NULL, "connection pool full");
 		return -E_NOMEM;
 	}
 	uint8_t *idc = mqtt_heap_alloc(b, id_len);
-	if (!idc)
+	if (!idc) {
+		say(b, MQTT_LOG_RESOURCE, NULL, "heap full at connection open");
 		return -E_NOMEM;
+	}
 	memcpy(idc, identity, id_len);
 	uint32_t ci = b->conn_free;
 	struct mqtt_conn *c = &b->conns[ci];
@@ -573,19 +783,19 @@ int mqtt_conn_open(struct mqtt_broker *b, const uint8_t *identity, size_t id_len
 	c->kind = (uint8_t)kind;
 	c->acl = kind == MQTT_ID_SERVICE ? acl_rule(b, identity, id_len) : UINT16_MAX;
 	c->session = MQTT_NIL;
+	c->rate = MQTT_NIL;
 	c->state = MQTT_CONN_NEW;
 	c->last_rx_ms = (uint32_t)now_ms;
-	c->tok_ms = (uint32_t)now_ms;
-	c->tok_msgs = b->cfg.rate_burst_msgs * 1000u;
-	c->tok_bytes = b->cfg.rate_burst_bytes;
 	b->n_conns++;
 	*out = c;
 	return 0;
 }
 
-static int refuse(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t rc)
+static int refuse(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t rc,
+		  enum mqtt_log_reason why, const char *what)
 {
 	b->st.connack_refused++;
+	say(b, why, c, "CONNECT refused with 0x%02x: %s", rc, what);
 	(void)send_connack(b, c, false, rc);
 	conn_end(b, c, true, false);
 	return -E_CLOSED;
@@ -605,17 +815,31 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 	if (!bytes_eq(id, idl, c->identity, c->identity_len) &&
 	    !(service && idl > c->identity_len && memcmp(id, c->identity, c->identity_len) == 0 &&
 	      id[c->identity_len] == '/'))
-		return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED);
+		return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_IDENTITY,
+			      "client id is not the certificate identity");
+	struct mqtt_msg *will = NULL; /* c->will shares storage with c->identity until UP */
 	if (k->will) {
 		if (!acl_pub(b, c, c->identity, c->identity_len, k->will_topic.p, k->will_topic.len)) {
 			b->st.acl_denied_pub++;
-			return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED);
+			return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_ACL,
+				      "will topic denied");
 		}
-		c->will = msg_new(b, k->will_topic.p, k->will_topic.len, k->will_msg.p,
-				  k->will_msg.len, k->will_qos);
-		if (!c->will)
-			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE);
-		c->will->retain = k->will_retain;
+		will = msg_new(b, k->will_topic.p, k->will_topic.len, k->will_msg.p,
+			       k->will_msg.len, k->will_qos);
+		if (!will)
+			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
+				      "no memory for the will");
+		will->retain = k->will_retain;
+	}
+	if (rate_on(&b->cfg)) {
+		/* before the takeover: the old connection's reference keeps the bucket */
+		c->rate = rate_acquire(b, service, c->identity, c->identity_len);
+		if (c->rate == MQTT_NIL) {
+			if (will)
+				mqtt_msg_unref(b, will);
+			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
+				      "rate table full of unrefilled buckets");
+		}
 	}
 	uint32_t si = mqtt_sess_find(b, service, id, idl);
 	if (si != MQTT_NIL && b->sess[si].conn != MQTT_NIL) {
@@ -631,21 +855,26 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 	bool present = si != MQTT_NIL; /* [MQTT-3.2.2-1..3] */
 	if (si == MQTT_NIL) {
 		si = mqtt_sess_new(b, service, id, idl);
-		if (si == MQTT_NIL)
-			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE);
+		if (si == MQTT_NIL) {
+			if (will)
+				mqtt_msg_unref(b, will);
+			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
+				      "no session record");
+		}
 	}
 	struct mqtt_session *s = &b->sess[si];
 	if (k->clean)
 		s->flags |= MQTT_SESS_CLEAN;
 	else
 		s->flags = (uint8_t)(s->flags & ~MQTT_SESS_CLEAN);
+	mqtt_heap_free(b, c->identity, c->identity_len);
+	c->identity = NULL;
+	c->will = will;
 	s->conn = conn_idx(b, c);
 	c->session = si;
 	c->state = MQTT_CONN_UP;
 	c->keepalive_s = k->keepalive_s;
 	c->last_rx_ms = (uint32_t)now_ms;
-	mqtt_heap_free(b, c->identity, c->identity_len);
-	c->identity = NULL;
 	(void)send_connack(b, c, present, MQTT_CONNACK_ACCEPTED); /* [MQTT-3.2.0-1] */
 	resend(b, si);
 	return 0;
@@ -654,23 +883,17 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 static bool rate_ok(struct mqtt_broker *b, struct mqtt_conn *c, size_t bytes, uint64_t now_ms)
 {
 	const struct mqtt_broker_config *g = &b->cfg;
-	uint64_t el = (uint32_t)((uint32_t)now_ms - c->tok_ms); /* mod 2^32 */
-	c->tok_ms = (uint32_t)now_ms;
-	if (g->rate_msgs_per_s) {
-		uint64_t t = c->tok_msgs + el * g->rate_msgs_per_s; /* milli-messages */
-		c->tok_msgs = (uint32_t)MIN(t, (uint64_t)g->rate_burst_msgs * 1000u);
-	}
-	if (g->rate_bytes_per_s) {
-		uint64_t t = c->tok_bytes + el * g->rate_bytes_per_s / 1000u;
-		c->tok_bytes = (uint32_t)MIN(t, (uint64_t)g->rate_burst_bytes);
-	}
-	if ((g->rate_msgs_per_s && c->tok_msgs < 1000u) ||
-	    (g->rate_bytes_per_s && c->tok_bytes < bytes))
+	if (c->rate == MQTT_NIL)
+		return true; /* limits off */
+	struct mqtt_rate *r = &b->rates[c->rate];
+	rate_refill(b, r, now_ms);
+	if ((g->rate_msgs_per_s && r->msgs < 1000u) ||
+	    (g->rate_bytes_per_s && r->bytes < bytes))
 		return false;
 	if (g->rate_msgs_per_s)
-		c->tok_msgs -= 1000u;
+		r->msgs -= 1000u;
 	if (g->rate_bytes_per_s)
-		c->tok_bytes -= (uint32_t)bytes;
+		r->bytes -= (uint32_t)bytes;
 	return true;
 }
 
@@ -692,6 +915,7 @@ static int violation(struct mqtt_broker *b, struct mqtt_conn *c)
 		c->violations++;
 	if (b->cfg.max_violations && c->violations >= b->cfg.max_violations) {
 		b->st.acl_closes++;
+		say(b, MQTT_LOG_ACL, c, "closed after %u ACL violations", (unsigned)c->violations);
 		conn_end(b, c, true, true);
 		return -E_CLOSED;
 	}
@@ -710,12 +934,17 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		b->st.rate_dropped++;
 		if (b->cfg.rate_disconnect) {
 			b->st.rate_closes++;
+			say(b, MQTT_LOG_RATE, c, "over the rate limit: closed");
 			conn_end(b, c, true, true);
 			return -E_CLOSED;
 		}
+		say(b, MQTT_LOG_RATE, c, "over the rate limit: PUBLISH dropped");
 		drop = true;
 	} else if (!acl_pub(b, c, s->id, s->id_len, p->topic.p, p->topic.len)) {
 		b->st.acl_denied_pub++;
+		char t[LOG_ID_MAX + 1];
+		(void)log_bytes(t, p->topic.p, p->topic.len);
+		say(b, MQTT_LOG_ACL, c, "PUBLISH to %s denied", t);
 		if (violation(b, c))
 			return -E_CLOSED;
 		drop = true; /* dropped, but acknowledged so the client does not retry forever */
@@ -729,11 +958,15 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		}
 		if (s->n_rx2 >= b->cfg.max_qos2_rx) {
 			b->st.proto_closes++;
+			say(b, MQTT_LOG_PROTOCOL, c, "more than %u inbound QoS 2 awaiting PUBREL",
+			    (unsigned)b->cfg.max_qos2_rx);
 			conn_end(b, c, true, true);
 			return -E_CLOSED;
 		}
 		uint32_t d = mqtt_dlv_alloc(b);
 		if (d == MQTT_NIL) {
+			/* transient error: close [MQTT-4.8.0-2] */
+			say(b, MQTT_LOG_RESOURCE, c, "delivery pool full for inbound QoS 2");
 			conn_end(b, c, true, true);
 			return -E_CLOSED;
 		}
@@ -767,7 +1000,7 @@ static void handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type,
 			s->n_rx2--;
 			mqtt_dlv_release(b, d);
 		}
-		(void)send_ack(b, c, MQTT_PUBCOMP, pid); /* [MQTT-4.3.3-2] */
+		(void)send_ack(b, c, MQTT_PUBCOMP, pid); /* [MQTT-3.6.4-1], [MQTT-4.3.3-2] */
 		return;
 	}
 	uint8_t want = type == MQTT_PUBACK ? MQTT_DLV_WAIT_ACK
@@ -834,6 +1067,7 @@ static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 	bool denied = false;
 	if (pk->u.filters.n > b->codes_cap) {
 		b->st.proto_closes++;
+		say(b, MQTT_LOG_PROTOCOL, c, "SUBSCRIBE with %u filters", (unsigned)pk->u.filters.n);
 		conn_end(b, c, true, true);
 		return -E_CLOSED;
 	}
@@ -843,16 +1077,26 @@ static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 		int nl = mqtt_topic_split(b, f.p, f.len);
 		if (!acl_sub(b, c, s->id, s->id_len, f.p, f.len)) {
 			b->st.acl_denied_sub++;
+			char t[LOG_ID_MAX + 1];
+			(void)log_bytes(t, f.p, f.len);
+			say(b, MQTT_LOG_ACL, c, "SUBSCRIBE to %s denied", t);
 			denied = true;
 		} else if (nl > 0) {
 			bool rel = filter_rel(c, s, f.p, f.len);
-			if (mqtt_sub_add(b, si, f.p, rel ? 2 : 0, nl, rel, q) == 0)
-				code = q; /* granted as requested [MQTT-3.9.3-1] */
+			int rc = mqtt_sub_add(b, si, f.p, rel ? 2 : 0, nl, rel, q);
+			if (rc == 0)
+				code = q; /* granted as requested [MQTT-3.8.4-5] */
+			else
+				say(b, rc == -E_RANGE ? MQTT_LOG_PROTOCOL : MQTT_LOG_RESOURCE, c,
+				    "subscription refused (%s)",
+				    rc == -E_RANGE ? "per-session limit" : "pools full");
+		} else {
+			say(b, MQTT_LOG_PROTOCOL, c, "filter with too many levels refused");
 		}
 		b->codes[n++] = code;
 	}
 	struct wcur w = wcur_make(b->out, b->out_len);
-	/* one code per filter, in order [MQTT-3.8.4-1], [MQTT-3.8.4-4], [MQTT-3.8.4-5] */
+	/* one SUBACK, one code per filter in order [MQTT-3.8.4-1], -4, -5, [MQTT-3.9.3-1] */
 	if (mqtt_encode_suback(&w, pk->pid, b->codes, n) == 0)
 		(void)out_send(b, c, &w);
 	/* retained messages after the SUBACK */
@@ -898,15 +1142,21 @@ static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p
 		b->st.rej[rej]++;
 		b->st.proto_closes++;
 		if (c->state == MQTT_CONN_NEW && rej == MQTT_REJ_PROTO_LEVEL)
-			return refuse(b, c, MQTT_CONNACK_BAD_PROTOCOL); /* [MQTT-3.1.2-2] */
+			return refuse(b, c, MQTT_CONNACK_BAD_PROTOCOL, MQTT_LOG_MALFORMED,
+				      rej_name[rej]); /* [MQTT-3.1.2-2] */
 		if (c->state == MQTT_CONN_NEW && rej == MQTT_REJ_CLIENT_ID)
-			return refuse(b, c, MQTT_CONNACK_ID_REJECTED); /* [MQTT-3.1.3-9] */
+			return refuse(b, c, MQTT_CONNACK_ID_REJECTED, MQTT_LOG_MALFORMED,
+				      rej_name[rej]); /* [MQTT-3.1.3-8] */
+		say(b, MQTT_LOG_MALFORMED, c, "packet type %u rejected: %s", (unsigned)(pkt[0] >> 4),
+		    rej_name[rej]);
 		conn_end(b, c, true, true);
 		return -E_CLOSED;
 	}
 	if ((c->state == MQTT_CONN_NEW) != (pk.type == MQTT_CONNECT)) {
 		/* first packet must be CONNECT [MQTT-3.1.0-1]; a second is an error [MQTT-3.1.0-2] */
 		b->st.proto_closes++;
+		say(b, MQTT_LOG_PROTOCOL, c, "%s", c->state == MQTT_CONN_NEW ?
+		    "first packet is not CONNECT" : "second CONNECT");
 		conn_end(b, c, true, true);
 		return -E_CLOSED;
 	}
@@ -931,7 +1181,7 @@ static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p
 			(void)out_send(b, c, &w);
 		return 0;
 	}
-	default: /* DISCONNECT: discard the will [MQTT-3.14.4-3], close [MQTT-3.14.4-1] */
+	default: /* DISCONNECT: discard the will [MQTT-3.14.4-3]; the client closes next */
 		conn_end(b, c, true, false);
 		return -E_CLOSED;
 	}
@@ -943,6 +1193,7 @@ int mqtt_conn_input(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *d
 	if (c->state == MQTT_CONN_FREE)
 		return -E_CLOSED;
 	struct cur in = cur_make(data, len);
+	clock_see(b, now_ms);
 	c->last_rx_ms = (uint32_t)now_ms;
 	for (;;) {
 		const uint8_t *pkt;
@@ -955,6 +1206,14 @@ int mqtt_conn_input(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *d
 		if (rc) {
 			b->st.rej[rej]++;
 			b->st.proto_closes++;
+			if (rc == -E_NOMEM)
+				say(b, MQTT_LOG_RESOURCE, c, "no memory to reassemble a packet");
+			else if (rej == MQTT_REJ_TOO_BIG)
+				say(b, MQTT_LOG_TOO_BIG, c, "packet above %u bytes",
+				    (unsigned)b->cfg.max_packet);
+			else
+				say(b, MQTT_LOG_MALFORMED, c, "fixed header rejected: %s",
+				    rej_name[rej]);
 			conn_end(b, c, true, true);
 			return -E_CLOSED;
 		}
@@ -972,23 +1231,27 @@ void mqtt_conn_writable(struct mqtt_broker *b, struct mqtt_conn *c)
 
 void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms)
 {
-	(void)now_ms;
+	clock_see(b, now_ms);
 	if (c->state != MQTT_CONN_FREE)
 		conn_end(b, c, false, true); /* abnormal end: will [MQTT-3.1.2-8] */
 }
 
 void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms)
 {
+	clock_see(b, now_ms);
 	for (uint32_t i = 0; i < b->cfg.max_conns; i++) {
 		struct mqtt_conn *c = &b->conns[i];
 		/* 32-bit differences: correct while ticks come more often than every 49 days */
 		uint64_t idle = (uint32_t)((uint32_t)now_ms - c->last_rx_ms);
 		if (c->state == MQTT_CONN_NEW && idle > b->cfg.connect_timeout_ms) {
 			b->st.connect_timeouts++;
+			say(b, MQTT_LOG_TIMEOUT, c, "no CONNECT within %u ms",
+			    (unsigned)b->cfg.connect_timeout_ms);
 			conn_end(b, c, true, false);
 		} else if (c->state == MQTT_CONN_UP && c->keepalive_s &&
 			   idle > (uint64_t)c->keepalive_s * 1500u) {
 			b->st.keepalive_closes++; /* [MQTT-3.1.2-24] */
+			say(b, MQTT_LOG_TIMEOUT, c, "keepalive %u s expired", (unsigned)c->keepalive_s);
 			conn_end(b, c, true, true);
 		}
 	}
@@ -1043,6 +1306,12 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 	TAKE(fl_id, uint32_t, (size_t)g->max_topic_levels + 1);
 	b->codes_cap = codes;
 	TAKE(codes, uint8_t, codes);
+	if (rate_on(g)) {
+		b->rate_cap = g->max_conns + g->rate_idle_ids;
+		b->rate_mask = pow2_at_least(b->rate_cap) - 1; /* load factor <= 1 */
+		TAKE(rates, struct mqtt_rate, b->rate_cap);
+		TAKE(rate_bkt, uint32_t, b->rate_mask + 1);
+	}
 #undef TAKE
 	b->max_levels = n_levels;
 	return off;
@@ -1057,7 +1326,9 @@ static bool cfg_valid(const struct mqtt_broker_config *g)
 	       g->max_nodes < (1u << 28) && (!g->n_services || g->services) &&
 	       (!g->rate_msgs_per_s || g->rate_burst_msgs) &&
 	       (!g->rate_bytes_per_s || g->rate_burst_bytes) &&
-	       g->rate_burst_msgs <= UINT32_MAX / 1000u;
+	       g->rate_burst_msgs <= UINT32_MAX / 1000u &&
+	       g->rate_idle_ids < MQTT_NIL / 2 &&
+	       g->log_burst <= UINT32_MAX / 1000u;
 }
 
 size_t mqtt_broker_mem_size(const struct mqtt_broker_config *cfg)
@@ -1134,6 +1405,10 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 	memset(b->sess_bkt, 0xff, (b->sess_mask + 1) * sizeof(uint32_t));
 	memset(b->edge_bkt, 0xff, (b->edge_mask + 1) * sizeof(uint32_t));
 	memset(b->level_bkt, 0xff, (b->level_mask + 1) * sizeof(uint32_t));
+	if (b->rate_bkt)
+		memset(b->rate_bkt, 0xff, (b->rate_mask + 1) * sizeof(uint32_t));
+	for (int r = 0; r < MQTT_LOG__COUNT; r++)
+		b->logb[r].milli = cfg->log_burst * 1000u;
 	for (uint32_t r = 0; r < 2; r++) {
 		struct mqtt_node *nd = &b->nodes[r];
 		nd->parent = nd->first_child = nd->next_sibling = nd->prev_sibling = MQTT_NIL;
@@ -1195,6 +1470,7 @@ void mqtt_broker_usage(const struct mqtt_broker *b, struct mqtt_broker_usage *u)
 	u->deliveries = b->n_dlvs;
 	u->levels = b->n_levels;
 	u->retained = b->n_retained;
+	u->rate_ids = b->rate_hw;
 	u->heap_bytes = b->heap_used;
 }
 
@@ -1226,7 +1502,10 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 		CHECK((c->state == MQTT_CONN_UP) == (c->session != MQTT_NIL));
 		if (c->session != MQTT_NIL)
 			CHECK(b->sess[c->session].conn == i);
-		CHECK((c->fr.buf != NULL) == (c->fr.need > 0));
+		CHECK(c->state == MQTT_CONN_UP || c->identity != NULL);
+		if (c->state == MQTT_CONN_UP && rate_on(&b->cfg))
+			CHECK(c->rate < b->rate_hw);
+		(void)mqtt_framer_busy(&c->fr); /* 4: see mqtt_conn_input's loop (no cheap check) */
 	}
 	for (uint32_t i = 0; i < b->cfg.max_sessions; i++) {
 		const struct mqtt_session *s = &b->sess[i];
@@ -1274,5 +1553,17 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 	}
 	CHECK(n_conns == b->n_conns && n_sess == b->n_sess && n_dlv == b->n_dlvs);
 	CHECK(n_subs == b->n_subs);
+	/* 6: rate buckets */
+	CHECK(b->rate_hw <= b->rate_cap);
+	for (uint32_t i = 0; i < b->rate_hw; i++) {
+		uint32_t refs = 0, seen = 0;
+		for (uint32_t k = 0; k < b->cfg.max_conns; k++)
+			refs += b->conns[k].state != MQTT_CONN_FREE && b->conns[k].rate == i;
+		CHECK(refs == b->rates[i].refs);
+		uint32_t h = (uint32_t)b->rates[i].key & b->rate_mask;
+		for (uint32_t e = b->rate_bkt[h]; e != MQTT_NIL; e = b->rates[e].hash_next)
+			seen += e == i;
+		CHECK(seen == 1);
+	}
 	return 0;
 }

@@ -19,6 +19,19 @@ struct mqtt_conn;
 
 enum mqtt_id_kind { MQTT_ID_DEVICE = 0, MQTT_ID_SERVICE = 1 };
 
+/* Why the broker refused or ended something; each reason has its own log rate limit. */
+enum mqtt_log_reason {
+	MQTT_LOG_MALFORMED = 0, /* a packet the decoder or framer rejected */
+	MQTT_LOG_TOO_BIG,       /* packet above cfg.max_packet */
+	MQTT_LOG_PROTOCOL,      /* valid packet at the wrong time, or a per-session limit hit */
+	MQTT_LOG_IDENTITY,      /* client identifier does not match the certificate identity */
+	MQTT_LOG_ACL,           /* publish, subscribe or will topic the ACL denies */
+	MQTT_LOG_RATE,          /* over the per-identity rate limit */
+	MQTT_LOG_RESOURCE,      /* pool, heap or rate table exhausted */
+	MQTT_LOG_TIMEOUT,       /* CONNECT timeout or keepalive expiry */
+	MQTT_LOG__COUNT
+};
+
 /* ACL for service identities: topic patterns (MQTT filter syntax). A service may publish
  * to topics matching a `pub` pattern and subscribe to filters covered by a `sub` pattern.
  * identity NULL applies to every service without a more specific rule. All linked. */
@@ -48,6 +61,18 @@ struct mqtt_broker_config {
 	uint32_t rate_msgs_per_s, rate_burst_msgs;   /* 0 = unlimited */
 	uint32_t rate_bytes_per_s, rate_burst_bytes; /* 0 = unlimited */
 	bool rate_disconnect;    /* over the limit: disconnect (else drop and count) */
+	/* Buckets are per authenticated identity, kept across connections in a table of
+	 * max_conns + rate_idle_ids entries (32 B each): one per connection slot, plus room
+	 * for identities that left. A new identity recycles only a bucket that is full and
+	 * unused; if none is found the CONNECT is refused with 0x03 until one refills. */
+	uint32_t rate_idle_ids;
+	/* One line (NUL-terminated, borrowed) per refusal: reason and identity. May be NULL.
+	 * At most log_burst lines per reason, refilled at log_per_min per minute; dropped
+	 * lines are counted and reported on the next line written for that reason. Called
+	 * from inside broker calls: must not call the broker. log_burst 0 = no limit. */
+	void (*log)(void *ctx, const char *line);
+	void *log_ctx;
+	uint32_t log_burst, log_per_min;
 	const struct mqtt_acl_service *services; /* linked */
 	uint16_t n_services;
 	uint8_t hash_key[16];    /* siphash key for tables keyed by peer-chosen strings */
@@ -74,6 +99,8 @@ struct mqtt_broker_stats {
 	uint64_t nomem, pool_exhausted, retained_refused;
 	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;
 	uint64_t takeovers, wills_published;
+	uint64_t rate_ids_evicted, rate_ids_full; /* identity table: recycled / no room */
+	uint64_t log_lines, log_suppressed;
 };
 
 /* Bytes of the region mqtt_broker_init needs for this configuration (0 if invalid). */
@@ -110,6 +137,7 @@ const struct mqtt_broker_stats *mqtt_broker_stats(const struct mqtt_broker *b);
 /* Introspection for tests, fuzzing and the memory report. */
 struct mqtt_broker_usage {
 	uint32_t conns, sessions, nodes, subs, deliveries, levels, retained;
+	uint32_t rate_ids; /* identity buckets in use (<= max_conns + rate_idle_ids) */
 	size_t heap_bytes;
 };
 void mqtt_broker_usage(const struct mqtt_broker *b, struct mqtt_broker_usage *u /* out */);

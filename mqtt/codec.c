@@ -493,20 +493,53 @@ int mqtt_encode_subscribe(struct wcur *w, uint16_t pid, const char *const *filte
 
 /* ---- framer -------------------------------------------------------------------------- */
 
+/* A reassembly block: taken when a packet is split across chunks, given back when it has
+ * been consumed. While the fixed header itself is incomplete, need is 0 and data holds up
+ * to 5 header bytes; once it is known the block is replaced by one of exactly need bytes. */
+struct mqtt_reasm {
+	uint32_t need;  /* whole packet size, or 0 while the header is incomplete */
+	uint32_t have;  /* bytes of it in data */
+	uint8_t ready;  /* data holds a packet returned by the last call */
+	uint8_t data[];
+};
+
+#define REASM_HDR_MAX 5u
+
+/* The address marks a failed framer; never allocated, written or freed. */
+static struct mqtt_reasm framer_failed;
+
+static size_t reasm_size(const struct mqtt_reasm *r)
+{
+	return sizeof *r + (r->need ? r->need : REASM_HDR_MAX);
+}
+
+static struct mqtt_reasm *reasm_new(const struct mqtt_alloc *a, uint32_t need)
+{
+	struct mqtt_reasm *r = a->alloc(a->ctx, sizeof *r + (need ? need : REASM_HDR_MAX));
+	if (r) {
+		r->need = need;
+		r->have = 0;
+		r->ready = 0;
+	}
+	return r;
+}
+
 void mqtt_framer_reset(struct mqtt_framer *f, const struct mqtt_alloc *a)
 {
-	if (f->buf)
-		a->free(a->ctx, f->buf, f->need);
-	f->buf = NULL;
-	f->need = f->have = 0;
-	f->hdr_have = 0;
-	f->ready = 0;
+	if (f->r && f->r != &framer_failed)
+		a->free(a->ctx, f->r, reasm_size(f->r));
+	f->r = NULL;
+}
+
+bool mqtt_framer_busy(const struct mqtt_framer *f)
+{
+	return f->r && f->r != &framer_failed;
 }
 
 static int framer_fail(struct mqtt_framer *f, const struct mqtt_alloc *a, int err)
 {
 	mqtt_framer_reset(f, a);
-	f->failed = 1;
+	f->r = &framer_failed;
 	return err;
 }
 
@@ -518,13 +551,13 @@ int mqtt_framer_next(struct mqtt_framer *f, struct cur *in, uint32_t max_packet,
 	uint32_t rl;
 	int rc;
 	*rej = MQTT_REJ_NONE;
-	if (f->failed)
+	if (f->r == &framer_failed)
 		return -E_CLOSED;
-	if (f->ready)
+	if (f->r && f->r->ready)
 		mqtt_framer_reset(f, a); /* the packet returned last time has been consumed */
 	if (!cur_ok(in))
 		return -E_INVAL;
-	if (!f->buf && f->hdr_have == 0) {
+	if (!f->r) {
 		/* Fast path: a whole packet in the chunk is returned in place. */
 		const uint8_t *p = in->buf + in->pos;
 		size_t left = cur_left(in);
@@ -544,14 +577,23 @@ int mqtt_framer_next(struct mqtt_framer *f, struct cur *in, uint32_t max_packet,
 				cur_skip(in, hl + rl);
 				return 0;
 			}
+			/* header whole, body split: one block of the packet's exact size */
+			f->r = reasm_new(a, (uint32_t)(hl + rl));
+			if (!f->r)
+				return framer_fail(f, a, -E_NOMEM);
+		} else {
+			f->r = reasm_new(a, 0); /* the header itself is split */
+			if (!f->r)
+				return framer_fail(f, a, -E_NOMEM);
 		}
 	}
-	/* Slow path: gather a split header, then the body, into a buffer of exact size. */
-	while (!f->buf) {
+	/* Slow path: gather a split header, then the body, into a block of exact size. */
+	while (f->r->need == 0) {
+		struct mqtt_reasm *h = f->r;
 		if (!cur_left(in))
 			return -E_NEED_MORE;
-		f->hdr[f->hdr_have++] = cur_u8(in);
-		rc = mqtt_fixed_header(f->hdr, f->hdr_have, &hl, &rl, rej);
+		h->data[h->have++] = cur_u8(in);
+		rc = mqtt_fixed_header(h->data, h->have, &hl, &rl, rej);
 		if (rc == -E_NEED_MORE)
 			continue;
 		if (rc)
@@ -560,21 +602,22 @@ int mqtt_framer_next(struct mqtt_framer *f, struct cur *in, uint32_t max_packet,
 			*rej = MQTT_REJ_TOO_BIG;
 			return framer_fail(f, a, -E_RANGE);
 		}
-		f->buf = a->alloc(a->ctx, hl + rl);
-		if (!f->buf)
+		struct mqtt_reasm *r = reasm_new(a, (uint32_t)(hl + rl));
+		if (!r)
 			return framer_fail(f, a, -E_NOMEM);
-		f->need = (uint32_t)(hl + rl);
-		memcpy(f->buf, f->hdr, hl);
-		f->have = (uint32_t)hl;
-		f->hdr_have = 0;
+		memcpy(r->data, h->data, hl);
+		r->have = (uint32_t)hl;
+		mqtt_framer_reset(f, a);
+		f->r = r;
 	}
-	size_t take = MIN(cur_left(in), (size_t)(f->need - f->have));
-	cur_bytes(in, f->buf + f->have, take);
-	f->have += (uint32_t)take;
-	if (f->have < f->need)
+	struct mqtt_reasm *r = f->r;
+	size_t take = MIN(cur_left(in), (size_t)(r->need - r->have));
+	cur_bytes(in, r->data + r->have, take);
+	r->have += (uint32_t)take;
+	if (r->have < r->need)
 		return -E_NEED_MORE;
-	f->ready = 1;
-	*pkt = f->buf;
-	*pkt_len = f->need;
+	r->ready = 1;
+	*pkt = r->data;
+	*pkt_len = r->need;
 	return 0;
 }

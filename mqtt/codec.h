@@ -146,27 +146,28 @@ MUST_CHECK int mqtt_encode_simple(struct wcur *w, enum mqtt_type type); /* PINGR
 /* ---- stream framer -------------------------------------------------------------------
  * Yields whole packets from arbitrary chunks. A packet wholly inside the current chunk is
  * returned in place (zero copy). Only a packet split across chunks is reassembled, into a
- * buffer of exactly its size taken from `alloc` when its header is known and given back
- * when the packet has been consumed, so an idle framer holds no buffer.
- * Invariants: 1. buf != NULL iff a split packet is in progress (need > 0) or was just
- * returned (ready). 2. have <= need <= max_packet. 3. hdr_have < 5 while the header is
- * incomplete. State: IDLE -(split header)-> HEADER -(header done)-> BODY -(complete)-> READY
- * -(next call)-> IDLE; any error -> FAILED (sticky). */
+ * heap block taken from `alloc` (a 5-byte one while the fixed header itself is split, then
+ * one of the packet's exact size) and given back when the packet has been consumed, so an
+ * idle framer is one NULL pointer and holds no buffer.
+ * Invariants: 1. r != NULL iff a split packet is in progress or was just returned (ready),
+ * or the framer failed (r is then a static marker, never freed). 2. have <= need <=
+ * max_packet once need is known; have < 5 while the header is incomplete (need == 0).
+ * State: IDLE -(split header)-> HEADER -(header done)-> BODY -(complete)-> READY
+ * -(next call)-> IDLE; any error -> FAILED (sticky until the framer is zeroed). */
 struct mqtt_alloc {
 	void *(*alloc)(void *ctx, size_t n);
 	void (*free)(void *ctx, void *p, size_t n);
 	void *ctx;
 };
 
+struct mqtt_reasm;
+
 struct mqtt_framer {
-	uint8_t *buf;     /* returned owned by alloc while reassembling, else NULL */
-	uint32_t need;    /* total packet size being reassembled */
-	uint32_t have;    /* bytes of it in buf */
-	uint8_t hdr[5];   /* a split fixed header */
-	uint8_t hdr_have;
-	uint8_t failed;
-	uint8_t ready;    /* buf holds a packet returned by the last call */
+	struct mqtt_reasm *r; /* returned owned by alloc while reassembling, else NULL */
 };
+
+/* Does the framer hold a reassembly buffer? */
+bool mqtt_framer_busy(const struct mqtt_framer *f);
 
 /* Next whole packet from `in` (advanced past what was consumed). 0 with *pkt and *pkt_len
  * (borrowed: valid until the next call on this framer or until `in`'s buffer goes), or

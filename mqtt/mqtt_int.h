@@ -58,22 +58,49 @@ struct mqtt_sub {
 
 enum mqtt_conn_state { MQTT_CONN_FREE = 0, MQTT_CONN_NEW, MQTT_CONN_UP };
 
+/* 48 bytes (DESIGN.md): what is needed only in one state shares storage (identity before
+ * CONNECT, will after), the reassembly state is one pointer to a heap block that exists
+ * only while a packet is split, and the rate-limit tokens live in the per-identity table. */
 struct mqtt_conn {
-	void *user;            /* linked: the transport's handle */
-	uint8_t *identity;     /* heap: until CONNECT is processed */
-	struct mqtt_msg *will; /* heap: while a will is set */
-	struct mqtt_framer fr; /* holds a buffer only while a packet is split */
-	uint32_t last_rx_ms;   /* low 32 bits of the clock: differences are taken mod 2^32 */
-	uint32_t tok_ms;
-	uint32_t tok_msgs;     /* milli-messages */
-	uint32_t tok_bytes;
-	uint32_t session;      /* or free-list link */
+	void *user;                /* linked: the transport's handle */
+	union {
+		uint8_t *identity;     /* NEW: heap, identity_len bytes, until CONNECT is done */
+		struct mqtt_msg *will; /* UP: heap, while a will is set (else NULL) */
+	};
+	struct mqtt_framer fr;     /* NULL unless a packet is split */
+	uint32_t last_rx_ms;       /* low 32 bits of the clock: differences are taken mod 2^32 */
+	uint32_t session;          /* or free-list link */
+	uint32_t rate;             /* per-identity bucket index, or MQTT_NIL (none / limits off) */
 	uint16_t keepalive_s;
 	uint16_t violations;
-	uint16_t acl;          /* service rule index, or UINT16_MAX */
+	uint16_t acl;              /* service rule index, or UINT16_MAX */
 	uint8_t identity_len;
 	uint8_t state;
 	uint8_t kind;
+};
+
+STATIC_ASSERT(sizeof(struct mqtt_conn) <= 48, "MQTT connection must fit 48 bytes (DESIGN.md)");
+
+/* A per-identity token bucket (ADR-020; broker.h rate_idle_ids). Entries [0, rate_hw)
+ * are in use: an entry is never freed, only recycled in place by eviction, which takes
+ * only entries no connection references (refs == 0) and whose buckets are full, i.e.
+ * equal to a fresh one. */
+struct mqtt_rate {
+	uint64_t key;      /* siphash of (kind, identity); collisions share a bucket */
+	uint64_t ms;       /* clock of the last refill */
+	uint32_t msgs;     /* milli-messages */
+	uint32_t bytes;
+	uint32_t hash_next;
+	uint32_t refs;     /* UP connections of this identity */
+};
+
+STATIC_ASSERT(sizeof(struct mqtt_rate) == 32, "rate bucket is 32 bytes");
+
+/* Rate limit of the log, one per reason. */
+struct mqtt_log_bucket {
+	uint64_t ms;
+	uint32_t milli;      /* tokens in 1/1000 lines */
+	uint32_t suppressed; /* lines dropped since the last one written */
 };
 
 struct mqtt_broker {
@@ -95,6 +122,12 @@ struct mqtt_broker {
 	uint32_t *sess_bkt, *edge_bkt, *level_bkt;
 	uint32_t sess_mask, edge_mask, level_mask;
 	uint32_t lvl_plus, lvl_hash;
+	uint64_t now_ms;    /* latest clock seen at an entry point */
+
+	struct mqtt_rate *rates;
+	uint32_t *rate_bkt;
+	uint32_t rate_cap, rate_mask, rate_hw, rate_hand; /* cap: table entries */
+	struct mqtt_log_bucket logb[MQTT_LOG__COUNT];
 
 	/* scratch, used within one call */
 	uint8_t *out;

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT
  *
  * TLS 1.3 record layer (see record.h). Owns record parsing, AEAD protection with keys
- * derived per record, reassembly of records split across input chunks, KeyUpdate, alerts
- * and close_notify for one connection. Uses mbedTLS primitives (SHA-256, AES-GCM,
- * ChaCha20-Poly1305) on stack contexts only: nothing here allocates except the
- * reassembly buffer. It must never hand out unauthenticated plaintext, never read outside
- * the caller's buffer, and never keep key material beyond the call that derived it.
+ * expanded per record or taken from the env's bounded key cache, reassembly of records
+ * split across input chunks, KeyUpdate, alerts and close_notify for one connection. Uses
+ * mbedTLS primitives (SHA-256, AES-GCM, ChaCha20-Poly1305) on stack contexts only:
+ * nothing here allocates except the reassembly buffer. It must never hand out
+ * unauthenticated plaintext, never read outside the caller's buffer, and never keep key
+ * material anywhere but the call's stack and the key cache (invariant 6).
  *
  * Design note
  * -----------
@@ -25,7 +26,13 @@
  *  4. A sequence number is never reused with the same secret: it is incremented after
  *     every record and reset only together with a new secret (KeyUpdate).
  *  5. FAILED is terminal: input and write return an error; only flush/close act.
- *  6. Key and IV live on the stack of one call and are wiped before it returns.
+ *  6. Key and IV live on the stack of one call and are wiped before it returns, or in a
+ *     key cache entry whose owner is the direction and whose secret equals the
+ *     direction's secret; an entry is wiped when replaced, when its owner's secret
+ *     changes (KeyUpdate) and when its connection closes, so a closed connection leaves
+ *     no key material in the env.
+ *  7. The struct stays the idle size (secret + sequence per direction, 104 B): the cache
+ *     is per core, never per connection.
  */
 #include "tls/record.h"
 
@@ -51,6 +58,7 @@
 #define CTRL_REC_MAX (TLS_REC_OVERHEAD + 5u)
 
 STATIC_ASSERT(TLS_REC_MAX_PLAINTEXT + 256u <= UINT16_MAX, "ciphertext length fits 16 bits");
+STATIC_ASSERT(sizeof(void *) != 8 || sizeof(struct tls_rec) <= 104, "idle record state (invariant 7)");
 
 /* ---- key derivation ------------------------------------------------------------ */
 
@@ -121,12 +129,59 @@ struct rec_keys {
 	size_t key_len;
 };
 
-static int derive_keys(uint16_t suite, const struct tls_rec_dir *d, struct rec_keys *k)
+/* The cache entry of direction d (rx or tx of one struct tls_rec, as `tx` says): the
+ * entries are paired, a connection's receive key in the even entry of its pair and its
+ * send key in the odd one, the pair chosen by the record's address. So a busy
+ * connection's two directions never evict each other (with one entry they share it; with
+ * an odd count the last entry is unused). */
+static struct tls_rec_key_slot *cache_slot(const struct tls_rec_env *env, const struct tls_rec_dir *d, bool tx)
+{
+	uint32_t slots = env->cfg.key_cache_slots;
+	if (slots < 2)
+		return &env->cfg.key_cache[0];
+	uintptr_t rec = (uintptr_t)d - (tx ? offsetof(struct tls_rec, tx) : offsetof(struct tls_rec, rx));
+	uint64_t h = (uint64_t)(rec >> 3) * 0x9e3779b97f4a7c15ull;
+	return &env->cfg.key_cache[((uint32_t)(h >> 32) % (slots / 2u)) * 2u + (tx ? 1u : 0u)];
+}
+
+/* Wipe d's entry, if it holds one (KeyUpdate, close). */
+static void cache_forget(struct tls_rec_env *env, const struct tls_rec_dir *d, bool tx)
+{
+	if (!env->cfg.key_cache_slots)
+		return;
+	struct tls_rec_key_slot *s = cache_slot(env, d, tx);
+	if (s->owner == d) {
+		mem_wipe(s, sizeof *s);
+		env->n_key_wipes++;
+	}
+}
+
+static int derive_keys(struct tls_rec_env *env, uint16_t suite, const struct tls_rec_dir *d, bool tx,
+		       struct rec_keys *k)
 {
 	k->key_len = suite == TLS_SUITE_AES_128_GCM_SHA256 ? 16u : 32u;
-	if (tls_rec_expand_label(d->secret, "key", NULL, 0, k->key, k->key_len) ||
-	    tls_rec_expand_label(d->secret, "iv", NULL, 0, k->nonce, sizeof k->nonce))
-		return -E_INVAL;
+	struct tls_rec_key_slot *s = env->cfg.key_cache_slots ? cache_slot(env, d, tx) : NULL;
+	if (s && s->owner == d && s->suite == suite &&
+	    mem_ct_equal(s->secret, d->secret, TLS_REC_SECRET_LEN)) {
+		memcpy(k->key, s->key, k->key_len);
+		memcpy(k->nonce, s->iv, sizeof k->nonce);
+		env->n_key_hits++;
+	} else {
+		if (tls_rec_expand_label(d->secret, "key", NULL, 0, k->key, k->key_len) ||
+		    tls_rec_expand_label(d->secret, "iv", NULL, 0, k->nonce, sizeof k->nonce))
+			return -E_INVAL;
+		env->n_key_misses++;
+		if (s) {
+			if (s->owner && s->owner != d)
+				env->n_key_evictions++;
+			mem_wipe(s, sizeof *s); /* nothing of the previous owner's key remains */
+			s->owner = d;
+			s->suite = suite;
+			memcpy(s->secret, d->secret, TLS_REC_SECRET_LEN);
+			memcpy(s->key, k->key, k->key_len);
+			memcpy(s->iv, k->nonce, sizeof s->iv);
+		}
+	}
 	/* Per-record nonce: IV xor the 64-bit sequence number, right-aligned (RFC 8446 5.3). */
 	for (unsigned i = 0; i < 8; i++)
 		k->nonce[4 + i] ^= (uint8_t)(d->seq >> (56 - 8 * i));
@@ -134,11 +189,11 @@ static int derive_keys(uint16_t suite, const struct tls_rec_dir *d, struct rec_k
 }
 
 /* Seal p[0..len) in place, tag written at p + len. aad is the record header. */
-static int aead_seal(uint16_t suite, const struct tls_rec_dir *d, const uint8_t *aad, uint8_t *p,
-		     size_t len)
+static int aead_seal(struct tls_rec_env *env, uint16_t suite, const struct tls_rec_dir *d,
+		     const uint8_t *aad, uint8_t *p, size_t len)
 {
 	struct rec_keys k;
-	int rc = derive_keys(suite, d, &k);
+	int rc = derive_keys(env, suite, d, true, &k);
 	if (rc)
 		goto out;
 	if (suite == TLS_SUITE_AES_128_GCM_SHA256) {
@@ -164,12 +219,12 @@ out:
 }
 
 /* Open p[0..len) (ciphertext followed by the tag) in place; 0 only if the tag verified. */
-static int aead_open(uint16_t suite, const struct tls_rec_dir *d, const uint8_t *aad, uint8_t *p,
-		     size_t len)
+static int aead_open(struct tls_rec_env *env, uint16_t suite, const struct tls_rec_dir *d,
+		     const uint8_t *aad, uint8_t *p, size_t len)
 {
 	struct rec_keys k;
 	size_t clen = len - TLS_REC_TAG_LEN;
-	int rc = derive_keys(suite, d, &k);
+	int rc = derive_keys(env, suite, d, false, &k);
 	if (rc)
 		goto out;
 	if (suite == TLS_SUITE_AES_128_GCM_SHA256) {
@@ -226,9 +281,10 @@ static int fail(struct tls_rec_env *env, struct tls_rec *r, enum tls_rec_reject 
 	return err;
 }
 
-static int next_secret(struct tls_rec_dir *d)
+static int next_secret(struct tls_rec_env *env, struct tls_rec_dir *d, bool tx)
 {
 	uint8_t s[TLS_REC_SECRET_LEN];
+	cache_forget(env, d, tx); /* the old key never serves again (invariant 6) */
 	int rc = tls_rec_expand_label(d->secret, "traffic upd", NULL, 0, s, sizeof s);
 	if (!rc) {
 		memcpy(d->secret, s, sizeof s);
@@ -243,11 +299,21 @@ static int next_secret(struct tls_rec_dir *d)
 int tls_rec_env_init(struct tls_rec_env *env, const struct tls_rec_config *cfg)
 {
 	if (!cfg->max_plaintext || cfg->max_plaintext > TLS_REC_MAX_PLAINTEXT ||
-	    !cfg->key_update_after || !cfg->ops.alloc || !cfg->ops.free)
+	    !cfg->key_update_after || !cfg->ops.alloc || !cfg->ops.free ||
+	    (cfg->key_cache_slots && !cfg->key_cache))
 		return -E_INVAL;
 	memset(env, 0, sizeof *env);
 	env->cfg = *cfg;
+	if (cfg->key_cache_slots)
+		memset(cfg->key_cache, 0, (size_t)cfg->key_cache_slots * sizeof cfg->key_cache[0]);
 	return 0;
+}
+
+void tls_rec_env_fini(struct tls_rec_env *env)
+{
+	if (env->cfg.key_cache_slots)
+		mem_wipe(env->cfg.key_cache,
+			 (size_t)env->cfg.key_cache_slots * sizeof env->cfg.key_cache[0]);
 }
 
 int tls_rec_open(struct tls_rec *r, uint16_t suite, const uint8_t *rx_secret,
@@ -266,6 +332,8 @@ int tls_rec_open(struct tls_rec *r, uint16_t suite, const uint8_t *rx_secret,
 
 void tls_rec_close(struct tls_rec_env *env, struct tls_rec *r)
 {
+	cache_forget(env, &r->rx, false);
+	cache_forget(env, &r->tx, true);
 	drop_reasm(env, r);
 	mem_wipe(r, sizeof *r);
 }
@@ -298,7 +366,7 @@ static int handle_key_update(struct tls_rec_env *env, struct tls_rec *r, const u
 	 * handshake message may span a key change); we accept exactly one per record. */
 	if (!cur_ok(&c) || mlen != 1 || !cur_done(&c) || req > 1)
 		return fail(env, r, TLS_REC_REJ_KEY_UPDATE, TLS_ALERT_DECODE_ERROR, -E_PROTO);
-	if (next_secret(&r->rx))
+	if (next_secret(env, &r->rx, false))
 		return fail(env, r, TLS_REC_REJ_KEY_UPDATE, TLS_ALERT_INTERNAL_ERROR, -E_INVAL);
 	env->n_key_updates_in++;
 	if (req && !(r->flags & F_TX_CLOSED))
@@ -312,7 +380,7 @@ static int process_record(struct tls_rec_env *env, struct tls_rec *r, const uint
 {
 	if (r->rx.seq == UINT64_MAX)
 		return fail(env, r, TLS_REC_REJ_SEQ, TLS_ALERT_INTERNAL_ERROR, -E_RANGE);
-	if (aead_open(r->suite, &r->rx, h, p, n))
+	if (aead_open(env, r->suite, &r->rx, h, p, n))
 		return fail(env, r, TLS_REC_REJ_BAD_TAG, TLS_ALERT_BAD_RECORD_MAC, -E_PROTO);
 	r->rx.seq++;
 	env->n_rec_in++;
@@ -374,6 +442,7 @@ int tls_rec_input(struct tls_rec_env *env, struct tls_rec *r, uint8_t *buf, size
 			/* Header split across chunks: complete it in the struct. */
 			size_t take = MIN(avail, (size_t)(TLS_REC_HDR_LEN - r->hdr_have));
 			memcpy(r->hdr + r->hdr_have, buf + pos, take);
+			env->n_copied_in += take;
 			r->hdr_have = (uint8_t)(r->hdr_have + take);
 			pos += take;
 			if (r->hdr_have < TLS_REC_HDR_LEN)
@@ -403,6 +472,7 @@ int tls_rec_input(struct tls_rec_env *env, struct tls_rec *r, uint8_t *buf, size
 			size_t blen = ld_be16(r->hdr + 3);
 			size_t take = MIN(avail, blen - r->reasm_have);
 			memcpy(r->reasm + r->reasm_have, buf + pos, take);
+			env->n_copied_in += take;
 			r->reasm_have = (uint16_t)(r->reasm_have + take);
 			pos += take;
 			if (r->reasm_have < blen)
@@ -416,6 +486,7 @@ int tls_rec_input(struct tls_rec_env *env, struct tls_rec *r, uint8_t *buf, size
 		/* At a record boundary. */
 		if (avail < TLS_REC_HDR_LEN) {
 			memcpy(r->hdr, buf + pos, avail);
+			env->n_copied_in += avail;
 			r->hdr_have = (uint8_t)avail;
 			return 0;
 		}
@@ -431,6 +502,7 @@ int tls_rec_input(struct tls_rec_env *env, struct tls_rec *r, uint8_t *buf, size
 		}
 		/* Incomplete record: keep its header here and its body in a reassembly buffer. */
 		memcpy(r->hdr, h, TLS_REC_HDR_LEN);
+		env->n_copied_in += TLS_REC_HDR_LEN;
 		r->hdr_have = TLS_REC_HDR_LEN;
 		r->reasm = env->cfg.ops.alloc(env->cfg.ops.ctx, blen);
 		if (!r->reasm)
@@ -457,7 +529,7 @@ static int seal_one(struct tls_rec_env *env, struct tls_rec *r, uint8_t type, ui
 	out[2] = 3;
 	st_be16(out + 3, (uint16_t)clen);
 	out[TLS_REC_HDR_LEN + content_len] = type;
-	if (aead_seal(r->suite, &r->tx, out, out + TLS_REC_HDR_LEN, inner))
+	if (aead_seal(env, r->suite, &r->tx, out, out + TLS_REC_HDR_LEN, inner))
 		return fail(env, r, TLS_REC_REJ_SEQ, TLS_ALERT_INTERNAL_ERROR, -E_INVAL);
 	r->tx.seq++;
 	env->n_rec_out++;
@@ -481,7 +553,7 @@ static int emit_key_update(struct tls_rec_env *env, struct tls_rec *r, uint8_t *
 	if (rc)
 		return rc;
 	/* Everything after this record goes under the next secret (RFC 8446 4.6.3). */
-	if (next_secret(&r->tx))
+	if (next_secret(env, &r->tx, true))
 		return fail(env, r, TLS_REC_REJ_KEY_UPDATE, TLS_ALERT_INTERNAL_ERROR, -E_INVAL);
 	r->flags &= (uint8_t)~(F_KU_PENDING | F_KU_REQUEST);
 	env->n_key_updates_out++;
@@ -617,6 +689,14 @@ bool tls_rec_peer_closed(const struct tls_rec *r) { return (r->flags & F_RX_CLOS
 bool tls_rec_failed(const struct tls_rec *r) { return (r->flags & F_FAILED) != 0; }
 uint8_t tls_rec_alert(const struct tls_rec *r) { return r->alert; }
 size_t tls_rec_sizeof(void) { return sizeof(struct tls_rec); }
+
+uint32_t tls_rec_key_cached(const struct tls_rec_env *env, const struct tls_rec *r)
+{
+	if (!env->cfg.key_cache_slots)
+		return 0;
+	return (uint32_t)(cache_slot(env, &r->rx, false)->owner == &r->rx) +
+	       (uint32_t)(cache_slot(env, &r->tx, true)->owner == &r->tx);
+}
 
 bool tls_rec_check_invariants(const struct tls_rec_env *env, const struct tls_rec *r)
 {

@@ -2,8 +2,10 @@
  *
  * Our TLS 1.3 record layer (RFC 8446 section 5), which carries a connection after the
  * mbedTLS handshake has been freed. It owns the per-direction traffic secret and sequence
- * number of one connection and nothing else at idle; keys and IVs are derived from the
- * secret with HKDF-Expand-Label for every record. It decrypts in place in the caller's
+ * number of one connection and nothing else at idle; keys and IVs are expanded from the
+ * secret with HKDF-Expand-Label, and kept for busy connections only in a bounded per-core
+ * cache the env owns (caller memory, wiped on eviction, KeyUpdate and close; ADR-014).
+ * It decrypts in place in the caller's
  * receive buffer, encrypts into the caller's send buffer, and keeps a reassembly buffer
  * only while a record is incomplete. It never touches sockets or TCP, never allocates
  * except the reassembly buffer (through the env's ops), and never trusts a length it has
@@ -66,10 +68,31 @@ struct tls_rec_ops {
 	void *ctx; /* linked */
 };
 
+struct tls_rec_dir {
+	uint8_t secret[TLS_REC_SECRET_LEN];
+	uint64_t seq;
+};
+
+/* One entry of the per-core key cache: the AEAD key and static IV expanded from one
+ * direction's traffic secret. Fields are private; the struct is public only so the caller
+ * can provide the array (tls_rec_config.key_cache). A hit needs the same direction, suite
+ * and secret (compared in full), so an entry can never yield a key for another secret. */
+struct tls_rec_key_slot {
+	const struct tls_rec_dir *owner; /* NULL: empty */
+	uint8_t secret[TLS_REC_SECRET_LEN];
+	uint8_t key[32];
+	uint8_t iv[12];
+	uint16_t suite;
+};
+
 struct tls_rec_config {
 	uint16_t max_plaintext;     /* 1..16384: larger records are refused (record_overflow) */
 	uint64_t key_update_after;  /* send our own KeyUpdate after this many records (>0) */
 	struct tls_rec_ops ops;
+	/* Key cache: key_cache_slots entries of caller memory (linked, wiped by init and
+	 * tls_rec_env_fini), direct-mapped by direction. 0 slots: derive for every record. */
+	struct tls_rec_key_slot *key_cache;
+	uint32_t key_cache_slots;
 };
 
 /* Per-core environment: configuration, statistics. */
@@ -77,11 +100,12 @@ struct tls_rec_env {
 	struct tls_rec_config cfg;
 	uint64_t rejected[TLS_REC_REJ__COUNT];
 	uint64_t n_rec_in, n_rec_out, n_key_updates_in, n_key_updates_out, n_reasm;
-};
-
-struct tls_rec_dir {
-	uint8_t secret[TLS_REC_SECRET_LEN];
-	uint64_t seq;
+	/* Received bytes copied before decryption (a split header into the struct, a split
+	 * record's body into the reassembly buffer); 0 while every record arrives whole. */
+	uint64_t n_copied_in;
+	/* Key cache: records served from it, derivations (misses), entries of another
+	 * direction replaced, entries wiped by KeyUpdate or close. */
+	uint64_t n_key_hits, n_key_misses, n_key_evictions, n_key_wipes;
 };
 
 /* One connection's record state. Fields are private; the struct is public only so the
@@ -102,6 +126,8 @@ struct tls_rec {
 typedef int (*tls_rec_data_fn)(void *ctx, const uint8_t *data, size_t len);
 
 MUST_CHECK int tls_rec_env_init(struct tls_rec_env *env, const struct tls_rec_config *cfg);
+/* Wipe the key cache (every connection of the env must be closed first). */
+void tls_rec_env_fini(struct tls_rec_env *env);
 
 /* Start the record layer of one connection with the application traffic secrets (copied)
  * and the next sequence numbers (the handshake may already have sent records, e.g.
@@ -109,7 +135,8 @@ MUST_CHECK int tls_rec_env_init(struct tls_rec_env *env, const struct tls_rec_co
 MUST_CHECK int tls_rec_open(struct tls_rec *r, uint16_t suite, const uint8_t *rx_secret,
 			    const uint8_t *tx_secret, uint64_t rx_seq, uint64_t tx_seq);
 
-/* Release the reassembly buffer and wipe the secrets. Always safe, also after failure. */
+/* Release the reassembly buffer, wipe the secrets and this connection's key cache
+ * entries. Always safe, also after failure. */
 void tls_rec_close(struct tls_rec_env *env, struct tls_rec *r);
 
 /* Feed received bytes (borrowed, modified: records are decrypted in place). Every complete
@@ -150,6 +177,8 @@ bool tls_rec_peer_closed(const struct tls_rec *r);
 bool tls_rec_failed(const struct tls_rec *r);
 uint8_t tls_rec_alert(const struct tls_rec *r); /* alert sent (fatal) or received */
 size_t tls_rec_sizeof(void);
+/* Key cache entries held by r now (0..2); for tests. */
+uint32_t tls_rec_key_cached(const struct tls_rec_env *env, const struct tls_rec *r);
 /* Design-note invariants 1-2 (record.c) hold; for tests and fuzzers. */
 bool tls_rec_check_invariants(const struct tls_rec_env *env, const struct tls_rec *r);
 

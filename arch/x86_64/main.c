@@ -22,12 +22,14 @@
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "plat/acpi.h"
+#include "urmqtt_config.h"
 
 #define BOOT_STACK_PAGES 8
 #define SCENARIO_MAX 32
 #define TICK_US 10000u                     /* the per-core watchdog tick */
-#define WATCHDOG_BUDGET_NS 10000000u       /* one handler call: 10 ms */
-#define WATCHDOG_HARD_NS 200000000u        /* stuck: stop the machine */
+#define WATCHDOG_BUDGET_NS (CONF_CORE_WATCHDOG_BUDGET_MS * 1000000ull) /* one handler call */
+#define WATCHDOG_HARD_NS (CONF_CORE_WATCHDOG_HARD_MS * 1000000ull)     /* stuck: stop the machine */
+_Static_assert(CONF_CORE_WATCHDOG_HARD_MS >= CONF_CORE_WATCHDOG_BUDGET_MS, "watchdog: hard limit below the budget");
 /* Heap and CSPRNG limits; from the configuration file at integration (core.heap_limit_mb). */
 #define MAIN_HEAP_MAX_SLABS 4096u
 #define MAIN_HEAP_LIMIT_PAGES ((256ull << 20) / 4096u)

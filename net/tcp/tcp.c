@@ -459,7 +459,7 @@ uint32_t tcp_hold_next(struct tcp_stack *t, struct tcp_cb *cb)
 	return found;
 }
 
-const uint8_t *tcp_hold_view(const struct tcp_stack *t, uint32_t slot)
+uint8_t *tcp_hold_view(const struct tcp_stack *t, uint32_t slot)
 {
 	return hold_bytes(t, slot) + t->holds[slot].off;
 }

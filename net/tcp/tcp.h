@@ -2,8 +2,8 @@
  *
  * Server-side TCP (passive open only) for one core: SYN cookies, RFC 9293 passive state
  * machine, RFC 6298 RTO, NewReno, RFC 5961, window scaling, delayed/merged ACKs, zero
- * window probing. In-order data is handed up as a view into the frame, sent data stays in
- * the upper layer until acknowledged. The one copy of received payload is the bounded
+ * window probing. In-order data is handed up as a mutable view into the frame (the upper
+ * layer may decrypt in place there), sent data stays in the upper layer until acknowledged. The one copy of received payload is the bounded
  * out-of-order hold (a per-stack slot pool from the config, used only while a gap exists,
  * capped per connection). TCP never allocates and never copies payload otherwise except
  * into the outgoing frame. A failed SYN cookie is dropped silently (never an RST). Upper-layer callbacks run from
@@ -76,8 +76,12 @@ struct tcp_upper_ops {
 	int (*accept)(void *ctx, uint32_t conn, uint32_t src_ip, uint16_t src_port, uint16_t dst_port);
 	/* In-order data (borrowed view, valid for the call). Return how many bytes were
 	 * consumed (<= len); the rest is dropped and the peer retransmits it. len == 0 and
-	 * data == NULL means the peer sent FIN. */
-	size_t (*recv)(void *ctx, uint32_t conn, const uint8_t *data, size_t len);
+	 * data == NULL means the peer sent FIN. The view is mutable: it lies in the received
+	 * frame (recycled after tcp_input returns) or in a hold slot TCP owns, and nothing
+	 * reads the consumed bytes again, so the upper layer may overwrite them (in-place
+	 * decryption). It must leave the unconsumed bytes unchanged: a hold slot delivers
+	 * them again. */
+	size_t (*recv)(void *ctx, uint32_t conn, uint8_t *data, size_t len);
 	/* Bytes the upper layer can take now: the advertised receive window. A query: it
 	 * must not call back into TCP. */
 	uint32_t (*credit)(void *ctx, uint32_t conn);
@@ -98,7 +102,7 @@ struct tcp_stats {
 	uint64_t in_segs, out_segs, in_bytes, out_bytes;
 	/* rejections per site */
 	uint64_t rx_short, rx_bad_off, rx_bad_opt, rx_bad_csum, rx_bad_port, rx_bad_flags;
-	uint64_t rx_no_conn, rx_out_of_window, rx_bad_ack, rx_ooo, rx_trimmed;
+	uint64_t rx_no_conn, rx_out_of_window, rx_bad_ack, rx_ooo, rx_trimmed, rx_not_in_frame;
 	uint64_t syn_cookie_sent, cookie_bad, cookie_expired, syn_refused, syn_remembered;
 	uint64_t conn_table_full, accept_refused, syn_dropped_no_frame;
 	uint64_t rst_sent, rst_limited, challenge_acks, challenge_limited, rst_accepted;
@@ -124,8 +128,17 @@ MUST_CHECK int tcp_stack_init(struct tcp_stack **out, void *mem, size_t mem_len,
 /* The local address changed (DHCP). */
 void tcp_stack_set_local_ip(struct tcp_stack *t, uint32_t ip);
 
-/* One received segment (borrowed view into the frame; addresses host order). */
-void tcp_input(struct tcp_stack *t, uint32_t src_ip, uint32_t dst_ip, const uint8_t *seg, size_t len);
+/* One received segment (borrowed, mutable view into the frame; addresses host order). The
+ * frame must be the caller's to overwrite: recv() may change the payload in place (the
+ * checksum has been verified by then), so it must not be read again as the received
+ * segment after this call (a capture taps it before). */
+void tcp_input(struct tcp_stack *t, uint32_t src_ip, uint32_t dst_ip, uint8_t *seg, size_t len);
+/* The same for a caller that got seg as a read-only view (net/'s tcp_input hook) of a
+ * frame it owns: frame/frame_len (borrowed, mutable) is that whole received frame, and the
+ * mutable view of seg is found by its offset in it. A seg not wholly inside the frame is
+ * counted (rx_not_in_frame) and dropped. */
+void tcp_input_in_frame(struct tcp_stack *t, uint32_t src_ip, uint32_t dst_ip, uint8_t *frame,
+			size_t frame_len, const uint8_t *seg, size_t len);
 /* End of a loop turn: run expired timers, then send the ACKs still owed (those not merged
  * into data sent during the turn). */
 void tcp_poll(struct tcp_stack *t);

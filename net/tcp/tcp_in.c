@@ -13,7 +13,7 @@
 #include "net/csum.h"
 #include "net/tcp/tcp_int.h"
 
-int tcp_seg_parse(uint32_t src, uint32_t dst, const uint8_t *seg, size_t len, struct tcp_seg *o,
+int tcp_seg_parse(uint32_t src, uint32_t dst, uint8_t *seg, size_t len, struct tcp_seg *o,
 		  struct tcp_stats *st)
 {
 	if (len < TCP_HDR_LEN || len > 65535u) {
@@ -253,7 +253,7 @@ static void conn_input(struct tcp_stack *t, struct tcp_cb *cb, const struct tcp_
 
 	/* Data and FIN (only while the peer may still send). */
 	if (cb->state == TCPS_ESTABLISHED || cb->state == TCPS_FIN_WAIT_1 || cb->state == TCPS_FIN_WAIT_2) {
-		const uint8_t *data = s->data;
+		uint8_t *data = s->data; /* mutable for recv(): see tcp_input */
 		size_t dlen = s->len;
 		uint32_t seq = s->seq;
 		bool fin = s->flags & TCP_FIN;
@@ -460,7 +460,7 @@ static void listen_input(struct tcp_stack *t, uint32_t src, uint32_t dst, const 
 	conn_input(t, cb, s);
 }
 
-void tcp_input(struct tcp_stack *t, uint32_t src, uint32_t dst, const uint8_t *seg, size_t len)
+void tcp_input(struct tcp_stack *t, uint32_t src, uint32_t dst, uint8_t *seg, size_t len)
 {
 	struct tcp_seg s;
 	tcp_clock(t);
@@ -479,4 +479,16 @@ void tcp_input(struct tcp_stack *t, uint32_t src, uint32_t dst, const uint8_t *s
 		return;
 	}
 	listen_input(t, src, dst, &s);
+}
+
+void tcp_input_in_frame(struct tcp_stack *t, uint32_t src, uint32_t dst, uint8_t *frame,
+			size_t frame_len, const uint8_t *seg, size_t len)
+{
+	/* Compared as integers: seg may (through a caller's bug) point into another object. */
+	uintptr_t f = (uintptr_t)frame, s = (uintptr_t)seg;
+	if (!frame || s < f || s - f > frame_len || len > frame_len - (s - f)) {
+		t->st.rx_not_in_frame++;
+		return;
+	}
+	tcp_input(t, src, dst, frame + (s - f), len);
 }

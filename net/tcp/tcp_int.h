@@ -199,8 +199,8 @@ bool tcp_hold_put(struct tcp_stack *t, struct tcp_cb *cb, uint32_t seq, const ui
 uint32_t tcp_hold_next(struct tcp_stack *t, struct tcp_cb *cb);
 void tcp_hold_free(struct tcp_stack *t, struct tcp_cb *cb, uint32_t slot);
 void tcp_hold_free_all(struct tcp_stack *t, struct tcp_cb *cb);
-/* The first unconsumed byte of a held slot. */
-const uint8_t *tcp_hold_view(const struct tcp_stack *t, uint32_t slot);
+/* The first unconsumed byte of a held slot (TCP's memory: delivered as a mutable view). */
+uint8_t *tcp_hold_view(const struct tcp_stack *t, uint32_t slot);
 /* SYN cookies. */
 uint32_t tcp_cookie_make(struct tcp_stack *t, uint32_t saddr, uint32_t daddr, uint16_t sport,
 			 uint16_t dport, uint32_t irs, uint16_t peer_mss, uint8_t peer_ws, uint16_t *mss /* out */);
@@ -233,7 +233,7 @@ void tcp_rtt_sample(struct tcp_stack *t, struct tcp_cb *cb, uint32_t rtt_ms);
 uint32_t tcp_rcv_window(struct tcp_stack *t, struct tcp_cb *cb, bool commit);
 
 /* tcp_in.c */
-MUST_CHECK int tcp_seg_parse(uint32_t src, uint32_t dst, const uint8_t *seg, size_t len,
+MUST_CHECK int tcp_seg_parse(uint32_t src, uint32_t dst, uint8_t *seg, size_t len,
 			     struct tcp_seg *out /* out */, struct tcp_stats *st);
 
 #endif

@@ -26,7 +26,7 @@
 #define TCP_WS_NONE 0xff
 #define TCP_MSS_DEFAULT 536
 
-/* A parsed segment; data borrows the caller's frame. */
+/* A parsed segment; data borrows the caller's frame (mutable: see tcp_input). */
 struct tcp_seg {
 	uint16_t sport, dport;
 	uint32_t seq, ack;
@@ -34,7 +34,7 @@ struct tcp_seg {
 	uint16_t wnd;
 	uint16_t mss;   /* 0 when absent */
 	uint8_t ws;     /* TCP_WS_NONE when absent */
-	const uint8_t *data;
+	uint8_t *data;
 	size_t len;
 };
 

@@ -4,7 +4,9 @@
  * CONNECT/SUBSCRIBE/PUBLISH/acks from small dictionaries, raw bytes in random chunks,
  * lost connections and clock ticks. After every step: mqtt_broker_check() holds, the
  * heap stays under its limit, and no PUBLISH reaches an identity the ACL forbids. At the
- * end the heap must get every byte back. Pools are tiny so exhaustion paths run. */
+ * end the heap must get every byte back. Pools are tiny so exhaustion paths run. Every
+ * log line must be short, printable and start with "mqtt: "; the number written is
+ * bounded by the per-reason budget. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,19 @@ struct fclient {
 };
 
 static struct mqtt_broker *B;
+static unsigned g_lines;
+
+static void f_log(void *ctx, const char *line)
+{
+	(void)ctx;
+	size_t n = strlen(line);
+	if (n >= 160 || strncmp(line, "mqtt: ", 6) != 0)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (line[i] < 0x20 || line[i] > 0x7e)
+			abort();
+	g_lines++;
+}
 static struct fclient cls[5] = {
 	{ NULL, "d0", MQTT_ID_DEVICE }, { NULL, "d1", MQTT_ID_DEVICE }, { NULL, "d1", MQTT_ID_DEVICE },
 	{ NULL, "svc", MQTT_ID_SERVICE }, { NULL, "admin", MQTT_ID_SERVICE },
@@ -135,7 +150,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.max_subs_per_session = 3, .queue_drop_oldest = true, .max_violations = 4,
 		.connect_timeout_ms = 5000, .rate_msgs_per_s = 50, .rate_burst_msgs = 20,
 		.rate_bytes_per_s = 4000, .rate_burst_bytes = 2000,
-		.services = services, .n_services = 2,
+		.services = services, .n_services = 2, .log = f_log, .log_burst = 3,
+		.log_per_min = 600,
 	};
 	struct mqtt_broker_ops ops = { f_send, f_close, { h_alloc, h_free, NULL }, NULL };
 	struct in in = { data, size };
@@ -147,6 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	uint64_t now = 1000;
 	uint8_t buf[600];
+	g_lines = 0;
 	for (int i = 0; i < 5; i++)
 		cls[i].c = NULL;
 	while (in.n) {
@@ -228,6 +245,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		check();
 	}
+	/* per reason: the burst, plus one line per 100 ms of clock (600 a minute) */
+	if (g_lines > MQTT_LOG__COUNT * (3u + (now - 1000u) / 100u + 1u))
+		abort();
 	mqtt_broker_fini(B);
 	if (g_live)
 		abort();

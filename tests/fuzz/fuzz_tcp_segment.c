@@ -118,7 +118,7 @@ static int u_accept(void *c, uint32_t conn, uint32_t ip, uint16_t sp, uint16_t d
 	return 0;
 }
 
-static size_t u_recv(void *c, uint32_t conn, const uint8_t *d, size_t len)
+static size_t u_recv(void *c, uint32_t conn, uint8_t *d, size_t len)
 {
 	(void)c;
 	if (conn >= MAXC || !F.open[conn])
@@ -127,7 +127,10 @@ static size_t u_recv(void *c, uint32_t conn, const uint8_t *d, size_t len)
 	for (size_t i = 0; i < len; i++)
 		x ^= d[i]; /* the whole borrowed view must be readable */
 	(void)x;
-	return len < F.recv_limit ? len : F.recv_limit;
+	size_t used = len < F.recv_limit ? len : F.recv_limit;
+	for (size_t i = 0; i < used; i++)
+		d[i] ^= 0xa5; /* ... and the consumed part writable (in-place decryption) */
+	return used;
 }
 
 static uint32_t u_credit(void *c, uint32_t conn)
@@ -260,7 +263,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t len = u8(&in);
 			if (len > in.n - in.i)
 				len = in.n - in.i;
-			tcp_input(F.t, CLI, SRV, in.d + in.i, len);
+			static uint8_t raw[256]; /* TCP's view is mutable: not libFuzzer's input */
+			memcpy(raw, in.d + in.i, len);
+			tcp_input(F.t, CLI, SRV, raw, len);
 			in.i += len;
 			break;
 		}

@@ -84,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tls_rec_env env;
 	struct tls_rec r;
 	size_t len = 0, n;
+	static struct tls_rec_key_slot cache[1]; /* a one-slot key cache on some inputs */
 
 	if (size < 3)
 		return 0;
@@ -91,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t chunk = (size_t)data[1] + 1;
 	struct tls_rec_config cfg = { data[2] ? (uint16_t)(data[2] * 64u) : TLS_REC_MAX_PLAINTEXT,
 				      (data[0] & 4) ? 2u : 1u << 24,
-				      { f_alloc, f_free, NULL } };
+				      { f_alloc, f_free, NULL }, cache, (data[0] & 8) ? 1u : 0u };
 	if (tls_rec_env_init(&env, &cfg) ||
 	    tls_rec_open(&r, chacha ? TLS_SUITE_CHACHA20_POLY1305_SHA256 : TLS_SUITE_AES_128_GCM_SHA256,
 			 secret, secret, 0, 0))

@@ -3,7 +3,8 @@
 # make certs: development PKI under OUT (default build/dev/certs), made with the openssl
 # CLI, all ECDSA P-256. Never for production: the keys sit unencrypted on disk.
 #   ca.crt/ca.key          the CA embedded in the image
-#   server.crt/server.key  SAN localhost, 127.0.0.1 (the key is embedded in the image)
+#   server.crt/server.key  SAN localhost, 127.0.0.1 and 10.79.0.2 (the guest's address on
+#                          the TAP of make run/run-hosted); the key is embedded in the image
 #   dev-1 … dev-N          device identities (CN = dev-<n>), N = [dev] certs_devices
 #   ops                    service identity: SAN URI <[tls] service_uri_prefix>ops
 #   revoked-1              a device whose serial the dev image lists as revoked
@@ -34,7 +35,11 @@ if [ ! -f ca.crt ]; then
 		-addext "keyUsage=critical,keyCertSign,cRLSign" -out ca.crt 2>/dev/null
 fi
 leaf_ku="basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature"
-sign server "/CN=localhost" "$leaf_ku\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1"
+# A server certificate from before the TAP address was added is signed again (same key).
+if [ -f server.crt ] && ! openssl x509 -in server.crt -noout -ext subjectAltName 2>/dev/null | grep -q "IP Address:10.79.0.2"; then
+	rm -f server.crt
+fi
+sign server "/CN=localhost" "$leaf_ku\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1,IP:10.79.0.2"
 for i in $(seq 1 "$n"); do
 	sign "dev-$i" "/CN=dev-$i" "$leaf_ku\nextendedKeyUsage=clientAuth"
 done

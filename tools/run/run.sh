@@ -7,6 +7,10 @@
 # lines that work with the development certificates next to the image's build directory
 # (BUILD_DIR/dev/certs, made by `make certs`, which building the image runs). Ctrl-C stops
 # QEMU and the script. URMQTT_SMP / URMQTT_MEM choose vCPUs / MiB.
+# URMQTT_NET=tap (root) boots instead with a TAP device inside a network namespace this
+# script creates and removes (10.79.0.1/24 on the host side, the guest at 10.79.0.2 by the
+# development command line's ip=): host tools then talk to our own TCP stack (user-mode
+# networking ends TCP inside QEMU), and the printed command lines run in that namespace.
 # Usage: run.sh IMAGE   (IMAGE = BUILD_DIR/x86_64/urmqtt.elf)
 set -uo pipefail
 image=${1:?usage: run.sh IMAGE}
@@ -16,6 +20,9 @@ mem=${URMQTT_MEM:-256}
 build=$(dirname "$(dirname "$image")")
 certs=$build/dev/certs
 ready_timeout=${URMQTT_READY_TIMEOUT:-120}
+net=${URMQTT_NET:-user}
+ns=""
+guest=10.79.0.2
 
 if [ ! -f "$image" ]; then
 	echo "run.sh: no image at $image (make run builds it)" >&2
@@ -24,6 +31,24 @@ fi
 for f in ca.crt dev-1.crt dev-1.key ops.crt ops.key; do
 	[ -f "$certs/$f" ] || { echo "run.sh: missing $certs/$f (make certs)" >&2; exit 1; }
 done
+case $net in
+user | tap) ;;
+*) echo "run.sh: URMQTT_NET=$net: want user (default) or tap" >&2; exit 1 ;;
+esac
+if [ "$net" = tap ]; then
+	if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+		echo "run.sh: URMQTT_NET=tap needs root and iproute2 (a network namespace with a TAP device)" >&2
+		exit 1
+	fi
+	ns=urmqtt-run-$$
+	if ! { ip netns add "$ns" && ip -n "$ns" link set lo up &&
+		ip -n "$ns" tuntap add dev tapur0 mode tap && ip -n "$ns" addr add 10.79.0.1/24 dev tapur0 &&
+		ip -n "$ns" link set tapur0 up; }; then
+		ip netns del "$ns" 2>/dev/null
+		echo "run.sh: cannot create network namespace $ns with a TAP device (/dev/net/tun?)" >&2
+		exit 1
+	fi
+fi
 if [ -c /dev/kvm ] && [ -w /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
 	accel=(-enable-kvm -cpu host,-arch-capabilities); how=KVM
 else
@@ -40,6 +65,7 @@ stop() {
 	trap - INT TERM EXIT
 	[ -n "$qpid" ] && kill -TERM "$qpid" 2>/dev/null && wait "$qpid" 2>/dev/null
 	[ -n "$tpid" ] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
+	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
 	echo
 	echo "urMQTT: stopped (serial log kept in $log)"
 }
@@ -51,10 +77,20 @@ echo "urMQTT: booting $image with $smp vCPU(s), $mem MiB, $how; serial console b
 	"(also in $log), Ctrl-C stops."
 # Background jobs of a script ignore SIGINT: Ctrl-C reaches the trap above, which stops
 # QEMU with SIGTERM (QEMU exits cleanly on it).
-qemu-system-x86_64 -M q35 "${accel[@]}" -m "$mem" -smp "$smp" -display none -no-reboot \
-	-nodefaults -serial stdio \
-	-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" -device virtio-net-pci,netdev=n0,romfile= \
-	-kernel "$image" </dev/null >"$log" 2>&1 &
+if [ "$net" = tap ]; then
+	inns=(ip netns exec "$ns")
+	netdev=(-netdev "tap,id=n0,ifname=tapur0,script=no,downscript=no")
+	append=(-append "ip=$guest/24 gw=10.79.0.1")
+	host=$guest; port=8883
+else
+	inns=()
+	netdev=(-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883")
+	append=()
+	host=127.0.0.1
+fi
+"${inns[@]}" qemu-system-x86_64 -M q35 "${accel[@]}" -m "$mem" -smp "$smp" -display none -no-reboot \
+	-nodefaults -serial stdio "${netdev[@]}" -device virtio-net-pci,netdev=n0,romfile= \
+	-kernel "$image" "${append[@]}" </dev/null >"$log" 2>&1 &
 qpid=$!
 tail -n +1 -f --pid="$qpid" "$log" &
 tpid=$!
@@ -71,18 +107,30 @@ done
 if [ $ready = 1 ]; then
 	sleep 0.3 # let the console lines above come out first
 	tls="--cafile $certs/ca.crt"
+	pre=""
+	[ "$net" = tap ] && pre="ip netns exec $ns "
 	cat <<MSG
 
 ================================================================================
-urMQTT is ready on 127.0.0.1:$port (MQTT 3.1.1 over TLS 1.3, client certificates).
+urMQTT is ready on $host:$port (MQTT 3.1.1 over TLS 1.3, client certificates).
 In one terminal, device dev-1 waits for commands:
-  mosquitto_sub -h 127.0.0.1 -p $port $tls --cert $certs/dev-1.crt --key $certs/dev-1.key -i dev-1 -t 'devices/dev-1/cmd/#' -q 1 -v
+  ${pre}mosquitto_sub -h $host -p $port $tls --cert $certs/dev-1.crt --key $certs/dev-1.key -i dev-1 -t 'devices/dev-1/cmd/#' -q 1 -v
 In another, the service identity ops sends one:
-  mosquitto_pub -h 127.0.0.1 -p $port $tls --cert $certs/ops.crt --key $certs/ops.key -i ops -t devices/dev-1/cmd/reboot -m now -q 1
+  ${pre}mosquitto_pub -h $host -p $port $tls --cert $certs/ops.crt --key $certs/ops.key -i ops -t devices/dev-1/cmd/reboot -m now -q 1
 Every 10 s the console shows "broker: core 0: conns=..." (heap per connection).
 ================================================================================
 
 MSG
+	if [ "$net" = tap ]; then
+		cat <<MSG
+Our own TCP stack is at $guest inside network namespace $ns (host side 10.79.0.1/tapur0),
+for host tools, for example:
+  ip netns exec $ns ping -c 3 $guest
+  ip netns exec $ns python3 -c 'import socket; socket.create_connection(("$guest", 8883)).close()'
+The namespace is removed when this script stops.
+
+MSG
+	fi
 elif kill -0 "$qpid" 2>/dev/null; then
 	echo "run.sh: the guest did not report a listening broker with an address within ${ready_timeout}s" >&2
 else

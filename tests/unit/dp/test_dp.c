@@ -3,8 +3,11 @@
  * configuration refusals, admission at SYN time (port, heap watermark, handshakes in
  * flight per core and per source, rate), hostile first bytes (plain MQTT) ending the
  * handshake with an alert and a FIN, peer FIN, RST and timeout during the handshake,
- * TCP reusing an id before the reap, acknowledgement of output chunks in pieces, and
- * dp_fini with connections open. Every teardown checks that the heap is back to its
+ * TCP reusing an id before the reap, acknowledgement of output chunks in pieces,
+ * dp_fini with connections open, and (on a connection taken to open with known secrets
+ * through dp_test_establish) in-place decryption in the received buffer: no byte copied
+ * while every record arrives whole, the reassembly copy only for a split record, and the
+ * key cache serving a busy connection. Every teardown checks that the heap is back to its
  * baseline, no chunk is live and dp_check holds. Full handshakes with real clients are
  * in tests/smoke/hosted-mqtt.sh. */
 #include <setjmp.h>
@@ -152,7 +155,7 @@ static struct dp_config cfg_make(void)
 	g.heap_low_watermark = 1u << 20;
 	g.max_out_bytes = 8192;
 	g.rx_window = 16640;
-	g.scratch_len = 1024;
+	g.rec.key_cache_slots = 16;
 	g.hs_env = env;
 	g.rec.max_plaintext = TLS_REC_MAX_PLAINTEXT;
 	g.rec.key_update_after = 1u << 20;
@@ -225,7 +228,7 @@ static bool admit(uint32_t ip, uint16_t port)
 }
 
 /* A plain MQTT CONNECT: what a client without TLS sends first. */
-static const uint8_t plain_connect[] = { 0x10, 0x11, 0x00, 0x04, 'M', 'Q', 'T', 'T', 0x04, 0x02,
+static uint8_t plain_connect[] = { 0x10, 0x11, 0x00, 0x04, 'M', 'Q', 'T', 'T', 0x04, 0x02,
 					 0x00, 0x3c, 0x00, 0x05, 'd', 'e', 'v', '-', '1' };
 
 static void t_config_refused(void **state)
@@ -412,7 +415,7 @@ static void t_fin_and_timeout_in_handshake(void **state)
 	(void)state;
 	struct dp_stats s;
 	/* peer FIN half way through a ClientHello */
-	static const uint8_t partial_hello[] = { 0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00 };
+	static uint8_t partial_hello[] = { 0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00 };
 	assert_true(admit(0x0a000001, 8883));
 	assert_int_equal(dp_tcp_upper.accept(D, 0, 0x0a000001, 40000, 8883), 0);
 	assert_int_equal(dp_tcp_upper.recv(D, 0, partial_hello, sizeof partial_hello),
@@ -490,13 +493,108 @@ static void t_send_refused_then_fini(void **state)
 	assert_int_equal(dp_init(&D, mem, dp_mem_size(&g), &g), 0);
 }
 
+/* ---- established connection: in-place decryption ----------------------------------- */
+
+static const uint8_t sec_c2s[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+				     17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32 };
+static const uint8_t sec_s2c[32] = { 0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa,
+				     0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb5,
+				     0xb6, 0xb7, 0xb8, 0xb9, 0xba, 0xbb, 0xbc, 0xbd, 0xbe, 0xbf };
+
+static void *c_alloc(void *ctx, size_t len)
+{
+	(void)ctx;
+	return malloc(len);
+}
+static void c_free(void *ctx, void *p, size_t len)
+{
+	(void)ctx, (void)len;
+	free(p);
+}
+
+/* The client's record layer (its own env: its counters are not dp's). */
+static struct tls_rec_env cenv;
+static struct tls_rec cli;
+
+/* Client data sealed as whole records into seg (a "frame" the test owns). */
+static size_t client_records(const uint8_t *msg, size_t len, uint8_t *seg, size_t cap)
+{
+	size_t n = 0;
+	assert_int_equal(tls_rec_write(&cenv, &cli, msg, len, seg, cap, &n), 0);
+	return n;
+}
+
+static void t_in_place_decryption(void **state)
+{
+	(void)state;
+	struct dp_stats s;
+	static uint8_t seg[2048];
+	const uint32_t id = 4;
+	struct tls_rec_config cc = { TLS_REC_MAX_PLAINTEXT, 1u << 20, { c_alloc, c_free, NULL }, NULL, 0 };
+	assert_int_equal(tls_rec_env_init(&cenv, &cc), 0);
+	assert_int_equal(tls_rec_open(&cli, TLS_SUITE_AES_128_GCM_SHA256, sec_s2c, sec_c2s, 0, 0), 0);
+	struct tls_rec srv;
+	assert_int_equal(tls_rec_open(&srv, TLS_SUITE_AES_128_GCM_SHA256, sec_c2s, sec_s2c, 0, 0), 0);
+
+	assert_true(admit(0x0a000009, 8883));
+	assert_int_equal(dp_tcp_upper.accept(D, id, 0x0a000009, 40000, 8883), 0);
+	assert_int_equal(dp_test_establish(D, id, &srv, "dev-1", false), 0);
+	assert_int_equal(dp_test_establish(D, id, &srv, "dev-1", false), -E_INVAL); /* not HS */
+	memset(&srv, 0, sizeof srv);
+	dp_stats_get(D, &s);
+	assert_int_equal(s.established, 1);
+	assert_int_equal(s.handshaking, 0);
+
+	/* CONNECT, then PINGREQs: each record whole in one segment, decrypted where it lies. */
+	size_t n = client_records(plain_connect, sizeof plain_connect, seg, sizeof seg);
+	size_t sent0 = fc[id].sent_total;
+	assert_int_equal(dp_tcp_upper.recv(D, id, seg, n), n);
+	assert_int_equal(fc[id].sent_total - sent0, 4 + TLS_REC_OVERHEAD); /* CONNACK */
+	/* The plaintext is now where the ciphertext was: decrypted in the caller's buffer. */
+	assert_memory_equal(seg + TLS_REC_HDR_LEN, plain_connect, sizeof plain_connect);
+	static const uint8_t ping[] = { 0xc0, 0x00 };
+	for (int i = 0; i < 8; i++) {
+		n = client_records(ping, sizeof ping, seg, sizeof seg);
+		sent0 = fc[id].sent_total;
+		assert_int_equal(dp_tcp_upper.recv(D, id, seg, n), n);
+		assert_int_equal(fc[id].sent_total - sent0, 2 + TLS_REC_OVERHEAD); /* PINGRESP */
+	}
+	/* Two records in one segment: still no copy. */
+	n = client_records(ping, sizeof ping, seg, sizeof seg);
+	n += client_records(ping, sizeof ping, seg + n, sizeof seg - n);
+	assert_int_equal(dp_tcp_upper.recv(D, id, seg, n), n);
+	dp_stats_get(D, &s);
+	assert_int_equal(s.rx_copied, 0); /* the common case: not one byte copied */
+	assert_int_equal(s.close_tls_error, 0);
+	/* The busy connection's keys come from the cache: 1 miss per direction. */
+	assert_int_equal(s.key_misses, 2);
+	assert_true(s.key_hits >= 20);
+
+	/* A record split across two segments goes through the reassembly buffer. */
+	n = client_records(ping, sizeof ping, seg, sizeof seg);
+	sent0 = fc[id].sent_total;
+	assert_int_equal(dp_tcp_upper.recv(D, id, seg, 9), 9);
+	assert_int_equal(dp_tcp_upper.recv(D, id, seg + 9, n - 9), n - 9);
+	assert_int_equal(fc[id].sent_total - sent0, 2 + TLS_REC_OVERHEAD);
+	dp_stats_get(D, &s);
+	assert_int_equal(s.rx_copied, n);
+	assert_int_equal(dp_check(D), 0);
+
+	/* Peer FIN: our close_notify and FIN, then TCP reports the end and the reap frees all. */
+	assert_int_equal(dp_tcp_upper.recv(D, id, NULL, 0), 0);
+	assert_int_equal(fc[id].closes, 1);
+	tcp_gone(id, TCP_CLOSE_NORMAL);
+	dp_poll(D);
+	tls_rec_close(&cenv, &cli);
+}
+
 static void t_sizes(void **state)
 {
 	(void)state;
 	struct dp_stats s;
 	dp_stats_get(D, &s);
 	assert_int_equal(s.fixed_per_conn, dp_conn_sizeof() + tcp_cb_size() + tcp_slot_size() +
-						   mqtt_sizeof_conn() + mqtt_sizeof_session());
+						   mqtt_sizeof_conn() + mqtt_sizeof_session() + s.rate_per_conn);
 	/* the record: TLS state plus a few pointers; the budget of the design brief */
 	assert_true(dp_conn_sizeof() <= tls_rec_sizeof() + 64);
 	assert_int_equal(s.bytes_per_conn, s.fixed_per_conn);
@@ -513,6 +611,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_id_reused_before_reap, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_send_refused_then_fini, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_sizes, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_in_place_decryption, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,12 @@
 
 #include "lib/err.h"
 #include "mqtt/broker.h"
+#include "mqtt/mqtt_int.h"
 #include "mqtt/session.h"
+
+/* The budgets of DESIGN.md, checked at compile time (measured: 48 and 48). */
+_Static_assert(sizeof(struct mqtt_conn) <= 48, "MQTT connection budget is 48 bytes");
+_Static_assert(sizeof(struct mqtt_session) <= 64, "session hot form budget is 64 bytes");
 
 /* ---- counting heap ---- */
 static size_t g_live, g_blocks;
@@ -455,6 +460,19 @@ static void test_will(void **state)
 	d->c = NULL;
 	cl_free(d);
 	expect_pub(s, "devices/d1/status", "bye", 0, 0, 0);
+	/* will retain 0: published, not retained [MQTT-3.1.2-16] */
+	struct client *s3 = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s3, "svc/3", true), 0);
+	assert_int_equal(cl_sub(s3, "devices/+/status", 0), 0);
+	expect_none(s3);
+	cl_free(s3);
+	/* no will flag: nothing is published when the connection is lost [MQTT-3.1.2-12] */
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	mqtt_conn_lost(B, d->c, now);
+	d->c = NULL;
+	cl_free(d);
+	expect_none(s);
 	/* DISCONNECT: will discarded */
 	d = cl_new("d1", MQTT_ID_DEVICE);
 	assert_int_equal(cl_connect_full(d, "d1", true, 0, "devices/d1/status", 0, false, NULL), 0);
@@ -751,6 +769,189 @@ static void test_rate_limits(void **state)
 	}
 }
 
+/* Buckets belong to the identity: reconnecting (even with a clean session) does not
+ * refill, and a takeover shares the bucket of the connection it replaces. */
+static void test_rate_per_identity(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 2; mode++) {
+		struct mqtt_broker_config g = base_cfg();
+		g.rate_msgs_per_s = 2;
+		g.rate_burst_msgs = 3;
+		g.rate_disconnect = mode == 1;
+		teardown(NULL);
+		start(&g);
+		struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(d, "d1", true), 0);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(cl_pub(d, "devices/d1/t", "x", 0, false, 0, false), 0);
+		assert_int_equal(cl_simple(d, MQTT_DISCONNECT), -E_CLOSED);
+		cl_free(d);
+		/* a new connection of the same identity finds the empty bucket */
+		d = cl_new("d1", MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(d, "d1", true), 0);
+		int rc = cl_pub(d, "devices/d1/t", "x", 0, false, 0, false);
+		assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+		assert_int_equal(rc, mode == 1 ? -E_CLOSED : 0);
+		cl_free(d);
+		/* takeover: two connections of one identity share one bucket */
+		now += 10000; /* full again */
+		struct client *a = cl_new("d2", MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(a, "d2", false), 0);
+		assert_int_equal(cl_pub(a, "devices/d2/t", "x", 0, false, 0, false), 0);
+		assert_int_equal(cl_pub(a, "devices/d2/t", "x", 0, false, 0, false), 0);
+		struct client *b2 = cl_new("d2", MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(b2, "d2", false), 0);
+		assert_true(a->closed);
+		assert_int_equal(cl_pub(b2, "devices/d2/t", "x", 0, false, 0, false), 0);
+		assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+		rc = cl_pub(b2, "devices/d2/t", "x", 0, false, 0, false);
+		assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 2);
+		assert_int_equal(rc, mode == 1 ? -E_CLOSED : 0);
+		cl_free(a);
+		cl_free(b2);
+		/* a service's several connections (svc, svc/x) share the service's bucket */
+		struct client *s1 = cl_new("svc", MQTT_ID_SERVICE);
+		struct client *s2 = cl_new("svc", MQTT_ID_SERVICE);
+		assert_int_equal(cl_connect(s1, "svc", true), 0);
+		assert_int_equal(cl_connect(s2, "svc/x", true), 0);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(cl_pub(i & 1 ? s1 : s2, "devices/d1/cmd/a", "x", 0, false,
+						0, false), 0);
+		rc = cl_pub(s1, "devices/d1/cmd/a", "x", 0, false, 0, false);
+		assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 3);
+		assert_int_equal(rc, mode == 1 ? -E_CLOSED : 0);
+		cl_free(s1);
+		cl_free(s2);
+	}
+}
+
+/* The identity table never grows past max_conns + rate_idle_ids; full buckets are
+ * recycled, buckets still owing tokens are not (a new identity is refused 0x03 until
+ * one refills). */
+static void test_rate_table_bound(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.rate_msgs_per_s = 2;
+	g.rate_burst_msgs = 3;
+	g.rate_idle_ids = 0; /* the table is max_conns = 16 entries */
+	teardown(NULL);
+	start(&g);
+	char id[16], topic[48];
+	struct mqtt_broker_usage u;
+	for (int i = 0; i < 300; i++) {
+		snprintf(id, sizeof id, "d%d", i);
+		snprintf(topic, sizeof topic, "devices/%s/t", id);
+		struct client *c = cl_new(id, MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(c, id, true), 0);
+		assert_int_equal(cl_pub(c, topic, "x", 0, false, 0, false), 0);
+		cl_free(c);
+		mqtt_broker_usage(B, &u);
+		assert_true(u.rate_ids <= 16);
+		now += 1000; /* refilled by the time the table needs it */
+	}
+	assert_int_equal(mqtt_broker_stats(B)->rate_ids_evicted, 300 - 16);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 0);
+	/* sixteen identities drain their buckets and leave */
+	for (int i = 0; i < 16; i++) {
+		snprintf(id, sizeof id, "e%d", i);
+		snprintf(topic, sizeof topic, "devices/%s/t", id);
+		struct client *c = cl_new(id, MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(c, id, true), 0);
+		for (int k = 0; k < 3; k++)
+			assert_int_equal(cl_pub(c, topic, "x", 0, false, 0, false), 0);
+		cl_free(c);
+	}
+	/* no bucket may be recycled: a new identity waits */
+	struct client *x = cl_new("x", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(x, "x", true), MQTT_CONNACK_UNAVAILABLE);
+	assert_true(mqtt_broker_stats(B)->rate_ids_full >= 1);
+	cl_free(x);
+	/* a known identity still finds its debt */
+	x = cl_new("e3", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(x, "e3", true), 0);
+	assert_int_equal(cl_pub(x, "devices/e3/t", "x", 0, false, 0, false), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+	cl_free(x);
+	now += 2000;
+	x = cl_new("x", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(x, "x", true), 0);
+	cl_free(x);
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.rate_ids, 16);
+}
+
+/* ---- log capture ---- */
+static unsigned g_lines;
+static char g_last[256];
+static void t_log(void *ctx, const char *line)
+{
+	(void)ctx;
+	g_lines++;
+	snprintf(g_last, sizeof g_last, "%s", line);
+}
+
+/* A flood of bad packets yields a bounded number of lines, then one line with the count
+ * of those suppressed; each reason has its own budget. */
+static void test_log_rate_limited(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.log = t_log;
+	g.log_burst = 5;
+	g.log_per_min = 60;
+	teardown(NULL);
+	start(&g);
+	g_lines = 0;
+	const uint8_t bad[] = { 0x10, 0x80, 0x80, 0x80, 0x80, 0x01 }; /* 5-byte length */
+	char id[16];
+	for (int i = 0; i < 100; i++) {
+		snprintf(id, sizeof id, "d%d", i);
+		struct client *c = cl_new(id, MQTT_ID_DEVICE);
+		assert_int_equal(cl_in(c, bad, sizeof bad), -E_CLOSED);
+		if (i == 0) {
+			assert_non_null(strstr(g_last, "mqtt: malformed:"));
+			assert_non_null(strstr(g_last, "id=d0"));
+		}
+		cl_free(c);
+	}
+	assert_int_equal(g_lines, 5);
+	assert_int_equal(mqtt_broker_stats(B)->log_suppressed, 95);
+	/* another reason is not starved by the flood */
+	struct client *c = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(c, "d2", true), MQTT_CONNACK_NOT_AUTHORIZED);
+	cl_free(c);
+	assert_int_equal(g_lines, 6);
+	assert_non_null(strstr(g_last, "mqtt: identity:"));
+	assert_non_null(strstr(g_last, "id=d1"));
+	/* one second later: one line, carrying the count of the lines suppressed */
+	now += 1000;
+	c = cl_new("d7", MQTT_ID_DEVICE);
+	assert_int_equal(cl_in(c, bad, sizeof bad), -E_CLOSED);
+	cl_free(c);
+	assert_int_equal(g_lines, 7);
+	assert_non_null(strstr(g_last, "(+95 suppressed)"));
+	assert_int_equal(mqtt_broker_stats(B)->log_lines, 7);
+	/* every rejection path below logs (a sample): ACL, protocol, timeout, too big */
+	c = cl_new("d8", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(c, "d8", true), 0);
+	assert_int_equal(cl_pub(c, "devices/d9/t", "x", 0, false, 0, false), 0);
+	assert_non_null(strstr(g_last, "mqtt: acl: PUBLISH to devices/d9/t denied id=d8"));
+	assert_int_equal(cl_sub(c, "devices/d9/#", 0), MQTT_SUBACK_FAILURE);
+	assert_non_null(strstr(g_last, "mqtt: acl: SUBSCRIBE"));
+	const uint8_t huge[] = { 0x30, 0xff, 0x7f }; /* 16383 bytes > max_packet */
+	assert_int_equal(cl_in(c, huge, sizeof huge), -E_CLOSED);
+	assert_non_null(strstr(g_last, "mqtt: too big:"));
+	cl_free(c);
+	c = cl_new("d8", MQTT_ID_DEVICE);
+	now += 20000;
+	mqtt_broker_tick(B, now);
+	assert_true(c->closed);
+	assert_non_null(strstr(g_last, "mqtt: timeout: no CONNECT"));
+	cl_free(c);
+}
+
 static void test_subscription_limits(void **state)
 {
 	(void)state;
@@ -774,6 +975,7 @@ static void test_memory_targets(void **state)
 {
 	(void)state;
 	assert_true(mqtt_sizeof_session() <= 64);
+	assert_int_equal(mqtt_sizeof_conn(), 48);
 	print_message("sizeof session %zu, conn %zu, delivery %zu\n", mqtt_sizeof_session(),
 		      mqtt_sizeof_conn(), sizeof(struct mqtt_dlv));
 	struct client *cl[8];
@@ -917,6 +1119,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_qos2_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_per_identity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_table_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_log_rate_limited, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subscription_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_memory_targets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_split_input, setup, teardown),

@@ -195,6 +195,10 @@ static const struct rej_case rej_cases[] = {
 	C("client id truncated", MQTT_REJ_SHORT, 0x10, 13, 0, 4, 'M', 'Q', 'T', 'T', 4, 2, 0, 0, 0, 5, 'a'),
 	C("connect trailing", MQTT_REJ_TRAILING, 0x10, 13, 0, 4, 'M', 'Q', 'T', 'T', 4, 2, 0, 0, 0, 0, 9),
 	C("will missing", MQTT_REJ_SHORT, 0x10, 12, 0, 4, 'M', 'Q', 'T', 'T', 4, 6, 0, 0, 0, 0),
+	C("will topic NUL", MQTT_REJ_UTF8, 0x10, 17, 0, 4, 'M', 'Q', 'T', 'T', 4, 6, 0, 0, 0, 0, 0, 1, 0, 0, 0),
+	C("user name NUL", MQTT_REJ_UTF8, 0x10, 15, 0, 4, 'M', 'Q', 'T', 'T', 4, 0x82, 0, 0, 0, 0, 0, 1, 0),
+	C("user name missing", MQTT_REJ_SHORT, 0x10, 12, 0, 4, 'M', 'Q', 'T', 'T', 4, 0x82, 0, 0, 0, 0),
+	C("password missing", MQTT_REJ_SHORT, 0x10, 15, 0, 4, 'M', 'Q', 'T', 'T', 4, 0xc2, 0, 0, 0, 0, 0, 1, 'u'),
 	C("will topic wildcard", MQTT_REJ_TOPIC, 0x10, 17, 0, 4, 'M', 'Q', 'T', 'T', 4, 6, 0, 0, 0, 0, 0, 1, '#', 0, 0),
 	C("publish qos 3", MQTT_REJ_QOS, 0x36, 5, 0, 1, 'a', 0, 1),
 	C("publish dup qos 0", MQTT_REJ_QOS, 0x38, 3, 0, 1, 'a'),
@@ -323,7 +327,7 @@ static void test_framer_every_split(void **state)
 		assert_int_equal(sizes[0], p1);
 		assert_int_equal(sizes[1], 2);
 		mqtt_framer_reset(&fr, &t_alloc_ops);
-		assert_null(fr.buf); /* idle holds no buffer */
+		assert_false(mqtt_framer_busy(&fr)); /* idle holds no buffer */
 		assert_int_equal(g_live, 0);
 	}
 	/* byte by byte */

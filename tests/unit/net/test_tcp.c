@@ -439,6 +439,34 @@ static void test_ooo_hold_released_in_order(void **state)
 }
 
 /* A FIN beyond the gap is held with its data and delivered when the hole fills. */
+/* The mutable view through tcp_input_in_frame: a segment inside the frame is delivered
+ * (and overwritten by the upper layer in place), one outside it is counted and dropped. */
+static void test_input_in_frame(void **state)
+{
+	(void)state;
+	struct peer p;
+	static struct h_pkt pkt;
+	handshake(&p, 43311, 1460, -1, 65535);
+	const struct tcp_stats *st = tcp_stats(H.t);
+	h_build(&pkt, H_CLI_IP, H_SRV_IP, 43311, H_PORT, ACK, p.seq, p.ack, 65535, -1, -1, pattern, 100);
+	/* seg lies at offset 4 of a larger "frame" */
+	static uint8_t frame[H_FRAME + 8];
+	memcpy(frame + 4, pkt.b, pkt.len);
+	const uint8_t *ro = frame + 4;
+	tcp_input_in_frame(H.t, H_CLI_IP, H_SRV_IP, frame, 4 + pkt.len, ro, pkt.len);
+	assert_int_equal(H.conns[p.conn].rx_len, 100);
+	assert_memory_equal(H.conns[p.conn].rx, pattern, 100);
+	assert_int_equal(frame[4 + pkt.len - 100], (uint8_t)(pattern[0] ^ 0xff)); /* written in place */
+	/* Outside the frame, or running past its end: refused before any parsing. */
+	uint64_t in0 = st->in_segs;
+	tcp_input_in_frame(H.t, H_CLI_IP, H_SRV_IP, frame, 4 + pkt.len - 1, ro, pkt.len);
+	tcp_input_in_frame(H.t, H_CLI_IP, H_SRV_IP, frame + 5, pkt.len, ro, pkt.len);
+	tcp_input_in_frame(H.t, H_CLI_IP, H_SRV_IP, NULL, 0, ro, pkt.len);
+	assert_int_equal(st->rx_not_in_frame, 3);
+	assert_int_equal(st->in_segs, in0);
+	assert_int_equal(H.conns[p.conn].rx_len, 100);
+}
+
 static void test_ooo_hold_fin(void **state)
 {
 	(void)state;
@@ -1543,6 +1571,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reordered_final_ack_after_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reordered_data_completes_handshake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ooo_hold_released_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_input_in_frame, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ooo_hold_fin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ooo_hold_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ooo_hold_disabled, setup, teardown),

@@ -2,7 +2,10 @@
  * Unit tests for tls/record: HKDF-Expand-Label against RFC 8448, records against vectors
  * computed independently (Python hashlib/hmac + pyca/cryptography AEADs), round trips for
  * both suites, records split at every byte, padding, bad tags, oversized records, alerts,
- * close_notify, KeyUpdate both ways, sequence limits. Every teardown checks that each
+ * close_notify, KeyUpdate both ways, sequence limits; the whole group runs twice, without
+ * and with a tiny key cache (collisions on every other record). The key cache alone: hits,
+ * misses, eviction, KeyUpdate invalidation, wipe on close, a reused record never served a
+ * stale key; and the copy counter (0 for whole records). Every teardown checks that each
  * reassembly buffer was given back. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,9 +89,13 @@ static struct tls_rec_env env;
 static struct tls_rec srv, cli; /* srv: our server side; cli: a peer built from the same code */
 static uint8_t wire[200000];
 
+/* Key cache of the group's env: 0 (derive per record) or a few slots. */
+static uint32_t cache_n;
+static struct tls_rec_key_slot cache[16];
+
 static void env_make(uint16_t max_plain, uint64_t ku_after)
 {
-	struct tls_rec_config cfg = { max_plain, ku_after, { t_alloc, t_free, NULL } };
+	struct tls_rec_config cfg = { max_plain, ku_after, { t_alloc, t_free, NULL }, cache, cache_n };
 	assert_int_equal(tls_rec_env_init(&env, &cfg), 0);
 }
 
@@ -334,7 +341,7 @@ static void test_oversized_plaintext(void **state)
 	env_make(100, 1u << 24);
 	/* A peer without our limit sends 101 bytes in one record. */
 	struct tls_rec_env wide;
-	struct tls_rec_config cfg = { TLS_REC_MAX_PLAINTEXT, 1u << 24, { t_alloc, t_free, NULL } };
+	struct tls_rec_config cfg = { TLS_REC_MAX_PLAINTEXT, 1u << 24, { t_alloc, t_free, NULL }, NULL, 0 };
 	assert_int_equal(tls_rec_env_init(&wide, &cfg), 0);
 	assert_int_equal(tls_rec_write(&wide, &cli, big, 100, wire, sizeof wire, &n), 0);
 	assert_int_equal(tls_rec_input(&env, &srv, wire, n, on_data, &got), 0); /* 100 fits */
@@ -504,7 +511,7 @@ static void test_config_and_size(void **state)
 	(void)state;
 	struct tls_rec_env e;
 	struct tls_rec r;
-	struct tls_rec_config bad = { 0, 1, { t_alloc, t_free, NULL } };
+	struct tls_rec_config bad = { 0, 1, { t_alloc, t_free, NULL }, NULL, 0 };
 	assert_int_equal(tls_rec_env_init(&e, &bad), -E_INVAL);
 	bad.max_plaintext = TLS_REC_MAX_PLAINTEXT + 1;
 	assert_int_equal(tls_rec_env_init(&e, &bad), -E_INVAL);
@@ -512,6 +519,145 @@ static void test_config_and_size(void **state)
 	/* The idle per-connection cost of the record layer (budget: 152 B with the connection). */
 	print_message("sizeof(struct tls_rec) = %zu\n", tls_rec_sizeof());
 	assert_true(tls_rec_sizeof() <= 112);
+}
+
+/* ---- key cache and copies ---------------------------------------------------------- */
+
+static bool all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* One record cli -> srv; returns after srv delivered it. */
+static void one_record(const char *msg)
+{
+	size_t n, len = strlen(msg);
+	got.len = 0;
+	assert_int_equal(tls_rec_write(&env, &cli, (const uint8_t *)msg, len, wire, sizeof wire, &n), 0);
+	assert_int_equal(tls_rec_input(&env, &srv, wire, n, on_data, &got), 0);
+	assert_int_equal(got.len, len);
+	assert_memory_equal(got.data, msg, len);
+}
+
+static void cache_env(uint32_t slots)
+{
+	struct tls_rec_config cfg = { TLS_REC_MAX_PLAINTEXT, 1u << 24, { t_alloc, t_free, NULL }, cache, slots };
+	memset(cache, 0xee, sizeof cache); /* init must clear whatever was there */
+	assert_int_equal(tls_rec_env_init(&env, &cfg), 0);
+	assert_true(all_zero(cache, slots * sizeof cache[0]));
+	pair_open(TLS_SUITE_CHACHA20_POLY1305_SHA256);
+}
+
+static void test_key_cache_hits(void **state)
+{
+	(void)state;
+	cache_env(16);
+	one_record("first"); /* cli.tx and srv.rx: one derivation each */
+	assert_int_equal(env.n_key_misses, 2);
+	assert_int_equal(env.n_key_hits, 0);
+	assert_int_equal(tls_rec_key_cached(&env, &cli), 1);
+	assert_int_equal(tls_rec_key_cached(&env, &srv), 1);
+	for (int i = 0; i < 10; i++)
+		one_record("busy connection");
+	assert_int_equal(env.n_key_misses, 2);
+	assert_int_equal(env.n_key_hits, 20);
+	/* Cached and uncached keys are the same keys: an env without a cache reads it. */
+	struct tls_rec_env plain;
+	struct tls_rec_config pc = { TLS_REC_MAX_PLAINTEXT, 1u << 24, { t_alloc, t_free, NULL }, NULL, 0 };
+	assert_int_equal(tls_rec_env_init(&plain, &pc), 0);
+	size_t n;
+	assert_int_equal(tls_rec_write(&env, &cli, (const uint8_t *)"x", 1, wire, sizeof wire, &n), 0);
+	got.len = 0;
+	assert_int_equal(tls_rec_input(&plain, &srv, wire, n, on_data, &got), 0);
+	assert_int_equal(got.len, 1);
+	assert_int_equal(plain.n_key_misses, 1);
+	/* A cache slot pointer without slots, or slots without memory, are refused. */
+	pc.key_cache_slots = 4;
+	assert_int_equal(tls_rec_env_init(&plain, &pc), -E_INVAL);
+}
+
+static void test_key_cache_eviction(void **state)
+{
+	(void)state;
+	/* One slot: the four directions of two connections share it. */
+	cache_env(1);
+	one_record("a"); /* cli.tx miss, srv.rx miss evicts cli.tx */
+	assert_int_equal(env.n_key_misses, 2);
+	assert_int_equal(env.n_key_evictions, 1);
+	assert_int_equal(tls_rec_key_cached(&env, &srv), 1);
+	assert_int_equal(tls_rec_key_cached(&env, &cli), 0);
+	for (int i = 0; i < 5; i++)
+		one_record("thrash"); /* still correct, every record derives */
+	assert_int_equal(env.n_key_hits, 0);
+	assert_int_equal(env.n_key_misses, 12);
+	assert_int_equal(env.n_key_evictions, 11);
+	/* The slot holds exactly the last owner's key: no trace of another secret. */
+	assert_memory_equal(cache[0].secret, srv.rx.secret, TLS_REC_SECRET_LEN);
+}
+
+static void test_key_cache_key_update(void **state)
+{
+	(void)state;
+	cache_env(16);
+	one_record("before");
+	uint8_t old_secret[TLS_REC_SECRET_LEN];
+	memcpy(old_secret, srv.rx.secret, sizeof old_secret);
+	/* The client updates its sending key: both cached entries of that secret are wiped
+	 * (cli.tx when it sends the KeyUpdate, srv.rx when it receives it). */
+	tls_rec_key_update(&cli, false);
+	uint64_t wipes = env.n_key_wipes;
+	one_record("after");
+	assert_int_equal(env.n_key_wipes, wipes + 2);
+	for (size_t i = 0; i < 16; i++)
+		assert_false(memcmp(cache[i].secret, old_secret, sizeof old_secret) == 0);
+	one_record("again"); /* new secret: derived once, then hits */
+	uint64_t hits = env.n_key_hits;
+	one_record("and again");
+	assert_int_equal(env.n_key_hits, hits + 2);
+}
+
+static void test_key_cache_wiped_on_close(void **state)
+{
+	(void)state;
+	cache_env(16);
+	one_record("x");
+	one_record("y");
+	tls_rec_close(&env, &srv);
+	tls_rec_close(&env, &cli);
+	assert_true(all_zero(cache, sizeof cache)); /* no key material remains */
+	/* A record reopened at the same address with other secrets never gets a stale key,
+	 * even when its old entry survived (no close in between). */
+	pair_open(TLS_SUITE_CHACHA20_POLY1305_SHA256);
+	one_record("z");
+	assert_int_equal(tls_rec_open(&srv, TLS_SUITE_CHACHA20_POLY1305_SHA256, sec_b, sec_a, 0, 0), 0);
+	assert_int_equal(tls_rec_open(&cli, TLS_SUITE_CHACHA20_POLY1305_SHA256, sec_a, sec_b, 0, 0), 0);
+	uint64_t misses = env.n_key_misses;
+	one_record("new secrets");
+	assert_int_equal(env.n_key_misses, misses + 2);
+	tls_rec_env_fini(&env);
+	assert_true(all_zero(cache, sizeof cache));
+}
+
+static void test_whole_records_not_copied(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		one_record("whole record in one chunk");
+	assert_int_equal(env.n_copied_in, 0);
+	assert_int_equal(env.n_reasm, 0);
+	/* A record split in two chunks is copied (header into the struct, body into the
+	 * reassembly buffer). */
+	size_t n;
+	assert_int_equal(tls_rec_write(&env, &cli, (const uint8_t *)"split", 5, wire, sizeof wire, &n), 0);
+	got.len = 0;
+	assert_int_equal(tls_rec_input(&env, &srv, wire, 10, on_data, &got), 0);
+	assert_int_equal(tls_rec_input(&env, &srv, wire + 10, n - 10, on_data, &got), 0);
+	assert_int_equal(got.len, 5);
+	assert_int_equal(env.n_copied_in, n);
 }
 
 int main(void)
@@ -535,6 +681,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_key_update_after_record_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_and_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_whole_records_not_copied, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest cache_tests[] = {
+		cmocka_unit_test_setup_teardown(test_key_cache_hits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_cache_eviction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_cache_key_update, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_cache_wiped_on_close, setup, teardown),
+	};
+	int failed = cmocka_run_group_tests_name("record, no key cache", tests, NULL, NULL);
+	cache_n = 2; /* every path again through a tiny cache */
+	failed += cmocka_run_group_tests_name("record, key cache of 2", tests, NULL, NULL);
+	failed += cmocka_run_group_tests_name("key cache", cache_tests, NULL, NULL);
+	return failed;
 }
