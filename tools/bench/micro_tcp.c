@@ -123,7 +123,7 @@ static int u_accept(void *ctx, uint32_t conn, uint32_t ip, uint16_t sp, uint16_t
 
 /* Echo: the bytes are copied once into rx (the upper layer's buffer) and sent back from
  * there; the pump acknowledges everything before the next segment, so rx is reused. */
-static size_t u_recv(void *ctx, uint32_t conn, const uint8_t *data, size_t len)
+static size_t u_recv(void *ctx, uint32_t conn, uint8_t *data, size_t len)
 {
 	(void)ctx;
 	if (!data)

@@ -11,7 +11,9 @@
  *     in flight (the handshake allocator's live bytes above the env's, per handshake, from
  *     this file's accounting hook; the env's own peak from tls_hs_stats_get beside it);
  *   - the record layer alone: us per record sealed and opened at 64 B, 1 KiB and 16 KiB for
- *     both suites, and the per-record key + IV derivation (two HKDF-Expand-Label calls).
+ *     both suites, with key and IV expanded per record (key_cache "off") and served from
+ *     the per-core key cache (key_cache "on"; ADR-014), and the key + IV derivation alone
+ *     (two HKDF-Expand-Label calls).
  * One JSON line per figure on stdout ({"micro":...}). Host benchmark (hostrel); never linked
  * into the image. usage: micro_tls CERTDIR [budget_s] (CERTDIR: build/dev/certs: ca.crt,
  * server.crt/.key, dev-1.crt/.key).
@@ -308,48 +310,73 @@ static int sink(void *ctx, const uint8_t *d, size_t len)
 	return 0;
 }
 
-/* Record layer alone: seal with one tls_rec, open with its mirror. */
-static int records(struct tls_rec_env *renv, double budget)
+/* One record sealed by a and opened by b under env e; adds the CPU seconds. */
+static int one_record(struct tls_rec_env *e, struct tls_rec *a, struct tls_rec *b, size_t len,
+		      double *seal, double *open)
+{
+	static uint8_t in[16384], out[16384 + 256];
+	size_t n = 0;
+	double a0 = cpu_s();
+	if (tls_rec_write(e, a, in, len, out, sizeof out, &n))
+		return fprintf(stderr, "micro_tls: rec write\n"), 1;
+	double a1 = cpu_s();
+	if (tls_rec_input(e, b, out, n, sink, NULL)) /* decrypted in place, as from a frame */
+		return fprintf(stderr, "micro_tls: rec input\n"), 1;
+	double b1 = cpu_s();
+	*seal += a1 - a0;
+	*open += b1 - a1;
+	return 0;
+}
+
+/* Record layer alone: seal with one tls_rec, open with its mirror, at 64 B, 1 KiB and
+ * 16 KiB for both suites. envs[0] expands keys per record, envs[1] has the key cache; the
+ * two alternate record by record so that both see the same machine load (paired). */
+static int records(struct tls_rec_env *envs[2], double budget)
 {
 	static const uint16_t suites[] = { TLS_SUITE_AES_128_GCM_SHA256, TLS_SUITE_CHACHA20_POLY1305_SHA256 };
 	static const size_t sizes[] = { 64, 1024, 16384 };
-	static uint8_t in[16384], out[16384 + 256], copy[16384 + 256];
+	static const char *const mode[2] = { "off", "on" };
 	uint8_t s1[32], s2[32];
 	for (size_t i = 0; i < 32; i++)
 		s1[i] = (uint8_t)(i * 3 + 1), s2[i] = (uint8_t)(i * 5 + 2);
 	for (unsigned su = 0; su < 2; su++) {
 		for (unsigned z = 0; z < 3; z++) {
-			struct tls_rec a, b;
-			if (tls_rec_open(&a, suites[su], s1, s2, 0, 0) || tls_rec_open(&b, suites[su], s2, s1, 0, 0))
-				return fprintf(stderr, "micro_tls: rec open\n"), 1;
-			size_t n = 0, len = sizes[z];
-			double seal = 0, open = 0;
+			struct tls_rec a[2], b[2];
+			double seal[2] = { 0, 0 }, open[2] = { 0, 0 };
+			size_t len = sizes[z];
 			unsigned count = 0;
+			for (int m = 0; m < 2; m++)
+				if (tls_rec_open(&a[m], suites[su], s1, s2, 0, 0) ||
+				    tls_rec_open(&b[m], suites[su], s2, s1, 0, 0))
+					return fprintf(stderr, "micro_tls: rec open\n"), 1;
 			double t0 = cpu_s();
-			while (count < 20 || cpu_s() - t0 < budget / 6) {
-				double a0 = cpu_s();
-				if (tls_rec_write(renv, &a, in, len, out, sizeof out, &n))
-					return fprintf(stderr, "micro_tls: rec write\n"), 1;
-				double a1 = cpu_s();
-				memcpy(copy, out, n);
-				double b0 = cpu_s();
-				if (tls_rec_input(renv, &b, copy, n, sink, NULL))
-					return fprintf(stderr, "micro_tls: rec input\n"), 1;
-				double b1 = cpu_s();
-				seal += a1 - a0;
-				open += b1 - b0;
+			while (count < 20 || cpu_s() - t0 < budget / 3) {
+				for (int m = 0; m < 2; m++)
+					if (one_record(envs[m], &a[m], &b[m], len, &seal[m], &open[m]))
+						return 1;
 				count++;
 			}
-			printf("{\"micro\":\"tls_record\",\"suite\":\"%s\",\"bytes\":%zu,\"records\":%u,"
-			       "\"seal_us\":%.2f,\"open_us\":%.2f,\"seal_MB_per_s\":%.1f}\n",
-			       su ? "CHACHA20_POLY1305_SHA256" : "AES_128_GCM_SHA256", len, count,
-			       seal / count * 1e6, open / count * 1e6, (double)len * count / seal / 1e6);
-			tls_rec_close(renv, &a);
-			tls_rec_close(renv, &b);
+			for (int m = 0; m < 2; m++) {
+				printf("{\"micro\":\"tls_record\",\"key_cache\":\"%s\",\"suite\":\"%s\","
+				       "\"bytes\":%zu,\"records\":%u,\"seal_us\":%.2f,\"open_us\":%.2f,"
+				       "\"seal_MB_per_s\":%.1f}\n",
+				       mode[m], su ? "CHACHA20_POLY1305_SHA256" : "AES_128_GCM_SHA256", len,
+				       count, seal[m] / count * 1e6, open[m] / count * 1e6,
+				       (double)len * count / seal[m] / 1e6);
+				tls_rec_close(envs[m], &a[m]);
+				tls_rec_close(envs[m], &b[m]);
+			}
 		}
 	}
-	/* Per-record derivation: key (16 or 32 B) and IV (12 B) from the traffic secret. */
-	uint8_t key[32], iv[12];
+	return 0;
+}
+
+/* Per-record derivation alone: key (16 or 32 B) and IV (12 B) from the traffic secret. */
+static int derivation(double budget)
+{
+	uint8_t s1[32], key[32], iv[12];
+	for (size_t i = 0; i < 32; i++)
+		s1[i] = (uint8_t)(i * 3 + 1);
 	unsigned count = 0;
 	double t0 = cpu_s(), t = t0;
 	while (count < 1000 || t - t0 < budget / 6) {
@@ -369,17 +396,29 @@ static int records(struct tls_rec_env *renv, double budget)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: micro_tls CERTDIR [budget_s]\n");
+		fprintf(stderr, "usage: micro_tls CERTDIR [budget_s [records]]\n");
 		return 2;
 	}
 	double budget = argc > 2 ? atof(argv[2]) : 2.0;
 	if (budget <= 0 || budget > 60)
 		budget = 2.0;
-	struct tls_rec_env renv;
-	struct tls_rec_config rc = { TLS_REC_MAX_PLAINTEXT, (uint64_t)1 << 40, { r_alloc, r_free, NULL } };
+	struct tls_rec_env renv, cenv;
+	static struct tls_rec_key_slot cache[16];
+	struct tls_rec_config rc = { TLS_REC_MAX_PLAINTEXT, (uint64_t)1 << 40, { r_alloc, r_free, NULL }, NULL, 0 };
 	if (tls_rec_env_init(&renv, &rc))
 		return fprintf(stderr, "micro_tls: rec env\n"), 1;
-	int r = handshakes(argv[1], budget, &renv);
-	r |= records(&renv, budget);
+	rc.key_cache = cache;
+	rc.key_cache_slots = 16;
+	if (tls_rec_env_init(&cenv, &rc))
+		return fprintf(stderr, "micro_tls: rec env\n"), 1;
+	int r = argc > 3 && strcmp(argv[3], "records") == 0 ? 0 : handshakes(argv[1], budget, &renv);
+	struct tls_rec_env *envs[2] = { &renv, &cenv };
+	r |= records(envs, budget);
+	printf("{\"micro\":\"tls_key_cache\",\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,"
+	       "\"slot_bytes\":%zu}\n",
+	       (unsigned long long)cenv.n_key_hits, (unsigned long long)cenv.n_key_misses,
+	       (unsigned long long)cenv.n_key_evictions, sizeof cache[0]);
+	r |= derivation(budget);
+	tls_rec_env_fini(&cenv);
 	return r;
 }

@@ -40,14 +40,32 @@ def med(broker, figure, key):
     return statistics.median(v) if v else None
 
 
+def medf(broker, figure, fn):
+    """Median of fn(run) over the runs of a figure (fn may return None or raise KeyError)."""
+    v = []
+    for r in runs(broker, figure):
+        try:
+            x = fn(r)
+        except (KeyError, TypeError, ZeroDivisionError):
+            x = None
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            v.append(x)
+    return statistics.median(v) if v else None
+
+
+def one(broker, figure, key):
+    r = runs(broker, figure)
+    return r[-1].get(key) if r else None
+
+
 def cpu_us_per_hs(broker, figure):
     v = [r["cpu_ticks"] / r["hz"] * 1e6 / r["done"] for r in runs(broker, figure)
          if r.get("done") and r.get("hz")]
     return statistics.median(v) if v else None
 
 
-def idle(broker):
-    r = runs(broker, "idle")
+def idle(broker, n):
+    r = [x for x in runs(broker, "idle") if str(x.get("n", x.get("held"))) == str(n)]
     if not r:
         return None, None, 0, None
     r = r[-1]
@@ -78,10 +96,11 @@ if len(floor) == 3:
     floor["resumed_hs_us"] = 1e6 * 2 / floor["x25519_ops_per_s"]
 
 U, M = "urmqtt", "mosquitto"
-own_u, rss_u, held_u, tot_u = idle(U)
-own_m, rss_m, held_m, tot_m = idle(M)
+idle_ns = [n for n in str(args.idle).replace(",", " ").split() if n]
+held = {U: {}, M: {}}
 figs = [
-    # key, label, unit, urMQTT value, Mosquitto value, better
+    # key, label, unit, urMQTT value, Mosquitto value, better ("higher", "lower" or
+    # "none": the two values are not comparable and no ratio is printed)
     ("hs_full_per_s", "full mTLS handshakes/s (%s in flight)" % args.k, "1/s",
      med(U, "hs_full", "handshakes_per_s"), med(M, "hs_full", "handshakes_per_s"), "higher"),
     ("hs_resumed_per_s", "resumed handshakes/s (ticket)", "1/s",
@@ -90,23 +109,120 @@ figs = [
      cpu_us_per_hs(U, "hs_full"), cpu_us_per_hs(M, "hs_full"), "lower"),
     ("hs_resumed_cpu_us", "broker CPU per resumed handshake", "us",
      cpu_us_per_hs(U, "hs_resumed"), cpu_us_per_hs(M, "hs_resumed"), "lower"),
+]
+for n in idle_ns:
     # urMQTT: the data plane's own figure (records + heap per connection); Mosquitto: RSS
     # growth over the N connections / N. urMQTT's RSS barely grows (its records are
     # allocated and touched at start), so the whole-process RSS is shown as well.
-    ("idle_bytes_per_conn", "bytes/idle mTLS conn at %s (urMQTT own; Mosq RSS delta/N)"
-     % args.idle, "B", own_u, rss_m, "lower"),
-    ("idle_rss_total_kib", "process RSS holding %s idle conns" % args.idle, "KiB",
-     tot_u, tot_m, "lower"),
-    ("q0_msgs_per_s", "QoS 0 msgs/s, 64 B, %s pub -> 1 sub" % args.pubs, "1/s",
-     med(U, "q0", "msgs_per_s"), med(M, "q0", "msgs_per_s"), "higher"),
-    ("q1_msgs_per_s", "QoS 1 msgs/s, 64 B, %s pub -> 1 sub" % args.pubs, "1/s",
-     med(U, "q1", "msgs_per_s"), med(M, "q1", "msgs_per_s"), "higher"),
-    ("lat_p50_us", "latency p50 at %s msgs/s QoS 1" % args.rate, "us",
-     med(U, "lat", "lat_us_p50"), med(M, "lat", "lat_us_p50"), "lower"),
-    ("lat_p99_us", "latency p99 at %s msgs/s QoS 1" % args.rate, "us",
-     med(U, "lat", "lat_us_p99"), med(M, "lat", "lat_us_p99"), "lower"),
-    ("lat_p999_us", "latency p99.9 at %s msgs/s QoS 1" % args.rate, "us",
-     med(U, "lat", "lat_us_p999"), med(M, "lat", "lat_us_p999"), "lower"),
+    own_u, rss_u, held_u, tot_u = idle(U, n)
+    own_m, rss_m, held_m, tot_m = idle(M, n)
+    held[U][n], held[M][n] = held_u, held_m
+    figs += [
+        ("idle_bytes_per_conn_%s" % n, "bytes/idle mTLS conn at %s (urMQTT own; Mosq RSS delta/N)"
+         % n, "B", own_u, rss_m, "lower"),
+        ("idle_rss_total_kib_%s" % n, "process RSS holding %s idle conns" % n, "KiB",
+         tot_u, tot_m, "lower"),
+    ]
+    if (held_u and held_u != int(n)) or (held_m and held_m != int(n)):
+        print("bench: idle at %s: held urMQTT %s, Mosquitto %s" % (n, held_u, held_m))
+for q in (0, 1, 2):
+    figs.append(("q%d_msgs_per_s" % q, "QoS %d msgs/s, 64 B, %s pub -> 1 sub" % (q, args.pubs),
+                 "1/s", med(U, "q%d" % q, "msgs_per_s"), med(M, "q%d" % q, "msgs_per_s"), "higher"))
+for q, tag in ((1, "lat"), (2, "lat2")):
+    for pk, pn in (("lat_us_p50", "p50"), ("lat_us_p99", "p99"), ("lat_us_p999", "p99.9")):
+        figs.append(("%s_%s_us" % (tag, pn.replace(".", "")), "latency %s at %s msgs/s QoS %d"
+                     % (pn, args.rate, q), "us", med(U, tag, pk), med(M, tag, pk), "lower"))
+
+
+# ---- storm: established clients through a connection storm --------------------------------
+def syn_refused(r):
+    """SYNs the broker refused or dropped during the storm run (its own counters)."""
+    a, b = r.get("srv0") or {}, r.get("srv1") or {}
+    if r.get("broker") == U:
+        ks = [k for k in b if k.startswith("refused_")]
+    else:  # Linux: listen queue overflows and SYN-queue drops of Mosquitto's listener
+        ks = ["ListenDrops", "TCPReqQFullDrop"]
+    return sum(b.get(k, 0) - a.get(k, 0) for k in ks) if ks else None
+
+
+def storm_rows():
+    f = lambda w, k: (lambda r: r[w][k])
+    rows_ = [
+        ("storm_before_msgs_per_s", "storm: established msgs/s before (offered %s)" % args.rate,
+         "1/s", f("before", "msgs_per_s"), "higher"),
+        ("storm_during_msgs_per_s", "storm: established msgs/s during the storm", "1/s",
+         f("storm", "msgs_per_s"), "higher"),
+        ("storm_before_p50_us", "storm: established latency p50 before", "us",
+         f("before", "lat_us_p50"), "lower"),
+        ("storm_during_p50_us", "storm: established latency p50 during", "us",
+         f("storm", "lat_us_p50"), "lower"),
+        ("storm_before_p99_us", "storm: established latency p99 before", "us",
+         f("before", "lat_us_p99"), "lower"),
+        ("storm_during_p99_us", "storm: established latency p99 during", "us",
+         f("storm", "lat_us_p99"), "lower"),
+        ("storm_steady_after_ms", "storm: back to steady latency after it ends", "ms",
+         lambda r: r["steady_after_ms"] if r["steady_after_ms"] >= 0 else None, "lower"),
+        ("storm_attempts_per_s", "storm: new mTLS connection attempts/s offered", "1/s",
+         lambda r: r["attempts_per_s"], "none"),
+        ("storm_completed_per_s", "storm: storm connections completed (CONNACK)/s", "1/s",
+         lambda r: r["completed_per_s"], "higher"),
+        ("storm_syn_refused", "storm: SYNs refused/dropped by the broker (own counters)", "1",
+         syn_refused, "none"),
+        ("storm_syn_timeout", "storm: attempts with no SYN-ACK within the deadline", "1",
+         lambda r: r["syn_timeout"], "none"),
+        ("storm_tls_failed", "storm: attempts reset/failed during TLS", "1",
+         lambda r: r["tls_failed"], "none"),
+        ("storm_rss_peak_kib", "storm: broker RSS peak (broker restarted before the storms)",
+         "KiB", lambda r: r["rss_peak_kb"], "lower"),
+
+        ("storm_cpu_ms", "storm: broker CPU over the storm run", "ms",
+         lambda r: r["cpu_ticks"] / r["hz"] * 1000, "none"),
+    ]
+    out_ = [(k, l, u, medf(U, "storm", fn), medf(M, "storm", fn), b) for k, l, u, fn, b in rows_]
+
+    def growth(b):
+        # the storm runs start on freshly started brokers: their highest RSS over all storm
+        # runs minus the RSS before the first one
+        rs = [r for r in runs(b, "storm") if isinstance(r.get("rss0_kb"), (int, float))]
+        return (max(r["rss_peak_kb"] for r in rs) - rs[0]["rss0_kb"]) if rs else None
+    out_.insert(len(out_) - 1, ("storm_rss_growth_kib",
+                                "storm: broker RSS growth over all storm runs (from fresh start)",
+                                "KiB", growth(U), growth(M), "lower"))
+    return out_
+
+
+figs += storm_rows()
+storm_note = []
+for b in (U, M):
+    rs = runs(b, "storm")
+    if rs:
+        storm_note.append("%s: alive after every storm run: %s%s" % (
+            b, all(r.get("alive") for r in rs),
+            ("; heap peak %s B (own accounting)" % max(r.get("heap_peak") or 0 for r in rs))
+            if b == U else ""))
+
+# ---- boot time and image size ---------------------------------------------------------------
+bu, bm = runs(U, "boot"), runs(M, "boot")
+acc = bu[-1].get("accel", "?").upper() if bu else "?"
+figs += [
+    ("boot_loop_ms", "boot: QEMU start -> first core's loop (%s) | Mosq: exec -> accepting" % acc,
+     "ms", bu[-1].get("loop_ms") if bu else None, bm[-1].get("serving_ms") if bm else None, "none"),
+    ("boot_kernel_ms", "boot: kernel entry -> loop (the kernel's own figure, %s)" % acc, "ms",
+     bu[-1].get("kernel_entry_to_loop_ms") if bu else None, None, "none"),
+    ("boot_serving_ms", "boot: QEMU start -> DHCP lease, listening (%s)" % acc, "ms",
+     bu[-1].get("serving_ms") if bu else None, None, "none"),
+]
+su, sm_ = runs(U, "size"), runs(M, "size")
+su, sm_ = (su[-1] if su else {}), (sm_[-1] if sm_ else {})
+tdb = lambda d: (d["text"] + d["data"] + d["bss"]) / 1024 if d.get("text") is not None else None
+figs += [
+    ("image_loaded_kib", "image: text+data+bss | Mosq: binary + %s shared libs" % sm_.get("objects", "?"),
+     "KiB", tdb(su), tdb(sm_), "lower"),
+    ("image_file_kib", "image: file bytes, stripped | Mosq: the same files", "KiB",
+     su.get("file_stripped", 0) / 1024 if su else None,
+     sm_.get("file", 0) / 1024 if sm_ else None, "lower"),
+    ("image_file_debug_kib", "image: file bytes as built (with debug sections)", "KiB",
+     su.get("file", 0) / 1024 if su else None, None, "none"),
 ]
 
 
@@ -121,10 +237,11 @@ def fmt(v):
 res = {
     "machine": {"cores": int(args.cores or 0), "kvm": args.kvm, "uname": os.uname().release},
     "settings": {"runs": int(args.runs or 0), "seconds": float(args.seconds or 0),
-                 "idle": int(args.idle or 0), "rate": float(args.rate or 0),
+                 "idle": [int(n) for n in idle_ns], "rate": float(args.rate or 0),
                  "in_flight": int(args.k or 0), "publishers": int(args.pubs or 0)},
     "elapsed_s": int(args.elapsed or 0),
-    "held": {U: held_u, M: held_m},
+    "held": held,
+    "notes": storm_note,
     "figures": {},
     "crypto_floor": floor,
     "micro": [r for r in rows if r.get("micro")],
@@ -139,11 +256,15 @@ print("medians of %s runs of %ss; one core each for broker and load generator; K
 w = 72
 print("%-*s %12s %12s %8s" % (w, "figure", "urMQTT", "Mosquitto", "ratio"))
 for key, label, unit, u, m, better in figs:
-    ratio = (u / m) if (u is not None and m) else None
+    if u is None and m is None:
+        continue
+    ratio = (u / m) if (u is not None and m and better != "none") else None
     res["figures"][key] = {"label": label, "unit": unit, "urmqtt": u, "mosquitto": m,
                            "ratio_urmqtt_over_mosquitto": ratio, "better": better}
     print("%-*s %12s %12s %8s" % (w, "%s [%s, %s]" % (label, unit, better), fmt(u), fmt(m),
                                   ("%.2fx" % ratio) if ratio is not None else "n/a"))
+for n_ in storm_note:
+    print("storm: " + n_)
 if floor:
     print("crypto floor (openssl speed, this machine): X25519 %.0f op/s, P-256 sign %.0f/s verify %.0f/s"
           % (floor.get("x25519_ops_per_s", 0), floor.get("p256_sign_per_s", 0),
@@ -206,7 +327,7 @@ if args.plot == "1":
     dat = os.path.join(args.out, "bench.dat")
     with open(dat, "w") as f:
         for key, label, unit, u, m, better in figs:
-            if u is None or m is None:
+            if u is None or m is None or not u or not m:
                 continue
             f.write('"%s" %g %g\n' % (key, u, m))
     gp = """set terminal pngcairo size 1200,600 noenhanced

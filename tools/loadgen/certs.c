@@ -4,14 +4,16 @@
  * development CA, written once to a cache directory with one shared P-256 key (the
  * identities differ; the key is irrelevant to what the benchmark measures). A stamp file
  * holding the CA's SHA-256 fingerprint makes a later call with the same CA a no-op and a
- * new CA regenerate. Host tool (OpenSSL); never linked into the image; never reads the
- * CA key except to sign, never writes outside OUT.
+ * new CA, a larger N or a cache older than 20 days (the certificates live 30) regenerate.
+ * Host tool (OpenSSL); never linked into the image; never reads the CA key except to
+ * sign, never writes outside OUT.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -89,7 +91,8 @@ int loadgen_mkcerts(const char *ca_dir, const char *out, unsigned n)
 	}
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/load-%u.crt", out, n);
-	if (!strcmp(have, want) && stat(path, &st) == 0) {
+	/* ... and is young enough: the certificates are valid for 30 days from signing */
+	if (!strcmp(have, want) && stat(path, &st) == 0 && time(NULL) - st.st_mtime < 20L * 24 * 3600) {
 		rc = 0;
 		goto out;
 	}

@@ -8,8 +8,17 @@
  *              PINGREQ at the keepalive, held for T seconds
  *   pubsub     P publishers (devices load-i, topic devices/load-i/telemetry) to S
  *              subscribers (service `ops`, client ids ops/j, filter devices/+/telemetry)
- *              at QoS 0/1, payload size, a total rate or flat out; delivered msgs/s and
+ *              at QoS 0/1/2, payload size, a total rate or flat out; delivered msgs/s and
  *              latency percentiles from a send timestamp carried in the payload
+ *   storm      pubsub's established clients publish through three windows (before, during
+ *              and after a connection storm): D storm devices (load-(P+1)..) connect at
+ *              once, capped at R new attempts/s, each attempt bounded by its own deadline,
+ *              failures retried with exponential backoff and jitter, each connection held
+ *              for a while after CONNACK and dropped without DISCONNECT, then reopened;
+ *              at the storm's end all drop without DISCONNECT. Per window: delivered
+ *              msgs/s and latency; for the storm: attempts, completions and failures by
+ *              stage (no SYN-ACK, refused/reset, TLS, MQTT), and the time back to steady
+ *              latency after it
  *   mkcerts    cache N device certificates signed by the development CA (certs.c)
  * A progress line per second on stderr, one JSON object at the end on stdout. Every loop
  * is bounded in count and time (deadlines below). Host tool only; never linked into the
@@ -27,7 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -45,9 +57,9 @@
 #define CONN_TIMEOUT_NS (15ull * 1000000000ull)
 #define LAT_BUCKETS (64 * 16)
 
-enum mode { M_HANDSHAKE, M_HOLD, M_PUBSUB };
+enum mode { M_HANDSHAKE, M_HOLD, M_PUBSUB, M_STORM };
 enum st { S_FREE, S_TCP, S_TLS, S_CONNACK, S_SUBACK, S_READY, S_CLOSING };
-enum role { R_HS, R_HOLD, R_PUB, R_SUB };
+enum role { R_HS, R_HOLD, R_PUB, R_SUB, R_STORM };
 
 struct opts {
 	enum mode mode;
@@ -58,6 +70,9 @@ struct opts {
 	unsigned n, k, pubs, subs, qos, payload, keepalive, window;
 	double seconds, rate;
 	bool resume;
+	/* storm */
+	unsigned storm_n, storm_rate, attempt_ms, hold_ms;
+	double before_s, after_s;
 };
 
 struct ident {
@@ -79,6 +94,8 @@ struct conn {
 	uint16_t pid;
 	unsigned inflight;
 	uint64_t sent, acked;
+	uint64_t retry_at; /* storm: when this device tries again (0: not waiting) */
+	unsigned tries;    /* storm: consecutive failed attempts (backoff exponent) */
 	uint8_t rbuf[RBUF];
 	uint8_t wbuf[WBUF];
 };
@@ -95,10 +112,29 @@ static volatile sig_atomic_t stop;
 
 /* results */
 static uint64_t n_done, n_full, n_resumed, n_failed, n_ready;
-static uint64_t delivered, published, measured_delivered;
-static uint64_t lat_hist[LAT_BUCKETS];
-static uint64_t lat_n;
-static bool measuring;
+static uint64_t delivered, published;
+
+/* Measured windows: pubsub uses window 0; storm uses 0 before, 1 during, 2 after the storm.
+ * cur_win < 0: not measuring (warm-up, drain). */
+#define N_PHASES 3
+struct phase_st {
+	uint64_t hist[LAT_BUCKETS];
+	uint64_t n_lat, delivered, published;
+};
+static struct phase_st win_st[N_PHASES];
+static int cur_win = -1;
+
+/* Storm: per-attempt outcomes (failures by the stage they reached) and the latency of each
+ * 100 ms slice after the storm's end (time back to steady state). */
+#define SLICES 600
+static struct {
+	uint64_t attempts, tcp_up, tls_up, completed, dropped, retries;
+	uint64_t syn_timeout, tcp_refused, tls_failed, tls_timeout, mqtt_failed, mqtt_timeout;
+	uint64_t open_failed, held_now, held_peak;
+	uint64_t t_end;
+	uint64_t slice_max[SLICES], slice_n[SLICES];
+} sm;
+static bool closing_timeout; /* conn_close called for a deadline, not an error */
 
 static uint64_t now_ns(void)
 {
@@ -132,13 +168,13 @@ static uint64_t lat_value(unsigned idx)
 	return (1ull << msb) + ((uint64_t)sub << (msb - 4)) + (1ull << (msb - 4)) / 2;
 }
 
-static double lat_pct(double p)
+static double lat_pct(const struct phase_st *w, double p)
 {
-	if (!lat_n)
+	if (!w->n_lat)
 		return 0;
-	uint64_t want = (uint64_t)((double)lat_n * p), acc = 0;
+	uint64_t want = (uint64_t)((double)w->n_lat * p), acc = 0;
 	for (unsigned i = 0; i < LAT_BUCKETS; i++) {
-		acc += lat_hist[i];
+		acc += w->hist[i];
 		if (acc > want)
 			return (double)lat_value(i);
 	}
@@ -231,6 +267,8 @@ static bool out_publish(struct conn *c)
 		return false;
 	c->sent++;
 	published++;
+	if (cur_win >= 0)
+		win_st[cur_win].published++;
 	if (o.qos)
 		c->inflight++;
 	return true;
@@ -247,8 +285,53 @@ static void ep_set(struct conn *c, uint32_t ev)
 		c->ev = ev;
 }
 
+static uint64_t storm_backoff_ns(unsigned tries)
+{
+	/* 100 ms x 2^tries, at most 3.2 s, times a jitter factor in [0.5, 1.5) */
+	uint64_t base = 100000000ull << (tries < 5 ? tries : 5);
+	return base / 2 + (uint64_t)((double)base * ((double)random() / ((double)RAND_MAX + 1.0)));
+}
+
+/* Storm bookkeeping when a storm connection ends: failures by stage, retry time. */
+static void storm_closed(struct conn *c, bool ok)
+{
+	if (c->st == S_READY) {
+		if (sm.held_now)
+			sm.held_now--;
+		c->tries = 0;
+		c->retry_at = now_ns(); /* dropped: reconnect as soon as the rate cap allows */
+		return;
+	}
+	if (ok)
+		return;
+	switch (c->st) {
+	case S_TCP:
+		if (closing_timeout)
+			sm.syn_timeout++;
+		else
+			sm.tcp_refused++;
+		break;
+	case S_TLS:
+		if (closing_timeout)
+			sm.tls_timeout++;
+		else
+			sm.tls_failed++;
+		break;
+	default:
+		if (closing_timeout)
+			sm.mqtt_timeout++;
+		else
+			sm.mqtt_failed++;
+		break;
+	}
+	c->retry_at = now_ns() + storm_backoff_ns(c->tries);
+	c->tries++;
+}
+
 static void conn_close(struct conn *c, bool ok)
 {
+	if (c->role == R_STORM && c->st != S_FREE)
+		storm_closed(c, ok);
 	if (c->ssl) {
 		/* A connection freed without a shutdown mark makes OpenSSL drop its ticket. */
 		if (ok)
@@ -259,9 +342,9 @@ static void conn_close(struct conn *c, bool ok)
 		close(c->fd);
 	c->ssl = NULL;
 	c->fd = -1;
-	if (!ok)
+	if (!ok && c->role != R_STORM) /* the storm's failures are counted by stage */
 		n_failed++;
-	if (c->st == S_READY && n_ready)
+	if (c->st == S_READY && c->role != R_STORM && n_ready)
 		n_ready--;
 	c->st = S_FREE;
 	c->rlen = c->wlen = 0;
@@ -281,12 +364,14 @@ static int new_session_cb(SSL *ssl, SSL_SESSION *sess)
 
 static bool conn_open(struct conn *c, enum role role, unsigned id)
 {
+	unsigned tries = c->tries;
 	memset(c, 0, offsetof(struct conn, rbuf));
 	c->fd = -1;
 	c->role = role;
 	c->id = id;
+	c->tries = tries;
 	c->t0 = now_ns();
-	c->deadline = c->t0 + CONN_TIMEOUT_NS;
+	c->deadline = c->t0 + (role == R_STORM ? (uint64_t)o.attempt_ms * 1000000ull : CONN_TIMEOUT_NS);
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return false;
@@ -352,6 +437,15 @@ static bool conn_flush(struct conn *c)
 static void on_ready(struct conn *c)
 {
 	c->st = S_READY;
+	if (c->role == R_STORM) {
+		/* held until deadline (reused as the drop time), not counted as an established client */
+		sm.completed++;
+		sm.held_now++;
+		if (sm.held_now > sm.held_peak)
+			sm.held_peak = sm.held_now;
+		c->deadline = now_ns() + (uint64_t)o.hold_ms * 1000000ull;
+		return;
+	}
 	n_ready++;
 	c->next_ping = now_ns() + (uint64_t)o.keepalive * 1000000000ull;
 }
@@ -392,32 +486,48 @@ static bool on_packet(struct conn *c, uint8_t hdr, const uint8_t *b, size_t len)
 		return true;
 	case 3: { /* PUBLISH to a subscriber */
 		unsigned q = (hdr >> 1) & 3u;
-		if (len < 2)
+		if (len < 2 || q == 3)
 			return false;
 		size_t tl = ((size_t)b[0] << 8) | b[1], off = 2 + tl + (q ? 2 : 0);
 		if (off > len)
 			return false;
-		if (q == 1) {
+		if (q) { /* QoS 1: PUBACK; QoS 2: PUBREC, then PUBREL -> PUBCOMP below */
 			uint8_t ack[2] = { b[2 + tl], b[3 + tl] };
-			(void)out_pkt(c, 0x40, ack, 2);
+			(void)out_pkt(c, q == 1 ? 0x40 : 0x50, ack, 2);
 		}
 		delivered++;
-		if (measuring && len - off >= 8) {
+		if (len - off >= 8) {
 			uint64_t t;
 			memcpy(&t, b + off, sizeof(t));
-			uint64_t now = now_ns();
-			measured_delivered++;
-			if (now > t) {
-				lat_hist[lat_bucket((now - t) / 1000u)]++;
-				lat_n++;
+			uint64_t now = now_ns(), us = now > t ? (now - t) / 1000u : 0;
+			if (cur_win >= 0) {
+				struct phase_st *w = &win_st[cur_win];
+				w->delivered++;
+				w->hist[lat_bucket(us)]++;
+				w->n_lat++;
+			}
+			if (sm.t_end && now >= sm.t_end) {
+				uint64_t si = (now - sm.t_end) / 100000000ull;
+				if (si < SLICES) {
+					sm.slice_n[si]++;
+					if (us > sm.slice_max[si])
+						sm.slice_max[si] = us;
+				}
 			}
 		}
 		return true;
 	}
 	case 4: /* PUBACK */
+	case 7: /* PUBCOMP: the end of a QoS 2 exchange */
 		if (c->inflight)
 			c->inflight--;
 		c->acked++;
+		return true;
+	case 5: /* PUBREC to a QoS 2 publisher: release the message */
+	case 6: /* PUBREL to a QoS 2 subscriber: complete it */
+		if (len != 2)
+			return false;
+		(void)out_pkt(c, type == 5 ? 0x62 : 0x70, b, 2);
 		return true;
 	case 13: /* PINGRESP */
 		return true;
@@ -467,6 +577,8 @@ static void conn_drive(struct conn *c)
 			conn_close(c, false);
 			return;
 		}
+		if (c->role == R_STORM)
+			sm.tcp_up++;
 		c->st = S_TLS;
 	}
 	if (c->st == S_TLS) {
@@ -481,6 +593,8 @@ static void conn_drive(struct conn *c)
 				conn_close(c, false);
 			return;
 		}
+		if (c->role == R_STORM)
+			sm.tls_up++;
 		out_connect(c);
 		c->st = S_CONNACK;
 	}
@@ -590,7 +704,14 @@ static void poll_once(int timeout_ms)
 		if (c->st == S_FREE)
 			continue;
 		if (c->st != S_READY && now > c->deadline) {
+			closing_timeout = true;
 			conn_close(c, false);
+			closing_timeout = false;
+		} else if (c->role == R_STORM) {
+			if (now > c->deadline) { /* held long enough: drop without DISCONNECT */
+				sm.dropped++;
+				conn_close(c, true);
+			}
 		} else if (c->st == S_READY && o.keepalive && now > c->next_ping) {
 			(void)out_pkt(c, 0xC0, NULL, 0);
 			c->next_ping = now + (uint64_t)o.keepalive * 1000000000ull;
@@ -725,42 +846,218 @@ static int run_hold(void)
 	return 0;
 }
 
-static int run_pubsub(void)
+/* Storm: start the attempts that are due, at most o.storm_rate per second (a token bucket
+ * refilled per call, at most 1/20 s of burst), for devices [from, to). */
+static void storm_open_due(unsigned from, unsigned to, uint64_t now, double *tokens,
+			   uint64_t *last_ns, unsigned *cursor)
+{
+	double add = (double)(now - *last_ns) / 1e9 * o.storm_rate, cap = o.storm_rate / 20.0 + 1;
+	*last_ns = now;
+	*tokens = *tokens + add > cap ? cap : *tokens + add;
+	unsigned n = to - from, scanned = 0;
+	for (; scanned < n && *tokens >= 1.0; scanned++) {
+		unsigned i = from + (*cursor + scanned) % n;
+		struct conn *c = &conns[i];
+		if (c->st != S_FREE || c->retry_at > now)
+			continue;
+		if (c->tries)
+			sm.retries++;
+		sm.attempts++;
+		*tokens -= 1.0;
+		if (!conn_open(c, R_STORM, o.pubs + (i - from))) {
+			/* no socket (fd or port exhaustion): counted, retried after a backoff */
+			sm.open_failed++;
+			c->retry_at = now + storm_backoff_ns(c->tries);
+			c->tries++;
+		}
+	}
+	*cursor = n ? (*cursor + scanned) % n : 0; /* fairness: resume after the last one looked at */
+}
+
+/* The storm runs in a child process (forked after the identities are loaded and the
+ * established clients are up, niced by 10 on the same core): its client-side handshakes
+ * then take only the CPU the established clients leave, so their figures show the broker,
+ * not the load generator. The child drives only the storm slots [s+p, s+p+d) on an epoll
+ * of its own, from tb[1] to tb[2], then drops every storm connection without DISCONNECT
+ * and writes its counters (a JSON fragment) to the pipe. */
+static void storm_child(unsigned s, unsigned p, unsigned d, const uint64_t *tb, int wfd)
+{
+	(void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+	(void)setpriority(PRIO_PROCESS, 0, 10);
+	srandom((unsigned)now_ns() ^ (unsigned)getpid());
+	close(ep);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	for (unsigned i = 0; i < s + p; i++) { /* the parent's: forget them here */
+		close(conns[i].fd);
+		conns[i].fd = -1;
+		conns[i].ssl = NULL;
+		conns[i].st = S_FREE;
+	}
+	while (!stop && now_ns() < tb[1])
+		usleep(1000);
+	uint64_t last = now_ns(), st_last = last;
+	double tokens = 0;
+	unsigned cursor = 0;
+	fprintf(stderr, "loadgen storm: %u devices, at most %u attempts/s\n", d, o.storm_rate);
+	while (!stop && ep >= 0) {
+		uint64_t now = now_ns();
+		if (now >= tb[2])
+			break;
+		storm_open_due(s + p, s + p + d, now, &tokens, &st_last, &cursor);
+		poll_once(1);
+		if (now_ns() - last >= 1000000000ull) {
+			last = now_ns();
+			fprintf(stderr, "loadgen storm: attempts=%llu completed=%llu held=%llu"
+					" syn_timeout=%llu refused=%llu tls_failed=%llu tls_timeout=%llu\n",
+				(unsigned long long)sm.attempts, (unsigned long long)sm.completed,
+				(unsigned long long)sm.held_now, (unsigned long long)sm.syn_timeout,
+				(unsigned long long)sm.tcp_refused, (unsigned long long)sm.tls_failed,
+				(unsigned long long)sm.tls_timeout);
+		}
+	}
+	uint64_t in_flight = 0;
+	for (unsigned i = s + p; i < s + p + d; i++)
+		if (conns[i].st != S_FREE) {
+			if (conns[i].st == S_READY)
+				sm.dropped++;
+			else
+				in_flight++;
+			conn_close(&conns[i], true);
+		}
+	char b[2048];
+	int n = snprintf(b, sizeof(b),
+		"\"attempts\":%llu,\"attempts_per_s\":%.1f,\"tcp_up\":%llu,\"tls_up\":%llu,"
+		"\"completed\":%llu,\"completed_per_s\":%.1f,\"retries\":%llu,\"dropped\":%llu,"
+		"\"held_peak\":%llu,\"syn_timeout\":%llu,\"tcp_refused\":%llu,\"tls_failed\":%llu,"
+		"\"tls_timeout\":%llu,\"mqtt_failed\":%llu,\"mqtt_timeout\":%llu,\"open_failed\":%llu,"
+		"\"in_flight_at_end\":%llu,",
+		(unsigned long long)sm.attempts, (double)sm.attempts / o.seconds,
+		(unsigned long long)sm.tcp_up, (unsigned long long)sm.tls_up,
+		(unsigned long long)sm.completed, (double)sm.completed / o.seconds,
+		(unsigned long long)sm.retries, (unsigned long long)sm.dropped,
+		(unsigned long long)sm.held_peak, (unsigned long long)sm.syn_timeout,
+		(unsigned long long)sm.tcp_refused, (unsigned long long)sm.tls_failed,
+		(unsigned long long)sm.tls_timeout, (unsigned long long)sm.mqtt_failed,
+		(unsigned long long)sm.mqtt_timeout, (unsigned long long)sm.open_failed,
+		(unsigned long long)in_flight);
+	if (n > 0 && (size_t)n < sizeof(b))
+		(void)!write(wfd, b, (size_t)n);
+	close(wfd);
+}
+
+static int storm_start(unsigned s, unsigned p, unsigned d, const uint64_t *tb, pid_t *pid, int *rfd)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC))
+		return -1;
+	fflush(stdout);
+	fflush(stderr);
+	*pid = fork();
+	if (*pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (*pid == 0) {
+		close(pfd[0]);
+		storm_child(s, p, d, tb, pfd[1]);
+		_exit(0);
+	}
+	close(pfd[1]);
+	*rfd = pfd[0];
+	return 0;
+}
+
+/* Reads the child's counters (waits at most 10 s for them), reaps it. */
+static void storm_collect(pid_t pid, int fd, char *out, size_t len)
+{
+	size_t n = 0;
+	uint64_t dl = now_ns() + 10000000000ull;
+	out[0] = 0;
+	while (fd >= 0 && n + 1 < len && now_ns() < dl) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		ssize_t r = read(fd, out + n, len - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	out[n] = 0;
+	if (fd >= 0)
+		close(fd);
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		(void)waitpid(pid, NULL, 0);
+	}
+	if (!n)
+		snprintf(out, len, "\"storm_error\":\"no counters from the storm process\",");
+}
+
+static void emit_phase(const char *name, const struct phase_st *w, double secs)
+{
+	printf("\"%s\":{\"seconds\":%.3f,\"msgs_per_s\":%.1f,\"published_per_s\":%.1f,"
+	       "\"lat_us_p50\":%.0f,\"lat_us_p99\":%.0f,\"lat_us_p999\":%.0f,\"lat_samples\":%llu},",
+	       name, secs, secs > 0 ? (double)w->delivered / secs : 0,
+	       secs > 0 ? (double)w->published / secs : 0, lat_pct(w, 0.5), lat_pct(w, 0.99),
+	       lat_pct(w, 0.999), (unsigned long long)w->n_lat);
+}
+
+/* pubsub (storm = false): warm-up 1 s, the measured window (o.seconds), 1 s to drain.
+ * storm: warm-up 1 s, before (o.before_s), storm (o.seconds), after (o.after_s), drain 1 s. */
+static int run_pubsub(bool storm)
 {
 	uint64_t t0 = now_ns(), dl = t0 + 120ull * 1000000000ull;
-	unsigned s = o.subs, p = o.pubs;
+	unsigned s = o.subs, p = o.pubs, d = storm ? o.storm_n : 0;
 	bool ok = open_all(0, s, R_SUB, 0, "pubsub-subs", t0, dl) &&
 		  open_all(s, s + p, R_PUB, 0, "pubsub-pubs", t0, dl);
 	if (!ok) {
-		fprintf(stderr, "loadgen pubsub: connections not ready\n");
-		printf("{\"mode\":\"pubsub\",\"error\":\"connect\",\"failed\":%llu}\n",
-		       (unsigned long long)n_failed);
+		fprintf(stderr, "loadgen %s: connections not ready\n", storm ? "storm" : "pubsub");
+		printf("{\"mode\":\"%s\",\"error\":\"connect\",\"failed\":%llu}\n",
+		       storm ? "storm" : "pubsub", (unsigned long long)n_failed);
 		return 1;
 	}
-	/* warm-up 1 s (not measured), then the measured window, then 1 s to drain */
-	uint64_t t_start = now_ns(), t_meas = t_start + 1000000000ull,
-		 t_end = t_meas + (uint64_t)(o.seconds * 1e9), t_drain = t_end + 1000000000ull;
-	uint64_t pub_meas0 = 0, last = t_start;
+	uint64_t sec = 1000000000ull;
+	/* window boundaries: [0] start of before/measured, [1] storm start, [2] storm end, [3] end */
+	uint64_t t_start = now_ns(), tb[4];
+	tb[0] = t_start + sec;
+	if (storm) {
+		tb[1] = tb[0] + (uint64_t)(o.before_s * 1e9);
+		tb[2] = tb[1] + (uint64_t)(o.seconds * 1e9);
+		tb[3] = tb[2] + (uint64_t)(o.after_s * 1e9);
+	} else {
+		tb[1] = tb[0] + (uint64_t)(o.seconds * 1e9);
+		tb[2] = tb[3] = tb[1];
+	}
+	uint64_t t_drain = tb[3] + sec, last = t_start;
 	double per_pub = o.rate > 0 ? o.rate / p : 0;
+	uint64_t n_failed_est = n_failed;
+	int storm_fd = -1;
+	pid_t storm_pid = -1;
+	if (storm && storm_start(s, p, d, tb, &storm_pid, &storm_fd)) {
+		printf("{\"mode\":\"storm\",\"error\":\"fork\"}\n");
+		return 1;
+	}
 	while (!stop) {
 		uint64_t now = now_ns();
 		if (now >= t_drain)
 			break;
-		if (!measuring && now >= t_meas && now < t_end) {
-			measuring = true;
-			pub_meas0 = published;
-		}
-		if (measuring && now >= t_end)
-			measuring = false;
-		if (now < t_end) {
+		int want = -1;
+		if (now >= tb[0] && now < tb[3])
+			want = !storm ? 0 : now < tb[1] ? 0 : now < tb[2] ? 1 : 2;
+		cur_win = want;
+		if (storm && !sm.t_end && now >= tb[2])
+			sm.t_end = now; /* the child drops its connections now */
+		if (now < tb[3]) {
 			for (unsigned i = s; i < s + p; i++) {
 				struct conn *c = &conns[i];
 				if (c->st != S_READY)
 					continue;
 				uint64_t due;
-				if (per_pub > 0)
-					due = (uint64_t)((double)(now - t_start) / 1e9 * per_pub) - c->sent;
-				else if (o.qos)
+				if (per_pub > 0) {
+					uint64_t should = (uint64_t)((double)(now - t_start) / 1e9 * per_pub);
+					due = should > c->sent ? should - c->sent : 0;
+				} else if (o.qos)
 					due = o.window > c->inflight ? o.window - c->inflight : 0;
 				else
 					due = c->wlen == 0 ? 64 : 0;
@@ -776,28 +1073,69 @@ static int run_pubsub(void)
 			}
 		}
 		poll_once(per_pub > 0 ? 1 : 0);
-		if (now_ns() - last >= 1000000000ull) {
+		if (now_ns() - last >= sec) {
 			last = now_ns();
-			progress("pubsub", t0);
+			progress(storm ? "storm" : "pubsub", t0);
 		}
 	}
-	uint64_t pub_meas = published - pub_meas0;
+	cur_win = -1;
+	/* established clients that failed during the run (the storm's own are counted apart) */
+	uint64_t est_failed = n_failed - n_failed_est;
+	unsigned est_ready = 0;
+	for (unsigned i = 0; i < s + p; i++)
+		if (conns[i].st == S_READY)
+			est_ready++;
 	for (unsigned i = 0; i < n_conns; i++)
 		if (conns[i].st != S_FREE) {
-			(void)out_pkt(&conns[i], 0xE0, NULL, 0);
-			(void)conn_flush(&conns[i]);
+			if (conns[i].role != R_STORM) {
+				(void)out_pkt(&conns[i], 0xE0, NULL, 0);
+				(void)conn_flush(&conns[i]);
+			}
 			conn_close(&conns[i], true);
 		}
-	double win = o.seconds;
-	printf("{\"mode\":\"pubsub\",\"qos\":%u,\"payload\":%u,\"publishers\":%u,\"subscribers\":%u,"
-	       "\"rate\":%.0f,\"published_in_window\":%llu,\"delivered_in_window\":%llu,"
-	       "\"msgs_per_s\":%.1f,\"published_per_s\":%.1f,\"lat_us_p50\":%.0f,\"lat_us_p99\":%.0f,"
-	       "\"lat_us_p999\":%.0f,\"lat_samples\":%llu,",
-	       o.qos, o.payload, p, s, o.rate, (unsigned long long)pub_meas,
-	       (unsigned long long)measured_delivered, (double)measured_delivered / win,
-	       (double)pub_meas / win, lat_pct(0.5), lat_pct(0.99), lat_pct(0.999),
-	       (unsigned long long)lat_n);
-	emit_common(stdout, (double)(now_ns() - t0) / 1e9);
+	double e = (double)(now_ns() - t0) / 1e9;
+	if (!storm) {
+		const struct phase_st *w = &win_st[0];
+		double win = o.seconds;
+		printf("{\"mode\":\"pubsub\",\"qos\":%u,\"payload\":%u,\"publishers\":%u,\"subscribers\":%u,"
+		       "\"rate\":%.0f,\"published_in_window\":%llu,\"delivered_in_window\":%llu,"
+		       "\"msgs_per_s\":%.1f,\"published_per_s\":%.1f,\"lat_us_p50\":%.0f,\"lat_us_p99\":%.0f,"
+		       "\"lat_us_p999\":%.0f,\"lat_samples\":%llu,",
+		       o.qos, o.payload, p, s, o.rate, (unsigned long long)w->published,
+		       (unsigned long long)w->delivered, (double)w->delivered / win,
+		       (double)w->published / win, lat_pct(w, 0.5), lat_pct(w, 0.99), lat_pct(w, 0.999),
+		       (unsigned long long)w->n_lat);
+		emit_common(stdout, e);
+		printf("}\n");
+		return 0;
+	}
+	char sj[2048];
+	storm_collect(storm_pid, storm_fd, sj, sizeof(sj));
+	/* Back to steady state: the start of the first run of 5 slices (0.5 s) after the storm,
+	 * each with deliveries and a worst latency within 2x the p99 before the storm (1 ms at
+	 * least); -1 when the after window never got there. */
+	double lim = lat_pct(&win_st[0], 0.99) * 2 > 1000 ? lat_pct(&win_st[0], 0.99) * 2 : 1000;
+	long steady = -1;
+	unsigned n_sl = (unsigned)(o.after_s * 10);
+	if (n_sl > SLICES)
+		n_sl = SLICES;
+	for (unsigned i = 0; i + 5 <= n_sl && steady < 0; i++) {
+		unsigned j = 0;
+		while (j < 5 && sm.slice_n[i + j] && (double)sm.slice_max[i + j] <= lim)
+			j++;
+		if (j == 5)
+			steady = (long)i * 100;
+	}
+	printf("{\"mode\":\"storm\",\"qos\":%u,\"payload\":%u,\"publishers\":%u,\"subscribers\":%u,"
+	       "\"rate\":%.0f,\"storm_devices\":%u,\"storm_rate_cap\":%u,\"attempt_ms\":%u,\"hold_ms\":%u,",
+	       o.qos, o.payload, p, s, o.rate, d, o.storm_rate, o.attempt_ms, o.hold_ms);
+	emit_phase("before", &win_st[0], o.before_s);
+	emit_phase("storm", &win_st[1], o.seconds);
+	emit_phase("after", &win_st[2], o.after_s);
+	printf("%s\"steady_after_ms\":%ld,\"steady_limit_us\":%.0f,\"established_ready_at_end\":%u,"
+	       "\"established_failed\":%llu,",
+	       sj, steady, lim, est_ready, (unsigned long long)est_failed);
+	emit_common(stdout, e);
 	printf("}\n");
 	return 0;
 }
@@ -808,7 +1146,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: loadgen MODE [options]\n"
-		"  MODE: handshake | hold | pubsub | mkcerts\n"
+		"  MODE: handshake | hold | pubsub | storm | mkcerts\n"
 		"  --host IP --port N        broker (default 127.0.0.1:8883)\n"
 		"  --src IP[,IP...]          source addresses, round robin (max %d)\n"
 		"  --ca FILE                 CA certificate the server chain is verified against\n"
@@ -818,7 +1156,10 @@ static void usage(void)
 		"  --k K                     connections in flight (handshake; connect phases)\n"
 		"  --seconds T               measured time (handshake, hold, pubsub window)\n"
 		"  --resume                  handshake: resume with the ticket of the previous one\n"
-		"  --pubs P --subs S --qos Q --payload B --rate R (0 = flat out) --window W\n"
+		"  --pubs P --subs S --qos 0|1|2 --payload B --rate R (0 = flat out) --window W\n"
+		"  storm: pubsub's options, --seconds T (storm), --before T --after T (windows, 3 s),\n"
+		"         --storm-n D (devices, 1000) --storm-rate R (attempts/s cap, 2000)\n"
+		"         --attempt-ms A (per attempt, 3000) --hold-ms H (held after CONNACK, 2000)\n"
 		"  --keepalive S             MQTT keepalive; PINGREQ at that period (default 60)\n"
 		"  --ready-file F            hold: written with the held count once all are up\n"
 		"  mkcerts: --cadir DIR (ca.crt + ca.key) --out DIR --n N\n",
@@ -853,6 +1194,12 @@ int main(int argc, char **argv)
 	o.payload = 64;
 	o.keepalive = 60;
 	o.window = 32;
+	o.storm_n = 1000;
+	o.storm_rate = 2000;
+	o.attempt_ms = 3000;
+	o.hold_ms = 2000;
+	o.before_s = 3;
+	o.after_s = 3;
 	const char *m = argv[1];
 	bool mk = false;
 	if (!strcmp(m, "handshake"))
@@ -861,6 +1208,8 @@ int main(int argc, char **argv)
 		o.mode = M_HOLD;
 	else if (!strcmp(m, "pubsub"))
 		o.mode = M_PUBSUB;
+	else if (!strcmp(m, "storm"))
+		o.mode = M_STORM;
 	else if (!strcmp(m, "mkcerts"))
 		mk = true;
 	else {
@@ -911,7 +1260,19 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--subs"))
 			ok = parse_u(v, 1, 4096, &o.subs);
 		else if (!strcmp(a, "--qos"))
-			ok = parse_u(v, 0, 1, &o.qos);
+			ok = parse_u(v, 0, 2, &o.qos);
+		else if (!strcmp(a, "--storm-n"))
+			ok = parse_u(v, 1, 50000, &o.storm_n);
+		else if (!strcmp(a, "--storm-rate"))
+			ok = parse_u(v, 1, 100000, &o.storm_rate);
+		else if (!strcmp(a, "--attempt-ms"))
+			ok = parse_u(v, 100, 60000, &o.attempt_ms);
+		else if (!strcmp(a, "--hold-ms"))
+			ok = parse_u(v, 0, 600000, &o.hold_ms);
+		else if (!strcmp(a, "--before"))
+			ok = (o.before_s = strtod(v, NULL)) > 0 && o.before_s <= 600;
+		else if (!strcmp(a, "--after"))
+			ok = (o.after_s = strtod(v, NULL)) >= 0.5 && o.after_s <= 60;
 		else if (!strcmp(a, "--payload"))
 			ok = parse_u(v, 8, 65536, &o.payload);
 		else if (!strcmp(a, "--keepalive"))
@@ -936,8 +1297,8 @@ int main(int argc, char **argv)
 		}
 		return loadgen_mkcerts(cadir, out, o.n) ? 1 : 0;
 	}
-	if (!o.ca || !o.devdir || (o.mode == M_PUBSUB && !o.svcdir)) {
-		fprintf(stderr, "loadgen: --ca and --devdir (and --svcdir for pubsub) are required\n");
+	if (!o.ca || !o.devdir || ((o.mode == M_PUBSUB || o.mode == M_STORM) && !o.svcdir)) {
+		fprintf(stderr, "loadgen: --ca and --devdir (and --svcdir for pubsub, storm) are required\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -958,10 +1319,11 @@ int main(int argc, char **argv)
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
 
-	unsigned need_ids = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n : o.pubs;
+	unsigned need_ids = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n
+			  : o.mode == M_STORM ? o.pubs + o.storm_n : o.pubs;
 	if (!load_ids(need_ids))
 		return 1;
-	if (o.mode == M_PUBSUB) {
+	if (o.mode == M_PUBSUB || o.mode == M_STORM) {
 		char crt[512], key[512];
 		snprintf(crt, sizeof(crt), "%s/ops.crt", o.svcdir);
 		snprintf(key, sizeof(key), "%s/ops.key", o.svcdir);
@@ -970,14 +1332,17 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	n_conns = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n : o.pubs + o.subs;
+	n_conns = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n
+		: o.pubs + o.subs + (o.mode == M_STORM ? o.storm_n : 0);
 	conns = calloc(n_conns, sizeof(*conns));
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (!conns || ep < 0)
 		return 1;
 	for (unsigned i = 0; i < n_conns; i++)
 		conns[i].fd = -1;
-	int rc = o.mode == M_HANDSHAKE ? run_handshake() : o.mode == M_HOLD ? run_hold() : run_pubsub();
+	srandom((unsigned)now_ns());
+	int rc = o.mode == M_HANDSHAKE ? run_handshake() : o.mode == M_HOLD ? run_hold()
+		 : run_pubsub(o.mode == M_STORM);
 	fflush(stdout);
 	return rc;
 }
