@@ -68,6 +68,9 @@ struct dp_conn {
 	uint8_t flags;
 };
 
+/* Issue 6's budget: TLS state per idle connection, the connection record included. */
+STATIC_ASSERT(sizeof(void *) != 8 || sizeof(struct dp_conn) <= 152, "dp_conn over its 152 B budget");
+
 struct dp_hs_slot {
 	struct dp *dp; /* back pointer: the slot is the handshake's send context */
 	uint32_t conn; /* DP_NIL when free */

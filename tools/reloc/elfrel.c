@@ -119,23 +119,35 @@ static int load_read(const uint8_t *elf, size_t len, const struct ehdr *h, uint1
 	return 0;
 }
 
+/* The next non-empty PT_LOAD header at or after *i: 1 with *l filled and *i past it, 0
+ * when there is none, or a negative error. */
+static int load_next(const uint8_t *elf, size_t len, const struct ehdr *h, uint16_t *i, struct load *l)
+{
+	while (*i < h->phnum) {
+		bool is_load;
+		int rc = load_read(elf, len, h, (*i)++, l, &is_load);
+		if (rc)
+			return rc;
+		if (is_load && l->memsz)
+			return 1;
+	}
+	return 0;
+}
+
 int elfrel_image_extent(const uint8_t *elf, size_t elf_len, struct elfrel_image *out)
 {
 	struct ehdr h;
+	struct load l;
+	uint16_t i = 0;
 	int rc = ehdr_read(elf, elf_len, &h);
-	if (rc)
-		return rc;
 	uint64_t lo = UINT64_MAX, hi = 0;
-	for (uint16_t i = 0; i < h.phnum; i++) {
-		struct load l;
-		bool is_load;
-		if ((rc = load_read(elf, elf_len, &h, i, &l, &is_load)) != 0)
-			return rc;
-		if (!is_load || l.memsz == 0)
-			continue;
+	while (!rc && (rc = load_next(elf, elf_len, &h, &i, &l)) > 0) {
 		lo = MIN(lo, l.vaddr);
 		hi = MAX(hi, l.vaddr + l.memsz);
+		rc = 0;
 	}
+	if (rc)
+		return rc;
 	/* Offsets are stored as u32 in the table: the image must stay below 4 GiB. */
 	if (lo >= hi || hi - lo > UINT32_MAX)
 		return -E_INVAL;
@@ -147,22 +159,18 @@ int elfrel_image_extent(const uint8_t *elf, size_t elf_len, struct elfrel_image 
 int elfrel_image_flatten(const uint8_t *elf, size_t elf_len, const struct elfrel_image *img, uint8_t *out)
 {
 	struct ehdr h;
+	struct load l;
+	uint16_t i = 0;
 	int rc = ehdr_read(elf, elf_len, &h);
 	if (rc)
 		return rc;
 	memset(out, 0, img->len);
-	for (uint16_t i = 0; i < h.phnum; i++) {
-		struct load l;
-		bool is_load;
-		if ((rc = load_read(elf, elf_len, &h, i, &l, &is_load)) != 0)
-			return rc;
-		if (!is_load || l.memsz == 0)
-			continue;
+	while ((rc = load_next(elf, elf_len, &h, &i, &l)) > 0) {
 		if (l.vaddr < img->base || l.vaddr + l.memsz - img->base > img->len)
 			return -E_INVAL; /* not the extent this file gave */
 		memcpy(out + (l.vaddr - img->base), elf + l.offset, (size_t)l.filesz);
 	}
-	return 0;
+	return rc;
 }
 
 /* The section index of relocation r's symbol, through the symbol table link. */

@@ -7,6 +7,9 @@
 # lines that work with the development certificates next to the image's build directory
 # (BUILD_DIR/dev/certs, made by `make certs`, which building the image runs). Ctrl-C stops
 # QEMU and the script. URMQTT_SMP / URMQTT_MEM choose vCPUs / MiB.
+# The data disk BUILD_DIR/run/data.img (URMQTT_DISK_MB, default 64, sparse) is created when
+# absent and attached as virtio-blk; the kernel's block self-test uses its last 4 KiB (the
+# storage issue puts the database there).
 # URMQTT_NET=tap (root) boots instead with a TAP device inside a network namespace this
 # script creates and removes (10.79.0.1/24 on the host side, the guest at 10.79.0.2 by the
 # development command line's ip=): host tools then talk to our own TCP stack (user-mode
@@ -57,6 +60,11 @@ fi
 
 logdir=$build/run
 mkdir -p "$logdir"
+disk=$logdir/data.img
+if [ ! -f "$disk" ]; then
+	truncate -s "${URMQTT_DISK_MB:-64}M" "$disk" || { echo "run.sh: cannot create $disk" >&2; exit 1; }
+	echo "urMQTT: created data disk $disk (${URMQTT_DISK_MB:-64} MiB, sparse)"
+fi
 log=$logdir/serial.log
 : >"$log"
 qpid=""
@@ -90,6 +98,7 @@ else
 fi
 "${inns[@]}" qemu-system-x86_64 -M q35 "${accel[@]}" -m "$mem" -smp "$smp" -display none -no-reboot \
 	-nodefaults -serial stdio "${netdev[@]}" -device virtio-net-pci,netdev=n0,romfile= \
+	-drive "file=$disk,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 \
 	-kernel "$image" "${append[@]}" </dev/null >"$log" 2>&1 &
 qpid=$!
 tail -n +1 -f --pid="$qpid" "$log" &

@@ -13,6 +13,7 @@ packages=(
 	qemu-system-x86 qemu-system-arm qemu-utils              # kernel smoke tests
 	grub-pc-bin grub-common xorriso mtools                  # Multiboot2 boot through GRUB
 	openssl python3 iproute2 procps dnsmasq-base            # TLS/real-client tests, netns, DHCP
+	iputils-ping                                            # make run URMQTT_NET=tap: the printed ping example
 	mosquitto-clients python3-paho-mqtt                     # MQTT client tests
 	tcpdump                                                 # host-side capture of guest frames (net-tap-frames)
 	"$@"
