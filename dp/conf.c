@@ -59,6 +59,8 @@ void dp_config_from_conf(struct dp_config *g)
 	g->hs_rate_per_s = CONF_TLS_HANDSHAKE_RATE_PER_S;
 	g->hs_burst = CONF_TLS_HANDSHAKES_PER_CORE; /* a full pool may start at once */
 	g->hs_timeout_ms = 10000;                  /* a slow device on a bad link */
+	g->hs_stage_bytes = CONF_TLS_HANDSHAKE_STAGE_BYTES;
+	g->hs_steps_per_poll = CONF_TLS_HANDSHAKE_STEPS_PER_POLL;
 	g->heap_low_watermark = (size_t)CONF_TLS_HEAP_LOW_WATERMARK_KB * 1024u;
 	g->max_out_bytes = 2u * CONF_TLS_RECORD_BUFFER_BYTES;
 	g->rx_window = CONF_TLS_RECORD_BUFFER_BYTES;

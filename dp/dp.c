@@ -18,7 +18,8 @@
  *    +---reap()---------+--- TCP closed() sets GONE and links the record on the reap list
  *
  * Invariants (dp_check):
- * 1. state HS <=> hs != NULL <=> the record holds one of the hs_slots entries.
+ * 1. state HS <=> hs != NULL <=> the record holds one of the hs_slots entries; only a
+ *    slot in use has staged bytes (stage_len <= hs_stage_bytes).
  * 2. mq != NULL only in OPEN (the broker's handle; cleared when the broker closes it or
  *    after mqtt_conn_lost).
  * 3. out_bytes equals the bytes of the chunk list not yet acknowledged; no chunk exists
@@ -76,6 +77,8 @@ struct dp_hs_slot {
 	uint32_t conn; /* DP_NIL when free */
 	uint32_t src_ip;
 	uint64_t deadline_ms;
+	uint8_t *stage;     /* hs_stage_bytes carved at init: received, not yet processed */
+	uint32_t stage_len;
 };
 
 struct dp {
@@ -85,6 +88,7 @@ struct dp {
 	struct dp_conn *conns;
 	struct dp_hs_slot *hs_slots;
 	uint32_t n_open, n_hs, n_est;
+	uint32_t hs_hand; /* round-robin start of the next staged handshake step */
 	size_t rate_per_conn; /* the MQTT rate table's bytes per connection slot */
 	uint32_t reap_head;
 	uint64_t tokens_milli; /* handshake token bucket, in 1/1000 tokens */
@@ -253,6 +257,7 @@ static void hs_slot_release(struct dp *dp, struct dp_conn *c)
 	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++)
 		if (dp->hs_slots[i].conn == id) {
 			dp->hs_slots[i].conn = DP_NIL;
+			dp->hs_slots[i].stage_len = 0;
 			dp->n_hs--;
 			return;
 		}
@@ -483,6 +488,7 @@ static int up_accept(void *ctx, uint32_t conn, uint32_t src_ip, uint16_t src_por
 	s->dp = dp;
 	s->conn = conn;
 	s->src_ip = src_ip;
+	s->stage_len = 0;
 	s->deadline_ms = now_ms(dp) + dp->cfg.hs_timeout_ms;
 	memset(c, 0, sizeof *c);
 	c->reap_next = DP_NIL;
@@ -584,13 +590,47 @@ static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
 	mem_wipe(&id, sizeof id);
 }
 
-static uint32_t slot_src(const struct dp *dp, const struct dp_conn *c)
+static struct dp_hs_slot *slot_of(struct dp *dp, const struct dp_conn *c)
 {
 	uint32_t id = conn_id(dp, c);
 	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++)
 		if (dp->hs_slots[i].conn == id)
-			return dp->hs_slots[i].src_ip;
-	return 0;
+			return &dp->hs_slots[i];
+	return NULL;
+}
+
+/* One handshake step on the bytes staged in slot s: mbedTLS consumes them all (or
+ * fails); a finished handshake hands the bytes after its last message to the record
+ * layer, in place in the stage. */
+static void hs_step(struct dp *dp, struct dp_hs_slot *s)
+{
+	struct dp_conn *c = &dp->conns[s->conn];
+	uint32_t conn = s->conn, src = s->src_ip, len = s->stage_len;
+	uint8_t *data = s->stage;
+	size_t used = 0;
+	s->stage_len = 0;
+	dp->st.hs_steps++;
+	int rc = tls_hs_input(c->hs, data, len, &used);
+	if (rc < 0) {
+		char ip[16];
+		ip_str(ip, sizeof ip, src);
+		dp->st.hs_failed++;
+		say(dp, "dp: conn %u from %s: handshake refused: %s (mbedtls -0x%04x)", conn, ip,
+		    err_name(rc), (unsigned)-tls_hs_error(c->hs));
+		conn_begin_close(dp, c, false);
+		return;
+	}
+	if (rc == 0) {
+		dp->cfg.lower.window_update(dp->cfg.lower_ctx, conn); /* the stage is empty again */
+		return;
+	}
+	/* hs_complete releases s; its stage is not reused before the next accept, which
+	 * cannot happen inside this call. */
+	hs_complete(dp, c, src);
+	if (used < len && c->state == DP_OPEN)
+		records_in(dp, c, data + used, len - used);
+	if (c->state == DP_OPEN && !(c->flags & DP_F_GONE))
+		dp->cfg.lower.window_update(dp->cfg.lower_ctx, conn); /* the open window */
 }
 
 static size_t up_recv(void *ctx, uint32_t conn, uint8_t *data, size_t len)
@@ -612,24 +652,19 @@ static size_t up_recv(void *ctx, uint32_t conn, uint8_t *data, size_t len)
 	}
 	dp->st.bytes_in += len;
 	if (c->state == DP_HS) {
-		size_t used = 0;
-		uint32_t src = slot_src(dp, c);
-		int rc = tls_hs_input(c->hs, data, len, &used);
-		if (rc < 0) {
-			char ip[16];
-			ip_str(ip, sizeof ip, src);
-			dp->st.hs_failed++;
-			say(dp, "dp: conn %u from %s: handshake refused: %s (mbedtls -0x%04x)", conn,
-			     ip, err_name(rc), (unsigned)-tls_hs_error(c->hs));
-			conn_begin_close(dp, c, false);
+		/* Staged for dp_poll (ADR-024); what does not fit is dropped and retransmitted
+		 * (the advertised window is the stage's free space, so a peer that respects it
+		 * never overflows). */
+		struct dp_hs_slot *s = slot_of(dp, c);
+		if (!s)
 			return len;
-		}
-		if (rc == 0)
-			return len;
-		hs_complete(dp, c, src);
-		if (used < len && c->state == DP_OPEN)
-			records_in(dp, c, data + used, len - used);
-		return len;
+		size_t take = MIN(len, (size_t)(dp->cfg.hs_stage_bytes - s->stage_len));
+		memcpy(s->stage + s->stage_len, data, take);
+		s->stage_len += (uint32_t)take;
+		dp->st.hs_staged_bytes += take;
+		if (take < len)
+			dp->st.hs_stage_full++;
+		return take;
 	}
 	if (c->state == DP_OPEN)
 		records_in(dp, c, data, len);
@@ -644,6 +679,10 @@ static uint32_t up_credit(void *ctx, uint32_t conn)
 	const struct dp_conn *c = &dp->conns[conn];
 	if (c->out_bytes >= dp->cfg.max_out_bytes)
 		return 0; /* backpressure: the peer reads slower than it writes */
+	if (c->state == DP_HS) {
+		const struct dp_hs_slot *s = slot_of(dp, c);
+		return s ? dp->cfg.hs_stage_bytes - s->stage_len : 0;
+	}
 	return dp->cfg.rx_window;
 }
 
@@ -731,9 +770,30 @@ const struct dp_lower_ops dp_lower_tcp = { low_send, low_close, low_abort, low_w
 
 /* ---- loop, life cycle, stats ------------------------------------------------------------ */
 
-void dp_poll(struct dp *dp)
+/* Up to hs_steps_per_poll staged handshakes, round-robin; returns how many still wait. */
+static uint32_t hs_steps(struct dp *dp)
+{
+	uint32_t n = dp->cfg.hs_per_core, start = dp->hs_hand, done = 0, waiting = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		struct dp_hs_slot *s = &dp->hs_slots[(start + k) % n];
+		if (s->conn == DP_NIL || !s->stage_len)
+			continue;
+		if (done == dp->cfg.hs_steps_per_poll) {
+			waiting++;
+			continue;
+		}
+		hs_step(dp, s);
+		done++;
+		dp->hs_hand = (start + k + 1) % n; /* the next call starts after it */
+	}
+	return waiting;
+}
+
+uint32_t dp_poll(struct dp *dp)
 {
 	reap_all(dp);
+	uint32_t waiting = hs_steps(dp);
+	reap_all(dp); /* handshakes that failed just now */
 	uint64_t now = now_ms(dp);
 	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++) {
 		struct dp_hs_slot *s = &dp->hs_slots[i];
@@ -756,6 +816,7 @@ void dp_poll(struct dp *dp)
 		dp->last_tick_ms = now;
 		mqtt_broker_tick(dp->broker, now);
 	}
+	return waiting;
 }
 
 static size_t align8(size_t n)
@@ -766,7 +827,8 @@ static size_t align8(size_t n)
 static bool config_ok(const struct dp_config *g)
 {
 	return g->max_conns && g->port && g->hs_per_core && g->hs_per_source && g->hs_rate_per_s &&
-	       g->hs_burst && g->hs_timeout_ms && g->max_out_bytes && g->rx_window &&
+	       g->hs_burst && g->hs_timeout_ms && g->hs_stage_bytes >= 512 && g->hs_stage_bytes <= 65536 &&
+	       g->hs_steps_per_poll && g->max_out_bytes && g->rx_window &&
 	       g->rec.key_cache_slots <= DP_KEY_CACHE_MAX && g->hs_env && g->heap.alloc &&
 	       g->heap.free && g->heap.used && g->heap.avail && g->lower.send && g->lower.close &&
 	       g->lower.abort && g->lower.window_update && g->now_ms && g->mqtt.max_conns >= 1;
@@ -781,6 +843,7 @@ size_t dp_mem_size(const struct dp_config *cfg)
 		return 0;
 	return align8(sizeof(struct dp)) + align8((size_t)cfg->max_conns * sizeof(struct dp_conn)) +
 	       align8((size_t)cfg->hs_per_core * sizeof(struct dp_hs_slot)) +
+	       align8((size_t)cfg->hs_per_core * cfg->hs_stage_bytes) +
 	       align8((size_t)cfg->rec.key_cache_slots * sizeof(struct tls_rec_key_slot)) + align8(b);
 }
 
@@ -801,12 +864,16 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	p += align8((size_t)cfg->max_conns * sizeof(struct dp_conn));
 	dp->hs_slots = (struct dp_hs_slot *)(void *)p;
 	p += align8((size_t)cfg->hs_per_core * sizeof(struct dp_hs_slot));
+	uint8_t *stage = p;
+	p += align8((size_t)cfg->hs_per_core * cfg->hs_stage_bytes);
 	struct tls_rec_key_slot *kc = (struct tls_rec_key_slot *)(void *)p;
 	p += align8((size_t)cfg->rec.key_cache_slots * sizeof(struct tls_rec_key_slot));
 	for (uint32_t i = 0; i < cfg->max_conns; i++)
 		dp->conns[i].reap_next = DP_NIL;
-	for (uint32_t i = 0; i < cfg->hs_per_core; i++)
+	for (uint32_t i = 0; i < cfg->hs_per_core; i++) {
 		dp->hs_slots[i].conn = DP_NIL;
+		dp->hs_slots[i].stage = stage + (size_t)i * cfg->hs_stage_bytes;
+	}
 	dp->reap_head = DP_NIL;
 
 	dp->cfg.rec.ops = (struct tls_rec_ops){ rec_alloc, rec_free, dp };

@@ -55,6 +55,11 @@ struct dp_config {
 	uint32_t hs_rate_per_s;     /* new handshakes per second (token bucket) */
 	uint32_t hs_burst;          /* bucket depth */
 	uint32_t hs_timeout_ms;     /* a handshake not done by then is aborted */
+	/* Handshake bytes are staged (hs_stage_bytes per slot, advertised as the receive
+	 * window) and the cryptography runs in dp_poll, at most hs_steps_per_poll steps per
+	 * call: established connections never wait behind a burst of handshakes (ADR-024). */
+	uint32_t hs_stage_bytes;
+	uint32_t hs_steps_per_poll;
 	size_t heap_low_watermark;  /* refuse SYNs while avail() is below this */
 	uint32_t max_out_bytes;     /* unacknowledged ciphertext per connection; above it the
 				     * broker is told -E_AGAIN and resumes on acknowledgement */
@@ -81,6 +86,7 @@ struct dp_stats {
 	uint64_t refused_heap, refused_records, refused_inflight, refused_source, refused_rate,
 		refused_port, accept_refused;
 	uint64_t hs_failed, hs_timeouts, hs_done, id_refused, mqtt_open_failed;
+	uint64_t hs_steps, hs_staged_bytes, hs_stage_full; /* staged handshakes (ADR-024) */
 	uint64_t close_peer_fin, close_tls_alert, close_tls_error, close_mqtt, close_tcp,
 		reaped;
 	uint64_t out_alloc_failed, out_blocked, out_send_failed, out_chunks_live;
@@ -124,9 +130,11 @@ void dp_set_lower_ctx(struct dp *dp, void *lower_ctx);
 extern const struct tcp_upper_ops dp_tcp_upper;
 
 /* Safe point of the loop, after tcp_input/tcp_poll: reap closed connections (free their
- * records exactly once, publish wills), abort handshakes past their deadline, tick the
- * broker once a second. */
-void dp_poll(struct dp *dp);
+ * records exactly once, publish wills), run up to hs_steps_per_poll staged handshake
+ * steps, abort handshakes past their deadline, tick the broker once a second. Returns
+ * the handshakes still waiting with staged bytes: while it is not 0 the caller's loop
+ * should call again soon instead of sleeping. */
+uint32_t dp_poll(struct dp *dp);
 
 void dp_stats_get(const struct dp *dp, struct dp_stats *out /* out */);
 struct mqtt_broker *dp_broker(struct dp *dp);

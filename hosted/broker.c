@@ -208,9 +208,9 @@ void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp)
 	dp_set_lower_ctx(hb->dp, tcp);
 }
 
-void hosted_broker_poll(struct hosted_broker *hb)
+uint32_t hosted_broker_poll(struct hosted_broker *hb)
 {
-	dp_poll(hb->dp);
+	return dp_poll(hb->dp);
 }
 
 void hosted_broker_stats(struct hosted_broker *hb, const char *tag)

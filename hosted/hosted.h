@@ -142,7 +142,7 @@ MUST_CHECK int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn);
 /* Link the TCP stack (created with dp_tcp_upper and the dp as ctx). */
 void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp);
 /* Safe point of the loop (after tcp_poll): reap, handshake deadlines, broker tick. */
-void hosted_broker_poll(struct hosted_broker *hb);
+uint32_t hosted_broker_poll(struct hosted_broker *hb); /* handshakes still staged */
 /* Two stats lines on stdout: connections, bytes per connection, refusals. */
 void hosted_broker_stats(struct hosted_broker *hb, const char *tag);
 /* Abort every connection (TCP must still exist), free everything, report leaks. */

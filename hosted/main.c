@@ -47,6 +47,7 @@ struct hosted {
 	struct hosted_echo echo;
 	struct hosted_broker broker;
 	bool broker_up;
+	uint32_t hs_waiting; /* handshakes staged in dp, run on the next passes */
 	struct hosted_pcap pcap;
 	struct hosted_blk_file disk;
 	uint64_t t0_ms;
@@ -221,7 +222,8 @@ static void print_stats(struct hosted *h, const char *tag)
 	printf("%s tcp in_segs=%llu out_segs=%llu in_bytes=%llu out_bytes=%llu rexmit=%llu"
 	       " fast_rexmit=%llu rto=%llu persist=%llu timeouts=%llu rst_sent=%llu opened=%llu closed=%llu"
 	       " cookies=%llu cookie_bad=%llu ooo=%llu bad_csum=%llu no_conn=%llu oow=%llu"
-	       " tx_no_frame=%llu pending_full=%llu sref_exhausted=%llu table_full=%llu\n",
+	       " tx_no_frame=%llu pending_full=%llu sref_exhausted=%llu table_full=%llu"
+	       " syn_refused=%llu syn_remembered=%llu accept_refused=%llu\n",
 	       tag, (unsigned long long)ts->in_segs, (unsigned long long)ts->out_segs,
 	       (unsigned long long)ts->in_bytes, (unsigned long long)ts->out_bytes,
 	       (unsigned long long)ts->retransmits, (unsigned long long)ts->fast_retransmits,
@@ -233,7 +235,8 @@ static void print_stats(struct hosted *h, const char *tag)
 	       (unsigned long long)ts->rx_bad_csum, (unsigned long long)ts->rx_no_conn,
 	       (unsigned long long)ts->rx_out_of_window, (unsigned long long)ts->tx_no_frame,
 	       (unsigned long long)ts->pending_full, (unsigned long long)ts->sref_exhausted,
-	       (unsigned long long)ts->conn_table_full);
+	       (unsigned long long)ts->conn_table_full, (unsigned long long)ts->syn_refused,
+	       (unsigned long long)ts->syn_remembered, (unsigned long long)ts->accept_refused);
 	printf("%s net rx=%llu tx=%llu tap_rx=%llu tap_tx=%llu tap_rx_nobuf=%llu tap_err=%llu/%llu"
 	       " tx_nobuf=%llu arp_replies=%llu arp_requests=%llu icmp_replies=%llu"
 	       " pool_free=%u pool_low=%u impair_drop=%llu/%llu impair_reorder=%llu/%llu\n",
@@ -330,6 +333,8 @@ static void impair_drain(struct hosted_impair *im, struct hosted_pool *pool)
 
 static int loop_timeout(struct hosted *h, uint64_t now, uint64_t next_stats, uint64_t end)
 {
+	if (h->hs_waiting)
+		return 0; /* staged handshakes: the next pass runs more of them */
 	uint64_t due = now + (tcp_conn_count(h->tcp) ? h->o.tick_ms : HOSTED_IDLE_POLL_MS);
 	due = MIN(due, net_stack_next_timer_ms(&h->net));
 	due = MIN(due, hosted_impair_next_ms(&h->imp_rx));
@@ -373,8 +378,7 @@ static int run(struct hosted *h)
 		now = clock_ms();
 		impair_flush(h, now);
 		tcp_poll(h->tcp);
-		if (h->broker_up)
-			hosted_broker_poll(&h->broker);
+		h->hs_waiting = h->broker_up ? hosted_broker_poll(&h->broker) : 0;
 		if (net_stack_next_timer_ms(&h->net) <= now)
 			net_stack_poll(&h->net, now);
 		if (now >= next_stats) {

@@ -121,14 +121,15 @@ static void kb_bind(void *ctx, struct tcp_stack *tcp)
 	b->next_report_ms = b->cfg.report_ms ? b->cfg.now_ms() + b->cfg.report_ms : UINT64_MAX;
 }
 
-static void kb_poll(void *ctx)
+static uint32_t kb_poll(void *ctx)
 {
 	struct kbroker *b = ctx;
-	dp_poll(b->dp);
+	uint32_t waiting = dp_poll(b->dp);
 	if (b->cfg.now_ms() >= b->next_report_ms) {
 		b->next_report_ms = b->cfg.now_ms() + b->cfg.report_ms;
 		kbroker_report(b);
 	}
+	return waiting;
 }
 
 void kbroker_report(struct kbroker *b)

@@ -312,7 +312,7 @@ int knet_poll(void *ctx)
 		net_stack_poll(&k->ns, now);
 	tcp_poll(k->tcp);
 	if (k->cfg.upper && k->cfg.upper->poll)
-		k->cfg.upper->poll(k->cfg.upper->ctx);
+		work += (int)MIN(k->cfg.upper->poll(k->cfg.upper->ctx), 1024u);
 	(void)!vnet_tx_reap(k->cfg.nic, k->cfg.pair);
 	for (uint16_t p = k->cfg.pair; p < k->cfg.pair + k->cfg.n_rx_pairs; p++)
 		vnet_flush(k->cfg.nic, p);

@@ -39,8 +39,10 @@ struct knet_upper {
 	void *ctx;                       /* linked: ctx of bind and poll */
 	/* Once the TCP stack exists (knet_init): the upper links its handle. */
 	void (*bind)(void *ctx, struct tcp_stack *tcp);
-	/* The upper's safe point, after tcp_poll in every knet_poll (dp_poll). */
-	void (*poll)(void *ctx);
+	/* The upper's safe point, after tcp_poll in every knet_poll (dp_poll). Returns work
+	 * still waiting (staged handshakes): knet then counts the pass as busy, so the loop
+	 * polls again instead of halting. */
+	uint32_t (*poll)(void *ctx);
 	const struct tcp_config *tcp; /* linked: ports, connections, timers (local_ip replaced) */
 };
 

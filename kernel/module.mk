@@ -6,3 +6,14 @@ PORTABLE_SRCS += kernel/log.c kernel/panic.c kernel/cmdline.c kernel/loop.c kern
 	kernel/heap.c kernel/csprng.c kernel/knet.c kernel/knet_echo_tmp.c
 # kernel/knet is tested against the simulated virtio-net device of the drivers' tests.
 TEST_SRCS_kernel_test_knet := tests/unit/drivers/fake_dev.c
+# kernel/xcore.c: the core mesh (one SPSC ring per ordered pair of cores, credit flow control).
+PORTABLE_SRCS += kernel/xcore.c
+# Its test runs one thread per core (all-to-all stress), and again under ThreadSanitizer
+# (tests/smoke/kernel-xcore-tsan.sh); TSAN_CFLAGS comes from lib/module.mk.
+TEST_LIBS_kernel_test_xcore := -lpthread
+$(B)/tsan/test_xcore: tests/unit/kernel/test_xcore.c kernel/xcore.c lib/ring.c lib/err.c kernel/xcore.h lib/ring.h
+	@mkdir -p $(@D); echo "  CC [tsan]    $@"
+	$(Q)$(HOST_CC) $(TSAN_CFLAGS) -o $@ tests/unit/kernel/test_xcore.c kernel/xcore.c lib/ring.c lib/err.c \
+		-lcmocka -lpthread
+TEST_DEPS += $(B)/tsan/test_xcore
+SMOKE_SCRIPTS += tests/smoke/kernel-xcore-tsan.sh

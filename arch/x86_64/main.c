@@ -359,6 +359,10 @@ static NORETURN void main_continue(void *arg)
 		main_test_poll = x86_scenario_oneshot_poll;
 		main_test_name = "test-oneshot";
 		x86_scenario_oneshot_setup(main_n_slots);
+	} else if (strcmp(scenario, "xcore") == 0) {
+		main_test_poll = x86_scenario_xcore_poll;
+		main_test_name = "test-xcore";
+		x86_scenario_xcore_setup(main_n_slots);
 	}
 #else
 	main_rng_init(main_n_slots, false);
@@ -386,6 +390,10 @@ static NORETURN void main_continue(void *arg)
 		LOG_INFO("test", "scenario heap: allocating and freeing across %u cores", (unsigned)n_cores);
 		if (n_cores != main_n_slots)
 			PANIC("heap scenario: only %u of %u cores started", (unsigned)n_cores,
+			      (unsigned)main_n_slots);
+	} else if (main_test_poll == x86_scenario_xcore_poll) {
+		if (n_cores != main_n_slots)
+			PANIC("xcore scenario: only %u of %u cores started", (unsigned)n_cores,
 			      (unsigned)main_n_slots);
 	} else if (main_test_poll == x86_scenario_oneshot_poll) {
 		LOG_INFO("test", "scenario %s: one-shot timers on %u cores", scenario, (unsigned)n_cores);

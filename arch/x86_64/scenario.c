@@ -9,6 +9,8 @@
 #include "kernel/heap.h"
 #include "kernel/log.h"
 #include "kernel/panic.h"
+#include "kernel/xcore.h"
+#include "lib/err.h"
 #include "lib/mem.h"
 
 #ifndef URMQTT_PROD
@@ -258,6 +260,181 @@ int x86_scenario_oneshot_poll(void *ctx)
 	return 1;
 }
 
+/* ---- test=xcore: the core mesh, all to all ----
+ * Every core sends XC_MSGS sequenced messages to every other core through kernel/xcore
+ * from its own loop (a burst per destination per pass; every 7th message on the control
+ * class; -E_AGAIN means retry on a later pass) and checks what it receives: order per
+ * source, kind, class, length and every payload byte. A core counts itself done (release)
+ * once it has sent and received everything; the boot core then (acquire: every core's
+ * counters and the mesh's pair counters are visible) checks the pair counters and reports
+ * the rate. The handler reports work while the scenario runs, so the loop polls instead of
+ * halting: the figure is the mesh's, not the idle path's (and under TCG only indicative). */
+#define XC_MSGS 10000u         /* per ordered pair */
+#define XC_BURST 8u            /* sends per destination per pass */
+#define XC_DEADLINE_NS (40ull * 1000000000ull)
+#define XC_KIND_DATA 1u
+#define XC_KIND_CTRL 2u
+struct xc_core {
+	uint32_t next_seq[PLAT_MAX_CPUS];   /* to send, per destination */
+	uint32_t expect_seq[PLAT_MAX_CPUS]; /* to receive, per source */
+	uint64_t n_recv, n_errors, t_start_ns, t_end_ns;
+	uint32_t me;
+	bool started, done;
+} ALIGNED(64);
+static struct xc_core xc_cores[PLAT_MAX_CPUS];
+static struct xcore_mesh *xc_mesh;
+static uint32_t xc_n_cores;
+static _Atomic uint32_t xc_n_done;
+
+static uint32_t xc_check(uint32_t src, uint32_t dst, uint32_t seq)
+{
+	return (seq + 1u) * 0x9e3779b9u ^ (src << 24) ^ (dst << 16);
+}
+
+static uint32_t xc_len(uint32_t seq)
+{
+	return 16u + seq % 33u; /* 16..48 B of the 56 a slot carries */
+}
+
+void x86_scenario_xcore_setup(uint32_t n_cores)
+{
+	struct xcore_config cfg = {
+		.n_cores = n_cores,
+		.slots_per_ring = 64,
+		.slot_size = 64,
+		.ctrl_slots = 4,
+		.credit_batch = 8,
+		.poll_max = 64,
+		.poll_per_source = 16,
+	};
+	size_t len;
+	void *va;
+	uint64_t pa;
+	if (n_cores < 2 || xcore_mesh_size(&cfg, &len) != 0 ||
+	    kheap_pages_alloc((uint32_t)((len + 4095u) / 4096u), 0, &va, &pa) != 0 ||
+	    xcore_mesh_init(&xc_mesh, va, len, &cfg) != 0)
+		PANIC("xcore scenario: cannot build a mesh for %u cores", (unsigned)n_cores);
+	xc_n_cores = n_cores;
+	LOG_INFO("test", "scenario xcore: %u cores, %u rings of %u slots of %u B, %u messages each way",
+		 (unsigned)n_cores, (unsigned)(n_cores * (n_cores - 1)), (unsigned)cfg.slots_per_ring,
+		 (unsigned)cfg.slot_size, (unsigned)XC_MSGS);
+}
+
+static void xc_recv(void *ctx, uint32_t src, const struct xcore_msg *msg)
+{
+	struct xc_core *c = ctx;
+	uint32_t want = c->expect_seq[src];
+	bool ctrl = want % 7u == 3u;
+	bool ok = msg->len == xc_len(want) && msg->kind == (ctrl ? XC_KIND_CTRL : XC_KIND_DATA) &&
+		  msg->cls == (ctrl ? XCORE_CTRL : XCORE_DATA);
+	if (ok) {
+		uint32_t w[4];
+		memcpy(w, msg->data, sizeof w);
+		ok = w[0] == src && w[1] == c->me && w[2] == want && w[3] == xc_check(src, c->me, want);
+		for (uint32_t i = sizeof w; ok && i < msg->len; i++)
+			ok = msg->data[i] == (uint8_t)(want + i);
+	}
+	if (!ok && c->n_errors++ == 0)
+		LOG_WARN("test", "xcore: core %u: message %u from core %u wrong", (unsigned)c->me,
+			 (unsigned)want, (unsigned)src);
+	c->expect_seq[src] = want + 1;
+	c->n_recv++;
+}
+
+static void xc_verdict(void)
+{
+	uint64_t stalls = 0, ctrl_stalls = 0, refills = 0, errors = 0;
+	uint64_t t0 = UINT64_MAX, t1 = 0;
+	for (uint32_t i = 0; i < xc_n_cores; i++) {
+		struct xc_core *c = &xc_cores[i];
+		errors += c->n_errors;
+		t0 = MIN(t0, c->t_start_ns);
+		t1 = MAX(t1, c->t_end_ns);
+		for (uint32_t s = 0; s < xc_n_cores; s++) {
+			if (s == i)
+				continue;
+			struct xcore_pair_stats st;
+			xcore_stats(xc_mesh, s, i, &st);
+			if (st.n_sent + st.n_ctrl_sent != XC_MSGS || st.n_recv != XC_MSGS || st.n_bad ||
+			    c->expect_seq[s] != XC_MSGS)
+				errors++;
+			stalls += st.n_stall;
+			ctrl_stalls += st.n_ctrl_stall;
+			refills += st.n_refill;
+		}
+	}
+	uint32_t rings = xc_n_cores * (xc_n_cores - 1);
+	uint64_t ns = t1 > t0 ? t1 - t0 : 1;
+	uint64_t per_pair = (uint64_t)XC_MSGS * 1000000000ull / ns;
+	LOG_INFO("test", "xcore: %lu ms for %lu messages: %lu msgs/s per pair, %lu msgs/s in all, %lu credit "
+			 "re-reads (emulated: indicative only)",
+		 (unsigned long)(ns / 1000000u), (unsigned long)((uint64_t)XC_MSGS * rings), (unsigned long)per_pair,
+		 (unsigned long)(per_pair * rings), (unsigned long)refills);
+	LOG_INFO("test", "scenario xcore: %u cores, %u rings, %u messages each way, %lu credit stalls "
+			 "(%lu control), %lu errors",
+		 (unsigned)xc_n_cores, (unsigned)rings, (unsigned)XC_MSGS, (unsigned long)stalls,
+		 (unsigned long)ctrl_stalls, (unsigned long)errors);
+	if (errors)
+		PANIC("xcore scenario: %lu errors", (unsigned long)errors);
+	x86_stop(X86_EXIT_BOOT_OK);
+}
+
+int x86_scenario_xcore_poll(void *ctx)
+{
+	(void)ctx;
+	uint32_t me = x86_core_self()->index;
+	struct xc_core *c = &xc_cores[me];
+	if (me >= xc_n_cores)
+		return 0;
+	if (c->done) {
+		/* Acquire: pairs with each core's release below; its counters and the pair
+		 * counters it wrote are complete. */
+		if (me == 0 && atomic_load_explicit(&xc_n_done, memory_order_acquire) == xc_n_cores)
+			xc_verdict();
+		return 0;
+	}
+	uint64_t now = x86_now_ns();
+	if (!c->started) {
+		c->me = me;
+		c->t_start_ns = now;
+		c->started = true;
+	} else if (now - c->t_start_ns > XC_DEADLINE_NS) {
+		PANIC("xcore scenario: core %u stuck: %lu of %lu received, %u done", (unsigned)me,
+		      (unsigned long)c->n_recv, (unsigned long)((uint64_t)(xc_n_cores - 1) * XC_MSGS),
+		      (unsigned)atomic_load_explicit(&xc_n_done, memory_order_relaxed));
+	}
+	bool sending = false;
+	for (uint32_t d = 0; d < xc_n_cores; d++) {
+		if (d == me)
+			continue;
+		for (uint32_t k = 0; k < XC_BURST && c->next_seq[d] < XC_MSGS; k++) {
+			uint32_t seq = c->next_seq[d], len = xc_len(seq);
+			uint8_t buf[48];
+			uint32_t w[4] = { me, d, seq, xc_check(me, d, seq) };
+			memcpy(buf, w, sizeof w);
+			for (uint32_t i = sizeof w; i < len; i++)
+				buf[i] = (uint8_t)(seq + i);
+			int rc = seq % 7u == 3u ? xcore_send_ctrl(xc_mesh, me, d, XC_KIND_CTRL, buf, len)
+						: xcore_send(xc_mesh, me, d, XC_KIND_DATA, buf, len);
+			if (rc == -E_AGAIN)
+				break; /* counted by the mesh; retry on the next pass */
+			if (rc != 0)
+				PANIC("xcore scenario: send refused (%s)", err_name(rc));
+			c->next_seq[d] = seq + 1;
+		}
+		sending = sending || c->next_seq[d] < XC_MSGS;
+	}
+	(void)xcore_poll(xc_mesh, me, xc_recv, c);
+	if (!sending && c->n_recv == (uint64_t)(xc_n_cores - 1) * XC_MSGS) {
+		c->t_end_ns = x86_now_ns();
+		c->done = true;
+		/* Release: this core's counters (and its side of the pair counters) before
+		 * the count the boot core reads. */
+		atomic_fetch_add_explicit(&xc_n_done, 1, memory_order_release);
+	}
+	return 1;
+}
+
 #else
 void x86_scenario_oneshot_setup(uint32_t n_cores)
 {
@@ -277,6 +454,15 @@ void x86_scenario_heap_setup(uint32_t n_cores)
 	(void)n_cores;
 }
 int x86_scenario_heap_poll(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+void x86_scenario_xcore_setup(uint32_t n_cores)
+{
+	(void)n_cores;
+}
+int x86_scenario_xcore_poll(void *ctx)
 {
 	(void)ctx;
 	return 0;

@@ -358,6 +358,9 @@ int x86_scenario_heap_poll(void *ctx);
 /* The one-shot timer scenario: same pattern (setup on the boot core, poll on every core). */
 void x86_scenario_oneshot_setup(uint32_t n_cores);
 int x86_scenario_oneshot_poll(void *ctx);
+/* The core-mesh scenario: same pattern (setup builds the mesh on the boot core). */
+void x86_scenario_xcore_setup(uint32_t n_cores);
+int x86_scenario_xcore_poll(void *ctx);
 /* Run the deliberate-fault scenario `name`; returns only if the name is unknown. */
 void x86_scenario_run(const char *name);
 #endif

@@ -126,6 +126,10 @@ const struct conf_key conf_schema[] = {
 	{ KEY("tls", "record_buffer_bytes", "CONF_TLS_RECORD_BUFFER_BYTES"),
 	  INT(16640, 1024, 16640, CONF_U_B),
 	  .doc = "Largest TLS record buffered while incomplete (16384 + 256 fits any TLS 1.3 record); also the receive window and twice the send budget per connection." },
+	{ KEY("tls", "handshake_stage_bytes", "CONF_TLS_HANDSHAKE_STAGE_BYTES"), INT(8192, 512, 65536, CONF_U_B),
+	  .doc = "Bytes of handshake input staged per handshake slot until the loop runs its cryptography (the receive window while handshaking)." },
+	{ KEY("tls", "handshake_steps_per_poll", "CONF_TLS_HANDSHAKE_STEPS_PER_POLL"), INT(2, 1, 1024, U_N),
+	  .doc = "Handshake steps (each one public-key operation or two) run per loop pass; established traffic is served in between." },
 	{ KEY("tls", "key_cache_entries", "CONF_TLS_KEY_CACHE_ENTRIES"), INT(128, 0, 65536, U_N),
 	  .doc = "Per-core cache of expanded record keys for busy connections, 88 B each (0: derive per record)." },
 

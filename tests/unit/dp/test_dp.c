@@ -152,6 +152,8 @@ static struct dp_config cfg_make(void)
 	g.hs_rate_per_s = 100;
 	g.hs_burst = 4;
 	g.hs_timeout_ms = 5000;
+	g.hs_stage_bytes = 16640;
+	g.hs_steps_per_poll = 1;
 	g.heap_low_watermark = 1u << 20;
 	g.max_out_bytes = 8192;
 	g.rx_window = 16640;
@@ -246,6 +248,8 @@ static void t_config_refused(void **state)
 		{ "hs_rate", offsetof(struct dp_config, hs_rate_per_s), sizeof g.hs_rate_per_s },
 		{ "hs_env", offsetof(struct dp_config, hs_env), sizeof g.hs_env },
 		{ "rx_window", offsetof(struct dp_config, rx_window), sizeof g.rx_window },
+		{ "hs_stage_bytes", offsetof(struct dp_config, hs_stage_bytes), sizeof g.hs_stage_bytes },
+		{ "hs_steps_per_poll", offsetof(struct dp_config, hs_steps_per_poll), sizeof g.hs_steps_per_poll },
 		{ "now_ms", offsetof(struct dp_config, now_ms), sizeof g.now_ms },
 	};
 	for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++) {
@@ -317,6 +321,10 @@ static void t_plain_mqtt_refused(void **state)
 	assert_int_equal(dp_tcp_upper.recv(D, 5, plain_connect, sizeof plain_connect),
 			 sizeof plain_connect);
 	dp_stats_get(D, &s);
+	assert_int_equal(s.hs_failed, 0); /* staged: the handshake step runs in dp_poll */
+	assert_int_equal(dp_tcp_upper.credit(D, 5), 16640 - sizeof plain_connect);
+	assert_int_equal(dp_poll(D), 0);
+	dp_stats_get(D, &s);
 	assert_int_equal(s.hs_failed, 1);
 	assert_int_equal(s.handshaking, 0);
 	assert_int_equal(fc[5].closes, 1); /* FIN after the alert */
@@ -380,6 +388,7 @@ static void t_server_flight_acknowledged(void **state)
 	assert_true(admit(0x0a000001, 8883));
 	assert_int_equal(dp_tcp_upper.accept(D, 2, 0x0a000001, 40000, 8883), 0);
 	assert_int_equal(dp_tcp_upper.recv(D, 2, hello, n), n);
+	assert_int_equal(dp_poll(D), 0);
 	dp_stats_get(D, &s);
 	assert_int_equal(s.hs_failed, 0);
 	assert_true(fc[2].unacked > 0);
@@ -401,6 +410,7 @@ static void t_server_flight_acknowledged(void **state)
 	assert_int_equal(dp_tcp_upper.accept(D, 3, 0x0a000002, 40000, 8883), 0);
 	n = client_hello(hello);
 	assert_int_equal(dp_tcp_upper.recv(D, 3, hello, n), n);
+	assert_int_equal(dp_poll(D), 0);
 	assert_true(fc[3].unacked > 0);
 	tcp_gone(3, TCP_CLOSE_RESET);
 	tcp_gone(2, TCP_CLOSE_RESET);
@@ -408,6 +418,57 @@ static void t_server_flight_acknowledged(void **state)
 	dp_stats_get(D, &s);
 	assert_int_equal(s.out_chunks_live, 0);
 	assert_int_equal(s.reaped, 2);
+}
+
+/* Handshake input is staged and its cryptography runs in dp_poll, hs_steps_per_poll (1
+ * here) at a time, round-robin (ADR-024); a peer that sends past the stage loses the
+ * excess (TCP drops it and the peer retransmits). */
+static void t_handshake_steps_budgeted(void **state)
+{
+	(void)state;
+	struct dp_stats s;
+	uint8_t hello[256];
+	static const uint32_t ids[] = { 2, 3, 4 };
+	static const uint32_t src[] = { 0x0a000001, 0x0a000001, 0x0a000002 };
+	for (int i = 0; i < 3; i++) {
+		assert_true(admit(src[i], 8883));
+		assert_int_equal(dp_tcp_upper.accept(D, ids[i], src[i], 40000, 8883), 0);
+		size_t n = client_hello(hello);
+		assert_int_equal(dp_tcp_upper.recv(D, ids[i], hello, n), n);
+		assert_int_equal(fc[ids[i]].unacked, 0); /* nothing computed yet */
+	}
+	/* one step per poll: 2, then 1, then 0 still waiting; one more server flight each */
+	for (uint32_t left = 2, i = 0; i < 3; i++, left = left ? left - 1 : 0) {
+		assert_int_equal(dp_poll(D), left);
+		int answered = 0;
+		for (int k = 0; k < 3; k++)
+			answered += fc[ids[k]].unacked > 0;
+		assert_int_equal(answered, (int)i + 1);
+	}
+	dp_stats_get(D, &s);
+	assert_int_equal(s.hs_steps, 3);
+	assert_int_equal(s.hs_failed, 0);
+	assert_int_equal(s.hs_stage_full, 0);
+
+	/* more than the stage holds: the excess is not consumed, and counted */
+	static uint8_t big[16640 + 10];
+	memset(big, 0x16, sizeof big);
+	assert_true(admit(0x0a000003, 8883));
+	assert_int_equal(dp_tcp_upper.accept(D, 5, 0x0a000003, 40000, 8883), 0);
+	assert_int_equal(dp_tcp_upper.recv(D, 5, big, sizeof big), 16640);
+	assert_int_equal(dp_tcp_upper.credit(D, 5), 0);
+	dp_stats_get(D, &s);
+	assert_int_equal(s.hs_stage_full, 1);
+	assert_int_equal(dp_poll(D), 0); /* garbage: the step fails, the connection closes */
+	dp_stats_get(D, &s);
+	assert_int_equal(s.hs_failed, 1);
+	assert_int_equal(dp_check(D), 0);
+	for (int i = 0; i < 3; i++)
+		tcp_gone(ids[i], TCP_CLOSE_RESET);
+	tcp_gone(5, TCP_CLOSE_RESET);
+	dp_poll(D);
+	dp_stats_get(D, &s);
+	assert_int_equal(s.open, 0);
 }
 
 static void t_fin_and_timeout_in_handshake(void **state)
@@ -474,6 +535,7 @@ static void t_send_refused_then_fini(void **state)
 	fail_send = 1;
 	assert_int_equal(dp_tcp_upper.recv(D, 6, plain_connect, sizeof plain_connect),
 			 sizeof plain_connect);
+	assert_int_equal(dp_poll(D), 0);
 	fail_send = 0;
 	dp_stats_get(D, &s);
 	assert_int_equal(s.out_chunks_live, 0);
@@ -607,6 +669,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_admission, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_plain_mqtt_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_server_flight_acknowledged, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_handshake_steps_budgeted, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_fin_and_timeout_in_handshake, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_id_reused_before_reap, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_send_refused_then_fini, setup, teardown),
