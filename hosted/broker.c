@@ -164,7 +164,7 @@ int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn)
 	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
 	hc.revoke.ctx = &hb->revoke_list;
-	hc.ops = (struct tls_hs_ops){ hb_alloc, hb_free, hb_random, hb_now_s, hb_now_ms, hb };
+	hc.ops = (struct tls_hs_ops){ hb_alloc, hb_free, hb_random, hb_now_s, hb_now_ms, hb, NULL };
 	rc = tls_hs_env_create(&hc, &hb->hs_env);
 	if (rc) {
 		fprintf(stderr, "hosted: tls_hs_env_create: %s\n", err_name(rc));

@@ -95,6 +95,14 @@ static int64_t kb_now_ms(void *ctx)
 	return (int64_t)b->cfg.now_ms();
 }
 
+/* The calling core (mbedTLS's hooks are process-wide: they must name the core that calls,
+ * not the broker's). */
+static uint32_t kb_core(void *ctx)
+{
+	const struct kbroker *b = ctx;
+	return b->cfg.core_self ? b->cfg.core_self() : b->cfg.core;
+}
+
 static uint64_t kb_dp_now(void *ctx)
 {
 	const struct kbroker *b = ctx;
@@ -205,7 +213,7 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
 	hc.revoke.ctx = &b->revoke_list;
-	hc.ops = (struct tls_hs_ops){ kb_alloc, kb_free, kb_random, kb_now_s, kb_now_ms, b };
+	hc.ops = (struct tls_hs_ops){ kb_alloc, kb_free, kb_random, kb_now_s, kb_now_ms, b, kb_core };
 	if ((rc = tls_hs_env_create(&hc, &b->hs_env)) != 0) {
 		LOG_ERR("broker", "TLS handshake env: %s", err_name(rc));
 		return rc;

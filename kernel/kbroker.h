@@ -45,6 +45,7 @@ struct kbroker_config {
 	uint32_t report_ms;       /* memory line period; 0: never */
 	uint64_t (*now_ms)(void); /* linked: monotonic milliseconds */
 	int64_t (*wall_s)(void);  /* linked: Unix seconds (certificate validity), 0: unknown */
+	uint32_t (*core_self)(void); /* linked: the calling core's index (TLS's per-core state) */
 };
 
 struct kbroker {

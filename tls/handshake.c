@@ -86,19 +86,38 @@ struct tls_hs {
 	uint8_t serial_len;
 };
 
-/* The handshake inside mbedtls_ssl_handshake() right now: ticket callbacks have no
- * per-connection argument. Core-local, set and cleared around each call. */
-static struct tls_hs *cur_hs;
+/* The handshake inside mbedtls_ssl_handshake() right now, per core: ticket callbacks
+ * have no per-connection argument. Set and cleared around each call on its own core. */
+static struct tls_hs *cur_hs[TLS_HS_MAX_CORES];
 
 /* ---- process-global hooks ----------------------------------------------------------- */
 
-static struct tls_hs_ops hooks;
-static struct tls_hs_stats *hook_stats; /* the env's, for accounting; NULL without env */
-static struct tls_hs_stats hook_stats_none;
+static struct tls_hs_ops hooks; /* written once, before any core handshakes */
+/* Per core: the env whose accounting this core's mbedTLS allocations go to (NULL: none
+ * yet), and the counts made while there was none. Each entry is touched only by its core
+ * (and by env create/destroy, which run before/after that core's handshakes). */
+static struct tls_hs_stats *hook_stats[TLS_HS_MAX_CORES];
+static struct tls_hs_stats hook_stats_none[TLS_HS_MAX_CORES];
+static uint32_t n_envs; /* PSA is freed with the last env (create/destroy: one core) */
+
+/* The calling core's index (ops.core; one core without it). An index past the arrays
+ * would share a slot with another core: it is clamped to the last slot, and the image
+ * asserts PLAT_MAX_CPUS <= TLS_HS_MAX_CORES so that cannot happen. */
+static uint32_t hook_core(void)
+{
+	uint32_t c = hooks.core ? hooks.core(hooks.ctx) : 0u;
+	return c < TLS_HS_MAX_CORES ? c : TLS_HS_MAX_CORES - 1u;
+}
+
+static struct tls_hs_stats *hook_stats_mine(void)
+{
+	uint32_t c = hook_core();
+	return hook_stats[c] ? hook_stats[c] : &hook_stats_none[c];
+}
 
 static void *hook_calloc(size_t n, size_t size)
 {
-	struct tls_hs_stats *st = hook_stats ? hook_stats : &hook_stats_none;
+	struct tls_hs_stats *st = hook_stats_mine();
 	if (size && n > (SIZE_MAX - ALLOC_HDR) / size)
 		return NULL;
 	size_t len = n * size;
@@ -118,7 +137,7 @@ static void *hook_calloc(size_t n, size_t size)
 
 static void hook_free(void *q)
 {
-	struct tls_hs_stats *st = hook_stats ? hook_stats : &hook_stats_none;
+	struct tls_hs_stats *st = hook_stats_mine();
 	size_t len;
 	if (!q)
 		return;
@@ -288,7 +307,7 @@ static int tk_write(void *p, const mbedtls_ssl_session *session, unsigned char *
 		    const unsigned char *end, size_t *tlen, uint32_t *lifetime)
 {
 	struct tls_hs_env *env = p;
-	struct tls_hs *hs = cur_hs;
+	struct tls_hs *hs = cur_hs[hook_core()];
 	struct tk_key *k = tk_current(env);
 	struct tls_identity id;
 	const uint8_t *serial = NULL;
@@ -349,7 +368,7 @@ out:
 static int tk_parse(void *p, mbedtls_ssl_session *session, unsigned char *buf, size_t len)
 {
 	struct tls_hs_env *env = p;
-	struct tls_hs *hs = cur_hs;
+	struct tls_hs *hs = cur_hs[hook_core()];
 	const struct tk_key *k = NULL;
 	int ret = MBEDTLS_ERR_SSL_INVALID_MAC;
 
@@ -412,8 +431,10 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 	if (!env)
 		return -E_NOMEM;
 	env->cfg = *cfg;
-	hook_stats = &env->stats;
-	env->stats = hook_stats_none; /* the env's own allocation counts too */
+	uint32_t core = hook_core();
+	hook_stats[core] = &env->stats;
+	env->stats = hook_stats_none[core]; /* the env's own allocation counts too */
+	n_envs++;
 	mbedtls_ssl_config_init(&env->conf);
 	mbedtls_x509_crt_init(&env->ca);
 	mbedtls_x509_crt_init(&env->cert);
@@ -489,9 +510,11 @@ void tls_hs_env_destroy(struct tls_hs_env *env)
 	mbedtls_pk_free(&env->key);
 	mbedtls_x509_crt_free(&env->cert);
 	mbedtls_x509_crt_free(&env->ca);
-	mbedtls_psa_crypto_free();
-	hook_stats_none = env->stats;
-	hook_stats = NULL;
+	if (--n_envs == 0)
+		mbedtls_psa_crypto_free(); /* other cores' envs still use PSA otherwise */
+	uint32_t core = hook_core();
+	hook_stats_none[core] = env->stats;
+	hook_stats[core] = NULL;
 	hook_free(env);
 }
 
@@ -671,9 +694,10 @@ int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len, size_t *cons
 	hs->in = buf;
 	hs->in_len = len;
 	hs->in_pos = 0;
-	cur_hs = hs;
+	uint32_t core = hook_core();
+	cur_hs[core] = hs;
 	ret = mbedtls_ssl_handshake(&hs->ssl);
-	cur_hs = NULL;
+	cur_hs[core] = NULL;
 	*consumed = hs->in_pos;
 	hs->in = NULL;
 	hs->in_len = hs->in_pos = 0;

@@ -9,8 +9,11 @@
  * buffers application data, and never lets a connection continue without a verified
  * certificate chaining to the configured CA.
  *
- * Calling context: core-local. mbedTLS's hooks are process-global, so there is one env
- * per image (per core envs come with the per-core heap); everything else is per env.
+ * Calling context: core-local. mbedTLS's hooks are process-global and installed once;
+ * what they keep per call (the handshake in progress, the accounting env) is per core,
+ * indexed by ops.core, so each core may have its own env and handshake concurrently with
+ * the others (ADR-026). Envs are created and destroyed on one core while no other core
+ * handshakes.
  */
 #ifndef TLS_HANDSHAKE_H
 #define TLS_HANDSHAKE_H
@@ -28,7 +31,11 @@ struct tls_hs_ops {
 	int64_t (*now_s)(void *ctx);                        /* wall clock, Unix seconds */
 	int64_t (*now_ms)(void *ctx);                       /* monotonic milliseconds */
 	void *ctx;                                          /* linked */
+	/* The calling core's index, < TLS_HS_MAX_CORES; NULL: everything runs on one core. */
+	uint32_t (*core)(void *ctx);
 };
+
+#define TLS_HS_MAX_CORES 64u
 
 struct tls_hs_config {
 	uint16_t max_in_flight; /* handshakes at once; more are refused with -E_NOMEM */

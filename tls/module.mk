@@ -19,6 +19,9 @@ CFLAGS_tls_identity := $(TLS_INC)
 CFLAGS_tls_revoke := $(TLS_INC)
 # The image has no libc: snprintf for mbedTLS's x509 name formatting comes from lib/fmt.
 KERNEL_SRCS_x86_64 += tls/shim/libc_kernel.c
+# mbedTLS's mutexes in the x86_64 image (MBEDTLS_THREADING_ALT; ADR-026).
+KERNEL_SRCS_x86_64 += tls/shim/threading_kernel.c
+CFLAGS_tls_shim_threading_kernel = $(TLS_INC)
 KERNEL_SRCS_aarch64 += tls/shim/libc_kernel.c
 
 # ---- mbedTLS, one archive per flavour ----

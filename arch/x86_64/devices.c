@@ -485,6 +485,7 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len)
 		.report_ms = dev_report_ms(cmdline, cmdline_len),
 		.now_ms = dev_now_ms,
 		.wall_s = dev_wall_s,
+		.core_self = x86_core_index,
 	};
 	int err = kbroker_init(&dev_broker, &bc);
 	if (err) {

@@ -12,6 +12,7 @@
  * without a memory map, without a heap or without an entropy source.
  */
 #include "arch/x86_64/bootinfo.h"
+#include "arch/x86_64/tls_selftest.h"
 #include "arch/x86_64/x86.h"
 #include "kernel/cmdline.h"
 #include "kernel/csprng.h"
@@ -363,6 +364,9 @@ static NORETURN void main_continue(void *arg)
 		main_test_poll = x86_scenario_xcore_poll;
 		main_test_name = "test-xcore";
 		x86_scenario_xcore_setup(main_n_slots);
+	} else if (strcmp(scenario, "tls") == 0) {
+		main_test_poll = x86_tls_concurrent_poll;
+		main_test_name = "test-tls";
 	}
 #else
 	main_rng_init(main_n_slots, false);
@@ -373,6 +377,9 @@ static NORETURN void main_continue(void *arg)
 	 * self-test), so it counts only what the scenario itself does. */
 	if (main_test_poll == x86_scenario_heap_poll)
 		x86_scenario_heap_setup(main_n_slots);
+	/* After the TLS self-test, which installs mbedTLS's hooks and initialises PSA. */
+	if (main_test_poll == x86_tls_concurrent_poll)
+		x86_tls_concurrent_setup(main_n_slots);
 #endif
 	main_loop_init(bsp);
 	uint32_t n_cores = acpi_why ? 1 : x86_smp_boot(main_ap);
@@ -391,9 +398,9 @@ static NORETURN void main_continue(void *arg)
 		if (n_cores != main_n_slots)
 			PANIC("heap scenario: only %u of %u cores started", (unsigned)n_cores,
 			      (unsigned)main_n_slots);
-	} else if (main_test_poll == x86_scenario_xcore_poll) {
+	} else if (main_test_poll == x86_scenario_xcore_poll || main_test_poll == x86_tls_concurrent_poll) {
 		if (n_cores != main_n_slots)
-			PANIC("xcore scenario: only %u of %u cores started", (unsigned)n_cores,
+			PANIC("%s scenario: only %u of %u cores started", scenario, (unsigned)n_cores,
 			      (unsigned)main_n_slots);
 	} else if (main_test_poll == x86_scenario_oneshot_poll) {
 		LOG_INFO("test", "scenario %s: one-shot timers on %u cores", scenario, (unsigned)n_cores);

@@ -14,4 +14,9 @@
  * FAIL with the step. 0 or a negative -E_* of the failing step. */
 int x86_tls_selftest(void) MUST_CHECK;
 
+/* test=tls (development builds): mbedTLS used from every core at once (ADR-026). Setup
+ * on the boot core after the self-test; the poll in every core's loop. */
+void x86_tls_concurrent_setup(uint32_t n_cores);
+int x86_tls_concurrent_poll(void *ctx);
+
 #endif

@@ -297,6 +297,12 @@ static inline struct x86_core *x86_core_self(void)
 	__asm__ volatile("movq %%gs:0, %0" : "=r"(c));
 	return c;
 }
+
+/* The calling core's index (for callbacks that take no context). */
+static inline uint32_t x86_core_index(void)
+{
+	return x86_core_self()->index;
+}
 /* Make the calling core x86_cores[index] (sets GS base). */
 void x86_core_bind(uint32_t index);
 /* Prepare every enabled CPU of the platform other than the boot core (stacks, tables,

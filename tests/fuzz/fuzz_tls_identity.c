@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool init;
 	if (!init) {
-		struct tls_hs_ops ops = { f_alloc, f_free, NULL, NULL, NULL, NULL };
+		struct tls_hs_ops ops = { f_alloc, f_free, NULL, NULL, NULL, NULL, NULL };
 		tls_hs_hooks_install(&ops);
 		init = true;
 	}

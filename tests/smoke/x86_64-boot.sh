@@ -39,6 +39,7 @@ scenarios=(
 	"oneshot-smp4|4|33|one-shot timers \\([A-Za-z -]+\\): 8 per core on 4 cores, none early;;every core's timer fired on time"
 	"oneshot-lapic|2|33|one-shot timers \\(LAPIC one-shot\\): 8 per core on 2 cores, none early;;every core's timer fired on time"
 	"xcore-smp4|4|33|scenario xcore: 4 cores, 12 rings of 64 slots;;xcore: [0-9]+ ms for 120000 messages: [0-9]+ msgs/s per pair;;scenario xcore: 4 cores, 12 rings, 10000 messages each way, [0-9]+ credit stalls \\([0-9]+ control\\), 0 errors"
+	"tls-smp4|4|33|scenario tls: 4 cores, 8 rounds each;;tls: 32 rounds on 4 cores, 0 errors, [1-9][0-9]* locks \\([0-9]+ waited\\); PSA volatile keys ([0-9]+) -> \\1;;scenario tls: every core's rounds succeeded, no key left behind"
 	"poweroff|1|0|scenario poweroff: ACPI S5;;powering off \\(ACPI S5\\)"
 	"watchdog|1|85|handler 'test-spin' over its budget;;PANIC: watchdog: core 0: handler 'test-spin' stuck for"
 	"watchdog-smp4|4|85|handler 'test-spin' over its budget;;PANIC: watchdog: core 0: handler 'test-spin' stuck for"

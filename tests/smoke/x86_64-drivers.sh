@@ -214,6 +214,9 @@ disk_grow=$logdir/grow.img
 qmp_sock=$logdir/qmp.sock
 rm -f "$disk_grow" "$qmp_sock"
 : >"$log"
+# QMP replies go to their own file: written into the serial log they could land in the
+# middle of a guest line.
+: >"$log.qmp"
 if ! qemu-img create -q -f raw "$disk_grow" 16M; then
 	fail $name "qemu-img create failed" "$log"
 else
@@ -229,13 +232,13 @@ else
 		fail $name "no boot to the loop" "$log"
 	elif m=$(missing "$log" "virtio-blk0: features 0x[0-9a-f]+; configuration changes by MSI-X to core 0;;virtio-blk0: 32768 blocks of 512 B.*self-test on the last 4 KiB: PASS"); then
 		fail $name "missing /$m/" "$log"
-	elif ! qmp "$qmp_sock" block_resize '{"device": "g0", "size": 33554432}' >>"$log" 2>&1; then
+	elif ! qmp "$qmp_sock" block_resize '{"device": "g0", "size": 33554432}' >>"$log.qmp" 2>&1; then
 		fail $name "QMP block_resize to 32 MiB failed" "$log"
 	elif ! wait_log "$log" "$grew" "$qpid" 10; then
 		fail $name "no /$grew/" "$log"
 	elif ! wait_log "$log" "$retest" "$qpid" 10; then
 		fail $name "no /$retest/" "$log"
-	elif ! qmp "$qmp_sock" block_resize '{"device": "g0", "size": 25165824}' >>"$log" 2>&1; then
+	elif ! qmp "$qmp_sock" block_resize '{"device": "g0", "size": 25165824}' >>"$log.qmp" 2>&1; then
 		fail $name "QMP block_resize to 24 MiB failed" "$log"
 	elif ! wait_log "$log" "$shrank" "$qpid" 10; then
 		fail $name "no /$shrank/" "$log"
@@ -332,7 +335,7 @@ frames_check() {
 	mac=$(tr -d '\r' <"$log" | grep -Eo "virtio-net: MAC [0-9a-f:]{17}" | head -1 | cut -d' ' -f3)
 	read -r in0 unk0 _ <<<"$(guest_counters "$log")"
 	in0=${in0:-0} unk0=${unk0:-0}
-	if [ -z "$mac" ] || ! ip netns exec "$ns" timeout 10 python3 "$injector" "$tap" "$mac" "$frames_injected" >>"$log" 2>&1; then
+	if [ -z "$mac" ] || ! ip netns exec "$ns" timeout 10 python3 "$injector" "$tap" "$mac" "$frames_injected" >>"$log.host" 2>&1; then
 		kill -INT "$cap_pid" 2>/dev/null
 		fail "$name" "could not inject frames to the guest (MAC '${mac}')" "$log"
 		return
@@ -355,7 +358,7 @@ frames_check() {
 	n_rep=$(tcpdump -r "$pcap" -n -e 2>/dev/null | grep -Ec "^[0-9:.]* $mac > .* 10\.78\.0\.2 > 10\.78\.0\.1: ICMP echo reply")
 	n_inj=$(tcpdump -r "$pcap" -n -e 2>/dev/null | grep -c "> $mac, ethertype Unknown (0x88b5)")
 	echo "host capture: $n_tx frames from $mac, $n_rep ICMP echo replies, $n_inj injected frames;" \
-		"guest: frames in $in0 -> ${in1:-?}, unknown type $unk0 -> ${unk1:-?}, ${echo1:-?} echo replies" >>"$log"
+		"guest: frames in $in0 -> ${in1:-?}, unknown type $unk0 -> ${unk1:-?}, ${echo1:-?} echo replies" >>"$log.host"
 	if [ "$n_rep" -lt 3 ]; then
 		fail "$name" "tcpdump captured $n_rep ICMP echo replies from the guest ($mac), want >= 3" "$log"
 	elif [ "$n_inj" -ne "$frames_injected" ]; then
@@ -379,6 +382,7 @@ net_tap_run() {
 	local netdev=(-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no${queues:+,queues=$queues}")
 	local dev=(-device "virtio-net-pci,netdev=n0,romfile=${queues:+,mq=on,vectors=$((2 * queues + 2))}")
 	: >"$log"
+	: >"$log.host" # host-side tools write here: in the serial log they could split guest lines
 	if ! ns_setup "$ns" "$tap" "$queues" >>"$log" 2>&1; then
 		echo "SKIP x86_64/$name (cannot create a network namespace with a tap device)"
 		return
@@ -398,7 +402,7 @@ net_tap_run() {
 		fail "$name" "no static address" "$log"
 	elif [ -n "$bpat" ] && m=$(missing "$log" "$bpat"); then
 		fail "$name" "missing /$m/" "$log"
-	elif ! ip netns exec "$ns" timeout 20 python3 "$pinger" 10.78.0.2 3 >>"$log" 2>&1; then
+	elif ! ip netns exec "$ns" timeout 20 python3 "$pinger" 10.78.0.2 3 >>"$log.host" 2>&1; then
 		fail "$name" "no ping replies" "$log"
 	elif ! out=$(mqtt_connack 10.78.0.2 8883 "$ns"); then
 		echo "$out" >>"$log"
@@ -406,7 +410,7 @@ net_tap_run() {
 	elif ! wait_log "$log" "core [0-9]+ pair [0-9]+: [0-9]+ frames in, [0-9]+ out, [1-9][0-9]* device interrupts, [0-9]+ connections, [1-9][0-9]* TLS handshakes" "$qpid" 10; then
 		fail "$name" "no per-core counters showing MSI-X interrupts and a TLS handshake" "$log"
 	else
-		rtt=$(grep -ao "median rtt [0-9.]* ms" "$log" | tail -1)
+		rtt=$(grep -ao "median rtt [0-9.]* ms" "$log.host" | tail -1)
 		core=$(tr -d '\r' <"$log" | grep -Eo "core [0-9]+ pair [0-9]+: .*[1-9][0-9]* TLS handshakes" | head -1 | cut -d: -f1)
 		pass "$name" "ping $rtt, $out by $core"
 	fi

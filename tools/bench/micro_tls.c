@@ -257,7 +257,7 @@ static int handshakes(const char *dir, double budget, struct tls_rec_env *renv)
 	cfg.id = (struct tls_id_config){ TLS_ID_FROM_CN, 64, NULL };
 	cfg.ticket_lifetime_s = 600;
 	cfg.n_tickets = 1;
-	cfg.ops = (struct tls_hs_ops){ a_alloc, a_free, a_random, a_now_s, a_now_ms, NULL };
+	cfg.ops = (struct tls_hs_ops){ a_alloc, a_free, a_random, a_now_s, a_now_ms, NULL, NULL };
 	struct tls_hs_env *env;
 	int rc = tls_hs_env_create(&cfg, &env);
 	if (rc)

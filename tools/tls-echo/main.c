@@ -293,7 +293,7 @@ int main(int argc, char **argv)
 	cfg.ca = read_file(ca, &cfg.ca_len);
 	cfg.cert = read_file(cert, &cfg.cert_len);
 	cfg.key = read_file(key, &cfg.key_len);
-	cfg.ops = (struct tls_hs_ops){ h_alloc, h_free, h_random, h_now_s, h_now_ms, NULL };
+	cfg.ops = (struct tls_hs_ops){ h_alloc, h_free, h_random, h_now_s, h_now_ms, NULL, NULL };
 	rcfg.ops = (struct tls_rec_ops){ r_alloc, h_free, NULL };
 
 	struct tls_hs_env *env;

@@ -194,7 +194,7 @@ static int setup(void **state)
 	c.key_len = sizeof der_key;
 	c.id = (struct tls_id_config){ TLS_ID_FROM_CN, 64, NULL };
 	c.ticket_lifetime_s = 0;
-	c.ops = (struct tls_hs_ops){ t_alloc, t_free, t_random, t_now_s, t_now_ms, NULL };
+	c.ops = (struct tls_hs_ops){ t_alloc, t_free, t_random, t_now_s, t_now_ms, NULL, NULL };
 	assert_int_equal(tls_hs_env_create(&c, &env), 0);
 	struct dp_config g = cfg_make();
 	size_t need = dp_mem_size(&g);

@@ -82,7 +82,7 @@ static struct tls_hs_config cfg_make(void)
 	c.id = (struct tls_id_config){ TLS_ID_FROM_CN, 64, NULL };
 	c.ticket_lifetime_s = 600;
 	c.n_tickets = 1;
-	c.ops = (struct tls_hs_ops){ t_alloc, t_free, t_random, t_now_s, t_now_ms, NULL };
+	c.ops = (struct tls_hs_ops){ t_alloc, t_free, t_random, t_now_s, t_now_ms, NULL, NULL };
 	return c;
 }
 

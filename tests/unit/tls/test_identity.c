@@ -37,7 +37,7 @@ static void t_free(void *ctx, void *p, size_t len)
 static int setup(void **state)
 {
 	(void)state;
-	struct tls_hs_ops ops = { t_alloc, t_free, NULL, NULL, NULL, NULL };
+	struct tls_hs_ops ops = { t_alloc, t_free, NULL, NULL, NULL, NULL, NULL };
 	tls_hs_hooks_install(&ops);
 	live = 0;
 	return 0;
