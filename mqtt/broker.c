@@ -204,20 +204,32 @@ static bool rate_on(const struct mqtt_broker_config *g)
 	return g->rate_msgs_per_s || g->rate_bytes_per_s;
 }
 
+/* Byte tokens are whole bytes, so the clock advances only by the time those whole bytes
+ * took (rounded up): the remainder carries into the next refill instead of being lost,
+ * which at low byte rates and frequent PUBLISHes would starve the bucket. Message tokens
+ * (milli-messages) are credited for the same time, exactly. A full byte bucket has no use
+ * for the leftover time, so then the clock goes all the way to now. */
 static void rate_refill(const struct mqtt_broker *b, struct mqtt_rate *r, uint64_t now)
 {
 	const struct mqtt_broker_config *g = &b->cfg;
 	/* capped: el * rate stays below 2^64, and 49 days refill any bucket that matters */
 	uint64_t el = MIN(now > r->ms ? now - r->ms : 0, (uint64_t)UINT32_MAX);
-	r->ms = now > r->ms ? now : r->ms;
+	uint64_t used = el;
+	if (g->rate_bytes_per_s) {
+		uint64_t add = el * g->rate_bytes_per_s / 1000u;
+		uint64_t t = r->bytes + add;
+		if (t >= g->rate_burst_bytes) {
+			r->bytes = g->rate_burst_bytes;
+		} else {
+			r->bytes = (uint32_t)t;
+			used = MIN(el, (add * 1000u + g->rate_bytes_per_s - 1u) / g->rate_bytes_per_s);
+		}
+	}
 	if (g->rate_msgs_per_s) {
-		uint64_t t = r->msgs + el * g->rate_msgs_per_s; /* milli-messages */
+		uint64_t t = r->msgs + used * g->rate_msgs_per_s; /* milli-messages */
 		r->msgs = (uint32_t)MIN(t, (uint64_t)g->rate_burst_msgs * 1000u);
 	}
-	if (g->rate_bytes_per_s) {
-		uint64_t t = r->bytes + el * g->rate_bytes_per_s / 1000u;
-		r->bytes = (uint32_t)MIN(t, (uint64_t)g->rate_burst_bytes);
-	}
+	r->ms = used == el ? MAX(now, r->ms) : r->ms + used;
 }
 
 static bool rate_full(const struct mqtt_broker *b, const struct mqtt_rate *r)

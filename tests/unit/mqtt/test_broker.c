@@ -769,6 +769,35 @@ static void test_rate_limits(void **state)
 	}
 }
 
+/* A low byte rate with frequent small PUBLISHes: the fraction of a byte earned between
+ * two PUBLISHes carries over, so the identity gets its configured rate (100 B/s offered
+ * 200 B/s in 1-byte messages: about 100 pass per second), not nothing. */
+static void test_rate_bytes_slow_refill(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.rate_bytes_per_s = 100;
+	g.rate_burst_bytes = 10;
+	teardown(NULL);
+	start(&g);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	for (int i = 0; i < 10; i++) /* the burst */
+		assert_int_equal(cl_pub(d, "devices/d1/telemetry/t", "x", 0, false, 0, false), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 0);
+	assert_int_equal(cl_pub(d, "devices/d1/telemetry/t", "x", 0, false, 0, false), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+	uint64_t dropped0 = mqtt_broker_stats(B)->rate_dropped;
+	for (int i = 0; i < 400; i++) { /* 2 s, one 1-byte PUBLISH every 5 ms */
+		now += 5;
+		assert_int_equal(cl_pub(d, "devices/d1/telemetry/t", "x", 0, false, 0, false), 0);
+	}
+	uint64_t passed = 400 - (mqtt_broker_stats(B)->rate_dropped - dropped0);
+	if (passed < 198 || passed > 201)
+		fail_msg("%llu of 400 passed in 2 s at 100 B/s, want about 200", (unsigned long long)passed);
+	cl_free(d);
+}
+
 /* Buckets belong to the identity: reconnecting (even with a clean session) does not
  * refill, and a takeover shares the bucket of the connection it replaces. */
 static void test_rate_per_identity(void **state)
@@ -1119,6 +1148,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_qos2_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_bytes_slow_refill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_per_identity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_table_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_rate_limited, setup, teardown),
