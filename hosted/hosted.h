@@ -85,39 +85,8 @@ uint64_t hosted_impair_next_ms(const struct hosted_impair *im);
  * the fd or a negative errno; `err` gets a short reason. */
 int hosted_tap_open(const char *name, const char **err /* out */);
 
-/* ---- echo service on our TCP --------------------------------------------------------
- * Whatever a connection sends comes back. Received bytes are copied into a per-connection
- * ring taken from a fixed pool of buffers only while data is unacknowledged; the ring's
- * free space is TCP's credit, so a slow reader throttles the sender (backpressure), and
- * nothing is consumed that cannot be queued for sending. */
-struct hosted_echo_conn {
-	uint32_t buf;  /* index into the buffer pool, HOSTED_ECHO_NIL when none */
-	uint32_t head; /* offset of the oldest unacknowledged byte */
-	uint32_t used; /* bytes queued to TCP, not yet acknowledged */
-	bool open;
-	bool fin;      /* peer sent FIN; our FIN is queued */
-};
-#define HOSTED_ECHO_NIL UINT32_MAX
-struct hosted_echo_stats {
-	uint64_t accepted, closed[5]; /* closed[] indexed by enum tcp_close_reason */
-	uint64_t bytes_in, bytes_acked, no_buffer, send_refused, short_consume;
-	uint32_t open;
-};
-struct hosted_echo {
-	struct tcp_stack *tcp; /* linked, set after tcp_stack_init */
-	struct hosted_echo_conn *conns;
-	uint32_t max_conns;
-	uint8_t *bufs;
-	uint32_t buf_size, n_bufs;
-	uint32_t *free_bufs;
-	uint32_t n_free;
-	struct hosted_echo_stats st;
-};
-MUST_CHECK int hosted_echo_init(struct hosted_echo *e, uint32_t max_conns, uint32_t n_bufs,
-				uint32_t buf_size);
-void hosted_echo_fini(struct hosted_echo *e);
-/* The TCP upper ops (ctx = struct hosted_echo *). */
-extern const struct tcp_upper_ops hosted_echo_ops;
+/* ---- echo service on our TCP: tests/support/tcp_echo.h (shared with kernel/knet's unit
+ * test); main.c gives it malloc'd memory. */
 
 /* ---- MQTT broker (the data plane, dp/) on our TCP ----------------------------------
  * Embedded development certificates, configuration limits, an accounted heap over malloc

@@ -26,6 +26,7 @@
 #include "lib/err.h"
 #include "net/net.h"
 #include "net/tcp/tcp.h"
+#include "tests/support/tcp_echo.h"
 
 #define HOSTED_N_ARP 64
 #define HOSTED_N_PENDING 32
@@ -44,7 +45,8 @@ struct hosted {
 	struct tcp_stack *tcp;
 	uint8_t *rx_frame; /* the pool frame inside net_stack_input, else NULL */
 	size_t rx_len;
-	struct hosted_echo echo;
+	struct tcp_echo echo;
+	void *echo_mem; /* malloc'd, zeroed: the echo service's tables and rings */
 	struct hosted_broker broker;
 	bool broker_up;
 	uint32_t hs_waiting; /* handshakes staged in dp, run on the next passes */
@@ -203,14 +205,14 @@ static const struct net_upper_ops hosted_net_up = {
 static void print_stats(struct hosted *h, const char *tag)
 {
 	const struct tcp_stats *ts = tcp_stats(h->tcp);
-	const struct hosted_echo_stats *es = &h->echo.st;
+	const struct tcp_echo_stats *es = &h->echo.st;
 	const struct net_counters *nc = &h->net.cnt;
 	uint64_t t = clock_ms() - h->t0_ms;
 
 	printf("%s t=%llu.%01llu conns=%u echo_open=%u accepted=%llu closed=%llu/%llu/%llu/%llu/%llu"
 	       " echo_in=%llu echo_acked=%llu echo_nobuf=%llu echo_refused=%llu srefs=%u\n",
 	       tag, (unsigned long long)(t / 1000), (unsigned long long)(t % 1000 / 100),
-	       tcp_conn_count(h->tcp), es->open, (unsigned long long)es->accepted,
+	       tcp_conn_count(h->tcp), (unsigned)es->open, (unsigned long long)es->accepted,
 	       (unsigned long long)es->closed[TCP_CLOSE_NORMAL],
 	       (unsigned long long)es->closed[TCP_CLOSE_RESET],
 	       (unsigned long long)es->closed[TCP_CLOSE_TIMEOUT],
@@ -455,7 +457,7 @@ static int setup(struct hosted *h)
 		fprintf(stderr, "hosted: pcap %s: %s\n", h->o.pcap, strerror(errno));
 		return -1;
 	}
-	const struct tcp_upper_ops *upper = &hosted_echo_ops;
+	const struct tcp_upper_ops *upper = &tcp_echo_ops;
 	void *upper_ctx = &h->echo;
 	struct tcp_config tc;
 	if (h->o.broker) {
@@ -466,9 +468,16 @@ static int setup(struct hosted *h)
 		upper_ctx = h->broker.dp;
 		dp_tcp_config_from_conf(&tc);
 	} else {
-		if (hosted_echo_init(&h->echo, h->o.max_conn, h->o.echo_bufs, h->o.echo_buf_size) <
-		    0) {
+		size_t elen = tcp_echo_mem_size(h->o.max_conn, h->o.echo_bufs, h->o.echo_buf_size);
+		h->echo_mem = elen ? aligned_alloc(8, (elen + 7) & ~(size_t)7) : NULL;
+		if (!h->echo_mem) {
 			fprintf(stderr, "hosted: cannot allocate echo buffers\n");
+			return -1;
+		}
+		memset(h->echo_mem, 0, elen);
+		if (tcp_echo_init(&h->echo, h->echo_mem, elen, h->o.max_conn, h->o.echo_bufs,
+				  h->o.echo_buf_size) < 0) {
+			fprintf(stderr, "hosted: echo service configuration rejected\n");
 			return -1;
 		}
 		tcp_config_default(&tc);
@@ -497,7 +506,8 @@ static int setup(struct hosted *h)
 		fprintf(stderr, "hosted: tcp_stack_init: %s\n", err_name(rc));
 		return -1;
 	}
-	h->echo.tcp = h->tcp;
+	if (!h->broker_up)
+		tcp_echo_bind(&h->echo, h->tcp);
 	if (h->broker_up)
 		hosted_broker_attach(&h->broker, h->tcp);
 
@@ -550,7 +560,7 @@ static void teardown(struct hosted *h)
 			tcp_poll(h->tcp);
 	}
 	if (h->tcp) {
-		for (uint32_t i = 0; i < h->echo.max_conns; i++)
+		for (uint32_t i = 0; h->echo_mem && i < h->echo.max_conns; i++)
 			if (h->echo.conns[i].open)
 				tcp_abort(h->tcp, i);
 		tcp_poll(h->tcp);
@@ -559,7 +569,8 @@ static void teardown(struct hosted *h)
 	impair_drain(&h->imp_rx, &h->pool);
 	if (h->pool.n && h->pool.n_free + HOSTED_N_PENDING < h->pool.n)
 		fprintf(stderr, "hosted: %u frames still lent at exit\n", h->pool.n - h->pool.n_free);
-	hosted_echo_fini(&h->echo);
+	free(h->echo_mem);
+	h->echo_mem = NULL;
 	free(h->tcp_mem);
 	h->tcp = NULL;
 	hosted_impair_fini(&h->imp_rx);

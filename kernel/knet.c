@@ -31,25 +31,13 @@ static size_t align8(size_t n)
 
 static void knet_tcp_cfg(const struct knet_config *c, struct tcp_config *tc)
 {
-	if (c->upper) {
-		*tc = *c->upper->tcp;
-		tc->local_ip = c->use_dhcp ? 0 : c->ip;
-		return;
-	}
-	tcp_config_default(tc);
+	*tc = *c->upper->tcp;
 	tc->local_ip = c->use_dhcp ? 0 : c->ip;
-	tc->ports[0] = c->echo_port;
-	tc->n_ports = 1;
-	tc->max_conns = c->max_conns;
-	tc->max_send_refs = c->max_conns * 8u;
-	tc->max_pending_acks = c->max_conns;
 }
 
 static bool upper_ok(const struct knet_config *c)
 {
-	if (c->upper)
-		return c->upper->ops && c->upper->tcp && c->upper->bind;
-	return c->echo_port && c->max_conns >= 1 && c->max_conns <= (1u << 16);
+	return c->upper && c->upper->ops && c->upper->tcp && c->upper->bind;
 }
 
 static bool cfg_ok(const struct knet_config *c)
@@ -67,11 +55,10 @@ size_t knet_mem_size(const struct knet_config *c)
 		return 0;
 	knet_tcp_cfg(c, &tc);
 	size_t t = tcp_stack_mem_size(&tc);
-	size_t e = c->upper ? 8u : knet_echo_tmp_mem_size(c->max_conns, c->echo_bufs, c->echo_buf_size);
-	if (!t || !e)
+	if (!t)
 		return 0;
 	return align8(c->n_arp * sizeof(struct net_arp_entry)) +
-	       align8(c->n_pending * sizeof(struct net_pending_frame)) + align8(t) + align8(e);
+	       align8(c->n_pending * sizeof(struct net_pending_frame)) + align8(t);
 }
 
 /* ---- net/ port: transmit frames are virtio-net frames of cfg.pair ---- */
@@ -226,26 +213,11 @@ int knet_init(struct knet *k, const struct knet_config *cfg, void *mem, size_t m
 	knet_tcp_cfg(cfg, &tc);
 	size_t tlen = tcp_stack_mem_size(&tc);
 	void *tmem = p;
-	p += align8(tlen);
-	int err;
-	if (cfg->upper) {
-		err = tcp_stack_init(&k->tcp, tmem, tlen, &tc, &knet_tcp_port, &k->ns, cfg->upper->ops,
-				     cfg->upper->ops_ctx);
-		if (err)
-			return err;
-		cfg->upper->bind(cfg->upper->ctx, k->tcp);
-	} else {
-		size_t elen = knet_echo_tmp_mem_size(cfg->max_conns, cfg->echo_bufs, cfg->echo_buf_size);
-		err = knet_echo_tmp_init(&k->echo, p, elen, cfg->max_conns, cfg->echo_bufs,
-					 cfg->echo_buf_size);
-		if (err)
-			return err;
-		err = tcp_stack_init(&k->tcp, tmem, tlen, &tc, &knet_tcp_port, &k->ns, &knet_echo_tmp_ops,
-				     &k->echo);
-		if (err)
-			return err;
-		knet_echo_tmp_bind(&k->echo, k->tcp);
-	}
+	int err = tcp_stack_init(&k->tcp, tmem, tlen, &tc, &knet_tcp_port, &k->ns, cfg->upper->ops,
+				 cfg->upper->ops_ctx);
+	if (err)
+		return err;
+	cfg->upper->bind(cfg->upper->ctx, k->tcp);
 
 	struct net_config nc = {
 		.use_dhcp = cfg->use_dhcp,

@@ -4,9 +4,8 @@
  * (drivers/virtio_net.h) under our network stack (net/net.h: Ethernet, ARP, IPv4, ICMP,
  * DHCP) under our TCP (net/tcp/tcp.h), polled from the core's run-to-completion loop
  * (knet_poll is a kloop handler). The upper layer is given by the caller (struct
- * knet_upper: the data plane dp/ in the image, through kernel/kbroker.h); without one, the
- * TEMPORARY echo service (kernel/knet_echo_tmp.h) answers on one port — kept only for the
- * unit test of this glue until it moves to a fake upper. Portable: the platform gives the clock and the
+ * knet_upper: the data plane dp/ in the image, through kernel/kbroker.h; an echo service
+ * in the unit test, tests/support/tcp_echo.h). Portable: the platform gives the clock and the
  * CSPRNG through the config. Owns the glue only (frame lending between the stack and the
  * driver); never parses packets itself, never allocates (caller memory), never touches a
  * queue pair it was not given.
@@ -28,7 +27,6 @@
 #define KERNEL_KNET_H
 
 #include "drivers/virtio_net.h"
-#include "kernel/knet_echo_tmp.h"
 #include "net/net.h"
 #include "net/tcp/tcp.h"
 
@@ -52,10 +50,7 @@ struct knet_config {
 	uint16_t n_rx_pairs;   /* receive from pairs [pair, pair + n_rx_pairs) (>= 1) */
 	bool use_dhcp;         /* false: ip/mask/gw below */
 	uint32_t ip, mask, gw; /* host order */
-	const struct knet_upper *upper; /* linked; NULL: the TEMPORARY echo below (unit test) */
-	uint16_t echo_port;    /* the TEMPORARY echo service's TCP port (no upper only) */
-	uint32_t max_conns;    /* TCP control blocks (no upper only; else upper->tcp) */
-	uint32_t echo_bufs, echo_buf_size;
+	const struct knet_upper *upper; /* linked: the layer above TCP, with its TCP limits */
 	uint32_t n_arp, n_pending;
 	uint32_t rx_batch;     /* frames per pair per knet_poll call */
 	uint64_t (*now_ms)(void);                /* linked: monotonic ms */
@@ -70,7 +65,6 @@ struct knet {
 	struct net_stack ns; /* first: the TCP port's ctx is &ns (net_tcp_tx_*) */
 	struct knet_config cfg;
 	struct tcp_stack *tcp;
-	struct knet_echo_tmp echo; /* unused when cfg.upper is set */
 	struct net_udp_sock udp[2];
 	bool broken;
 	bool irq_armed; /* the pairs' interrupts are enabled (idle mode) */

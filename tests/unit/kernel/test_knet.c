@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
- * Unit tests for kernel/knet (virtio-net pair <-> net_stack <-> tcp_stack <-> TEMPORARY
- * echo) against the simulated virtio-net device of tests/unit/drivers/fake_dev.c:
+ * Unit tests for kernel/knet (virtio-net pair <-> net_stack <-> tcp_stack <-> an echo
+ * upper layer, tests/support/tcp_echo.h) against the simulated virtio-net device of tests/unit/drivers/fake_dev.c:
  * configuration rejection, ARP and ICMP echo replies leaving through the driver, a TCP
  * handshake (SYN cookie) and bytes echoed back, RST for a closed port, a foreign frame
  * pointer refused, and no transmit or receive frame lost at the end of every test. */
@@ -16,6 +16,7 @@
 #include "kernel/knet.h"
 #include "lib/bytes.h"
 #include "lib/err.h"
+#include "tests/support/tcp_echo.h"
 
 #define FS 2048u
 #define NF 64u
@@ -32,6 +33,11 @@ static uint32_t fstack[NF];
 static struct vq_slot slots[3 * QS];
 static uint64_t knet_mem[(1u << 20) / 8];
 static struct knet k;
+/* The upper layer: an echo service on port 8883 with 4 connections and 2 ring buffers. */
+static struct tcp_echo echo;
+static uint64_t echo_mem[(64u << 10) / 8];
+static struct tcp_config echo_tcp;
+static struct knet_upper echo_upper;
 static uint64_t now_ms = 1000;
 static uint32_t rnd_state = 12345;
 static const uint8_t our_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
@@ -51,13 +57,29 @@ static void t_random(void *buf, size_t len)
 	}
 }
 
+static void echo_bind(void *ctx, struct tcp_stack *tcp)
+{
+	tcp_echo_bind(ctx, tcp);
+}
+
 static struct knet_config kconfig(void)
 {
+	tcp_config_default(&echo_tcp);
+	echo_tcp.ports[0] = 8883;
+	echo_tcp.n_ports = 1;
+	echo_tcp.max_conns = 4;
+	echo_tcp.max_send_refs = 32;
+	echo_tcp.max_pending_acks = 4;
+	memset(echo_mem, 0, sizeof echo_mem);
+	size_t elen = tcp_echo_mem_size(4, 2, 4096);
+	assert_true(elen > 0 && elen <= sizeof echo_mem);
+	assert_int_equal(tcp_echo_init(&echo, echo_mem, elen, 4, 2, 4096), 0);
+	echo_upper = (struct knet_upper){ .ops = &tcp_echo_ops, .ops_ctx = &echo, .ctx = &echo,
+					  .bind = echo_bind, .poll = NULL, .tcp = &echo_tcp };
 	struct knet_config c = {
 		.nic = &net, .pair = 0, .n_rx_pairs = 1, .use_dhcp = false, .ip = OUR_IP,
-		.mask = 0xffffff00u, .gw = PEER_IP, .echo_port = 8883, .max_conns = 4, .echo_bufs = 2,
-		.echo_buf_size = 4096, .n_arp = 4, .n_pending = 4, .rx_batch = 8,
-		.now_ms = t_now_ms, .random = t_random,
+		.mask = 0xffffff00u, .gw = PEER_IP, .upper = &echo_upper, .n_arp = 4, .n_pending = 4,
+		.rx_batch = 8, .now_ms = t_now_ms, .random = t_random,
 	};
 	return c;
 }
@@ -183,7 +205,7 @@ static void test_config_rejected(void **state)
 	c.now_ms = NULL;
 	assert_int_equal(knet_mem_size(&c), 0);
 	c = kconfig();
-	c.echo_buf_size = 10;
+	c.upper = NULL; /* knet always serves an upper layer */
 	assert_int_equal(knet_mem_size(&c), 0);
 	c = kconfig();
 	assert_int_equal(knet_init(&k, &c, knet_mem, knet_mem_size(&c) - 8), -E_INVAL);
@@ -296,18 +318,18 @@ static void test_tcp_echo(void **state)
 	assert_int_equal(ip_len - 20 - thl, sizeof msg - 1);
 	assert_memory_equal(t + thl, msg, sizeof msg - 1);
 	assert_int_equal(ld_be32(t + 8), 1001 + sizeof msg - 1);
-	assert_int_equal(k.echo.st.bytes_in, sizeof msg - 1);
+	assert_int_equal(echo.st.bytes_in, sizeof msg - 1);
 
 	/* The peer acknowledges the echo, then closes; the echo closes its side too. */
 	tcp_seg(8883, 0x10, 1001 + (uint32_t)(sizeof msg - 1), iss + 1 + (uint32_t)(sizeof msg - 1), NULL, 0);
-	assert_int_equal(k.echo.st.bytes_acked, sizeof msg - 1);
+	assert_int_equal(echo.st.bytes_acked, sizeof msg - 1);
 	tcp_seg(8883, 0x11, 1001 + (uint32_t)(sizeof msg - 1), iss + 1 + (uint32_t)(sizeof msg - 1), NULL, 0);
 	t = fake_vio.last_tx + 34;
 	assert_int_equal(t[13] & 0x01, 0x01); /* our FIN */
 	tcp_seg(8883, 0x10, 1002 + (uint32_t)(sizeof msg - 1), iss + 2 + (uint32_t)(sizeof msg - 1), NULL, 0);
 	assert_int_equal(tcp_conn_count(k.tcp), 0);
-	assert_int_equal(k.echo.st.open, 0);
-	assert_int_equal(k.echo.n_free, k.echo.n_bufs);
+	assert_int_equal(echo.st.open, 0);
+	assert_int_equal(echo.n_free, echo.n_bufs);
 	assert_int_equal(tcp_check_invariants(k.tcp), 0);
 }
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
- * TEMPORARY echo service over our TCP (see knet_echo_tmp.h): the kernel's stand-in for
- * the TLS + MQTT data path. Portable; allocates nothing (caller memory); never touches a
- * byte TCP still references.
+ * Echo service over our TCP (see tcp_echo.h), the upper layer of the kernel glue's unit
+ * test and of the hosted platform's echo mode. Portable; allocates nothing (caller memory);
+ * never touches a byte TCP still references.
  */
-#include "kernel/knet_echo_tmp.h"
+#include "tests/support/tcp_echo.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 
@@ -13,25 +13,25 @@ static size_t align8(size_t n)
 	return (n + 7u) & ~(size_t)7u;
 }
 
-size_t knet_echo_tmp_mem_size(uint32_t max_conns, uint32_t n_bufs, uint32_t buf_size)
+size_t tcp_echo_mem_size(uint32_t max_conns, uint32_t n_bufs, uint32_t buf_size)
 {
 	if (!max_conns || max_conns > (1u << 20) || !n_bufs || n_bufs > (1u << 16) ||
 	    buf_size < 1024 || buf_size > (1u << 24))
 		return 0;
-	return align8((size_t)max_conns * sizeof(struct knet_echo_tmp_conn)) +
+	return align8((size_t)max_conns * sizeof(struct tcp_echo_conn)) +
 	       align8((size_t)n_bufs * sizeof(uint32_t)) + (size_t)n_bufs * buf_size;
 }
 
-int knet_echo_tmp_init(struct knet_echo_tmp *e, void *mem, size_t mem_len, uint32_t max_conns,
+int tcp_echo_init(struct tcp_echo *e, void *mem, size_t mem_len, uint32_t max_conns,
 		       uint32_t n_bufs, uint32_t buf_size)
 {
-	size_t need = knet_echo_tmp_mem_size(max_conns, n_bufs, buf_size);
+	size_t need = tcp_echo_mem_size(max_conns, n_bufs, buf_size);
 	memset(e, 0, sizeof *e);
 	if (!need || !mem || mem_len < need || ((uintptr_t)mem & 7u))
 		return -E_INVAL;
 	uint8_t *p = mem;
-	e->conns = (struct knet_echo_tmp_conn *)(void *)p;
-	p += align8((size_t)max_conns * sizeof(struct knet_echo_tmp_conn));
+	e->conns = (struct tcp_echo_conn *)(void *)p;
+	p += align8((size_t)max_conns * sizeof(struct tcp_echo_conn));
 	e->free_bufs = (uint32_t *)(void *)p;
 	p += align8((size_t)n_bufs * sizeof(uint32_t));
 	e->bufs = p;
@@ -39,37 +39,37 @@ int knet_echo_tmp_init(struct knet_echo_tmp *e, void *mem, size_t mem_len, uint3
 	e->n_bufs = n_bufs;
 	e->buf_size = buf_size;
 	for (uint32_t i = 0; i < max_conns; i++)
-		e->conns[i] = (struct knet_echo_tmp_conn){ .buf = KNET_ECHO_TMP_NIL };
+		e->conns[i] = (struct tcp_echo_conn){ .buf = TCP_ECHO_NIL };
 	for (uint32_t i = 0; i < n_bufs; i++)
 		e->free_bufs[i] = i;
 	e->n_free = n_bufs;
 	return 0;
 }
 
-void knet_echo_tmp_bind(struct knet_echo_tmp *e, struct tcp_stack *tcp)
+void tcp_echo_bind(struct tcp_echo *e, struct tcp_stack *tcp)
 {
 	e->tcp = tcp;
 }
 
-static void buf_release(struct knet_echo_tmp *e, struct knet_echo_tmp_conn *c)
+static void buf_release(struct tcp_echo *e, struct tcp_echo_conn *c)
 {
-	if (c->buf == KNET_ECHO_TMP_NIL)
+	if (c->buf == TCP_ECHO_NIL)
 		return;
 	e->free_bufs[e->n_free++] = c->buf;
-	c->buf = KNET_ECHO_TMP_NIL;
+	c->buf = TCP_ECHO_NIL;
 	c->head = 0;
 	c->used = 0;
 }
 
 static int echo_accept(void *ctx, uint32_t conn, uint32_t src_ip, uint16_t src_port, uint16_t dst_port)
 {
-	struct knet_echo_tmp *e = ctx;
+	struct tcp_echo *e = ctx;
 	(void)src_ip;
 	(void)src_port;
 	(void)dst_port;
 	if (conn >= e->max_conns || e->conns[conn].open)
 		return -E_INVAL;
-	e->conns[conn] = (struct knet_echo_tmp_conn){ .buf = KNET_ECHO_TMP_NIL, .open = true };
+	e->conns[conn] = (struct tcp_echo_conn){ .buf = TCP_ECHO_NIL, .open = true };
 	e->st.accepted++;
 	e->st.open++;
 	return 0;
@@ -77,31 +77,31 @@ static int echo_accept(void *ctx, uint32_t conn, uint32_t src_ip, uint16_t src_p
 
 static uint32_t echo_credit(void *ctx, uint32_t conn)
 {
-	struct knet_echo_tmp *e = ctx;
+	struct tcp_echo *e = ctx;
 	if (conn >= e->max_conns)
 		return 0;
-	const struct knet_echo_tmp_conn *c = &e->conns[conn];
-	if (c->buf != KNET_ECHO_TMP_NIL)
+	const struct tcp_echo_conn *c = &e->conns[conn];
+	if (c->buf != TCP_ECHO_NIL)
 		return e->buf_size - c->used;
 	return e->n_free ? e->buf_size : 0;
 }
 
 static size_t echo_recv(void *ctx, uint32_t conn, uint8_t *data, size_t len)
 {
-	struct knet_echo_tmp *e = ctx;
+	struct tcp_echo *e = ctx;
 	struct tcp_iov iov[2];
 	size_t n_iov = 0;
 
 	if (conn >= e->max_conns)
 		return 0;
-	struct knet_echo_tmp_conn *c = &e->conns[conn];
+	struct tcp_echo_conn *c = &e->conns[conn];
 	if (!data && !len) {
 		c->fin = true; /* our FIN follows whatever is still queued */
 		if (tcp_close(e->tcp, conn) < 0)
 			e->st.send_refused++;
 		return 0;
 	}
-	if (c->buf == KNET_ECHO_TMP_NIL) {
+	if (c->buf == TCP_ECHO_NIL) {
 		if (!e->n_free) {
 			e->st.no_buffer++;
 			return 0;
@@ -139,16 +139,16 @@ static size_t echo_recv(void *ctx, uint32_t conn, uint8_t *data, size_t len)
 
 static void echo_sent(void *ctx, uint32_t conn, size_t acked)
 {
-	struct knet_echo_tmp *e = ctx;
+	struct tcp_echo *e = ctx;
 	if (conn >= e->max_conns)
 		return;
-	struct knet_echo_tmp_conn *c = &e->conns[conn];
+	struct tcp_echo_conn *c = &e->conns[conn];
 	if (acked > c->used) {
 		/* TCP acknowledged more than it was given: a bug below; count, clamp. */
 		e->st.bug_overack++;
 		acked = c->used;
 	}
-	if (c->buf == KNET_ECHO_TMP_NIL)
+	if (c->buf == TCP_ECHO_NIL)
 		return;
 	c->head = (uint32_t)(((size_t)c->head + acked) % e->buf_size);
 	c->used -= (uint32_t)acked;
@@ -161,10 +161,10 @@ static void echo_sent(void *ctx, uint32_t conn, size_t acked)
 
 static void echo_closed(void *ctx, uint32_t conn, enum tcp_close_reason reason)
 {
-	struct knet_echo_tmp *e = ctx;
+	struct tcp_echo *e = ctx;
 	if (conn >= e->max_conns)
 		return;
-	struct knet_echo_tmp_conn *c = &e->conns[conn];
+	struct tcp_echo_conn *c = &e->conns[conn];
 	buf_release(e, c);
 	if (c->open)
 		e->st.open--;
@@ -174,7 +174,7 @@ static void echo_closed(void *ctx, uint32_t conn, enum tcp_close_reason reason)
 		e->st.closed[reason]++;
 }
 
-const struct tcp_upper_ops knet_echo_tmp_ops = {
+const struct tcp_upper_ops tcp_echo_ops = {
 	.admit = NULL,
 	.accept = echo_accept,
 	.recv = echo_recv,
@@ -182,3 +182,11 @@ const struct tcp_upper_ops knet_echo_tmp_ops = {
 	.sent = echo_sent,
 	.closed = echo_closed,
 };
+
+uint32_t tcp_echo_open_count(const struct tcp_echo *e)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < e->max_conns; i++)
+		n += e->conns[i].open;
+	return n;
+}
