@@ -125,95 +125,29 @@ pub() { # NAME ARGS...
 # Wait until the broker has seen a subscription (a new SUBSCRIBE shows as subs+1 or
 # sessions+1 in the stats line); simpler and bounded: wait for established connections.
 wait_est() { wait_stat established "$1" 10; sleep 0.3; }
+settle() { wait_stat conns 0 10; }
+client_bg() { # OUT ARGS...
+	local out=$1
+	shift
+	ip netns exec "$ns" "$py" "$tmp/client.py" "$our_ip" "$port" "$certs" "$@" >"$out" 2>&1 &
+	client_pid=$!
+	bg_pids+=($client_pid)
+}
+helper=$tmp/client.py
+will_polls=50
+acl_wait_s=4
+# shellcheck source=tests/smoke/lib/mqtt-scenarios.sh
+. "$(dirname "$0")/lib/mqtt-scenarios.sh"
 
-# ---- cmd-to-device
-sub_bg "$tmp/cmd.out" dev-1 -t 'devices/dev-1/cmd/#' -q 1; p=$sub_pid
-wait_est 1
-pub ops -t devices/dev-1/cmd/reboot -m now -q 1 >"$tmp/cmd.pub"
-wait "$p" 2>/dev/null
-if grep -q "^devices/dev-1/cmd/reboot now$" "$tmp/cmd.out"; then pass cmd-to-device
-else fail cmd-to-device "$(tr '\n' ' ' <"$tmp/cmd.out")"; fi
-
-# ---- telemetry-qos1
-sub_bg "$tmp/tel.out" ops -t 'devices/+/telemetry' -q 1; p=$sub_pid
-wait_est 1
-pub dev-1 -t devices/dev-1/telemetry -m 't=21.5' -q 1 >"$tmp/tel.pub"
-wait "$p" 2>/dev/null
-if grep -q "received PUBACK" "$tmp/tel.pub" && grep -q "^devices/dev-1/telemetry t=21.5$" "$tmp/tel.out"; then
-	pass telemetry-qos1
-else fail telemetry-qos1 "$(tr '\n' ' ' <"$tmp/tel.pub") / $(tr '\n' ' ' <"$tmp/tel.out")"; fi
-
-# ---- qos2
-timeout 20 ip netns exec "$ns" mosquitto_sub -h "$our_ip" -p $port "${tls[@]}" $(as ops) -i ops \
-	-d -v -C 1 -W 15 -q 2 -t 'devices/+/telemetry' >"$tmp/q2.out" 2>&1 &
-p=$!
-bg_pids+=($p)
-wait_est 1
-pub dev-2 -t devices/dev-2/telemetry -m exactly-once -q 2 >"$tmp/q2.pub"
-wait "$p" 2>/dev/null
-if grep -q "received PUBREC" "$tmp/q2.pub" && grep -q "received PUBCOMP" "$tmp/q2.pub" &&
-	grep -q "PUBLISH (d0, q2" "$tmp/q2.out" && grep -q "exactly-once" "$tmp/q2.out"; then
-	pass qos2
-else fail qos2 "$(tr '\n' ' ' <"$tmp/q2.pub") / $(tr '\n' ' ' <"$tmp/q2.out")"; fi
-
-# ---- retained
-pub dev-3 -t devices/dev-3/status -m online -r -q 1 >"$tmp/ret.pub"
-wait_stat conns 0 10
-sub_bg "$tmp/ret.out" ops -t devices/dev-3/status; p=$sub_pid
-wait "$p" 2>/dev/null
-if grep -q "^devices/dev-3/status online$" "$tmp/ret.out"; then pass retained
-else fail retained "$(tr '\n' ' ' <"$tmp/ret.out")"; fi
-# clear it so the heap comparison below starts from a settled state
-pub dev-3 -t devices/dev-3/status -n -r -q 1 >/dev/null
-
-# ---- will
-sub_bg "$tmp/will.out" ops -t devices/dev-4/status -q 1; p=$sub_pid
-wait_est 1
-ip netns exec "$ns" "$py" "$tmp/client.py" "$our_ip" "$port" "$certs" will dev-4 >"$tmp/will.cl" 2>&1 &
-wp=$!
-bg_pids+=($wp)
-for _ in $(seq 50); do grep -q connack "$tmp/will.cl" && break; sleep 0.2; done
-kill -KILL "$wp" 2>/dev/null
-wait "$wp" 2>/dev/null
-wait "$p" 2>/dev/null
-if grep -q "connack 0" "$tmp/will.cl" && grep -q "^devices/dev-4/status gone$" "$tmp/will.out"; then
-	pass will
-else fail will "$(tr '\n' ' ' <"$tmp/will.cl") / $(tr '\n' ' ' <"$tmp/will.out")"; fi
+# ---- cmd-to-device, telemetry-qos1, qos2, retained, will (tests/smoke/lib/mqtt-scenarios.sh)
+mqtt_scenarios_delivery
 
 # ---- refusals, with the heap compared before and after
 wait_stat conns 0 10
 heap0=$(stat heap_used)
 failed0=$(grep "^stats dp " "$log" | tail -n 1 | sed -n 's/.* hs_failed=\([0-9]*\).*/\1/p')
 
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/evil-ca.key" 2>/dev/null
-openssl req -x509 -new -key "$tmp/evil-ca.key" -subj "/CN=evil CA" -days 30 -out "$tmp/evil-ca.crt" \
-	-addext "basicConstraints=critical,CA:TRUE" 2>/dev/null
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/evil.key" 2>/dev/null
-openssl req -new -key "$tmp/evil.key" -subj "/CN=dev-1" 2>/dev/null |
-	openssl x509 -req -CA "$tmp/evil-ca.crt" -CAkey "$tmp/evil-ca.key" -days 30 -set_serial 7 \
-		-out "$tmp/evil.crt" 2>/dev/null
-cat "$certs/ca.crt" "$tmp/evil-ca.crt" >"$tmp/both-ca.crt"
-r=$(client connack dev-1 dev-1 "$tmp/evil.crt" "$tmp/evil.key" "$tmp/both-ca.crt")
-case $r in refused*) pass refuse-other-ca "$r" ;; *) fail refuse-other-ca "$r" ;; esac
-
-r=$(client connack revoked-1 revoked-1)
-case $r in refused*) pass refuse-revoked "$r" ;; *) fail refuse-revoked "$r" ;; esac
-
-r=$(client connack dev-1 dev-2)
-[ "$r" = "connack 5" ] && pass refuse-client-id "$r" || fail refuse-client-id "$r"
-
-r=$(client tls12)
-case $r in refused*) pass refuse-tls12 "$r" ;; *) fail refuse-tls12 "$r" ;; esac
-
-r=$(client plain)
-case $r in refused*) pass refuse-plain "$r" ;; *) fail refuse-plain "$r" ;; esac
-
-sub_bg "$tmp/acl.out" ops -t 'devices/dev-2/telemetry' -W 4; p=$sub_pid
-wait_est 1
-r=$(client acl)
-wait "$p" 2>/dev/null
-if [ "$r" = "suback 0x80" ] && ! grep -q forbidden "$tmp/acl.out"; then pass refuse-acl "$r"
-else fail refuse-acl "$r / $(tr '\n' ' ' <"$tmp/acl.out")"; fi
+mqtt_scenarios_refusals
 
 wait_stat conns 0 10
 heap1=$(stat heap_used)
@@ -226,18 +160,7 @@ else fail no-leak "conns=$(stat conns) heap $heap0 -> $heap1 chunks=$chunks refu
 grep "^dp: .*refused" "$log" | sort | uniq -c | sed 's/^/hosted-mqtt:   log /' | head -n 8
 
 # ---- idle connections, each with one QoS 1 subscription
-mkdir -p "$tmp/load"
-if ! "$py" "$tmp/client.py" - 0 "$certs" mkcerts "$n_idle" "$tmp/load" >/dev/null 2>&1; then
-	# without python3-cryptography: the openssl CLI, slower
-	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/load/k" 2>/dev/null
-	printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' >"$tmp/load/ext"
-	for i in $(seq "$n_idle"); do
-		openssl req -new -key "$tmp/load/k" -subj "/CN=load-$i" 2>/dev/null |
-			openssl x509 -req -CA "$certs/ca.crt" -CAkey "$certs/ca.key" -days 2 -set_serial $((1000 + i)) \
-				-extfile "$tmp/load/ext" -out "$tmp/load/load-$i.crt" 2>/dev/null
-		cp "$tmp/load/k" "$tmp/load/load-$i.key"
-	done
-fi
+mqtt_load_certs "$n_idle" "$tmp/load"
 ip netns exec "$ns" "$py" "$tmp/client.py" "$our_ip" "$port" "$certs" idle "$n_idle" "$tmp/load" 120 \
 	>"$tmp/idle.out" 2>&1 &
 ip_=$!

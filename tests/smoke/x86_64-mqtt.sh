@@ -95,10 +95,22 @@ wait_rep() {
 	return 1
 }
 wait_est() { wait_rep est "$1" 20 && sleep 1; } # TLS done; then give the SUBSCRIBE a moment
+settle() { wait_rep conns 0 15; }
 
 tls=(--cafile "$certs/ca.crt")
 as() { echo --cert "$certs/$1.crt" --key "$certs/$1.key"; }
 client() { MQTT_CLIENT_TIMEOUT=30 timeout 60 "$py" "$helper" 127.0.0.1 "$port" "$certs" "$@"; }
+client_bg() { # OUT ARGS...
+	local out=$1
+	shift
+	MQTT_CLIENT_TIMEOUT=30 "$py" "$helper" 127.0.0.1 "$port" "$certs" "$@" >"$out" 2>&1 &
+	client_pid=$!
+	bg_pids+=($client_pid)
+}
+will_polls=150
+acl_wait_s=8
+# shellcheck source=tests/smoke/lib/mqtt-scenarios.sh
+. "$here/lib/mqtt-scenarios.sh"
 sub_bg() { # OUTFILE NAME ARGS...: a mosquitto_sub in the background (pid in sub_pid), bounded
 	local out=$1 name=$2
 	shift 2
@@ -135,96 +147,15 @@ if [ $up = 0 ]; then
 fi
 say "$(glog | grep -a "broker: MQTT over TLS" | sed 's/^.*broker: //')"
 
-# ---- cmd-to-device
-sub_bg "$tmp/cmd.out" dev-1 -t 'devices/dev-1/cmd/#' -q 1; p=$sub_pid
-wait_est 1
-pub ops -t devices/dev-1/cmd/reboot -m now -q 1 >"$tmp/cmd.pub"
-wait "$p" 2>/dev/null
-if grep -q "^devices/dev-1/cmd/reboot now$" "$tmp/cmd.out"; then pass cmd-to-device
-else fail cmd-to-device "$(tr '\n' ' ' <"$tmp/cmd.out") / $(tr '\n' ' ' <"$tmp/cmd.pub")"; fi
-
-# ---- telemetry-qos1
-wait_rep conns 0 15
-sub_bg "$tmp/tel.out" ops -t 'devices/+/telemetry' -q 1; p=$sub_pid
-wait_est 1
-pub dev-1 -t devices/dev-1/telemetry -m 't=21.5' -q 1 >"$tmp/tel.pub"
-wait "$p" 2>/dev/null
-if grep -q "received PUBACK" "$tmp/tel.pub" && grep -q "^devices/dev-1/telemetry t=21.5$" "$tmp/tel.out"; then
-	pass telemetry-qos1
-else fail telemetry-qos1 "$(tr '\n' ' ' <"$tmp/tel.pub") / $(tr '\n' ' ' <"$tmp/tel.out")"; fi
-
-# ---- qos2
-wait_rep conns 0 15
-timeout 40 mosquitto_sub -h 127.0.0.1 -p "$port" "${tls[@]}" $(as ops) -i ops \
-	-d -v -C 1 -W 30 -q 2 -t 'devices/+/telemetry' >"$tmp/q2.out" 2>&1 &
-p=$!
-bg_pids+=($p)
-wait_est 1
-pub dev-2 -t devices/dev-2/telemetry -m exactly-once -q 2 >"$tmp/q2.pub"
-wait "$p" 2>/dev/null
-if grep -q "received PUBREC" "$tmp/q2.pub" && grep -q "received PUBCOMP" "$tmp/q2.pub" &&
-	grep -q "PUBLISH (d0, q2" "$tmp/q2.out" && grep -q "exactly-once" "$tmp/q2.out"; then
-	pass qos2
-else fail qos2 "$(tr '\n' ' ' <"$tmp/q2.pub") / $(tr '\n' ' ' <"$tmp/q2.out")"; fi
-
-# ---- retained
-pub dev-3 -t devices/dev-3/status -m online -r -q 1 >"$tmp/ret.pub"
-wait_rep conns 0 15
-sub_bg "$tmp/ret.out" ops -t devices/dev-3/status; p=$sub_pid
-wait "$p" 2>/dev/null
-if grep -q "^devices/dev-3/status online$" "$tmp/ret.out"; then pass retained
-else fail retained "$(tr '\n' ' ' <"$tmp/ret.pub") / $(tr '\n' ' ' <"$tmp/ret.out")"; fi
-pub dev-3 -t devices/dev-3/status -n -r -q 1 >/dev/null # cleared: the heap comparison below
-
-# ---- will
-wait_rep conns 0 15
-sub_bg "$tmp/will.out" ops -t devices/dev-4/status -q 1; p=$sub_pid
-wait_est 1
-MQTT_CLIENT_TIMEOUT=30 "$py" "$helper" 127.0.0.1 "$port" "$certs" will dev-4 >"$tmp/will.cl" 2>&1 &
-wp=$!
-bg_pids+=($wp)
-for _ in $(seq 150); do grep -q connack "$tmp/will.cl" && break; sleep 0.2; done
-kill -KILL "$wp" 2>/dev/null
-wait "$wp" 2>/dev/null
-wait "$p" 2>/dev/null
-if grep -q "connack 0" "$tmp/will.cl" && grep -q "^devices/dev-4/status gone$" "$tmp/will.out"; then
-	pass will
-else fail will "$(tr '\n' ' ' <"$tmp/will.cl") / $(tr '\n' ' ' <"$tmp/will.out")"; fi
+# ---- cmd-to-device, telemetry-qos1, qos2, retained, will (tests/smoke/lib/mqtt-scenarios.sh)
+mqtt_scenarios_delivery
 
 # ---- refusals, with the kernel's heap above baseline compared before and after
 wait_rep conns 0 15
 heap0=$(rep above_req)
 nref0=$(glog | grep -ac "refused\|timed out\|record error\|peer ended TLS")
 
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/evil-ca.key" 2>/dev/null
-openssl req -x509 -new -key "$tmp/evil-ca.key" -subj "/CN=evil CA" -days 30 -out "$tmp/evil-ca.crt" \
-	-addext "basicConstraints=critical,CA:TRUE" 2>/dev/null
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/evil.key" 2>/dev/null
-openssl req -new -key "$tmp/evil.key" -subj "/CN=dev-1" 2>/dev/null |
-	openssl x509 -req -CA "$tmp/evil-ca.crt" -CAkey "$tmp/evil-ca.key" -days 30 -set_serial 7 \
-		-out "$tmp/evil.crt" 2>/dev/null
-cat "$certs/ca.crt" "$tmp/evil-ca.crt" >"$tmp/both-ca.crt"
-r=$(client connack dev-1 dev-1 "$tmp/evil.crt" "$tmp/evil.key" "$tmp/both-ca.crt")
-case $r in refused*) pass refuse-other-ca "$r" ;; *) fail refuse-other-ca "$r" ;; esac
-
-r=$(client connack revoked-1 revoked-1)
-case $r in refused*) pass refuse-revoked "$r" ;; *) fail refuse-revoked "$r" ;; esac
-
-r=$(client connack dev-1 dev-2)
-[ "$r" = "connack 5" ] && pass refuse-client-id "$r" || fail refuse-client-id "$r"
-
-r=$(client tls12)
-case $r in refused*) pass refuse-tls12 "$r" ;; *) fail refuse-tls12 "$r" ;; esac
-
-r=$(client plain)
-case $r in refused*) pass refuse-plain "$r" ;; *) fail refuse-plain "$r" ;; esac
-
-sub_bg "$tmp/acl.out" ops -t 'devices/dev-2/telemetry' -W 8; p=$sub_pid
-wait_est 1
-r=$(client acl)
-wait "$p" 2>/dev/null
-if [ "$r" = "suback 0x80" ] && ! grep -q forbidden "$tmp/acl.out"; then pass refuse-acl "$r"
-else fail refuse-acl "$r / $(tr '\n' ' ' <"$tmp/acl.out")"; fi
+mqtt_scenarios_refusals
 
 wait_rep conns 0 15
 heap1=$(rep above_req)
@@ -236,18 +167,7 @@ glog | grep -a "broker: dp: .*\(refused\|record error\|peer ended\)" | sed 's/^.
 	sort | uniq -c | sed 's/^/x86_64-mqtt:   guest log /' | head -n 8
 
 # ---- idle connections, each with one QoS 1 subscription
-mkdir -p "$tmp/load"
-if ! "$py" "$helper" - 0 "$certs" mkcerts "$n_idle" "$tmp/load" >/dev/null 2>&1; then
-	# without python3-cryptography: the openssl CLI, slower
-	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$tmp/load/k" 2>/dev/null
-	printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' >"$tmp/load/ext"
-	for i in $(seq "$n_idle"); do
-		openssl req -new -key "$tmp/load/k" -subj "/CN=load-$i" 2>/dev/null |
-			openssl x509 -req -CA "$certs/ca.crt" -CAkey "$certs/ca.key" -days 2 -set_serial $((1000 + i)) \
-				-extfile "$tmp/load/ext" -out "$tmp/load/load-$i.crt" 2>/dev/null
-		cp "$tmp/load/k" "$tmp/load/load-$i.key"
-	done
-fi
+mqtt_load_certs "$n_idle" "$tmp/load"
 MQTT_CLIENT_TIMEOUT=30 "$py" "$helper" 127.0.0.1 "$port" "$certs" idle "$n_idle" "$tmp/load" "$((idle_budget_s + 60))" \
 	>"$tmp/idle.out" 2>&1 &
 ip_=$!
