@@ -33,21 +33,22 @@ X86_64_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,arch/x86_64/kernel.ld \
 # former only through symbols the kernel objects already pull in), then libgcc for the
 # 128-bit division helpers (__udivti3) mbedTLS's bignum code uses.
 X86_64_LIBGCC = $(shell $(X86_64_CC) -print-libgcc-file-name)
+X86_64_LINK_INPUTS = $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) $(B)/x86_64/libmbedtls.a \
+	$(X86_64_LIBGCC)
+# $(call x86_64_link,SLIDE[,EXTRA FLAGS]): the one link of the image, placed SLIDE higher.
+x86_64_link = $(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=$(1) $(2) -o $@ $(X86_64_LINK_INPUTS)
 $(B)/x86_64/urmqtt.elf: arch/x86_64/kernel.ld $$(filter $$(B)/x86_64/k/%,$$(X86_64_OBJS)) $$(X86_64_LIB) \
 		$(B)/x86_64/libmbedtls.a
 	@mkdir -p $(@D); echo "  LD [x86_64]  $@"
-	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=0 -o $@ \
-		$(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) $(B)/x86_64/libmbedtls.a $(X86_64_LIBGCC)
+	$(Q)$(call x86_64_link,0)
 
-X86_64_LINK_INPUTS = $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) $(B)/x86_64/libmbedtls.a \
-	$(X86_64_LIBGCC)
 X86_64_SLIDE := 0x200000
 $(B)/x86_64/urmqtt.reloc.elf: $(B)/x86_64/urmqtt.elf
 	@echo "  LD [x86_64]  $@ (--emit-relocs)"
-	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=0 -Wl,--emit-relocs -o $@ $(X86_64_LINK_INPUTS)
+	$(Q)$(call x86_64_link,0,-Xlinker --emit-relocs)
 $(B)/x86_64/urmqtt.slid.elf: $(B)/x86_64/urmqtt.elf
 	@echo "  LD [x86_64]  $@ (+$(X86_64_SLIDE))"
-	$(Q)$(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=$(X86_64_SLIDE) -o $@ $(X86_64_LINK_INPUTS)
+	$(Q)$(call x86_64_link,$(X86_64_SLIDE))
 $(B)/x86_64/urmqtt.relocs: $(B)/x86_64/urmqtt.reloc.elf $(B)/host/tools/urmqtt-relocs
 	$(Q)$(B)/host/tools/urmqtt-relocs table $< $@ >/dev/null
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf
