@@ -27,6 +27,10 @@
  * 4. A record is on the reap list exactly when GONE is set; a GONE record is never
  *    handed to TCP again.
  * 5. n_open counts records not FREE.
+ * 6. DP_F_FWD only in OPEN or CLOSING; then hs/mq are not pointers (fwd/owed share
+ *    their bytes) and every message about it on the mesh carries (id, fwd.gen). It is
+ *    cleared once the home core knows the connection ended (LOST sent, or CLOSE
+ *    received). DP_F_OWE only with DP_F_FWD; n_owe counts them.
  */
 #include "dp/dp.h"
 
@@ -42,6 +46,8 @@
 #define DP_F_GONE 0x01u    /* TCP closed(): id released by TCP, waiting for reap */
 #define DP_F_BLOCKED 0x02u /* the broker got -E_AGAIN: call writable on ack */
 #define DP_F_FIN 0x04u     /* we asked TCP to close */
+#define DP_F_FWD 0x08u     /* OPEN, session on another core: fwd/owed, not hs/mq */
+#define DP_F_OWE 0x10u     /* forwarded: OUT credit owed that the mesh refused (n_owe) */
 
 #define DP_NIL UINT32_MAX
 /* Sanity bound on the key cache (entries of ~88 B per core). */
@@ -59,8 +65,20 @@ struct dp_chunk {
 
 struct dp_conn {
 	struct tls_rec rec;
-	struct tls_hs *hs;
-	struct mqtt_conn *mq;
+	/* A forwarded connection (DP_F_FWD, only in OPEN) has no handshake and no broker
+	 * handle here: the same bytes name its home core instead (invariant 6). */
+	union {
+		struct tls_hs *hs;
+		struct {
+			uint32_t gen;  /* names it on the mesh with its id (dp/shard.h) */
+			uint16_t home; /* the core of its session */
+			uint16_t pad;
+		} fwd;
+	};
+	union {
+		struct mqtt_conn *mq;
+		uint64_t owed; /* forwarded: OUT bytes sealed, credit not yet returned */
+	};
 	struct dp_chunk *out_head, *out_tail;
 	uint32_t out_bytes; /* unacknowledged bytes in the chunks */
 	uint32_t head_acked; /* acknowledged bytes of out_head */
@@ -94,6 +112,9 @@ struct dp {
 	uint64_t tokens_milli; /* handshake token bucket, in 1/1000 tokens */
 	uint64_t tokens_ms;
 	uint64_t last_tick_ms;
+	struct dp_shard *shard; /* NULL: one shard (every session is local) */
+	uint32_t next_gen;
+	uint32_t n_owe;
 	struct dp_stats st;
 };
 
@@ -265,7 +286,7 @@ static void hs_slot_release(struct dp *dp, struct dp_conn *c)
 
 static void hs_end(struct dp *dp, struct dp_conn *c)
 {
-	if (c->hs) {
+	if (!(c->flags & DP_F_FWD) && c->hs) {
 		tls_hs_abort(c->hs);
 		c->hs = NULL;
 		hs_slot_release(dp, c);
@@ -294,8 +315,25 @@ static void conn_begin_close(struct dp *dp, struct dp_conn *c, bool tls_open)
 	}
 }
 
+/* Stop forwarding: the home core knows (LOST sent or CLOSE received), or never will. */
+static void fwd_end(struct dp *dp, struct dp_conn *c)
+{
+	if (c->flags & DP_F_OWE)
+		dp->n_owe--;
+	c->flags = (uint8_t)(c->flags & ~(DP_F_FWD | DP_F_OWE));
+	c->hs = NULL;
+	c->mq = NULL;
+}
+
 static void mq_lose(struct dp *dp, struct dp_conn *c)
 {
+	if (c->flags & DP_F_FWD) {
+		/* The will is due on the home core. A refusal (even the control reserve is
+		 * full) is counted by the shard; the home ends it at its keepalive. */
+		(void)!dp_shard_lost(dp->shard, c->fwd.home, conn_id(dp, c), c->fwd.gen);
+		fwd_end(dp, c);
+		return;
+	}
 	if (c->mq) {
 		struct mqtt_conn *m = c->mq;
 		c->mq = NULL;
@@ -345,29 +383,20 @@ static void reap_one(struct dp *dp, struct dp_conn *c)
 
 /* ---- broker ops ----------------------------------------------------------------------- */
 
-static int mq_send(void *ctx, void *user, const uint8_t *buf, size_t len)
+/* Seal plaintext into one chunk TCP keeps until acknowledged. 0, -E_NOMEM (no chunk:
+ * nothing happened), or -E_CLOSED (sealed but not carried: the connection was aborted). */
+static int seal_out(struct dp *dp, struct dp_conn *c, const uint8_t *buf, size_t len)
 {
-	struct dp *dp = ctx;
-	struct dp_conn *c = user;
-	if (c->state != DP_OPEN || (c->flags & DP_F_GONE))
-		return -E_AGAIN;
-	if (c->out_bytes >= dp->cfg.max_out_bytes) {
-		c->flags |= DP_F_BLOCKED;
-		dp->st.out_blocked++;
-		return -E_AGAIN;
-	}
 	size_t wire = tls_rec_wire_len(&dp->renv, &c->rec, len);
 	struct dp_chunk *k = chunk_new(dp, wire);
-	if (!k) {
-		c->flags |= DP_F_BLOCKED;
-		return -E_AGAIN;
-	}
+	if (!k)
+		return -E_NOMEM;
 	size_t n = 0;
 	int rc = tls_rec_write(&dp->renv, &c->rec, buf, len, k->data, wire, &n);
 	if (rc) {
 		heap_free(dp, k, k->alloc_len);
 		dp->st.out_chunks_live--;
-		return -E_AGAIN;
+		return -E_NOMEM;
 	}
 	k->len = (uint32_t)n;
 	rc = out_queue(dp, c, k);
@@ -377,19 +406,129 @@ static int mq_send(void *ctx, void *user, const uint8_t *buf, size_t len)
 		     err_name(rc));
 		c->flags |= DP_F_FIN;
 		dp->cfg.lower.abort(dp->cfg.lower_ctx, conn_id(dp, c));
-		return -E_AGAIN;
+		return -E_CLOSED;
 	}
 	return 0;
+}
+
+static int mq_send(void *ctx, void *user, const uint8_t *buf, size_t len)
+{
+	struct dp *dp = ctx;
+	if (dp->shard && dp_shard_is_proxy(dp->shard, user))
+		return dp_shard_proxy_send(dp->shard, user, buf, len);
+	struct dp_conn *c = user;
+	if (c->state != DP_OPEN || (c->flags & DP_F_GONE))
+		return -E_AGAIN;
+	if (c->out_bytes >= dp->cfg.max_out_bytes) {
+		c->flags |= DP_F_BLOCKED;
+		dp->st.out_blocked++;
+		return -E_AGAIN;
+	}
+	int rc = seal_out(dp, c, buf, len);
+	if (rc == -E_NOMEM)
+		c->flags |= DP_F_BLOCKED;
+	return rc ? -E_AGAIN : 0;
 }
 
 static void mq_close(void *ctx, void *user)
 {
 	struct dp *dp = ctx;
+	if (dp->shard && dp_shard_is_proxy(dp->shard, user)) {
+		dp_shard_proxy_close(dp->shard, user);
+		return;
+	}
 	struct dp_conn *c = user;
 	c->mq = NULL;
 	dp->st.close_mqtt++;
 	if (c->state == DP_OPEN)
 		conn_begin_close(dp, c, true);
+}
+
+/* ---- broker shards (dp/shard.h) --------------------------------------------------------- */
+
+static bool mq_fanout_room(void *ctx, size_t bytes)
+{
+	struct dp *dp = ctx;
+	return dp_shard_fanout_room(dp->shard, bytes);
+}
+
+static void mq_fanout(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+		      size_t plen, uint8_t qos, bool retain)
+{
+	struct dp *dp = ctx;
+	dp_shard_fanout(dp->shard, topic, tlen, payload, plen, qos, retain);
+}
+
+/* The forwarded connection (id, gen) names, or NULL if it has ended since. */
+static struct dp_conn *fwd_conn(struct dp *dp, uint32_t conn, uint32_t gen)
+{
+	if (conn >= dp->cfg.max_conns)
+		return NULL;
+	struct dp_conn *c = &dp->conns[conn];
+	if (!(c->flags & DP_F_FWD) || c->fwd.gen != gen || c->state != DP_OPEN ||
+	    (c->flags & DP_F_GONE))
+		return NULL;
+	return c;
+}
+
+/* Give the home core its OUT credit back: all of it once everything sealed is
+ * acknowledged, else in quarters of the window (few messages, no stall). */
+static void fwd_credit(struct dp *dp, struct dp_conn *c, bool force)
+{
+	uint32_t w = dp_shard_out_window(dp->shard);
+	if (!c->owed || (!force && c->out_bytes && c->owed < w / 4u + 1u))
+		return;
+	uint32_t give = (uint32_t)MIN(c->owed, (uint64_t)UINT32_MAX);
+	if (dp_shard_credit(dp->shard, c->fwd.home, conn_id(dp, c), c->fwd.gen, give) == 0) {
+		c->owed -= give;
+		if (c->flags & DP_F_OWE) {
+			c->flags = (uint8_t)(c->flags & ~DP_F_OWE);
+			dp->n_owe--;
+		}
+	} else if (!(c->flags & DP_F_OWE)) {
+		c->flags |= DP_F_OWE; /* dp_poll tries again */
+		dp->n_owe++;
+	}
+}
+
+/* OUT from the home core: plaintext MQTT for one of our forwarded connections. */
+static void fwd_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n)
+{
+	struct dp *dp = ctx;
+	struct dp_conn *c = fwd_conn(dp, conn, gen);
+	if (!c || !n)
+		return;
+	/* The home core's credit bounds what arrives, so there is no refusing here; a chunk
+	 * we cannot get loses bytes of the stream: end the connection. */
+	int rc = seal_out(dp, c, p, n);
+	if (rc == -E_NOMEM) {
+		say(dp, "dp: conn %u: no memory for %zu forwarded bytes, aborting", conn, n);
+		c->flags |= DP_F_FIN;
+		dp->cfg.lower.abort(dp->cfg.lower_ctx, conn);
+		return;
+	}
+	if (rc == 0)
+		c->owed += n;
+}
+
+/* CLOSE from the home core: its broker ended the session's connection. */
+static void fwd_close(void *ctx, uint32_t conn, uint32_t gen)
+{
+	struct dp *dp = ctx;
+	struct dp_conn *c = fwd_conn(dp, conn, gen);
+	if (!c)
+		return;
+	fwd_end(dp, c);
+	dp->st.close_mqtt++;
+	conn_begin_close(dp, c, true);
+}
+
+void dp_mesh_recv(struct dp *dp, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
+{
+	if (!dp->shard)
+		return;
+	dp_shard_recv(dp->shard, src, kind, data, len, now_ms(dp));
+	reap_all(dp); /* aborts above report closed() at once */
 }
 
 /* ---- TCP upper ops ------------------------------------------------------------------ */
@@ -509,9 +648,18 @@ struct data_ctx {
 static int on_data(void *ctx, const uint8_t *data, size_t len)
 {
 	struct data_ctx *d = ctx;
-	if (d->c->state != DP_OPEN || !d->c->mq)
+	struct dp_conn *c = d->c;
+	if (c->state != DP_OPEN)
 		return -E_CLOSED;
-	return mqtt_conn_input(d->dp->broker, d->c->mq, data, len, now_ms(d->dp));
+	if (c->flags & DP_F_FWD) {
+		int rc = dp_shard_data(d->dp->shard, c->fwd.home, conn_id(d->dp, c), c->fwd.gen, data, len);
+		if (rc)
+			d->dp->st.fwd_full++; /* cannot be carried: the connection ends */
+		return rc;
+	}
+	if (!c->mq)
+		return -E_CLOSED;
+	return mqtt_conn_input(d->dp->broker, c->mq, data, len, now_ms(d->dp));
 }
 
 /* Received ciphertext (TCP's mutable view of the frame or of its hold slot): whole
@@ -551,9 +699,30 @@ static void ip_str(char *buf, size_t len, uint32_t ip)
 /* The broker connection of a record just OPEN; on refusal the connection closes. */
 static int mq_open(struct dp *dp, struct dp_conn *c, const struct tls_identity *id, const char *ip)
 {
-	int rc = mqtt_conn_open(dp->broker, (const uint8_t *)id->name, id->len,
-				id->kind == TLS_ID_SERVICE ? MQTT_ID_SERVICE : MQTT_ID_DEVICE, c,
-				now_ms(dp), &c->mq);
+	enum mqtt_id_kind kind = id->kind == TLS_ID_SERVICE ? MQTT_ID_SERVICE : MQTT_ID_DEVICE;
+	uint32_t home = dp->shard ? dp_shard_home(dp->shard, kind, (const uint8_t *)id->name, id->len) : 0;
+	int rc;
+	if (dp->shard && home != dp_shard_self(dp->shard)) {
+		/* The session lives on its home core: TCP and TLS stay here, plain MQTT goes
+		 * there (invariant 6). */
+		uint32_t gen = ++dp->next_gen;
+		rc = dp_shard_open(dp->shard, home, conn_id(dp, c), gen, kind, (const uint8_t *)id->name,
+				   id->len);
+		if (rc == 0) {
+			c->fwd.gen = gen;
+			c->fwd.home = (uint16_t)home;
+			c->fwd.pad = 0;
+			c->owed = 0;
+			c->flags |= DP_F_FWD;
+			dp->st.fwd_opened++;
+			say(dp, "dp: conn %u from %s: %s identity %s (home core %u)", conn_id(dp, c), ip,
+			    kind == MQTT_ID_SERVICE ? "service" : "device", id->name, home);
+			return 0;
+		}
+	} else {
+		rc = mqtt_conn_open(dp->broker, (const uint8_t *)id->name, id->len, kind, c, now_ms(dp),
+				    &c->mq);
+	}
 	if (rc) {
 		dp->st.mqtt_open_failed++;
 		say(dp, "dp: conn %u from %s: identity %s refused by the broker: %s", conn_id(dp, c),
@@ -683,6 +852,8 @@ static uint32_t up_credit(void *ctx, uint32_t conn)
 		const struct dp_hs_slot *s = slot_of(dp, c);
 		return s ? dp->cfg.hs_stage_bytes - s->stage_len : 0;
 	}
+	if ((c->flags & DP_F_FWD) && dp_shard_congested(dp->shard, c->fwd.home))
+		return 0; /* the home core is behind: hold the peer (zero-window probes reopen) */
 	return dp->cfg.rx_window;
 }
 
@@ -713,6 +884,10 @@ static void up_sent(void *ctx, uint32_t conn, size_t acked)
 		return;
 	if (was_full && c->out_bytes < dp->cfg.max_out_bytes)
 		dp->cfg.lower.window_update(dp->cfg.lower_ctx, conn);
+	if (c->flags & DP_F_FWD) {
+		fwd_credit(dp, c, c->out_bytes == 0);
+		return;
+	}
 	if ((c->flags & DP_F_BLOCKED) && c->out_bytes <= dp->cfg.max_out_bytes / 2 && c->mq &&
 	    c->state == DP_OPEN) {
 		c->flags = (uint8_t)(c->flags & ~DP_F_BLOCKED);
@@ -791,6 +966,13 @@ static uint32_t hs_steps(struct dp *dp)
 
 uint32_t dp_poll(struct dp *dp)
 {
+	uint32_t backlogged = 0;
+	if (dp->shard) {
+		backlogged = dp_shard_poll(dp->shard);
+		for (uint32_t i = 0; i < dp->cfg.max_conns && dp->n_owe; i++)
+			if (dp->conns[i].flags & DP_F_OWE)
+				fwd_credit(dp, &dp->conns[i], true);
+	}
 	reap_all(dp);
 	uint32_t waiting = hs_steps(dp);
 	reap_all(dp); /* handshakes that failed just now */
@@ -816,7 +998,7 @@ uint32_t dp_poll(struct dp *dp)
 		dp->last_tick_ms = now;
 		mqtt_broker_tick(dp->broker, now);
 	}
-	return waiting;
+	return waiting + backlogged;
 }
 
 static size_t align8(size_t n)
@@ -841,10 +1023,19 @@ size_t dp_mem_size(const struct dp_config *cfg)
 	size_t b = mqtt_broker_mem_size(&cfg->mqtt);
 	if (!b)
 		return 0;
+	size_t sh = 0;
+	if (cfg->shard.n_cores > 1) {
+		struct dp_shard_config sc = cfg->shard;
+		sc.max_conns = cfg->max_conns;
+		sc.max_packet = cfg->mqtt.max_packet;
+		if (!(sh = dp_shard_mem_size(&sc)))
+			return 0;
+	}
 	return align8(sizeof(struct dp)) + align8((size_t)cfg->max_conns * sizeof(struct dp_conn)) +
 	       align8((size_t)cfg->hs_per_core * sizeof(struct dp_hs_slot)) +
 	       align8((size_t)cfg->hs_per_core * cfg->hs_stage_bytes) +
-	       align8((size_t)cfg->rec.key_cache_slots * sizeof(struct tls_rec_key_slot)) + align8(b);
+	       align8((size_t)cfg->rec.key_cache_slots * sizeof(struct tls_rec_key_slot)) + align8(b) +
+	       align8(sh);
 }
 
 int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
@@ -881,7 +1072,11 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	int rc = tls_rec_env_init(&dp->renv, &dp->cfg.rec);
 	if (rc)
 		return rc;
-	struct mqtt_broker_ops bops = { mq_send, mq_close, { mq_alloc, mq_free, dp }, dp };
+	struct mqtt_broker_ops bops = { .send = mq_send, .close = mq_close, .heap = { mq_alloc, mq_free, dp }, .ctx = dp };
+	if (cfg->shard.n_cores > 1) {
+		bops.fanout_room = mq_fanout_room;
+		bops.fanout = mq_fanout;
+	}
 	if (!dp->cfg.mqtt.log) { /* the broker's refusal lines go where dp's lines go */
 		dp->cfg.mqtt.log = cfg->log;
 		dp->cfg.mqtt.log_ctx = cfg->log_ctx;
@@ -890,10 +1085,22 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	struct mqtt_broker_config no_rates = cfg->mqtt;
 	no_rates.rate_msgs_per_s = no_rates.rate_bytes_per_s = 0;
 	dp->rate_per_conn = (mqtt_broker_mem_size(&cfg->mqtt) - mqtt_broker_mem_size(&no_rates)) / cfg->max_conns;
-	rc = mqtt_broker_init(&dp->broker, p, align8(mqtt_broker_mem_size(&cfg->mqtt)),
-			      &dp->cfg.mqtt, &bops);
+	size_t blen = align8(mqtt_broker_mem_size(&cfg->mqtt));
+	rc = mqtt_broker_init(&dp->broker, p, blen, &dp->cfg.mqtt, &bops);
 	if (rc)
 		return rc;
+	p += blen;
+	if (cfg->shard.n_cores > 1) {
+		struct dp_shard_config sc = cfg->shard;
+		sc.max_conns = cfg->max_conns;
+		sc.max_packet = cfg->mqtt.max_packet;
+		const struct dp_shard_conn_ops co = { fwd_out, fwd_close, dp };
+		rc = dp_shard_init(&dp->shard, p, dp_shard_mem_size(&sc), &sc, dp->broker, &co);
+		if (rc) {
+			mqtt_broker_fini(dp->broker);
+			return rc;
+		}
+	}
 	uint64_t now = now_ms(dp);
 	dp->tokens_milli = (uint64_t)cfg->hs_burst * 1000u;
 	dp->tokens_ms = now;
@@ -931,6 +1138,19 @@ void dp_fini(struct dp *dp)
 struct mqtt_broker *dp_broker(struct dp *dp)
 {
 	return dp->broker;
+}
+
+uint32_t dp_home_core(const struct dp *dp, bool service, const uint8_t *id, size_t len)
+{
+	return dp->shard ? dp_shard_home(dp->shard, service ? MQTT_ID_SERVICE : MQTT_ID_DEVICE, id, len) : 0;
+}
+
+bool dp_shard_stats(const struct dp *dp, struct dp_shard_stats *out)
+{
+	if (!dp->shard)
+		return false;
+	dp_shard_stats_get(dp->shard, out);
+	return true;
 }
 
 size_t dp_conn_sizeof(void)
@@ -975,6 +1195,8 @@ void dp_stats_get(const struct dp *dp, struct dp_stats *out)
 	out->rate_per_conn = dp->rate_per_conn;
 	out->fixed_per_conn = sizeof(struct dp_conn) + tcp_cb_size() + tcp_slot_size() +
 			      mqtt_sizeof_conn() + mqtt_sizeof_session() + dp->rate_per_conn;
+	if (dp->shard) /* a session homed here may have its connection elsewhere */
+		out->fixed_per_conn += dp_shard_bytes_per_proxy(dp->shard);
 	out->heap_per_conn = 0;
 	if (dp->n_open && out->heap_used > out->heap_baseline)
 		out->heap_per_conn = (out->heap_used - out->heap_baseline) / dp->n_open;
@@ -983,7 +1205,7 @@ void dp_stats_get(const struct dp *dp, struct dp_stats *out)
 
 int dp_check(const struct dp *dp)
 {
-	uint32_t n_open = 0, n_hs = 0, n_est = 0, n_slots = 0;
+	uint32_t n_open = 0, n_hs = 0, n_est = 0, n_slots = 0, n_owe = 0;
 	for (uint32_t i = 0; i < dp->cfg.hs_per_core; i++)
 		if (dp->hs_slots[i].conn != DP_NIL) {
 			n_slots++;
@@ -999,12 +1221,20 @@ int dp_check(const struct dp *dp)
 			continue;
 		}
 		n_open++;
-		if ((c->state == DP_HS) != (c->hs != NULL))
-			return -E_CORRUPT; /* 1 */
 		n_hs += c->state == DP_HS;
 		n_est += c->state == DP_OPEN;
-		if (c->mq && c->state != DP_OPEN)
-			return -E_CORRUPT; /* 2 */
+		if (c->flags & DP_F_FWD) {
+			if (!dp->shard || (c->state != DP_OPEN && c->state != DP_CLOSING))
+				return -E_CORRUPT; /* 6 */
+			n_owe += (c->flags & DP_F_OWE) != 0;
+		} else {
+			if ((c->state == DP_HS) != (c->hs != NULL))
+				return -E_CORRUPT; /* 1 */
+			if (c->mq && c->state != DP_OPEN)
+				return -E_CORRUPT; /* 2 */
+			if (c->flags & DP_F_OWE)
+				return -E_CORRUPT; /* 6 */
+		}
 		uint64_t sum = 0;
 		for (const struct dp_chunk *k = c->out_head; k; k = k->next)
 			sum += k->len;
@@ -1021,7 +1251,9 @@ int dp_check(const struct dp *dp)
 	for (uint32_t i = 0; i < dp->cfg.max_conns; i++)
 		n_gone += (dp->conns[i].flags & DP_F_GONE) != 0;
 	if (n_gone != n_reap || n_open != dp->n_open || n_hs != dp->n_hs || n_hs != n_slots ||
-	    n_est != dp->n_est)
-		return -E_CORRUPT; /* 4, 5 */
+	    n_est != dp->n_est || n_owe != dp->n_owe)
+		return -E_CORRUPT; /* 4, 5, 6 */
+	if (dp->shard)
+		return dp_shard_check(dp->shard);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #define DP_DP_H
 
 #include "lib/compiler.h"
+#include "dp/shard.h"
 #include "mqtt/broker.h"
 #include "net/tcp/tcp.h"
 #include "tls/handshake.h"
@@ -77,6 +78,10 @@ struct dp_config {
 	void *log_ctx;
 	uint64_t (*now_ms)(void *ctx); /* monotonic clock */
 	void *clock_ctx;
+	/* Broker shards across cores (dp/shard.h). n_cores 0 or 1: this dp's broker is the
+	 * only one. Otherwise a session lives on its home core and this dp forwards plain
+	 * MQTT there; max_conns and max_packet are taken from the fields above. */
+	struct dp_shard_config shard;
 };
 
 /* Per-site counters and the memory figure. */
@@ -91,6 +96,7 @@ struct dp_stats {
 		reaped;
 	uint64_t out_alloc_failed, out_blocked, out_send_failed, out_chunks_live;
 	uint64_t bytes_in, bytes_out;
+	uint64_t fwd_opened, fwd_full; /* connections forwarded to a home core; closed: no room */
 	/* Received ciphertext copied before decryption (records split across segments);
 	 * records that arrive whole in one segment are decrypted in place in the frame. */
 	uint64_t rx_copied;
@@ -138,6 +144,13 @@ uint32_t dp_poll(struct dp *dp);
 
 void dp_stats_get(const struct dp *dp, struct dp_stats *out /* out */);
 struct mqtt_broker *dp_broker(struct dp *dp);
+/* One message from core src's mesh ring in the shards' kind range (dp/shard.h): data
+ * borrowed for the call. Core-local, like dp_poll. */
+void dp_mesh_recv(struct dp *dp, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len);
+/* The home core of an identity (0 when this dp is the only shard). */
+uint32_t dp_home_core(const struct dp *dp, bool service, const uint8_t *id, size_t len);
+/* The shard counters; false when this dp is the only shard. */
+bool dp_shard_stats(const struct dp *dp, struct dp_shard_stats *out /* out */);
 /* Numbered invariants of dp.c; 0 or -E_CORRUPT (tests). */
 MUST_CHECK int dp_check(const struct dp *dp);
 size_t dp_conn_sizeof(void);

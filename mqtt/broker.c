@@ -539,9 +539,15 @@ static void retain_store(struct mqtt_broker *b, struct msg_view *v, int n)
 	v->msg->refs++;
 }
 
+/* Deliver to this shard's subscribers (and the retained store); a message of local
+ * origin then goes to the other shards (ops.fanout), once. */
 static void route(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
-		  const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
+		  const uint8_t *payload, size_t plen, uint8_t qos, bool retain, bool local)
 {
+	if (local && b->ops.fanout) {
+		b->st.fanout_out++;
+		b->ops.fanout(b->ops.ctx, topic, tlen, payload, plen, qos, retain);
+	}
 	struct msg_view v = { topic, payload, plen, tlen, qos, NULL };
 	int n = mqtt_topic_split(b, topic, tlen);
 	if (n < 0)
@@ -742,7 +748,7 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 		if (will) {
 			b->st.wills_published++;
 			route(b, m->data, m->topic_len, m->data + m->topic_len, m->payload_len,
-			      m->qos, m->retain);
+			      m->qos, m->retain, true);
 		}
 		mqtt_msg_unref(b, m);
 	}
@@ -961,6 +967,20 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 			return -E_CLOSED;
 		drop = true; /* dropped, but acknowledged so the client does not retry forever */
 	}
+	if (!drop && b->ops.fanout_room &&
+	    !b->ops.fanout_room(b->ops.ctx, (size_t)p->topic.len + p->payload_len)) {
+		/* The other shards cannot take it now. Never acknowledge what was not carried:
+		 * QoS 0 is dropped; QoS 1/2 close the connection unacknowledged (a transient
+		 * error [MQTT-4.8.0-2]) and the client sends it again on reconnect. */
+		b->st.fanout_refused++;
+		if (p->qos == 0) {
+			say(b, MQTT_LOG_RESOURCE, c, "shard links full: QoS 0 PUBLISH dropped");
+			return 0;
+		}
+		say(b, MQTT_LOG_RESOURCE, c, "shard links full: closed before acknowledging");
+		conn_end(b, c, true, true);
+		return -E_CLOSED;
+	}
 	if (p->qos == 2) {
 		uint32_t prev;
 		if (rx2_find(b, s, p->pid, &prev) != MQTT_NIL) {
@@ -989,7 +1009,8 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		s->n_rx2++;
 	}
 	if (!drop)
-		route(b, p->topic.p, p->topic.len, p->payload, p->payload_len, p->qos, p->retain);
+		route(b, p->topic.p, p->topic.len, p->payload, p->payload_len, p->qos, p->retain,
+		      true);
 	if (p->qos == 1)
 		(void)send_ack(b, c, MQTT_PUBACK, p->pid); /* [MQTT-4.3.2-2] */
 	else if (p->qos == 2)
@@ -1246,6 +1267,19 @@ void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms)
 	clock_see(b, now_ms);
 	if (c->state != MQTT_CONN_FREE)
 		conn_end(b, c, false, true); /* abnormal end: will [MQTT-3.1.2-8] */
+}
+
+int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
+			     const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
+{
+	if (!topic || tlen > UINT16_MAX || !mqtt_topic_valid(topic, tlen) || qos > 2 ||
+	    (plen && !payload)) {
+		b->st.fanout_bad++;
+		return -E_INVAL;
+	}
+	b->st.fanout_in++;
+	route(b, topic, (uint16_t)tlen, payload, plen, qos, retain, false);
+	return 0;
 }
 
 void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms)

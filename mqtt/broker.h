@@ -86,6 +86,15 @@ struct mqtt_broker_ops {
 	 * the transport closes it and forgets the handle. Must not call back. */
 	void (*close)(void *ctx, void *conn_user);
 	struct mqtt_alloc heap;
+	/* Cross-shard routing (both NULL: this broker is the only shard). `fanout_room` says
+	 * whether a message of `bytes` (topic + payload) can be carried to the other shards
+	 * now; it is asked before a PUBLISH is accepted, so an acknowledged message is never
+	 * one that could not be carried. `fanout` carries a message routed here from a local
+	 * origin (a PUBLISH, a will) to the other shards, which hand it to
+	 * mqtt_broker_route_remote. Must not call back. */
+	bool (*fanout_room)(void *ctx, size_t bytes);
+	void (*fanout)(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+		       size_t plen, uint8_t qos, bool retain);
 	void *ctx;
 };
 
@@ -99,6 +108,7 @@ struct mqtt_broker_stats {
 	uint64_t nomem, pool_exhausted, retained_refused;
 	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;
 	uint64_t takeovers, wills_published;
+	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad; /* cross-shard routing */
 	uint64_t rate_ids_evicted, rate_ids_full; /* identity table: recycled / no room */
 	uint64_t log_lines, log_suppressed;
 };
@@ -129,6 +139,13 @@ void mqtt_conn_writable(struct mqtt_broker *b, struct mqtt_conn *c);
 /* The transport lost the connection (no DISCONNECT seen): the will is published. The
  * handle is gone afterwards; close is not called. */
 void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms);
+/* A message another shard routed (its origin's ACL and rate checks already passed): the
+ * retained store and this shard's subscribers get it; it is not fanned out again.
+ * topic and payload borrowed. 0, or -E_INVAL for a topic that is not a valid topic name
+ * or a QoS above 2 (counted in fanout_bad). */
+MUST_CHECK int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
+					const uint8_t *payload, size_t plen, uint8_t qos,
+					bool retain);
 /* Timers: keepalive (1.5 x) and CONNECT timeout. Call at least every second. */
 void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms);
 

@@ -153,7 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.services = services, .n_services = 2, .log = f_log, .log_burst = 3,
 		.log_per_min = 600,
 	};
-	struct mqtt_broker_ops ops = { f_send, f_close, { h_alloc, h_free, NULL }, NULL };
+	struct mqtt_broker_ops ops = { .send = f_send, .close = f_close, .heap = { h_alloc, h_free, NULL } };
 	struct in in = { data, size };
 	g.queue_drop_oldest = size & 1;
 	g.rate_disconnect = (size & 2) != 0;

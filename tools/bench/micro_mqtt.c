@@ -170,7 +170,7 @@ static struct client clients[MAX_SUBS + 1];
 static int route(unsigned n_subs, unsigned qos, double budget_s)
 {
 	struct mqtt_broker_config g = cfg_for(n_subs + 4);
-	struct mqtt_broker_ops ops = { t_send, t_close, { h_alloc, h_free, NULL }, NULL };
+	struct mqtt_broker_ops ops = { .send = t_send, .close = t_close, .heap = { h_alloc, h_free, NULL } };
 	size_t need = mqtt_broker_mem_size(&g);
 	void *mem = need ? aligned_alloc(64, (need + 63) & ~(size_t)63) : NULL;
 	struct mqtt_broker *b;
@@ -250,7 +250,7 @@ static int route(unsigned n_subs, unsigned qos, double budget_s)
 static int idle_sessions(unsigned n)
 {
 	struct mqtt_broker_config g = cfg_for(n + 4);
-	struct mqtt_broker_ops ops = { t_send, t_close, { h_alloc, h_free, NULL }, NULL };
+	struct mqtt_broker_ops ops = { .send = t_send, .close = t_close, .heap = { h_alloc, h_free, NULL } };
 	size_t need = mqtt_broker_mem_size(&g);
 	void *mem = need ? aligned_alloc(64, (need + 63) & ~(size_t)63) : NULL;
 	struct mqtt_broker *b;

@@ -98,7 +98,7 @@ static uint64_t now;
 
 static void start(const struct mqtt_broker_config *g)
 {
-	struct mqtt_broker_ops ops = { t_send, t_close, { h_alloc, h_free, NULL }, NULL };
+	struct mqtt_broker_ops ops = { .send = t_send, .close = t_close, .heap = { h_alloc, h_free, NULL } };
 	size_t need = mqtt_broker_mem_size(g);
 	assert_true(need > 0);
 	g_mem = aligned_alloc(8, (need + 7) & ~(size_t)7);

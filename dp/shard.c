@@ -1,0 +1,799 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Broker shards across cores (dp/shard.h): the home-core hash, the per-destination
+ * backlogs, the proxy table of the home side and the reassembly of routed messages cut
+ * into parts. It owns only memory the caller gave at init; it never allocates, never
+ * parses MQTT (the broker does) and never touches another core's memory (the mesh ops
+ * copy every message).
+ *
+ * Design note.
+ *  A backlog is a byte ring of entries [kind u16][0 u16][len u32][len bytes], oldest
+ *  first. Invariants (dp_shard_check):
+ *   1. While a destination's backlog is not empty, every message to it is appended to the
+ *      backlog (never sent around it), so messages reach a core in the order they were
+ *      made; data messages (DATA, OUT, FANOUT) may fill at most data_cap of cap bytes,
+ *      control messages (OPEN, LOST, CLOSE, CREDIT) the rest too.
+ *   2. A proxy is in use exactly when the hash table names it; its (src, conn) is unique
+ *      among proxies in use; mq != NULL unless CLOSE is still owed (PX_CLOSE_OWED).
+ *   3. n_blocked counts proxies with PX_BLOCKED (the broker got -E_AGAIN and waits for
+ *      mqtt_conn_writable, given when credit returns or the backlog drains).
+ *   4. A part-way routed message from src has asm_len[src] < asm_total[src] <= max_packet.
+ *  Proxy states: FREE -OPEN-> LIVE -(LOST | broker close, CLOSE sent)-> FREE;
+ *                LIVE -broker close, no room-> CLOSE_OWED -poll sends CLOSE-> FREE.
+ */
+#include "dp/shard.h"
+
+#include "lib/bytes.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "lib/siphash.h"
+
+#define SH_NIL UINT32_MAX
+#define SH_ENT_HDR 8u         /* backlog entry header */
+#define SH_CONN_HDR 8u        /* conn u32, gen u32 */
+#define SH_FAN_HDR 8u         /* total u32, tlen u16, qos u8, retain u8 */
+#define SH_MAX_CORES 256u
+#define SH_ID_MAX 1024u
+
+#define PX_USED 0x01u
+#define PX_BLOCKED 0x02u
+#define PX_CLOSE_OWED 0x04u
+
+struct sh_proxy {
+	struct mqtt_conn *mq;
+	uint32_t conn, gen;
+	int32_t credit; /* OUT bytes the home may still send (one packet may overdraw) */
+	uint16_t src;
+	uint8_t flags;
+	uint8_t pad;
+};
+
+struct sh_backlog {
+	uint8_t *buf;
+	uint32_t head, used, n_msgs; /* head: offset of the oldest entry */
+};
+
+struct dp_shard {
+	struct dp_shard_config cfg;
+	struct dp_shard_conn_ops conn;
+	struct mqtt_broker *broker;
+	struct siphash_key home_key;
+	uint32_t cap, data_cap;     /* per backlog */
+	struct sh_backlog *bl;      /* [n_cores] */
+	struct sh_proxy *px;        /* [max_proxies] */
+	uint32_t *bkt;              /* [mask + 1]: proxy index or SH_NIL */
+	uint32_t mask;
+	uint32_t px_free;           /* free list through px[].conn */
+	uint32_t n_blocked, n_close_owed;
+	uint8_t *asm_buf;           /* [n_cores][max_packet] */
+	uint32_t *asm_len, *asm_total;
+	uint8_t *asm_meta;          /* [n_cores][4]: tlen lo, tlen hi, qos, retain */
+	uint8_t *scratch;           /* one message being assembled: payload_max bytes */
+	uint64_t now_ms;
+	struct dp_shard_stats st;
+};
+
+static size_t align8(size_t n)
+{
+	return (n + 7u) & ~(size_t)7u;
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static bool cfg_ok(const struct dp_shard_config *c)
+{
+	if (!(c->n_cores >= 1 && c->n_cores <= SH_MAX_CORES && c->self < c->n_cores &&
+	      c->payload_max >= 64 && c->payload_max <= (1u << 20) && c->backlog_bytes <= (1u << 28) &&
+	      c->out_window >= 1 && c->max_proxies >= 1 && c->max_proxies <= (1u << 24) &&
+	      c->max_conns >= 1 && c->max_packet >= 16 && c->max_packet <= (1u << 24) && c->mesh.send))
+		return false;
+	/* A whole routed message of max_packet bytes must fit the data part of a backlog, or
+	 * it could never be carried. */
+	uint32_t per = c->payload_max - SH_FAN_HDR;
+	uint64_t parts = (c->max_packet + per - 1u) / per;
+	return c->backlog_bytes >= (uint64_t)c->max_packet + parts * (SH_ENT_HDR + SH_FAN_HDR);
+}
+
+/* The backlog: data_cap for data, a quarter more for control. */
+static uint32_t backlog_cap(const struct dp_shard_config *c)
+{
+	return c->backlog_bytes + c->backlog_bytes / 4u;
+}
+
+size_t dp_shard_mem_size(const struct dp_shard_config *c)
+{
+	if (!c || !cfg_ok(c))
+		return 0;
+	size_t n = c->n_cores;
+	return align8(sizeof(struct dp_shard)) + align8(n * sizeof(struct sh_backlog)) +
+	       align8(n * backlog_cap(c)) + align8(c->max_proxies * sizeof(struct sh_proxy)) +
+	       align8((size_t)pow2_at_least(2u * c->max_proxies) * sizeof(uint32_t)) +
+	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * 4u) +
+	       align8(c->payload_max);
+}
+
+int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_shard_config *cfg,
+		  struct mqtt_broker *broker, const struct dp_shard_conn_ops *conn)
+{
+	*out = NULL;
+	size_t need = dp_shard_mem_size(cfg);
+	if (!need || !mem || len < need || ((uintptr_t)mem & 7u) || !broker || !conn ||
+	    !conn->out || !conn->close)
+		return -E_INVAL;
+	uint8_t *p = mem;
+	memset(p, 0, need);
+	struct dp_shard *sh = (struct dp_shard *)(void *)p;
+	p += align8(sizeof *sh);
+	sh->cfg = *cfg;
+	sh->conn = *conn;
+	sh->broker = broker;
+	sh->home_key = siphash_key_from_bytes(cfg->home_key);
+	sh->cap = backlog_cap(cfg);
+	sh->data_cap = cfg->backlog_bytes;
+	size_t n = cfg->n_cores;
+	sh->bl = (struct sh_backlog *)(void *)p;
+	p += align8(n * sizeof(struct sh_backlog));
+	for (size_t i = 0; i < n; i++)
+		sh->bl[i].buf = p + i * sh->cap;
+	p += align8(n * sh->cap);
+	sh->px = (struct sh_proxy *)(void *)p;
+	p += align8(cfg->max_proxies * sizeof(struct sh_proxy));
+	sh->mask = pow2_at_least(2u * cfg->max_proxies) - 1u;
+	sh->bkt = (uint32_t *)(void *)p;
+	p += align8((size_t)(sh->mask + 1u) * sizeof(uint32_t));
+	for (uint32_t i = 0; i <= sh->mask; i++)
+		sh->bkt[i] = SH_NIL;
+	for (uint32_t i = 0; i < cfg->max_proxies; i++)
+		sh->px[i].conn = i + 1 < cfg->max_proxies ? i + 1 : SH_NIL;
+	sh->px_free = 0;
+	sh->asm_buf = p;
+	p += align8(n * cfg->max_packet);
+	sh->asm_len = (uint32_t *)(void *)p;
+	p += align8(n * sizeof(uint32_t));
+	sh->asm_total = (uint32_t *)(void *)p;
+	p += align8(n * sizeof(uint32_t));
+	sh->asm_meta = p;
+	p += align8(n * 4u);
+	sh->scratch = p;
+	*out = sh;
+	return 0;
+}
+
+uint32_t dp_shard_home(const struct dp_shard *sh, enum mqtt_id_kind kind, const uint8_t *id,
+		       size_t len)
+{
+	if (sh->cfg.n_cores == 1)
+		return 0;
+	/* The kind is folded in so a device and a service of the same name may differ. */
+	uint64_t h = siphash24(&sh->home_key, id, len) ^ (kind == MQTT_ID_SERVICE ? 0x9e3779b97f4a7c15ull : 0);
+	return (uint32_t)(h % sh->cfg.n_cores);
+}
+
+uint32_t dp_shard_self(const struct dp_shard *sh)
+{
+	return sh->cfg.self;
+}
+
+uint32_t dp_shard_out_window(const struct dp_shard *sh)
+{
+	return sh->cfg.out_window;
+}
+
+/* ---- backlogs and sending ----------------------------------------------------------- */
+
+static bool is_data_kind(uint16_t kind)
+{
+	return kind == DP_SHARD_DATA || kind == DP_SHARD_OUT || kind == DP_SHARD_FANOUT_HEAD ||
+	       kind == DP_SHARD_FANOUT_MORE;
+}
+
+/* Backlog bytes a message of `len` bytes takes. */
+static uint32_t ent_size(uint32_t len)
+{
+	return SH_ENT_HDR + len;
+}
+
+/* Could `bytes` more of class data/control be backlogged to dst? */
+static bool bl_room(const struct dp_shard *sh, uint32_t dst, uint64_t bytes, bool data)
+{
+	return sh->bl[dst].used + bytes <= (data ? sh->data_cap : sh->cap);
+}
+
+static void bl_put(struct sh_backlog *b, uint32_t cap, const uint8_t *p, uint32_t n)
+{
+	uint32_t at = (b->head + b->used) % cap;
+	uint32_t first = MIN(n, cap - at);
+	memcpy(b->buf + at, p, first);
+	memcpy(b->buf, p + first, n - first);
+	b->used += n;
+}
+
+static void bl_get(const struct sh_backlog *b, uint32_t cap, uint32_t off, uint8_t *p, uint32_t n)
+{
+	uint32_t at = (b->head + off) % cap;
+	uint32_t first = MIN(n, cap - at);
+	memcpy(p, b->buf + at, first);
+	memcpy(p + first, b->buf, n - first);
+}
+
+/* The message in sh->scratch (len bytes) to dst: straight to the mesh when nothing is
+ * waiting for dst, else behind what is (invariant 1). 0 or -E_NOMEM (no room: nothing
+ * queued). The caller checked room for multi-part messages beforehand. */
+static int emit(struct dp_shard *sh, uint32_t dst, uint16_t kind, uint32_t len)
+{
+	struct sh_backlog *b = &sh->bl[dst];
+	if (!b->used && sh->cfg.mesh.send(sh->cfg.mesh.ctx, dst, kind, sh->scratch, len) == 0)
+		return 0;
+	if (!bl_room(sh, dst, ent_size(len), is_data_kind(kind))) {
+		sh->st.backlog_full++;
+		return -E_NOMEM;
+	}
+	uint8_t hdr[SH_ENT_HDR];
+	st_le16(hdr, kind);
+	st_le16(hdr + 2, 0);
+	st_le32(hdr + 4, len);
+	bl_put(b, sh->cap, hdr, SH_ENT_HDR);
+	bl_put(b, sh->cap, sh->scratch, len);
+	b->n_msgs++;
+	sh->st.backlogged++;
+	return 0;
+}
+
+/* A connection-addressed message: [conn][gen] + body (body may be NULL with n 0). */
+static int emit_conn(struct dp_shard *sh, uint32_t dst, uint16_t kind, uint32_t conn, uint32_t gen,
+		     const uint8_t *body, uint32_t n)
+{
+	st_le32(sh->scratch, conn);
+	st_le32(sh->scratch + 4, gen);
+	if (n)
+		memcpy(sh->scratch + SH_CONN_HDR, body, n);
+	return emit(sh, dst, kind, SH_CONN_HDR + n);
+}
+
+/* Backlog bytes for n bytes of stream cut into parts carrying `hdr` bytes of header each. */
+static uint64_t parts_size(const struct dp_shard *sh, size_t n, uint32_t hdr)
+{
+	uint32_t per = sh->cfg.payload_max - hdr;
+	uint64_t parts = n ? (n + per - 1u) / per : 1u;
+	return (uint64_t)n + parts * (SH_ENT_HDR + hdr);
+}
+
+/* A stream (DATA or OUT) in parts; room checked first so a refusal sends nothing. */
+static int emit_stream(struct dp_shard *sh, uint32_t dst, uint16_t kind, uint32_t conn,
+		       uint32_t gen, const uint8_t *p, size_t n)
+{
+	if (!bl_room(sh, dst, parts_size(sh, n, SH_CONN_HDR), true)) {
+		sh->st.backlog_full++;
+		return -E_NOMEM;
+	}
+	uint32_t per = sh->cfg.payload_max - SH_CONN_HDR;
+	do {
+		uint32_t take = (uint32_t)MIN(n, (size_t)per);
+		int rc = emit_conn(sh, dst, kind, conn, gen, p, take);
+		if (rc)
+			return rc; /* only when the mesh refused mid-way and room ran out */
+		p += take;
+		n -= take;
+	} while (n);
+	return 0;
+}
+
+/* ---- the connection side -------------------------------------------------------------- */
+
+int dp_shard_open(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen,
+		  enum mqtt_id_kind kind, const uint8_t *id, size_t len)
+{
+	if (home >= sh->cfg.n_cores || home == sh->cfg.self || !len || len > SH_ID_MAX ||
+	    SH_CONN_HDR + 4u + len > sh->cfg.payload_max)
+		return -E_INVAL;
+	st_le32(sh->scratch, conn);
+	st_le32(sh->scratch + 4, gen);
+	sh->scratch[8] = kind == MQTT_ID_SERVICE ? 1u : 0u;
+	sh->scratch[9] = 0;
+	st_le16(sh->scratch + 10, (uint16_t)len);
+	memcpy(sh->scratch + 12, id, len);
+	int rc = emit(sh, home, DP_SHARD_OPEN, (uint32_t)(12u + len));
+	if (rc)
+		return rc;
+	sh->st.opens_out++;
+	return 0;
+}
+
+int dp_shard_data(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen, const uint8_t *p,
+		  size_t n)
+{
+	if (home >= sh->cfg.n_cores || home == sh->cfg.self)
+		return -E_INVAL;
+	if (!n)
+		return 0;
+	int rc = emit_stream(sh, home, DP_SHARD_DATA, conn, gen, p, n);
+	if (rc)
+		return rc;
+	sh->st.data_msgs++;
+	sh->st.data_bytes += n;
+	return 0;
+}
+
+int dp_shard_lost(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen)
+{
+	if (home >= sh->cfg.n_cores || home == sh->cfg.self)
+		return -E_INVAL;
+	if (emit_conn(sh, home, DP_SHARD_LOST, conn, gen, NULL, 0)) {
+		sh->st.lost_dropped++;
+		return -E_AGAIN;
+	}
+	sh->st.lost_out++;
+	return 0;
+}
+
+size_t dp_shard_bytes_per_proxy(const struct dp_shard *sh)
+{
+	return sizeof(struct sh_proxy) + (size_t)(sh->mask + 1u) * sizeof(uint32_t) / sh->cfg.max_proxies;
+}
+
+int dp_shard_credit(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen, uint32_t bytes)
+{
+	if (home >= sh->cfg.n_cores || home == sh->cfg.self)
+		return -E_INVAL;
+	uint8_t b[4];
+	st_le32(b, bytes);
+	int rc = emit_conn(sh, home, DP_SHARD_CREDIT, conn, gen, b, 4);
+	if (rc)
+		return -E_AGAIN;
+	sh->st.credit_out++;
+	return 0;
+}
+
+bool dp_shard_congested(const struct dp_shard *sh, uint32_t home)
+{
+	return home < sh->cfg.n_cores && sh->bl[home].used >= sh->data_cap / 2u;
+}
+
+/* ---- the proxy table (home side) ------------------------------------------------------- */
+
+static uint32_t px_hash(const struct dp_shard *sh, uint32_t src, uint32_t conn)
+{
+	uint64_t k = ((uint64_t)src << 32 | conn) * 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(k >> 32) & sh->mask;
+}
+
+static uint32_t px_find(const struct dp_shard *sh, uint32_t src, uint32_t conn)
+{
+	for (uint32_t i = px_hash(sh, src, conn), n = 0; n <= sh->mask; i = (i + 1) & sh->mask, n++) {
+		uint32_t x = sh->bkt[i];
+		if (x == SH_NIL)
+			return SH_NIL;
+		if (sh->px[x].src == src && sh->px[x].conn == conn)
+			return x;
+	}
+	return SH_NIL;
+}
+
+static uint32_t px_new(struct dp_shard *sh, uint32_t src, uint32_t conn, uint32_t gen)
+{
+	uint32_t x = sh->px_free;
+	if (x == SH_NIL)
+		return SH_NIL;
+	sh->px_free = sh->px[x].conn;
+	struct sh_proxy *p = &sh->px[x];
+	memset(p, 0, sizeof *p);
+	p->src = (uint16_t)src;
+	p->conn = conn;
+	p->gen = gen;
+	p->credit = (int32_t)MIN(sh->cfg.out_window, (uint32_t)INT32_MAX);
+	p->flags = PX_USED;
+	uint32_t i = px_hash(sh, src, conn);
+	while (sh->bkt[i] != SH_NIL)
+		i = (i + 1) & sh->mask;
+	sh->bkt[i] = x;
+	sh->st.proxies++;
+	return x;
+}
+
+/* Remove from the table (backward-shift deletion keeps every probe chain whole). */
+static void px_free(struct dp_shard *sh, uint32_t x)
+{
+	struct sh_proxy *p = &sh->px[x];
+	uint32_t i = px_hash(sh, p->src, p->conn);
+	while (sh->bkt[i] != x)
+		i = (i + 1) & sh->mask;
+	sh->bkt[i] = SH_NIL;
+	for (uint32_t j = (i + 1) & sh->mask; sh->bkt[j] != SH_NIL; j = (j + 1) & sh->mask) {
+		uint32_t y = sh->bkt[j];
+		uint32_t h = px_hash(sh, sh->px[y].src, sh->px[y].conn);
+		/* y may move to the hole i unless its home slot h lies cyclically in (i, j]. */
+		bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+		if (!stays) {
+			sh->bkt[i] = y;
+			sh->bkt[j] = SH_NIL;
+			i = j;
+		}
+	}
+	if (p->flags & PX_BLOCKED)
+		sh->n_blocked--;
+	if (p->flags & PX_CLOSE_OWED)
+		sh->n_close_owed--;
+	memset(p, 0, sizeof *p);
+	p->conn = sh->px_free;
+	sh->px_free = x;
+	sh->st.proxies--;
+}
+
+bool dp_shard_is_proxy(const struct dp_shard *sh, const void *user)
+{
+	const struct sh_proxy *p = user;
+	return p >= sh->px && p < sh->px + sh->cfg.max_proxies;
+}
+
+int dp_shard_proxy_send(struct dp_shard *sh, void *user, const uint8_t *buf, size_t len)
+{
+	struct sh_proxy *p = user;
+	if (!(p->flags & PX_USED) || !p->mq)
+		return -E_AGAIN;
+	if (p->credit <= 0 || !bl_room(sh, p->src, parts_size(sh, len, SH_CONN_HDR), true)) {
+		if (!(p->flags & PX_BLOCKED)) {
+			p->flags |= PX_BLOCKED;
+			sh->n_blocked++;
+		}
+		return -E_AGAIN;
+	}
+	if (emit_stream(sh, p->src, DP_SHARD_OUT, p->conn, p->gen, buf, len))
+		return -E_AGAIN; /* not reached: room was checked */
+	p->credit -= (int32_t)MIN(len, (size_t)INT32_MAX);
+	sh->st.out_msgs++;
+	sh->st.out_bytes += len;
+	return 0;
+}
+
+static bool send_close(struct dp_shard *sh, const struct sh_proxy *p)
+{
+	if (emit_conn(sh, p->src, DP_SHARD_CLOSE, p->conn, p->gen, NULL, 0))
+		return false;
+	sh->st.close_out++;
+	return true;
+}
+
+void dp_shard_proxy_close(struct dp_shard *sh, void *user)
+{
+	struct sh_proxy *p = user;
+	uint32_t x = (uint32_t)(p - sh->px);
+	p->mq = NULL; /* the broker's handle is gone */
+	if (send_close(sh, p)) {
+		px_free(sh, x);
+		return;
+	}
+	p->flags |= PX_CLOSE_OWED; /* dp_shard_poll sends it */
+	sh->n_close_owed++;
+}
+
+/* ---- routing between shards ---------------------------------------------------------- */
+
+bool dp_shard_fanout_room(struct dp_shard *sh, size_t bytes)
+{
+	if (bytes > sh->cfg.max_packet)
+		return false;
+	uint64_t need = parts_size(sh, bytes, SH_FAN_HDR);
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
+		if (d != sh->cfg.self && !bl_room(sh, d, need, true))
+			return false;
+	return true;
+}
+
+static int fanout_one(struct dp_shard *sh, uint32_t dst, const uint8_t *topic, size_t tlen,
+		      const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
+{
+	size_t total = tlen + plen, done = 0;
+	bool first = true;
+	while (first || done < total) {
+		uint8_t *w = sh->scratch;
+		uint32_t hdr = 0;
+		if (first) {
+			st_le32(w, (uint32_t)total);
+			st_le16(w + 4, (uint16_t)tlen);
+			w[6] = qos;
+			w[7] = retain ? 1u : 0u;
+			hdr = SH_FAN_HDR;
+		}
+		uint32_t take = (uint32_t)MIN(total - done, (size_t)(sh->cfg.payload_max - hdr));
+		/* the part's bytes: the tail of the topic, then the payload */
+		uint32_t off = 0;
+		if (done < tlen) {
+			uint32_t t = (uint32_t)MIN((size_t)take, tlen - done);
+			memcpy(w + hdr, topic + done, t);
+			off = t;
+		}
+		if (off < take)
+			memcpy(w + hdr + off, payload + (done + off - tlen), take - off);
+		int rc = emit(sh, dst, first ? DP_SHARD_FANOUT_HEAD : DP_SHARD_FANOUT_MORE, hdr + take);
+		if (rc)
+			return rc;
+		done += take;
+		first = false;
+	}
+	return 0;
+}
+
+void dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+		     size_t plen, uint8_t qos, bool retain)
+{
+	if (tlen > UINT16_MAX || tlen + plen > sh->cfg.max_packet) {
+		sh->st.fanout_refused++;
+		return;
+	}
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++) {
+		if (d == sh->cfg.self)
+			continue;
+		if (fanout_one(sh, d, topic, tlen, payload, plen, qos, retain))
+			sh->st.fanout_refused++; /* a will without room (a PUBLISH checked first) */
+		else
+			sh->st.fanout_out++;
+	}
+}
+
+/* ---- receiving ---------------------------------------------------------------------- */
+
+static void recv_open(struct dp_shard *sh, uint32_t src, const uint8_t *d, uint32_t len)
+{
+	if (len < 12u) {
+		sh->st.bad++;
+		return;
+	}
+	uint32_t conn = ld_le32(d), gen = ld_le32(d + 4);
+	uint16_t idl = ld_le16(d + 10);
+	if (d[8] > 1u || !idl || 12u + idl != len) {
+		sh->st.bad++;
+		return;
+	}
+	enum mqtt_id_kind kind = d[8] ? MQTT_ID_SERVICE : MQTT_ID_DEVICE;
+	sh->st.opens_in++;
+	uint32_t old = px_find(sh, src, conn);
+	if (old != SH_NIL) { /* cannot happen with an in-order mesh: end the old one */
+		sh->st.stale++;
+		if (sh->px[old].mq)
+			mqtt_conn_lost(sh->broker, sh->px[old].mq, sh->now_ms);
+		px_free(sh, old);
+	}
+	uint32_t x = px_new(sh, src, conn, gen);
+	if (x == SH_NIL) {
+		sh->st.opens_refused++;
+		st_le32(sh->scratch, conn);
+		st_le32(sh->scratch + 4, gen);
+		(void)emit(sh, src, DP_SHARD_CLOSE, SH_CONN_HDR); /* no room: the peer times out */
+		return;
+	}
+	struct sh_proxy *p = &sh->px[x];
+	struct mqtt_conn *mq;
+	if (mqtt_conn_open(sh->broker, d + 12, idl, kind, p, sh->now_ms, &mq) != 0) {
+		sh->st.opens_refused++;
+		if (!send_close(sh, p)) {
+			p->flags |= PX_CLOSE_OWED;
+			sh->n_close_owed++;
+			return;
+		}
+		px_free(sh, x);
+		return;
+	}
+	p->mq = mq;
+}
+
+/* The live proxy a conn message names, or NULL (stale: counted). */
+static struct sh_proxy *px_of(struct dp_shard *sh, uint32_t src, uint32_t conn, uint32_t gen)
+{
+	uint32_t x = px_find(sh, src, conn);
+	if (x == SH_NIL || sh->px[x].gen != gen || !sh->px[x].mq) {
+		sh->st.stale++;
+		return NULL;
+	}
+	return &sh->px[x];
+}
+
+static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *d, uint32_t len)
+{
+	uint8_t *meta = sh->asm_meta + (size_t)src * 4u;
+	uint8_t *buf = sh->asm_buf + (size_t)src * sh->cfg.max_packet;
+	if (kind == DP_SHARD_FANOUT_HEAD) {
+		if (len < SH_FAN_HDR) {
+			sh->st.fanout_bad++;
+			return;
+		}
+		uint32_t total = ld_le32(d);
+		uint16_t tlen = ld_le16(d + 4);
+		if (total > sh->cfg.max_packet || tlen > total || d[6] > 2u || d[7] > 1u ||
+		    len - SH_FAN_HDR > total) {
+			sh->st.fanout_bad++;
+			sh->asm_total[src] = 0;
+			return;
+		}
+		if (len - SH_FAN_HDR == total) { /* whole: routed from the message itself */
+			sh->asm_total[src] = 0;
+			sh->st.fanout_in++;
+			if (mqtt_broker_route_remote(sh->broker, d + SH_FAN_HDR, tlen, d + SH_FAN_HDR + tlen,
+						     total - tlen, d[6], d[7] != 0))
+				sh->st.fanout_bad++;
+			return;
+		}
+		st_le16(meta, tlen);
+		meta[2] = d[6];
+		meta[3] = d[7];
+		sh->asm_total[src] = total;
+		sh->asm_len[src] = len - SH_FAN_HDR;
+		memcpy(buf, d + SH_FAN_HDR, len - SH_FAN_HDR);
+		return;
+	}
+	uint32_t have = sh->asm_len[src], total = sh->asm_total[src];
+	if (!total || len > total - have) {
+		sh->st.fanout_bad++;
+		sh->asm_total[src] = 0;
+		return;
+	}
+	memcpy(buf + have, d, len);
+	sh->asm_len[src] = have + len;
+	if (have + len < total)
+		return;
+	sh->asm_total[src] = 0;
+	uint16_t tlen = ld_le16(meta);
+	sh->st.fanout_in++;
+	if (mqtt_broker_route_remote(sh->broker, buf, tlen, buf + tlen, total - tlen, meta[2], meta[3] != 0))
+		sh->st.fanout_bad++;
+}
+
+void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *d, uint32_t len,
+		   uint64_t now_ms)
+{
+	sh->now_ms = now_ms;
+	if (src >= sh->cfg.n_cores || src == sh->cfg.self) {
+		sh->st.bad++;
+		return;
+	}
+	if (kind == DP_SHARD_OPEN) {
+		recv_open(sh, src, d, len);
+		return;
+	}
+	if (kind == DP_SHARD_FANOUT_HEAD || kind == DP_SHARD_FANOUT_MORE) {
+		recv_fanout(sh, src, kind, d, len);
+		return;
+	}
+	if (len < SH_CONN_HDR) {
+		sh->st.bad++;
+		return;
+	}
+	uint32_t conn = ld_le32(d), gen = ld_le32(d + 4);
+	const uint8_t *body = d + SH_CONN_HDR;
+	uint32_t n = len - SH_CONN_HDR;
+	struct sh_proxy *p;
+	switch (kind) {
+	case DP_SHARD_DATA:
+		if ((p = px_of(sh, src, conn, gen)) != NULL)
+			(void)!mqtt_conn_input(sh->broker, p->mq, body, n, now_ms); /* -E_CLOSED: freed */
+		break;
+	case DP_SHARD_LOST:
+		sh->st.lost_in++;
+		if ((p = px_of(sh, src, conn, gen)) != NULL) {
+			struct mqtt_conn *mq = p->mq;
+			p->mq = NULL;
+			px_free(sh, (uint32_t)(p - sh->px));
+			mqtt_conn_lost(sh->broker, mq, now_ms); /* the will, from the home core */
+		}
+		break;
+	case DP_SHARD_CREDIT:
+		sh->st.credit_in++;
+		if (n != 4u) {
+			sh->st.bad++;
+			break;
+		}
+		if ((p = px_of(sh, src, conn, gen)) != NULL) {
+			int64_t c = (int64_t)p->credit + ld_le32(body);
+			p->credit = (int32_t)MIN(c, (int64_t)INT32_MAX);
+			if ((p->flags & PX_BLOCKED) && p->credit > 0 && bl_room(sh, src, sh->data_cap / 2u, true)) {
+				p->flags = (uint8_t)(p->flags & ~PX_BLOCKED);
+				sh->n_blocked--;
+				mqtt_conn_writable(sh->broker, p->mq);
+			}
+		}
+		break;
+	case DP_SHARD_OUT:
+		sh->st.out_msgs++;
+		sh->conn.out(sh->conn.ctx, conn, gen, body, n);
+		break;
+	case DP_SHARD_CLOSE:
+		sh->st.close_in++;
+		sh->conn.close(sh->conn.ctx, conn, gen);
+		break;
+	default:
+		sh->st.bad++;
+		break;
+	}
+}
+
+/* ---- the loop ------------------------------------------------------------------------ */
+
+static uint32_t flush(struct dp_shard *sh, uint32_t dst)
+{
+	struct sh_backlog *b = &sh->bl[dst];
+	while (b->used) {
+		uint8_t hdr[SH_ENT_HDR];
+		bl_get(b, sh->cap, 0, hdr, SH_ENT_HDR);
+		uint16_t kind = ld_le16(hdr);
+		uint32_t len = ld_le32(hdr + 4);
+		bl_get(b, sh->cap, SH_ENT_HDR, sh->scratch, len);
+		if (sh->cfg.mesh.send(sh->cfg.mesh.ctx, dst, kind, sh->scratch, len) != 0)
+			break;
+		b->head = (b->head + ent_size(len)) % sh->cap;
+		b->used -= ent_size(len);
+		b->n_msgs--;
+	}
+	if (!b->used)
+		b->head = 0;
+	return b->n_msgs;
+}
+
+uint32_t dp_shard_poll(struct dp_shard *sh)
+{
+	uint32_t waiting = 0;
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
+		if (d != sh->cfg.self && sh->bl[d].used)
+			waiting += flush(sh, d);
+	if (sh->n_close_owed)
+		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_close_owed; x++)
+			if ((sh->px[x].flags & PX_CLOSE_OWED) && send_close(sh, &sh->px[x]))
+				px_free(sh, x);
+	/* Proxies that waited for backlog room towards their connection core. */
+	if (sh->n_blocked)
+		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_blocked; x++) {
+			struct sh_proxy *p = &sh->px[x];
+			if (!(p->flags & PX_BLOCKED) || !p->mq || p->credit <= 0 ||
+			    !bl_room(sh, p->src, sh->data_cap / 2u, true))
+				continue;
+			p->flags = (uint8_t)(p->flags & ~PX_BLOCKED);
+			sh->n_blocked--;
+			mqtt_conn_writable(sh->broker, p->mq);
+		}
+	return waiting + sh->n_close_owed;
+}
+
+void dp_shard_stats_get(const struct dp_shard *sh, struct dp_shard_stats *out)
+{
+	*out = sh->st;
+	out->blocked = sh->n_blocked;
+}
+
+int dp_shard_check(const struct dp_shard *sh)
+{
+	uint32_t used = 0, blocked = 0, owed = 0;
+	for (uint32_t x = 0; x < sh->cfg.max_proxies; x++) {
+		const struct sh_proxy *p = &sh->px[x];
+		if (!(p->flags & PX_USED))
+			continue;
+		used++;
+		if (px_find(sh, p->src, p->conn) != x)
+			return -E_CORRUPT; /* 2 */
+		if (!p->mq && !(p->flags & PX_CLOSE_OWED))
+			return -E_CORRUPT; /* 2 */
+		blocked += (p->flags & PX_BLOCKED) != 0;
+		owed += (p->flags & PX_CLOSE_OWED) != 0;
+	}
+	uint32_t in_table = 0;
+	for (uint32_t i = 0; i <= sh->mask; i++)
+		if (sh->bkt[i] != SH_NIL) {
+			if (sh->bkt[i] >= sh->cfg.max_proxies || !(sh->px[sh->bkt[i]].flags & PX_USED))
+				return -E_CORRUPT; /* 2 */
+			in_table++;
+		}
+	if (in_table != used || used != sh->st.proxies || blocked != sh->n_blocked ||
+	    owed != sh->n_close_owed)
+		return -E_CORRUPT; /* 2, 3 */
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++) {
+		if (sh->bl[d].used > sh->cap || (sh->bl[d].used == 0) != (sh->bl[d].n_msgs == 0))
+			return -E_CORRUPT; /* 1 */
+		if (sh->asm_total[d] && (sh->asm_total[d] > sh->cfg.max_packet ||
+					 sh->asm_len[d] >= sh->asm_total[d]))
+			return -E_CORRUPT; /* 4 */
+	}
+	return 0;
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Broker shards across cores (layer dp/, used by dp.c only): home cores, plain MQTT
+ * forwarded between the core that holds a connection's TCP and TLS and the session's home
+ * core, and the fan-out of routed messages to the other shards. One object per core,
+ * inside that core's struct dp; the cores talk only through the mesh ops (the kernel's
+ * xcore rings; an in-process mesh in the tests).
+ *
+ * The protocol (all multi-byte fields little-endian, written and read by this file only):
+ *   connection core -> home core:  OPEN (identity), DATA (plaintext MQTT), LOST (the
+ *                                   connection ended without the broker asking), CREDIT
+ *                                   (bytes of OUT sealed and acknowledged by the peer)
+ *   home core -> connection core:  OUT (plaintext MQTT to seal and send), CLOSE (the
+ *                                   broker ended the connection: takeover, DISCONNECT...)
+ *   any shard -> every other:       FANOUT_HEAD / FANOUT_MORE (a routed message: topic,
+ *                                   payload, QoS, retain; cut into slot-sized parts)
+ * A connection is named by (connection core, TCP id, generation); the generation makes
+ * messages about a connection that has since ended harmless to its id's next user.
+ *
+ * Flow control. Every message to a core goes through that core's bounded backlog when the
+ * mesh has no credit, so order is kept per pair of cores. The backlog's data part bounds
+ * DATA, OUT, CREDIT and FANOUT; a reserve sized for one OPEN/LOST/CLOSE per connection
+ * record means ending a connection can always be said. OUT is also limited per forwarded
+ * connection by credit (out_window bytes in flight; returned by CREDIT once the peer's
+ * TCP has acknowledged the ciphertext), so one slow reader holds at most out_window of
+ * the home core's backlog. A connection core whose backlog to a home core is half full
+ * advertises a zero TCP window to the connections that forward there.
+ *
+ * Calling context: core-local, single-threaded; nothing here is shared except through the
+ * mesh ops. Never allocates (caller memory), never parses MQTT (the home broker does).
+ */
+#ifndef DP_SHARD_H
+#define DP_SHARD_H
+
+#include "lib/compiler.h"
+#include "mqtt/broker.h"
+
+/* Message kinds on the mesh (the range 0x0200-0x02ff belongs to the shards). */
+enum dp_shard_kind {
+	DP_SHARD_OPEN = 0x0200,
+	DP_SHARD_DATA = 0x0201,
+	DP_SHARD_LOST = 0x0202,
+	DP_SHARD_CREDIT = 0x0203,
+	DP_SHARD_OUT = 0x0204,
+	DP_SHARD_CLOSE = 0x0205,
+	DP_SHARD_FANOUT_HEAD = 0x0206,
+	DP_SHARD_FANOUT_MORE = 0x0207,
+};
+#define DP_SHARD_KIND_FIRST 0x0200u
+#define DP_SHARD_KIND_LAST 0x02ffu
+
+/* The mesh below: send one message to core dst. 0, or -E_AGAIN when dst's ring has no
+ * credit (nothing sent). Messages to one dst arrive in the order they were sent. */
+struct dp_mesh_ops {
+	int (*send)(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len);
+	void *ctx; /* linked */
+};
+
+struct dp_shard_config {
+	uint32_t n_cores;        /* 1: no shards (everything is local); <= 256 */
+	uint32_t self;           /* this core's index, < n_cores */
+	uint8_t home_key[16];    /* SipHash key of the home-core hash: the same on every core */
+	uint32_t payload_max;    /* bytes one mesh message carries (>= 64) */
+	uint32_t backlog_bytes;  /* per destination core, data part */
+	uint32_t out_window;     /* OUT bytes in flight per forwarded connection */
+	uint32_t max_proxies;    /* connections of other cores whose session lives here */
+	uint32_t max_conns;      /* this core's connection records (the reserve's size) */
+	uint32_t max_packet;     /* largest routed message (topic + payload) to reassemble */
+	struct dp_mesh_ops mesh; /* copied; ctx linked */
+};
+
+/* What the shard calls on the connection side (dp.c): OUT bytes for a connection of this
+ * core (borrowed), and CLOSE. Both ignore a (conn, gen) that no longer names a forwarded
+ * connection. */
+struct dp_shard_conn_ops {
+	void (*out)(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n);
+	void (*close)(void *ctx, uint32_t conn, uint32_t gen);
+	void *ctx;
+};
+
+struct dp_shard_stats {
+	uint64_t opens_out, opens_in, opens_refused;
+	uint64_t data_msgs, data_bytes, out_msgs, out_bytes;
+	uint64_t lost_out, lost_in, lost_dropped, close_out, close_in, credit_out, credit_in;
+	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad;
+	uint64_t backlogged, backlog_full, stale, bad;
+	uint32_t proxies, blocked;
+};
+
+struct dp_shard;
+
+/* Bytes of caller memory for cfg (0 if invalid). */
+size_t dp_shard_mem_size(const struct dp_shard_config *cfg);
+/* Build in mem (linked, 8-aligned, zeroed, >= dp_shard_mem_size). broker: this core's
+ * shard (linked); conn: the connection side's ops (copied). 0 or -E_INVAL. */
+MUST_CHECK int dp_shard_init(struct dp_shard **out /* out */, void *mem, size_t len,
+			     const struct dp_shard_config *cfg, struct mqtt_broker *broker,
+			     const struct dp_shard_conn_ops *conn);
+
+/* The home core of an identity (the same answer on every core). */
+uint32_t dp_shard_home(const struct dp_shard *sh, enum mqtt_id_kind kind, const uint8_t *id,
+		       size_t len);
+uint32_t dp_shard_self(const struct dp_shard *sh);
+
+/* ---- the connection side: a connection of this core whose home is elsewhere ---- */
+/* 0, or -E_AGAIN / -E_NOMEM when it cannot be said now (the caller refuses the
+ * connection). */
+MUST_CHECK int dp_shard_open(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen,
+			     enum mqtt_id_kind kind, const uint8_t *id, size_t len);
+/* Plaintext received (borrowed). 0, or -E_NOMEM when the backlog to home is full (the
+ * caller ends the connection: the bytes cannot be carried). */
+MUST_CHECK int dp_shard_data(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen,
+			     const uint8_t *p, size_t n);
+/* The connection ended without CLOSE from the home core: its will is due there. Control
+ * class (may use the backlog's reserve). 0, or -E_AGAIN when even the reserve is full
+ * (counted in lost_dropped; the home core then ends the session's connection at its
+ * keepalive). */
+MUST_CHECK int dp_shard_lost(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen);
+/* Return `bytes` of OUT credit. 0 or -E_AGAIN (keep owing; try again later). */
+MUST_CHECK int dp_shard_credit(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen,
+			       uint32_t bytes);
+/* The backlog to home is at least half full: stop taking bytes from the peer. */
+bool dp_shard_congested(const struct dp_shard *sh, uint32_t home);
+uint32_t dp_shard_out_window(const struct dp_shard *sh);
+
+/* ---- the home side: the broker's ops for proxy connections ---- */
+/* Is `user` (a broker connection's user pointer) one of this shard's proxies? */
+bool dp_shard_is_proxy(const struct dp_shard *sh, const void *user);
+/* The broker's send/close for a proxy. send: 0 or -E_AGAIN (no credit or backlog room:
+ * mqtt_conn_writable follows when there is). */
+int dp_shard_proxy_send(struct dp_shard *sh, void *user, const uint8_t *buf, size_t len);
+void dp_shard_proxy_close(struct dp_shard *sh, void *user);
+
+/* ---- routing between shards (the broker's fanout ops) ---- */
+bool dp_shard_fanout_room(struct dp_shard *sh, size_t bytes);
+void dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen,
+		     const uint8_t *payload, size_t plen, uint8_t qos, bool retain);
+
+/* ---- the mesh ---- */
+/* One message from core src (data borrowed for the call). */
+void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *data,
+		   uint32_t len, uint64_t now_ms);
+/* Send what the backlogs hold, then wake proxies that waited for room. Returns the
+ * messages still backlogged (the loop should poll again soon while it is not 0). */
+uint32_t dp_shard_poll(struct dp_shard *sh);
+
+/* Home-side bytes per proxy slot (proxy record + its share of the hash table). */
+size_t dp_shard_bytes_per_proxy(const struct dp_shard *sh);
+void dp_shard_stats_get(const struct dp_shard *sh, struct dp_shard_stats *out /* out */);
+/* Numbered invariants of shard.c; 0 or -E_CORRUPT (tests). */
+MUST_CHECK int dp_shard_check(const struct dp_shard *sh);
+
+#endif

@@ -1,0 +1,810 @@
+/* SPDX-License-Identifier: MIT
+ * Unit tests for the broker shards (dp/shard.h through dp/dp.h): three data planes stand
+ * for three cores, each with a fake TCP below, joined by an in-process mesh of bounded
+ * FIFOs (one per ordered pair, like kernel/xcore). Connections are taken to open with
+ * known record secrets (dp_test_establish), so each test client seals and opens real TLS
+ * records. Shown: a connection whose session lives on another core is served through its
+ * home core (CONNACK, SUBACK, PUBACK come back), messages routed between shards reach
+ * subscribers on every core once, a takeover whose new connection lands on another core
+ * ends the old one, a will is published from the home core when a forwarded connection
+ * is lost, a retained message is on every shard, a mesh that refuses everything loses
+ * nothing acknowledged (backlog, then refusal before the PUBACK), and malformed mesh
+ * messages are counted and ignored. Every teardown checks the heap is back to its
+ * baseline and dp_check holds on every core. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "dp/dp.h"
+#include "lib/err.h"
+
+#include "tests/unit/tls/certs_der.h"
+
+#define NCORE 3u
+#define MAXC 16u
+#define MESH_CAP 64u /* messages per ordered pair */
+
+/* ---- accounted heap (shared by the three "cores": the test is one thread) ---------- */
+static size_t heap_used;
+static void *t_alloc(void *ctx, size_t len, const char *tag)
+{
+	(void)ctx, (void)tag;
+	heap_used += len;
+	return malloc(len);
+}
+static void t_free(void *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	if (!p)
+		return;
+	assert_true(len <= heap_used);
+	heap_used -= len;
+	free(p);
+}
+static size_t t_used(void *ctx)
+{
+	(void)ctx;
+	return heap_used;
+}
+static size_t t_avail(void *ctx)
+{
+	(void)ctx;
+	return (size_t)1 << 30;
+}
+static int t_random(void *ctx, uint8_t *out, size_t len)
+{
+	(void)ctx;
+	return getrandom(out, len, 0) == (ssize_t)len ? 0 : -E_IO;
+}
+static int64_t t_now_s(void *ctx)
+{
+	(void)ctx;
+	return 1800000000;
+}
+static uint64_t now;
+static int64_t t_now_ms(void *ctx)
+{
+	(void)ctx;
+	return (int64_t)now;
+}
+static uint64_t t_clock(void *ctx)
+{
+	(void)ctx;
+	return now;
+}
+
+/* ---- the mesh: bounded FIFOs, delivered when the test pumps ------------------------- */
+struct mmsg {
+	uint16_t kind;
+	uint32_t len;
+	uint8_t *data;
+};
+struct fifo {
+	struct mmsg m[MESH_CAP];
+	uint32_t head, n;
+};
+static struct fifo mesh[NCORE][NCORE];
+static uint32_t mesh_limit = MESH_CAP; /* messages a FIFO takes (0: refuses all) */
+static uint32_t self_of[NCORE];
+static struct dp *D[NCORE];
+
+static int m_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	uint32_t src = *(const uint32_t *)ctx;
+	assert_true(dst < NCORE && dst != src);
+	struct fifo *f = &mesh[src][dst];
+	if (f->n >= mesh_limit)
+		return -E_AGAIN;
+	struct mmsg *m = &f->m[(f->head + f->n) % MESH_CAP];
+	m->kind = kind;
+	m->len = len;
+	m->data = malloc(len ? len : 1);
+	memcpy(m->data, data, len);
+	f->n++;
+	return 0;
+}
+
+/* Deliver everything (and whatever it causes) until the mesh is quiet. */
+static void pump(void)
+{
+	for (int round = 0; round < 1000; round++) {
+		bool any = false;
+		for (uint32_t c = 0; c < NCORE; c++)
+			(void)dp_poll(D[c]);
+		for (uint32_t s = 0; s < NCORE; s++)
+			for (uint32_t d = 0; d < NCORE; d++) {
+				struct fifo *f = &mesh[s][d];
+				while (f->n) {
+					struct mmsg m = f->m[f->head];
+					f->head = (f->head + 1) % MESH_CAP;
+					f->n--;
+					dp_mesh_recv(D[d], s, m.kind, m.data, m.len);
+					free(m.data);
+					any = true;
+				}
+			}
+		if (!any)
+			return;
+	}
+	fail_msg("mesh never went quiet");
+}
+
+/* ---- fake TCP: captures ciphertext per (core, conn) ---------------------------------- */
+struct fconn {
+	uint8_t out[65536];
+	size_t out_len;
+	int closes, aborts;
+	bool gone;
+};
+static struct fconn fc[NCORE][MAXC];
+static uint32_t core_of_ctx(void *ctx)
+{
+	return *(const uint32_t *)ctx;
+}
+static int f_send(void *ctx, uint32_t conn, const struct tcp_iov *iov, size_t n)
+{
+	struct fconn *f = &fc[core_of_ctx(ctx)][conn];
+	assert_false(f->gone);
+	for (size_t i = 0; i < n; i++) {
+		assert_true(f->out_len + iov[i].len <= sizeof f->out);
+		memcpy(f->out + f->out_len, iov[i].base, iov[i].len);
+		f->out_len += iov[i].len;
+	}
+	return 0;
+}
+static int f_close(void *ctx, uint32_t conn)
+{
+	fc[core_of_ctx(ctx)][conn].closes++;
+	return 0;
+}
+static void f_abort(void *ctx, uint32_t conn)
+{
+	uint32_t c = core_of_ctx(ctx);
+	fc[c][conn].aborts++;
+	fc[c][conn].gone = true;
+	dp_tcp_upper.closed(D[c], conn, TCP_CLOSE_ABORT);
+}
+static void f_window(void *ctx, uint32_t conn)
+{
+	(void)ctx, (void)conn;
+}
+static const struct dp_lower_ops fake_lower = { f_send, f_close, f_abort, f_window };
+
+/* ---- fixture -------------------------------------------------------------------------- */
+static struct tls_hs_env *env;
+static void *mem[NCORE];
+static size_t baseline;
+static const char *const pub_pat[] = { "devices/+/cmd/#" };
+static const char *const sub_pat[] = { "devices/+/#" };
+static const struct mqtt_acl_service svc[] = { { NULL, pub_pat, sub_pat, 1, 1 } };
+
+static struct dp_config cfg_make(uint32_t core)
+{
+	struct dp_config g;
+	memset(&g, 0, sizeof g);
+	g.max_conns = MAXC;
+	g.port = 8883;
+	g.hs_per_core = 4;
+	g.hs_per_source = 4;
+	g.hs_rate_per_s = 100;
+	g.hs_burst = 100;
+	g.hs_timeout_ms = 5000;
+	g.hs_stage_bytes = 16640;
+	g.hs_steps_per_poll = 1;
+	g.heap_low_watermark = 1u << 20;
+	g.max_out_bytes = 8192;
+	g.rx_window = 16640;
+	g.rec.key_cache_slots = 4;
+	g.hs_env = env;
+	g.rec.max_plaintext = TLS_REC_MAX_PLAINTEXT;
+	g.rec.key_update_after = 1u << 20;
+	g.mqtt = (struct mqtt_broker_config){
+		.max_conns = MAXC, .max_sessions = MAXC, .max_nodes = 128, .max_subs = 32,
+		.max_deliveries = 128, .max_retained = 8, .max_packet = 4096, .heap_limit = 1 << 20,
+		.max_topic_levels = 8, .max_inflight = 8, .max_queue = 64, .max_qos2_rx = 4,
+		.max_subs_per_session = 4, .queue_drop_oldest = false, .max_violations = 3,
+		.connect_timeout_ms = 10000, .services = svc, .n_services = 1,
+	};
+	g.heap = (struct dp_heap_ops){ t_alloc, t_free, t_used, t_avail, NULL };
+	g.lower = fake_lower;
+	g.lower_ctx = &self_of[core];
+	g.now_ms = t_clock;
+	g.shard = (struct dp_shard_config){
+		.n_cores = NCORE, .self = core, .payload_max = 256, .backlog_bytes = 8192,
+		.out_window = 2048, .max_proxies = MAXC,
+		.mesh = { m_send, &self_of[core] },
+	};
+	memset(g.shard.home_key, 0x5a, sizeof g.shard.home_key);
+	return g;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	heap_used = 0;
+	now = 1000;
+	mesh_limit = MESH_CAP;
+	memset(fc, 0, sizeof fc);
+	memset(mesh, 0, sizeof mesh);
+	struct tls_hs_config c;
+	memset(&c, 0, sizeof c);
+	c.max_in_flight = 4 * NCORE;
+	c.ca = der_cn;
+	c.ca_len = sizeof der_cn;
+	c.cert = der_cn;
+	c.cert_len = sizeof der_cn;
+	c.key = der_key;
+	c.key_len = sizeof der_key;
+	c.id = (struct tls_id_config){ TLS_ID_FROM_CN, 64, NULL };
+	c.ops = (struct tls_hs_ops){ t_alloc, t_free, t_random, t_now_s, t_now_ms, NULL, NULL };
+	assert_int_equal(tls_hs_env_create(&c, &env), 0);
+	baseline = heap_used;
+	for (uint32_t i = 0; i < NCORE; i++) {
+		self_of[i] = i;
+		struct dp_config g = cfg_make(i);
+		size_t need = dp_mem_size(&g);
+		assert_true(need > 0);
+		mem[i] = aligned_alloc(8, (need + 7) & ~(size_t)7);
+		assert_int_equal(dp_init(&D[i], mem[i], need, &g), 0);
+	}
+	baseline = heap_used;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pump();
+	for (uint32_t i = 0; i < NCORE; i++) {
+		assert_int_equal(dp_check(D[i]), 0);
+		dp_fini(D[i]);
+	}
+	for (uint32_t s = 0; s < NCORE; s++)
+		for (uint32_t d = 0; d < NCORE; d++)
+			while (mesh[s][d].n) {
+				free(mesh[s][d].m[mesh[s][d].head].data);
+				mesh[s][d].head = (mesh[s][d].head + 1) % MESH_CAP;
+				mesh[s][d].n--;
+			}
+	assert_true(heap_used <= baseline);
+	for (uint32_t i = 0; i < NCORE; i++)
+		free(mem[i]);
+	tls_hs_env_destroy(env);
+	assert_int_equal(heap_used, 0);
+	return 0;
+}
+
+/* ---- clients ------------------------------------------------------------------------ */
+static const uint8_t sec_c2s[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+				     17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32 };
+static const uint8_t sec_s2c[32] = { 0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa,
+				     0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb5,
+				     0xb6, 0xb7, 0xb8, 0xb9, 0xba, 0xbb, 0xbc, 0xbd, 0xbe, 0xbf };
+static void *c_alloc(void *ctx, size_t len)
+{
+	(void)ctx;
+	return malloc(len);
+}
+static void c_free(void *ctx, void *p, size_t len)
+{
+	(void)ctx, (void)len;
+	free(p);
+}
+static struct tls_rec_env cenv;
+
+struct client {
+	uint32_t core, conn;
+	struct tls_rec rec;
+	size_t read_off; /* ciphertext of fc[core][conn].out already opened */
+	uint8_t in[16384];
+	size_t in_len; /* plaintext received, not yet consumed by expect() */
+	uint8_t last_first; /* the fixed header's first byte of the last packet expect() took */
+};
+
+static struct client *cl_open(uint32_t core, uint32_t conn, const char *id, bool service)
+{
+	struct client *k = calloc(1, sizeof *k);
+	k->core = core;
+	k->conn = conn;
+	assert_int_equal(tls_rec_open(&k->rec, TLS_SUITE_AES_128_GCM_SHA256, sec_s2c, sec_c2s, 0, 0), 0);
+	struct tls_rec srv;
+	assert_int_equal(tls_rec_open(&srv, TLS_SUITE_AES_128_GCM_SHA256, sec_c2s, sec_s2c, 0, 0), 0);
+	assert_true(dp_tcp_upper.admit(D[core], 0x0a000001 + conn, (uint16_t)(40000 + conn), 8883));
+	assert_int_equal(dp_tcp_upper.accept(D[core], conn, 0x0a000001 + conn, (uint16_t)(40000 + conn), 8883), 0);
+	assert_int_equal(dp_test_establish(D[core], conn, &srv, id, service), 0);
+	return k;
+}
+
+static void cl_free(struct client *k)
+{
+	tls_rec_close(&cenv, &k->rec);
+	free(k);
+}
+
+static void cl_send(struct client *k, const uint8_t *p, size_t n)
+{
+	static uint8_t seg[8192];
+	size_t w = 0;
+	assert_int_equal(tls_rec_write(&cenv, &k->rec, p, n, seg, sizeof seg, &w), 0);
+	assert_int_equal(dp_tcp_upper.recv(D[k->core], k->conn, seg, w), w);
+	pump();
+}
+
+static int on_plain(void *ctx, const uint8_t *p, size_t n)
+{
+	struct client *k = ctx;
+	assert_true(k->in_len + n <= sizeof k->in);
+	memcpy(k->in + k->in_len, p, n);
+	k->in_len += n;
+	return 0;
+}
+
+/* Open what the server sent, and acknowledge it at TCP level. */
+static void cl_read(struct client *k)
+{
+	struct fconn *f = &fc[k->core][k->conn];
+	size_t n = f->out_len - k->read_off;
+	if (!n)
+		return;
+	static uint8_t buf[65536];
+	memcpy(buf, f->out + k->read_off, n);
+	k->read_off = f->out_len;
+	int rc = tls_rec_input(&cenv, &k->rec, buf, n, on_plain, k);
+	assert_true(rc >= 0 || rc == -E_CLOSED); /* -E_CLOSED: the server's close_notify */
+	if (!f->gone)
+		dp_tcp_upper.sent(D[k->core], k->conn, n);
+	pump();
+}
+
+/* Next packet of the given type (first byte, flags masked) with its body; fails if the
+ * next packet is something else. Returns the body length. */
+static size_t expect(struct client *k, uint8_t type, uint8_t *body, size_t cap)
+{
+	cl_read(k);
+	assert_true(k->in_len >= 2);
+	size_t rl = 0, i = 1;
+	unsigned shift = 0;
+	do {
+		assert_true(i < k->in_len);
+		rl |= (size_t)(k->in[i] & 0x7f) << shift;
+		shift += 7;
+	} while (k->in[i++] & 0x80);
+	assert_true(i + rl <= k->in_len);
+	assert_int_equal(k->in[0] >> 4, type);
+	k->last_first = k->in[0];
+	if (body) {
+		assert_true(rl <= cap);
+		memcpy(body, k->in + i, rl);
+	}
+	memmove(k->in, k->in + i + rl, k->in_len - i - rl);
+	k->in_len -= i + rl;
+	return rl;
+}
+
+static bool nothing_pending(struct client *k)
+{
+	cl_read(k);
+	return k->in_len == 0;
+}
+
+/* ---- MQTT client packets -------------------------------------------------------------- */
+static size_t put_str(uint8_t *w, const char *s)
+{
+	size_t n = strlen(s);
+	w[0] = (uint8_t)(n >> 8);
+	w[1] = (uint8_t)n;
+	memcpy(w + 2, s, n);
+	return 2 + n;
+}
+
+static size_t frame(uint8_t *out, uint8_t first, const uint8_t *body, size_t n)
+{
+	assert_true(n < 16384);
+	size_t i = 0;
+	out[i++] = first;
+	if (n < 128) {
+		out[i++] = (uint8_t)n;
+	} else {
+		out[i++] = (uint8_t)(0x80 | (n & 0x7f));
+		out[i++] = (uint8_t)(n >> 7);
+	}
+	memcpy(out + i, body, n);
+	return i + n;
+}
+
+static void mq_connect(struct client *k, const char *id, bool clean, const char *will_topic,
+		       const char *will_msg)
+{
+	uint8_t b[512], p[520];
+	size_t n = put_str(b, "MQTT");
+	b[n++] = 4;
+	b[n++] = (uint8_t)((clean ? 0x02 : 0) | (will_topic ? 0x04 | 0x08 : 0)); /* will QoS 1 */
+	b[n++] = 0;
+	b[n++] = 60;
+	n += put_str(b + n, id);
+	if (will_topic) {
+		n += put_str(b + n, will_topic);
+		n += put_str(b + n, will_msg);
+	}
+	cl_send(k, p, frame(p, 0x10, b, n));
+}
+
+static void mq_subscribe(struct client *k, uint16_t pid, const char *filter, uint8_t qos)
+{
+	uint8_t b[256], p[264];
+	b[0] = (uint8_t)(pid >> 8);
+	b[1] = (uint8_t)pid;
+	size_t n = 2 + put_str(b + 2, filter);
+	b[n++] = qos;
+	cl_send(k, p, frame(p, 0x82, b, n));
+}
+
+static void mq_publish(struct client *k, const char *topic, const uint8_t *payload, size_t plen,
+		       uint8_t qos, bool retain, uint16_t pid)
+{
+	static uint8_t b[8192], p[8200];
+	size_t n = put_str(b, topic);
+	if (qos) {
+		b[n++] = (uint8_t)(pid >> 8);
+		b[n++] = (uint8_t)pid;
+	}
+	if (plen)
+		memcpy(b + n, payload, plen);
+	n += plen;
+	cl_send(k, p, frame(p, (uint8_t)(0x30 | qos << 1 | (retain ? 1 : 0)), b, n));
+}
+
+static void mq_puback(struct client *k, uint16_t pid)
+{
+	uint8_t p[4] = { 0x40, 2, (uint8_t)(pid >> 8), (uint8_t)pid };
+	cl_send(k, p, 4);
+}
+
+/* The PUBLISH body's topic and payload. */
+static void publish_parts(const uint8_t *body, size_t n, uint8_t qos, char *topic, size_t *plen,
+			  const uint8_t **payload)
+{
+	size_t tl = (size_t)body[0] << 8 | body[1];
+	memcpy(topic, body + 2, tl);
+	topic[tl] = 0;
+	size_t off = 2 + tl + (qos ? 2 : 0);
+	*payload = body + off;
+	*plen = n - off;
+}
+
+/* The packet id of a QoS 1/2 PUBLISH body. */
+static uint16_t pub_pid(const uint8_t *body)
+{
+	size_t tl = (size_t)body[0] << 8 | body[1];
+	return (uint16_t)(body[2 + tl] << 8 | body[3 + tl]);
+}
+
+/* An identity whose home is `home`, numbered from `from`, written to buf. */
+static void id_homed(char *buf, size_t cap, const char *prefix, uint32_t home, bool service, int *from)
+{
+	for (int i = *from; i < *from + 1000; i++) {
+		snprintf(buf, cap, "%s%d", prefix, i);
+		if (dp_home_core(D[0], service, (const uint8_t *)buf, strlen(buf)) == home) {
+			*from = i + 1;
+			return;
+		}
+	}
+	fail_msg("no identity homed on core %u", home);
+}
+
+/* ---- tests ---------------------------------------------------------------------------- */
+
+static void t_home_is_the_same_everywhere(void **state)
+{
+	(void)state;
+	uint32_t seen[NCORE] = { 0 };
+	for (int i = 0; i < 300; i++) {
+		char id[32];
+		snprintf(id, sizeof id, "dev-%d", i);
+		uint32_t h = dp_home_core(D[0], false, (const uint8_t *)id, strlen(id));
+		assert_true(h < NCORE);
+		for (uint32_t c = 1; c < NCORE; c++)
+			assert_int_equal(dp_home_core(D[c], false, (const uint8_t *)id, strlen(id)), h);
+		seen[h]++;
+	}
+	for (uint32_t c = 0; c < NCORE; c++)
+		assert_true(seen[c] > 50); /* spread over every core */
+}
+
+static void t_forwarded_connection_served_by_home(void **state)
+{
+	(void)state;
+	char id[32];
+	int from = 0;
+	id_homed(id, sizeof id, "dev-", 2, false, &from);
+	struct client *k = cl_open(0, 1, id, false); /* TCP and TLS on core 0, session on 2 */
+	mq_connect(k, id, true, NULL, NULL);
+	uint8_t b[64];
+	assert_int_equal(expect(k, 2, b, sizeof b), 2); /* CONNACK from core 2 */
+	assert_int_equal(b[1], 0);
+	struct dp_stats s;
+	dp_stats_get(D[0], &s);
+	assert_int_equal(s.fwd_opened, 1);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(dp_broker(D[2]), &u);
+	assert_int_equal(u.conns, 1); /* the session and its connection live on core 2 */
+	mqtt_broker_usage(dp_broker(D[0]), &u);
+	assert_int_equal(u.conns, 0);
+	/* PINGREQ round trip, and DISCONNECT ends the TCP connection on core 0 */
+	static const uint8_t ping[] = { 0xc0, 0 }, disc[] = { 0xe0, 0 };
+	cl_send(k, ping, 2);
+	assert_int_equal(expect(k, 13, NULL, 0), 0);
+	cl_send(k, disc, 2);
+	cl_read(k);
+	assert_int_equal(fc[0][1].closes, 1);
+	mqtt_broker_usage(dp_broker(D[2]), &u);
+	assert_int_equal(u.conns, 0);
+	cl_free(k);
+}
+
+static void t_routing_between_shards(void **state)
+{
+	(void)state;
+	char dev[32], ops[32];
+	int from = 0;
+	id_homed(dev, sizeof dev, "dev-", 1, false, &from);
+	from = 0;
+	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	/* service on core 0 (home 2), device on core 1 (home 1: local) */
+	struct client *s = cl_open(0, 2, ops, true);
+	mq_connect(s, ops, true, NULL, NULL);
+	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	mq_subscribe(s, 7, "devices/+/telemetry", 1);
+	assert_int_equal(expect(s, 9, NULL, 0), 3); /* SUBACK */
+	struct client *d = cl_open(1, 3, dev, false);
+	mq_connect(d, dev, true, NULL, NULL);
+	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	char topic[64];
+	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
+	for (uint16_t i = 1; i <= 20; i++) {
+		uint8_t pl[2] = { (uint8_t)(i >> 8), (uint8_t)i };
+		mq_publish(d, topic, pl, 2, 1, false, i);
+		uint8_t b[8];
+		assert_int_equal(expect(d, 4, b, sizeof b), 2); /* PUBACK */
+		assert_int_equal(b[1], i);
+	}
+	/* every message exactly once, in order, at QoS 1 */
+	for (uint16_t i = 1; i <= 20; i++) {
+		uint8_t b[256];
+		size_t n = expect(s, 3, b, sizeof b);
+		char t[64];
+		size_t plen;
+		const uint8_t *pl;
+		publish_parts(b, n, 1, t, &plen, &pl);
+		assert_string_equal(t, topic);
+		assert_int_equal(plen, 2);
+		assert_int_equal(pl[1], (uint8_t)i);
+		mq_puback(s, pub_pid(b));
+	}
+	assert_true(nothing_pending(s));
+	/* the device's own command topic: a service publishes, the device (its session on
+	 * core 1) gets it through the identity-relative subscription */
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "devices/%s/cmd/#", dev);
+	mq_subscribe(d, 9, cmd, 1);
+	assert_int_equal(expect(d, 9, NULL, 0), 3);
+	snprintf(cmd, sizeof cmd, "devices/%s/cmd/reboot", dev);
+	mq_publish(s, cmd, (const uint8_t *)"now", 3, 1, false, 100);
+	assert_int_equal(expect(s, 4, NULL, 0), 2);
+	uint8_t b[128];
+	size_t n = expect(d, 3, b, sizeof b);
+	char t[64];
+	size_t plen;
+	const uint8_t *pl;
+	publish_parts(b, n, 1, t, &plen, &pl);
+	assert_string_equal(t, cmd);
+	assert_memory_equal(pl, "now", 3);
+	struct dp_shard_stats st;
+	assert_true(dp_shard_stats(D[1], &st));
+	assert_true(st.fanout_out >= 20 * (NCORE - 1)); /* each message to each other shard once */
+	cl_free(s);
+	cl_free(d);
+}
+
+static void t_takeover_across_cores(void **state)
+{
+	(void)state;
+	char id[32];
+	int from = 0;
+	id_homed(id, sizeof id, "dev-", 2, false, &from);
+	struct client *a = cl_open(0, 4, id, false);
+	mq_connect(a, id, false, NULL, NULL);
+	uint8_t b[8];
+	assert_int_equal(expect(a, 2, b, sizeof b), 2);
+	assert_int_equal(b[0], 0); /* no session yet */
+	/* the same device again, landing on core 1: the home core takes the session over */
+	struct client *c = cl_open(1, 5, id, false);
+	mq_connect(c, id, false, NULL, NULL);
+	assert_int_equal(expect(c, 2, b, sizeof b), 2);
+	assert_int_equal(b[0], 1); /* session present */
+	cl_read(a);
+	assert_int_equal(fc[0][4].closes, 1); /* the old connection on core 0 was ended */
+	struct mqtt_broker_stats const *bs = mqtt_broker_stats(dp_broker(D[2]));
+	assert_int_equal(bs->takeovers, 1);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(dp_broker(D[2]), &u);
+	assert_int_equal(u.conns, 1);
+	assert_int_equal(u.sessions, 1);
+	cl_free(a);
+	cl_free(c);
+}
+
+static void t_will_from_home_core(void **state)
+{
+	(void)state;
+	char dev[32], ops[32];
+	int from = 0;
+	id_homed(dev, sizeof dev, "dev-", 1, false, &from);
+	from = 0;
+	id_homed(ops, sizeof ops, "ops-", 0, true, &from);
+	struct client *s = cl_open(2, 6, ops, true);
+	mq_connect(s, ops, true, NULL, NULL);
+	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	mq_subscribe(s, 1, "devices/+/status", 1);
+	assert_int_equal(expect(s, 9, NULL, 0), 3);
+	char wt[64];
+	snprintf(wt, sizeof wt, "devices/%s/status", dev);
+	struct client *d = cl_open(0, 7, dev, false); /* connection on 0, session on 1 */
+	mq_connect(d, dev, true, wt, "offline");
+	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	/* TCP reset on core 0: the home core publishes the will */
+	fc[0][7].gone = true;
+	dp_tcp_upper.closed(D[0], 7, TCP_CLOSE_RESET);
+	pump();
+	assert_int_equal(mqtt_broker_stats(dp_broker(D[1]))->wills_published, 1);
+	assert_int_equal(mqtt_broker_stats(dp_broker(D[0]))->wills_published, 0);
+	uint8_t b[128];
+	size_t n = expect(s, 3, b, sizeof b);
+	char t[64];
+	size_t plen;
+	const uint8_t *pl;
+	publish_parts(b, n, 1, t, &plen, &pl);
+	assert_string_equal(t, wt);
+	assert_memory_equal(pl, "offline", 7);
+	cl_free(s);
+	cl_free(d);
+}
+
+static void t_retained_on_every_shard(void **state)
+{
+	(void)state;
+	char ops[32], dev[32];
+	int from = 0;
+	id_homed(ops, sizeof ops, "ops-", 1, true, &from);
+	struct client *s = cl_open(1, 8, ops, true);
+	mq_connect(s, ops, true, NULL, NULL);
+	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	mq_publish(s, "devices/x/cmd/config", (const uint8_t *)"v2", 2, 1, true, 5);
+	assert_int_equal(expect(s, 4, NULL, 0), 2);
+	for (uint32_t c = 0; c < NCORE; c++) {
+		struct mqtt_broker_usage u;
+		mqtt_broker_usage(dp_broker(D[c]), &u);
+		assert_int_equal(u.retained, 1);
+	}
+	/* a subscriber whose session lives elsewhere sees it at SUBSCRIBE time */
+	from = 0;
+	id_homed(dev, sizeof dev, "ops-r", 2, true, &from);
+	struct client *r = cl_open(0, 9, dev, true);
+	mq_connect(r, dev, true, NULL, NULL);
+	assert_int_equal(expect(r, 2, NULL, 0), 2);
+	mq_subscribe(r, 3, "devices/+/cmd/#", 1);
+	assert_int_equal(expect(r, 9, NULL, 0), 3);
+	uint8_t b[128];
+	size_t n = expect(r, 3, b, sizeof b);
+	assert_true(b[0] == 0 && n > 2);
+	assert_int_equal(r->last_first & 1, 1); /* delivered as retained [MQTT-3.3.1-8] */
+	mq_puback(r, pub_pid(b));
+	/* clearing it clears every replica */
+	mq_publish(s, "devices/x/cmd/config", NULL, 0, 1, true, 6);
+	assert_int_equal(expect(s, 4, NULL, 0), 2);
+	for (uint32_t c = 0; c < NCORE; c++) {
+		struct mqtt_broker_usage u;
+		mqtt_broker_usage(dp_broker(D[c]), &u);
+		assert_int_equal(u.retained, 0);
+	}
+	cl_free(s);
+	cl_free(r);
+}
+
+static void t_backpressure_loses_nothing_acknowledged(void **state)
+{
+	(void)state;
+	char dev[32], ops[32];
+	int from = 0;
+	id_homed(dev, sizeof dev, "dev-", 0, false, &from);
+	from = 0;
+	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	struct client *s = cl_open(2, 10, ops, true);
+	mq_connect(s, ops, true, NULL, NULL);
+	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	mq_subscribe(s, 1, "devices/+/telemetry", 1);
+	assert_int_equal(expect(s, 9, NULL, 0), 3);
+	struct client *d = cl_open(0, 11, dev, false);
+	mq_connect(d, dev, true, NULL, NULL);
+	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	char topic[64];
+	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
+	/* The mesh refuses everything: messages wait in core 0's backlogs until they are
+	 * full; then a PUBLISH is refused before its PUBACK and the connection ends. */
+	mesh_limit = 0;
+	static uint8_t pl[200];
+	uint16_t acked = 0;
+	for (uint16_t i = 1; i <= 200 && !fc[0][11].closes && !fc[0][11].aborts; i++) {
+		memset(pl, (int)i, sizeof pl);
+		mq_publish(d, topic, pl, sizeof pl, 1, false, i);
+		cl_read(d);
+		while (d->in_len >= 4 && d->in[0] == 0x40) {
+			acked++;
+			memmove(d->in, d->in + 4, d->in_len - 4);
+			d->in_len -= 4;
+		}
+	}
+	assert_true(fc[0][11].closes == 1); /* ended without acknowledging the refused one */
+	assert_true(acked > 0);
+	assert_true(mqtt_broker_stats(dp_broker(D[0]))->fanout_refused >= 1);
+	/* The mesh flows again: every acknowledged message reaches the subscriber. */
+	mesh_limit = MESH_CAP;
+	pump();
+	for (uint16_t i = 1; i <= acked; i++) {
+		uint8_t b[512];
+		size_t n = expect(s, 3, b, sizeof b);
+		char t[64];
+		size_t plen;
+		const uint8_t *p;
+		publish_parts(b, n, 1, t, &plen, &p);
+		assert_int_equal(plen, sizeof pl);
+		assert_int_equal(p[0], (uint8_t)i);
+		mq_puback(s, pub_pid(b));
+	}
+	assert_true(nothing_pending(s));
+	cl_free(s);
+	cl_free(d);
+}
+
+static void t_bad_mesh_messages(void **state)
+{
+	(void)state;
+	static const uint8_t junk[64] = { 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 0xff, 0xff };
+	for (uint16_t kind = DP_SHARD_KIND_FIRST; kind <= DP_SHARD_KIND_FIRST + 0x10; kind++)
+		for (uint32_t len = 0; len <= sizeof junk; len += 3)
+			dp_mesh_recv(D[1], 0, kind, junk, len);
+	dp_mesh_recv(D[1], 1, DP_SHARD_DATA, junk, 16); /* from itself */
+	dp_mesh_recv(D[1], 99, DP_SHARD_DATA, junk, 16); /* no such core */
+	struct dp_shard_stats st;
+	assert_true(dp_shard_stats(D[1], &st));
+	assert_true(st.bad + st.stale + st.fanout_bad > 0);
+	assert_int_equal(dp_check(D[1]), 0);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(dp_broker(D[1]), &u);
+	assert_int_equal(u.conns, 0);
+	assert_int_equal(u.retained, 0);
+}
+
+int main(void)
+{
+	static const struct tls_rec_config cc = { TLS_REC_MAX_PLAINTEXT, 1u << 20, { c_alloc, c_free, NULL }, NULL, 0 };
+	if (tls_rec_env_init(&cenv, &cc))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(t_home_is_the_same_everywhere, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_forwarded_connection_served_by_home, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_routing_between_shards, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_takeover_across_cores, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_will_from_home_core, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_retained_on_every_shard, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_backpressure_loses_nothing_acknowledged, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_bad_mesh_messages, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
