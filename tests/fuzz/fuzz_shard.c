@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT
+ * Fuzz target: one broker shard (dp/shard.h) as core 1 of three, receiving mesh messages
+ * chosen by the input from cores 0 and 2: OPEN with identities from a small dictionary
+ * or raw bytes, DATA carrying CONNECT/SUBSCRIBE/PUBLISH or raw bytes, LOST, CREDIT, OUT,
+ * CLOSE and routed messages whole or cut into parts, mixed with local fan-outs, polls and
+ * a mesh that refuses sends when the input says so (backlogs fill and drain). After every
+ * step dp_shard_check and mqtt_broker_check hold; at the end the broker gives every heap
+ * byte back. The mesh only ever carries our own messages, but a wrong length or a stale
+ * connection must still be counted and ignored, never trusted. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dp/shard.h"
+#include "lib/err.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static size_t g_live;
+static void *h_alloc(void *ctx, size_t n)
+{
+	(void)ctx;
+	g_live += n;
+	return malloc(n);
+}
+static void h_free(void *ctx, void *p, size_t n)
+{
+	(void)ctx;
+	if (n > g_live)
+		abort();
+	g_live -= n;
+	free(p);
+}
+
+static struct dp_shard *S;
+static struct mqtt_broker *B;
+static int g_refuse;
+
+static int m_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	(void)ctx, (void)data;
+	if (dst >= 3 || dst == 1 || kind < DP_SHARD_KIND_FIRST || kind > DP_SHARD_KIND_LAST || len > 128)
+		abort();
+	return g_refuse ? -E_AGAIN : 0;
+}
+
+static int b_send(void *ctx, void *user, const uint8_t *buf, size_t len)
+{
+	(void)ctx;
+	if (!dp_shard_is_proxy(S, user))
+		abort(); /* every connection of this broker is a proxy here */
+	return dp_shard_proxy_send(S, user, buf, len);
+}
+static void b_close(void *ctx, void *user)
+{
+	(void)ctx;
+	if (!dp_shard_is_proxy(S, user))
+		abort();
+	dp_shard_proxy_close(S, user);
+}
+static bool b_room(void *ctx, size_t bytes)
+{
+	(void)ctx;
+	return dp_shard_fanout_room(S, bytes);
+}
+static void b_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r)
+{
+	(void)ctx;
+	dp_shard_fanout(S, t, tl, p, pl, q, r);
+}
+static void c_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n)
+{
+	(void)ctx, (void)conn, (void)gen, (void)p, (void)n;
+}
+static void c_close(void *ctx, uint32_t conn, uint32_t gen)
+{
+	(void)ctx, (void)conn, (void)gen;
+}
+
+static const char *const ids[] = { "d0", "d1", "svc", "admin" };
+static const char *const svc_pub[] = { "devices/+/cmd/#" };
+static const char *const svc_sub[] = { "devices/+/telemetry/#", "devices/+/status" };
+static const struct mqtt_acl_service services[] = { { "svc", svc_pub, svc_sub, 1, 2 } };
+static const char *const topics[] = { "devices/d0/cmd/a", "devices/d1/telemetry/t", "a/b", "devices/d1/status" };
+
+struct in {
+	const uint8_t *p;
+	size_t n;
+};
+static uint8_t take(struct in *in)
+{
+	if (!in->n)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+static void put32(uint8_t *w, uint32_t v)
+{
+	w[0] = (uint8_t)v;
+	w[1] = (uint8_t)(v >> 8);
+	w[2] = (uint8_t)(v >> 16);
+	w[3] = (uint8_t)(v >> 24);
+}
+
+static void check(void)
+{
+	if (dp_shard_check(S) || mqtt_broker_check(B))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mqtt_broker_config g = {
+		.max_conns = 4, .max_sessions = 4, .max_nodes = 16, .max_subs = 8, .max_deliveries = 16,
+		.max_retained = 4, .max_packet = 300, .heap_limit = 16384, .max_topic_levels = 6,
+		.max_inflight = 2, .max_queue = 4, .max_qos2_rx = 2, .max_subs_per_session = 3,
+		.queue_drop_oldest = true, .max_violations = 4, .connect_timeout_ms = 5000,
+		.services = services, .n_services = 1,
+	};
+	struct mqtt_broker_ops ops = { .send = b_send, .close = b_close, .heap = { h_alloc, h_free, NULL },
+				       .fanout_room = b_room, .fanout = b_fanout };
+	size_t bneed = mqtt_broker_mem_size(&g);
+	void *bmem = aligned_alloc(8, (bneed + 7) & ~(size_t)7);
+	if (!bmem || mqtt_broker_init(&B, bmem, bneed, &g, &ops))
+		abort();
+	struct dp_shard_config sc = {
+		.n_cores = 3, .self = 1, .payload_max = 128, .backlog_bytes = 1024, .out_window = 200,
+		.max_proxies = 4, .max_conns = 4, .max_packet = 300, .mesh = { m_send, NULL },
+	};
+	size_t sneed = dp_shard_mem_size(&sc);
+	void *smem = aligned_alloc(8, (sneed + 7) & ~(size_t)7);
+	const struct dp_shard_conn_ops co = { c_out, c_close, NULL };
+	if (!sneed || !smem || dp_shard_init(&S, smem, sneed, &sc, B, &co))
+		abort();
+	struct in in = { data, size };
+	uint8_t msg[400];
+	uint64_t now = 1000;
+	g_refuse = 0;
+	while (in.n) {
+		uint8_t op = take(&in);
+		uint32_t src = (op & 1) ? 2 : 0;
+		uint32_t conn = take(&in) & 3u, gen = take(&in) & 1u;
+		put32(msg, conn);
+		put32(msg + 4, gen);
+		uint32_t len = 8;
+		uint16_t kind = (uint16_t)(DP_SHARD_KIND_FIRST + ((op >> 1) & 7u));
+		switch ((op >> 4) & 7u) {
+		case 0: { /* OPEN with a known identity */
+			const char *id = ids[take(&in) & 3u];
+			msg[8] = (uint8_t)(id[0] == 's' || id[0] == 'a');
+			msg[9] = 0;
+			msg[10] = (uint8_t)strlen(id);
+			msg[11] = 0;
+			memcpy(msg + 12, id, strlen(id));
+			len = 12u + (uint32_t)strlen(id);
+			kind = DP_SHARD_OPEN;
+			break;
+		}
+		case 1: { /* DATA: a CONNECT, SUBSCRIBE or PUBLISH for that identity */
+			struct wcur w = wcur_make(msg + 8, sizeof msg - 8);
+			uint8_t f = take(&in);
+			const char *t = topics[f & 3u];
+			if (f & 0x10) {
+				struct mqtt_connect_args a = { .client_id = ids[(f >> 5) & 3u], .clean = (f & 4) != 0,
+							       .keepalive_s = 0 };
+				(void)!mqtt_encode_connect(&w, &a);
+			} else if (f & 0x20) {
+				const char *fl[1] = { t };
+				uint8_t q[1] = { 1 };
+				(void)!mqtt_encode_subscribe(&w, 1, fl, q, 1);
+			} else {
+				(void)!mqtt_encode_publish(&w, (const uint8_t *)t, (uint16_t)strlen(t),
+							  (const uint8_t *)"p", 1, (uint8_t)(f % 3u), false, (f & 8) != 0, 9);
+			}
+			len = 8u + (uint32_t)w.pos;
+			kind = DP_SHARD_DATA;
+			break;
+		}
+		case 2: { /* raw bytes under any kind of the range */
+			uint32_t n = take(&in) % 140u;
+			for (uint32_t i = 0; i < n && i < sizeof msg; i++)
+				msg[i] = take(&in);
+			len = n;
+			break;
+		}
+		case 3: /* a mesh that refuses, or takes, everything */
+			g_refuse = !g_refuse;
+			continue;
+		case 4: /* a local fan-out (as a local PUBLISH would) */
+			if (dp_shard_fanout_room(S, 40))
+				dp_shard_fanout(S, (const uint8_t *)topics[conn], strlen(topics[conn]), msg, take(&in) % 200u,
+						(uint8_t)(gen + 1), (op & 2) != 0);
+			check();
+			continue;
+		case 5:
+			(void)dp_shard_poll(S);
+			now += 700;
+			mqtt_broker_tick(B, now);
+			check();
+			continue;
+		default: /* conn-addressed kinds with an optional 4-byte body (CREDIT) */
+			put32(msg + 8, take(&in) * 16u);
+			len = 8u + ((op & 0x80) ? 4u : 0u);
+			break;
+		}
+		dp_shard_recv(S, src, kind, msg, len, now);
+		check();
+	}
+	g_refuse = 0;
+	(void)dp_shard_poll(S);
+	check();
+	mqtt_broker_fini(B);
+	if (g_live)
+		abort();
+	free(smem);
+	free(bmem);
+	return 0;
+}
