@@ -18,13 +18,15 @@
  * messages about a connection that has since ended harmless to its id's next user.
  *
  * Flow control. Every message to a core goes through that core's bounded backlog when the
- * mesh has no credit, so order is kept per pair of cores. The backlog's data part bounds
- * DATA, OUT, CREDIT and FANOUT; a reserve sized for one OPEN/LOST/CLOSE per connection
- * record means ending a connection can always be said. OUT is also limited per forwarded
- * connection by credit (out_window bytes in flight; returned by CREDIT once the peer's
- * TCP has acknowledged the ciphertext), so one slow reader holds at most out_window of
- * the home core's backlog. A connection core whose backlog to a home core is half full
- * advertises a zero TCP window to the connections that forward there.
+ * mesh has no credit, so order is kept per pair of cores. Data messages (DATA, OUT,
+ * FANOUT) may fill backlog_bytes; control messages (OPEN, LOST, CLOSE, CREDIT) may use a
+ * quarter more, so ending a connection can be said while data is stuck (a CLOSE that
+ * still finds no room is owed and sent by dp_shard_poll; a LOST that finds none is
+ * counted and the home core ends that connection at its keepalive). OUT is also limited
+ * per forwarded connection by credit (out_window bytes in flight, returned by CREDIT once
+ * the peer's TCP has acknowledged the ciphertext), so one slow reader holds at most
+ * out_window of the home core's backlog. A connection core whose backlog to a home core
+ * is half full advertises a zero TCP window to the connections that forward there.
  *
  * Calling context: core-local, single-threaded; nothing here is shared except through the
  * mesh ops. Never allocates (caller memory), never parses MQTT (the home broker does).

@@ -313,6 +313,21 @@ if tp and ts and tc:
           % (fmt(tp.get("segs_per_cpu_s")), fmt(tp.get("tcp_segs_per_cpu_s")), fmt(tp.get("tcp_ns_per_seg")),
              fmt(ts.get("ns_per_syn_cookie")), fmt(ts.get("ns_per_syn_refused")),
              tc.get("bytes_per_idle_conn"), tc.get("cb_bytes"), tc.get("slot_bytes_per_conn")))
+# Routing between shards (tools/bench/micro_shard.c): one shard vs across two, side by side.
+rows_sh = []
+for q in (0, 1):
+    for pl in (64, 1024):
+        one = micro1("shard_route", placement="one_shard", qos=q, payload=pl)
+        acr = micro1("shard_route", placement="across_shards", qos=q, payload=pl)
+        if one and acr and one.get("routed_msgs_per_cpu_s"):
+            ratio = acr["routed_msgs_per_cpu_s"] / one["routed_msgs_per_cpu_s"]
+            rows_sh.append("QoS %d %d B: %s vs %s (%.2fx)" % (q, pl, fmt(acr["routed_msgs_per_cpu_s"]),
+                                                             fmt(one["routed_msgs_per_cpu_s"]), ratio))
+            summary["shard_routed_msgs_per_cpu_s_q%d_%d" % (q, pl)] = acr["routed_msgs_per_cpu_s"]
+            summary["shard_vs_one_q%d_%d" % (q, pl)] = round(ratio, 3)
+if rows_sh:
+    print("  routed messages per CPU-second across two shards vs in one (micro_shard, 10 subscribers; "
+          "both cores' work counted): " + "; ".join(rows_sh))
 res["micro_summary"] = summary
 for r in res["micro"]:
     print("micro %s: %s" % (r.get("micro"), " ".join("%s=%s" % (k, v) for k, v in r.items()
