@@ -85,6 +85,9 @@
 /* ---- TLS: 1.3 only, server only ---- */
 #define MBEDTLS_SSL_TLS_C                /* the TLS engine */
 #define MBEDTLS_SSL_SRV_C                /* we are only ever a server */
+#ifdef URMQTT_DP_BENCH
+#define MBEDTLS_SSL_CLI_C                /* benchmark tree only: tools/dpbench's in-guest client */
+#endif
 #define MBEDTLS_SSL_PROTO_TLS1_3         /* TLS 1.3 and nothing older */
 #define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_EPHEMERAL_ENABLED /* full handshake with ECDHE */
 #define MBEDTLS_SSL_TLS1_3_KEY_EXCHANGE_MODE_PSK_EPHEMERAL_ENABLED /* ticket resumption with ECDHE */

@@ -7,7 +7,11 @@
 
 TLS_MBEDTLS_DIR := $(B)/deps/mbedtls-3.6.6
 TLS_MBEDTLS_SRCS := $(sort $(wildcard $(TLS_MBEDTLS_DIR)/library/*.c))
-TLS_MBEDTLS_CONFIG := -DMBEDTLS_CONFIG_FILE='"tls/mbedtls_config.h"'
+# URMQTT_DP_BENCH=1 (the benchmark tree of `make bench` only, never the main build): mbedTLS
+# also gets its client side, for tools/dpbench's in-guest client. The define reaches every
+# file that includes mbedTLS headers, so struct layouts agree.
+TLS_MBEDTLS_CONFIG := -DMBEDTLS_CONFIG_FILE='"tls/mbedtls_config.h"' \
+	$(if $(filter 1,$(URMQTT_DP_BENCH)),-DURMQTT_DP_BENCH=1)
 
 # Flags our files need to include mbedTLS headers (system includes: their warnings are not ours).
 TLS_INC := -isystem tls/shim -isystem $(TLS_MBEDTLS_DIR)/include $(TLS_MBEDTLS_CONFIG)

@@ -11,6 +11,13 @@ BENCH_MICRO_NAMES := micro_mqtt micro_shard micro_tcp micro_tls
 # our tls/ module, OpenSSL as the in-memory client).
 BENCH_MICRO_LIBS_micro_tls = $(B)/hostrel/libmbedtls.a -lssl -lcrypto
 CFLAGS_tools_bench_micro_tls = $(TLS_TEST_INC)
+# micro_dpbench needs mbedTLS's client side: only in a tree built with URMQTT_DP_BENCH=1.
+ifeq ($(URMQTT_DP_BENCH),1)
+BENCH_MICRO_NAMES += micro_dpbench
+BENCH_MICRO_LIBS_micro_dpbench = $(B)/hostrel/libmbedtls.a
+CFLAGS_tools_bench_micro_dpbench = $(TLS_TEST_INC)
+$(B)/hostrel/tools/bench/micro_dpbench: $(B)/hostrel/libmbedtls.a
+endif
 
 $(B)/hostrel/urmqtt: $$(BENCH_HOSTED_OBJS) $$(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a
 	@mkdir -p $(@D); echo "  LD [hostrel] $@"

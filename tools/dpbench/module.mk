@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: MIT
+# tools/dpbench: the data-plane benchmark (an mbedTLS client against one dp per core, no
+# network). Built only with URMQTT_DP_BENCH=1, which `make bench` sets for its own tree
+# (mbedTLS then has its client side); the main build and the broker image never see it.
+ifeq ($(URMQTT_DP_BENCH),1)
+PORTABLE_SRCS += tools/dpbench/dpbench.c
+CFLAGS_tools_dpbench_dpbench = $(TLS_INC)
+endif
+
+ifeq ($(URMQTT_DP_BENCH),1)
+# The in-guest scenario (arch/x86_64/dpbench.c) and the client credentials it embeds.
+KERNEL_SRCS_x86_64 += arch/x86_64/dpbench.c
+DPB_CERTS_HEADER := $(B)/gen/urmqtt_dpbench_certs.h
+$(DPB_CERTS_HEADER): $(CERTS_DIR)/ca.crt tools/dpbench/embed-client.sh
+	@mkdir -p $(@D); echo "  EMBED       $@"
+	$(Q)tools/dpbench/embed-client.sh $(CERTS_DIR) dev-1 $@
+GENERATED_HEADERS += $(DPB_CERTS_HEADER)
+endif
