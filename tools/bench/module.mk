@@ -36,6 +36,10 @@ $(B)/hostrel/tools/bench/micro_tls: $(B)/hostrel/libmbedtls.a
 
 BENCH_BINS = $(B)/hostrel/urmqtt $(B)/hostrel/tools/loadgen \
 	$(BENCH_MICRO_BINS)
+# The bench tree's image carries the in-guest dp-bench scenario (tools/dpbench).
+ifeq ($(URMQTT_DP_BENCH),1)
+BENCH_BINS += $(B)/x86_64/urmqtt.elf
+endif
 
 # The measuring tree: $(B)/bench/tree, built with tools/bench/bench.conf (the dev profile
 # without the per-connection rate limits) so the main tree's configuration is untouched.
@@ -54,7 +58,7 @@ bench: setup
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)mkdir -p $(BENCH_TREE) && ln -sfn $(abspath $(B)/deps) $(BENCH_TREE)/deps
 	$(Q)$(MAKE) --no-print-directory BUILD_DIR=$(BENCH_TREE) CONF_FILE=tools/bench/bench.conf \
-		certs bench-build
+		URMQTT_DP_BENCH=1 certs bench-build
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(B)/x86_64/urmqtt.elf || \
 		echo "bench: $(B)/x86_64/urmqtt.elf did not build; boot time and image size are skipped"
 	$(Q)tools/bench/run.sh $(BENCH_TREE) $(BENCH_OUT) $(B)/x86_64/urmqtt.elf

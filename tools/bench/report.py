@@ -245,6 +245,7 @@ res = {
     "figures": {},
     "crypto_floor": floor,
     "micro": [r for r in rows if r.get("micro")],
+    "dpbench": [r for r in rows if r.get("dpbench")],
     "raw": rows,
 }
 print()
@@ -328,6 +329,20 @@ for q in (0, 1):
 if rows_sh:
     print("  routed messages per CPU-second across two shards vs in one (micro_shard, 10 subscribers; "
           "both cores' work counted): " + "; ".join(rows_sh))
+# In-guest data plane (tools/dpbench): handshakes/s with 1, 2 (, 4) worker cores and the scaling.
+dpb = {r["workers"]: r for r in res["dpbench"]}
+if dpb:
+    one = dpb.get(1, {}).get("handshakes_per_s")
+    parts = []
+    for w in sorted(dpb):
+        h = dpb[w].get("handshakes_per_s")
+        sc = (" (%.2fx of 1)" % (h / one)) if one and h and w > 1 else ""
+        parts.append("%d worker%s %s/s%s" % (w, "s" if w > 1 else "", fmt(h), sc))
+        summary["dpbench_workers_%d_hs_per_s" % w] = h
+        if one and h and w > 1:
+            summary["dpbench_scaling_%d" % w] = round(h / one, 2)
+    print("  in-guest data plane (dp-bench: TLS 1.3 + mTLS + CONNECT/CONNACK + DISCONNECT, client in the"
+          " same guest, no NIC): " + "; ".join(parts))
 res["micro_summary"] = summary
 for r in res["micro"]:
     print("micro %s: %s" % (r.get("micro"), " ".join("%s=%s" % (k, v) for k, v in r.items()

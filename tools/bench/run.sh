@@ -27,7 +27,9 @@
 # noisy machine both see the same background load; each figure is the median of its runs.
 # Usage: run.sh TREE OUT [IMAGE]   (TREE: the bench build tree; OUT: results directory;
 #        IMAGE: the x86_64 urmqtt.elf for boot time and size, skipped when absent)
-# BENCH_ONLY="hs idle pubsub lat storm boot micro" picks figure groups (default: all).
+# BENCH_ONLY="hs idle pubsub lat storm boot dpbench micro" picks figure groups (default: all).
+# dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
+# with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
 set -uo pipefail
 tree=${1:?usage: run.sh TREE OUT}
 out=${2:?usage: run.sh TREE OUT}
@@ -37,7 +39,7 @@ secs=${BENCH_SECONDS:-5}
 idle_list=${BENCH_IDLE:-1000 10000}
 idle_list=${idle_list//,/ }
 rate=${BENCH_RATE:-1000}
-only=" ${BENCH_ONLY:-hs idle pubsub lat storm boot micro} "
+only=" ${BENCH_ONLY:-hs idle pubsub lat storm boot dpbench micro} "
 # Storm: devices, cap on new connection attempts per second, seconds of storm, each
 # attempt's deadline (ms), how long a connected storm device stays before it drops (ms).
 storm_dev=${BENCH_STORM_DEV:-1500}
@@ -392,6 +394,40 @@ fi
 want hs && say "crypto floor: openssl speed ecdhx25519 ecdsap256 (1 s each)"
 want hs && timeout 60 taskset -c "$bcpu" openssl speed -seconds 1 ecdhx25519 ecdsap256 >"$out/openssl-speed.txt" 2>/dev/null
 
+# ---- in-guest data-plane benchmark (tools/dpbench, scenario dpbench) ------------------------
+dpb_img=$tree/x86_64/urmqtt.elf
+dpb_secs=${BENCH_DPB_SECONDS:-10}
+if want dpbench; then
+	if [ -f "$dpb_img" ] && command -v qemu-system-x86_64 >/dev/null; then
+		if [ -r /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
+			dpb_accel=(-enable-kvm -cpu host,-arch-capabilities)
+		else
+			dpb_accel=(-accel tcg,thread=multi -cpu max)
+		fi
+		dpb_list="1 2"
+		[ "$ncpu" -ge 4 ] && dpb_list="1 2 4"
+		for w in $dpb_list; do
+			say "dp-bench in the guest: $w worker core(s), ${dpb_secs}s, no network ($(echo "${dpb_accel[0]}" | tr -d -))"
+			log=$out/dpbench-$w.log
+			timeout $((dpb_secs * 3 + 120)) qemu-system-x86_64 -M q35 "${dpb_accel[@]}" -smp "$w" -m 512M \
+				-nographic -no-reboot -nodefaults -serial stdio \
+				-device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$dpb_img" \
+				-append "test=dpbench dpbench_s=$dpb_secs" >"$log" 2>&1
+			line=$(grep -o 'dpbench: workers=[0-9]* handshakes_per_s=[0-9.]* failures=[0-9]*' "$log" | tail -1)
+			if [ -n "$line" ]; then
+				hps=${line#*handshakes_per_s=}; hps=${hps%% *}
+				fl=${line##*failures=}
+				echo "{\"dpbench\":\"guest\",\"workers\":$w,\"handshakes_per_s\":$hps,\"failures\":$fl}" >>"$raw"
+				grep 'dpbench core' "$log" | sed 's/^/    /'
+			else
+				say "dp-bench with $w worker(s) did not report (see $log)"
+			fi
+		done
+	else
+		say "dp-bench skipped: no bench image ($dpb_img) or no qemu-system-x86_64"
+	fi
+fi
+
 # ---- in-process microbenchmarks (optional binaries of tools/bench/micro_*.c) ------------
 for m in "$tree"/hostrel/tools/bench/micro_*; do
 	want micro || break
@@ -399,6 +435,7 @@ for m in "$tree"/hostrel/tools/bench/micro_*; do
 	margs=()
 	# micro_tls: the dev certificates (server chain, client dev-1) for its OpenSSL client
 	[ "$(basename "$m")" = micro_tls ] && margs=("$certs")
+	[ "$(basename "$m")" = micro_dpbench ] && margs=("$certs")
 	say "micro: $(basename "$m")"
 	timeout 300 taskset -c "$bcpu" "$m" "${margs[@]}" >>"$raw" 2>>"$out/micro.log" || say "$(basename "$m") failed (see $out/micro.log)"
 done
