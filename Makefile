@@ -231,4 +231,7 @@ help:
 	@echo "  PROFILE=prod    build with config/prod.conf (default dev); make config-doc / config-check"
 	@echo "  V=1             show full commands; BUILD_DIR=dir for another build tree"
 
--include $(shell test -d $(B) && find $(B) -path $(B)/deps -prune -o -name '*.d' -type f -print 2>/dev/null)
+# Dependency files of the flavours only: other trees under $(B) (the bench's Linux guest
+# root, third-party sources) may hold files that merely end in .d.
+DEP_DIRS := $(wildcard $(addprefix $(B)/,host hostrel fuzz x86_64 aarch64 hosted))
+-include $(if $(DEP_DIRS),$(shell find $(DEP_DIRS) -name '*.d' -type f -print 2>/dev/null))
