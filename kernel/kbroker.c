@@ -13,9 +13,20 @@
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "urmqtt_certs.h"
+#include "tls/handshake.h"
 #include "urmqtt_config.h"
 
+STATIC_ASSERT(KBROKER_MAX_CORES == TLS_HS_MAX_CORES, "kbroker: one broker per core TLS keeps state for");
+
 /* ---- accounted heap (invariant 2) ---------------------------------------------------- */
+
+/* Each core's kbroker (invariant 1): written on the boot core before the other cores
+ * start (the start publishes it), read-only afterwards. */
+static struct kbroker *kb_cores[KBROKER_MAX_CORES];
+static uint32_t (*kb_core_self)(void); /* the same for every kbroker */
+/* The kbroker kbroker_init is building (boot core only, while no other core runs TLS):
+ * its env's allocations are charged to it, not to the boot core's. */
+static struct kbroker *kb_building;
 
 static enum heap_tag kb_tag(const char *tag)
 {
@@ -83,24 +94,52 @@ static int kb_random(void *ctx, uint8_t *out, size_t len)
 	return csprng_kernel_bytes(out, len);
 }
 
+/* The calling core (mbedTLS's hooks are process-wide: they must name the core that calls,
+ * not the broker that installed them). */
+static uint32_t kb_core(void *ctx)
+{
+	(void)ctx;
+	return kb_core_self ? kb_core_self() : 0;
+}
+
+/* The handshake env's hooks (ctx unused): charge the calling core's kbroker, or the one
+ * being built while kbroker_init runs. */
+static struct kbroker *kb_mine(void)
+{
+	if (kb_building)
+		return kb_building;
+	uint32_t c = kb_core(NULL);
+	struct kbroker *b = c < KBROKER_MAX_CORES ? kb_cores[c] : NULL;
+	return b ? b : kb_cores[0];
+}
+
+static void *kb_hs_alloc(void *ctx, size_t len, const char *tag)
+{
+	(void)ctx;
+	struct kbroker *b = kb_mine();
+	return b ? kb_alloc(b, len, tag) : NULL;
+}
+
+static void kb_hs_free(void *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	struct kbroker *b = kb_mine();
+	if (b)
+		kb_free(b, p, len);
+}
+
 static int64_t kb_now_s(void *ctx)
 {
-	const struct kbroker *b = ctx;
-	return b->cfg.wall_s();
+	(void)ctx;
+	const struct kbroker *b = kb_mine();
+	return b ? b->cfg.wall_s() : 0;
 }
 
 static int64_t kb_now_ms(void *ctx)
 {
-	const struct kbroker *b = ctx;
-	return (int64_t)b->cfg.now_ms();
-}
-
-/* The calling core (mbedTLS's hooks are process-wide: they must name the core that calls,
- * not the broker's). */
-static uint32_t kb_core(void *ctx)
-{
-	const struct kbroker *b = ctx;
-	return b->cfg.core_self ? b->cfg.core_self() : b->cfg.core;
+	(void)ctx;
+	const struct kbroker *b = kb_mine();
+	return b ? (int64_t)b->cfg.now_ms() : 0;
 }
 
 static uint64_t kb_dp_now(void *ctx)
@@ -126,6 +165,7 @@ static void kb_bind(void *ctx, struct tcp_stack *tcp)
 	kheap_snapshot(&s);
 	b->base_req = s.requested_bytes;
 	b->base_blk = s.block_bytes;
+	b->base_used = b->used;
 	b->next_report_ms = b->cfg.report_ms ? b->cfg.now_ms() + b->cfg.report_ms : UINT64_MAX;
 }
 
@@ -149,13 +189,16 @@ void kbroker_report(struct kbroker *b)
 	uint64_t req = h.requested_bytes > b->base_req ? h.requested_bytes - b->base_req : 0;
 	uint64_t blk = h.block_bytes > b->base_blk ? h.block_bytes - b->base_blk : 0;
 	uint64_t n = s.open;
-	/* One line, within LOG_LINE_MAX: the test and the run script parse name=value. */
-	LOG_INFO("broker", "core %u: conns=%u est=%u hs=%u per_conn_req=%lu per_conn_blk=%lu fixed=%lu "
-			   "above_req=%lu above_blk=%lu",
+	/* One line, within LOG_LINE_MAX: the test and the run script parse name=value.
+	 * conns/est/hs/hs_done/core_req are this core's; the heap figures are the machine's
+	 * (every core's connections), per connection of this core only when it is alone. */
+	LOG_INFO("broker", "core %u: conns=%u est=%u hs=%u hs_done=%lu core_req=%lu per_conn_req=%lu "
+			   "per_conn_blk=%lu fixed=%lu above_req=%lu above_blk=%lu",
 		 (unsigned)b->cfg.core, (unsigned)s.open, (unsigned)s.established,
-		 (unsigned)s.handshaking, (unsigned long)(n ? req / n : 0),
-		 (unsigned long)(n ? blk / n : 0), (unsigned long)s.fixed_per_conn,
-		 (unsigned long)req, (unsigned long)blk);
+		 (unsigned)s.handshaking, (unsigned long)s.hs_done,
+		 (unsigned long)(b->used > b->base_used ? b->used - b->base_used : 0),
+		 (unsigned long)(n ? req / n : 0), (unsigned long)(n ? blk / n : 0),
+		 (unsigned long)s.fixed_per_conn, (unsigned long)req, (unsigned long)blk);
 }
 
 /* ---- init -------------------------------------------------------------------------------- */
@@ -199,9 +242,13 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 {
 	int rc;
 	memset(b, 0, sizeof *b);
-	if (!cfg->now_ms || !cfg->wall_s)
+	if (!cfg->now_ms || !cfg->wall_s || cfg->core >= KBROKER_MAX_CORES)
 		return -E_INVAL;
+	if (kb_cores[cfg->core])
+		return -E_EXIST;
 	b->cfg = *cfg;
+	kb_core_self = cfg->core_self;
+	kb_cores[cfg->core] = b; /* before the env: its own allocations are this core's */
 	b->limit = (size_t)CONF_CORE_HEAP_LIMIT_MB << 20;
 	b->next_report_ms = UINT64_MAX;
 	if ((rc = kb_revoked_load(b)) != 0) {
@@ -213,8 +260,11 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
 	hc.revoke.ctx = &b->revoke_list;
-	hc.ops = (struct tls_hs_ops){ kb_alloc, kb_free, kb_random, kb_now_s, kb_now_ms, b, kb_core };
-	if ((rc = tls_hs_env_create(&hc, &b->hs_env)) != 0) {
+	hc.ops = (struct tls_hs_ops){ kb_hs_alloc, kb_hs_free, kb_random, kb_now_s, kb_now_ms, NULL, kb_core };
+	kb_building = b;
+	rc = tls_hs_env_create(&hc, &b->hs_env);
+	kb_building = NULL;
+	if (rc != 0) {
 		LOG_ERR("broker", "TLS handshake env: %s", err_name(rc));
 		return rc;
 	}

@@ -1,28 +1,34 @@
 /* SPDX-License-Identifier: MIT
  *
- * The broker in the kernel: one data plane (dp/: TCP upper layer, TLS 1.3 with client
- * certificates, MQTT broker shard) on the core whose network stack (kernel/knet.h) it
- * serves, with the development certificates, the revocation list and the configuration
- * embedded at build time. It owns that core's accounted view of the kernel heap (requested
- * bytes live through dp and mbedTLS, against CONF_CORE_HEAP_LIMIT_MB), the TLS handshake
- * env, and the periodic memory line (every report_ms: connections, heap above the
- * baseline per open connection in requested bytes and in allocator block bytes).
+ * The broker in the kernel, one per worker core: a data plane (dp/: TCP upper layer, TLS
+ * 1.3 with client certificates, MQTT broker shard) on the core whose network stack
+ * (kernel/knet.h) it serves, with the development certificates, the revocation list and
+ * the configuration embedded at build time. It owns that core's accounted view of the
+ * kernel heap (requested bytes live through dp and mbedTLS, against
+ * CONF_CORE_HEAP_LIMIT_MB per core), that core's TLS handshake env, and its periodic
+ * memory line (every report_ms: the core's connections and handshakes, its accounted
+ * bytes, and the machine's heap above the baseline per open connection).
  * It never touches another core's state and never parses protocol bytes (dp, tls/ and
  * mqtt/ do). Kernel-only (kernel heap, CSPRNG and log); the platform gives the clocks.
  *
- * Why one broker, on one core, for now (documented limitation):
- *  - MQTT routing is per broker shard: a device on core 1 and a service on core 2 would
- *    not see each other's messages without cross-core routing, which does not exist yet.
- *  - mbedTLS's allocator/clock/entropy hooks and PSA's key-slot store are process-global
- *    and this build has no MBEDTLS_THREADING: two cores handshaking at once would race.
- *    The handshake env (and those globals) are therefore the only state shared by nature;
- *    everything else of a kbroker lives in the struct and the pages it was given.
- * So the image runs one network stack on core 0 receiving from every virtio-net pair,
- * with one kbroker on it, whatever the addressing (DHCP or ip=).
+ * One broker per core (every started core is a worker; kernel/ksteer.h steers flows):
+ *  - Each kbroker is a separate MQTT broker shard. Routing between shards (a device on
+ *    core 1 and a service on core 2 seeing each other's messages) is dp/'s, over the
+ *    mesh kinds 0x0200-0x02ff (kernel/kdemux.h); until it exists, shards are islands.
+ *  - mbedTLS's process-wide state (PSA's key store) is locked (ADR-026); its allocator,
+ *    clock and entropy hooks are installed once and are the same for every core: the
+ *    allocator hook charges the calling core's kbroker (kbroker_init registers each one
+ *    by core), never the one that installed it.
+ *  - Each kbroker builds its own handshake env (on the boot core, before any core
+ *    handshakes): an env's session-ticket keys are created lazily and rotated in place
+ *    by whichever core issues a ticket, so one env shared by several cores would race.
+ *    Consequence: a ticket is accepted only by the core whose env issued it; a
+ *    resumption steered to another core falls back to a full handshake.
  *
  * Design note.
- *  1. kbroker_init runs once, on the boot core, before any other core runs TLS; after it
- *     only the owning core calls kbroker_* and the hooks (through dp and mbedTLS).
+ *  1. kbroker_init runs once per core, on the boot core, before any other core runs TLS;
+ *     after it only the owning core calls kbroker_* and the hooks (through dp and
+ *     mbedTLS); kb_cores[core] names that core's kbroker and never changes after init.
  *  2. used == sum of the lengths of live allocations made through the hooks; every free
  *     passes the length of its allocation (dp and tls/ contracts), so used never wraps.
  *  3. The memory baseline (kheap_snapshot totals) is taken when the upper is bound, with
@@ -40,8 +46,10 @@
 #define KBROKER_MAX_REVOKED 64
 #define KBROKER_SERIAL_MAX 20 /* RFC 5280: serial numbers are at most 20 octets */
 
+#define KBROKER_MAX_CORES 64u /* = TLS_HS_MAX_CORES */
+
 struct kbroker_config {
-	uint32_t core;            /* the core whose loop polls it (for the log line) */
+	uint32_t core;            /* the core whose loop polls it (< KBROKER_MAX_CORES) */
 	uint32_t report_ms;       /* memory line period; 0: never */
 	uint64_t (*now_ms)(void); /* linked: monotonic milliseconds */
 	int64_t (*wall_s)(void);  /* linked: Unix seconds (certificate validity), 0: unknown */
@@ -59,15 +67,18 @@ struct kbroker {
 	size_t used, limit;           /* invariant 2 */
 	uint64_t n_live, n_failed;    /* allocations live / refused */
 	uint64_t base_req, base_blk;  /* invariant 3 */
+	size_t base_used;             /* used at the same moment */
 	uint64_t next_report_ms;
 	struct tls_revoke_entry revoked[KBROKER_MAX_REVOKED];
 	uint8_t revoked_bytes[KBROKER_MAX_REVOKED][KBROKER_SERIAL_MAX];
 	struct tls_revoke_list revoke_list;
 };
 
-/* Build the handshake env (installs mbedTLS's hooks on the kernel heap, CSPRNG and
- * cfg's clocks) and the data plane from the CONF_* limits. b zeroed by the caller, cfg
- * copied. Boot core, once (invariant 1). 0 or the error of the failing layer (logged). */
+/* Build core cfg->core's handshake env (installs mbedTLS's hooks on the kernel heap,
+ * CSPRNG and cfg's clocks) and data plane from the CONF_* limits. b zeroed by the
+ * caller, linked (registered for cfg->core's allocations), cfg copied. Boot core, once
+ * per core, before the other cores run (invariant 1). 0, -E_EXIST (core already has
+ * one), or the error of the failing layer (logged). */
 MUST_CHECK int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg);
 /* The upper layer to put in knet_config.upper (TCP settings, dp's TCP ops, dp_poll and
  * the periodic memory line). Linked: lives as long as b. */

@@ -4,6 +4,9 @@
 # kernel/knet.c: virtio-net + net + TCP on one core, under the upper layer the caller gives.
 PORTABLE_SRCS += kernel/log.c kernel/panic.c kernel/cmdline.c kernel/loop.c kernel/time.c \
 	kernel/heap.c kernel/csprng.c kernel/knet.c
+# kernel/kdemux.c: the per-core mesh demultiplexer (kind ranges); kernel/ksteer.c: the
+# receive classifier of the multicore data plane (which core gets a frame).
+PORTABLE_SRCS += kernel/kdemux.c kernel/ksteer.c
 # kernel/knet is tested against the simulated virtio-net device of the drivers' tests.
 TEST_SRCS_kernel_test_knet := tests/unit/drivers/fake_dev.c
 # kernel/xcore.c: the core mesh (one SPSC ring per ordered pair of cores, credit flow control).

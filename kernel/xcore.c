@@ -288,9 +288,14 @@ uint32_t xcore_poll(struct xcore_mesh *m, uint32_t self, xcore_recv_fn fn, void 
 			 * spsc_commit) makes the slot's bytes visible; spsc_release's release store
 			 * of tail returns the slot, i.e. the credit, only after the handler has
 			 * finished reading it. */
-			const struct xcore_msg *msg = spsc_peek(r);
-			if (!msg)
+			const void *slot = spsc_peek(r);
+			if (!slot)
 				break;
+			/* The slot is this core's until spsc_release (lib/ring's contract);
+			 * the ring hands it out read-only, but it lies in the mesh's own
+			 * writable storage: the same address, derived from that base. */
+			struct xcore_msg *msg =
+				(struct xcore_msg *)(void *)(m->storage + ((const uint8_t *)slot - m->storage));
 			if (msg->len > m->payload_max) {
 				rx->n_bad++;
 			} else {
@@ -302,6 +307,20 @@ uint32_t xcore_poll(struct xcore_mesh *m, uint32_t self, xcore_recv_fn fn, void 
 		}
 	}
 	return total;
+}
+
+bool xcore_pending(struct xcore_mesh *m, uint32_t self)
+{
+	uint32_t n = m ? m->cfg.n_cores : 0;
+	if (self >= n)
+		return false;
+	for (uint32_t src = 0; src < n; src++) {
+		/* spsc_peek's acquire load of head pairs with the producer's release in
+		 * spsc_commit; a slot seen here is complete (it is not consumed). */
+		if (src != self && spsc_peek(xcore_ring(m, src, self)))
+			return true;
+	}
+	return false;
 }
 
 void xcore_stats(const struct xcore_mesh *m, uint32_t src, uint32_t dst, struct xcore_pair_stats *out)

@@ -17,6 +17,7 @@
 #ifndef KERNEL_XCORE_H
 #define KERNEL_XCORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/compiler.h"
@@ -45,7 +46,9 @@ struct xcore_config {
 };
 
 /* A received message, borrowed for the duration of the handler call only (it lives in the
- * ring slot, which is released when the handler returns). */
+ * ring slot, which is released when the handler returns). The receiver owns the slot
+ * until then, so the handler may modify data[] in place (TLS decrypts a forwarded frame
+ * where it lies); it must not change kind, cls or len, nor keep a pointer into it. */
 struct xcore_msg {
 	uint16_t kind;  /* the sender's, opaque here */
 	uint8_t cls;    /* enum xcore_class */
@@ -101,14 +104,20 @@ MUST_CHECK int xcore_send_ctrl(struct xcore_mesh *m, uint32_t src, uint32_t dst,
  * tests and telemetry; core src only). */
 uint32_t xcore_credits(struct xcore_mesh *m, uint32_t src, uint32_t dst);
 
-/* The receiver's handler: msg is borrowed until it returns and is consumed whatever it
- * does, so consumption never depends on the receiver's own sends (see the design note). */
-typedef void (*xcore_recv_fn)(void *ctx, uint32_t src, const struct xcore_msg *msg);
+/* The receiver's handler: msg is borrowed (writable, see struct xcore_msg) until it
+ * returns and is consumed whatever it does, so consumption never depends on the
+ * receiver's own sends (see the design note). */
+typedef void (*xcore_recv_fn)(void *ctx, uint32_t src, struct xcore_msg *msg);
 
 /* On core self: hand incoming messages to fn (ctx linked for the call), visiting sources
  * round-robin from one past the previous call's first, at most poll_per_source from each
  * and poll_max in all. Returns the number handed (for the loop's work count). */
 uint32_t xcore_poll(struct xcore_mesh *m, uint32_t self, xcore_recv_fn fn, void *ctx);
+
+/* On core self: true when some ring into self holds a message (the idle path asks this
+ * after announcing that it halts; see the platform's wake-up protocol). Reads each
+ * ring's head with acquire; changes nothing. */
+bool xcore_pending(struct xcore_mesh *m, uint32_t self);
 
 /* Counters of the pair src -> dst (*out). See the calling context above. */
 void xcore_stats(const struct xcore_mesh *m, uint32_t src, uint32_t dst,

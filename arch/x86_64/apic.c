@@ -275,3 +275,14 @@ void x86_apic_send_sipi(uint32_t apic_id, uint32_t page)
 {
 	apic_ipi(apic_id, 0x00004600u | (page & 0xff)); /* STARTUP */
 }
+
+void x86_apic_send_wake(uint32_t apic_id)
+{
+	/* Fixed delivery, edge, physical destination. Interrupts off around the two xAPIC
+	 * ICR writes so that nothing on this core sends another IPI in between. */
+	uint64_t flags;
+	__asm__ volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
+	apic_ipi(apic_id, X86_VEC_WAKE);
+	if (flags & 0x200u)
+		__asm__ volatile("sti" ::: "memory");
+}

@@ -4,12 +4,18 @@
  * BARs of every virtio function mapped before the page tables are sealed, then (once the
  * page allocator and the CSPRNG exist) each virtio device probed and driven: virtio-rng
  * reseeds every core's CSPRNG, virtio-blk and virtio-scsi run the block self-test on
- * their last 4 KiB, the first virtio-net gets the network stack (kernel/knet) with the
- * broker (kernel/kbroker: dp/ = TCP 8883, TLS 1.3 with client certificates, MQTT) as its
- * upper layer: one stack on core 0 receiving from every queue pair, with DHCP or the
- * static address of the command line (one broker: see kernel/kbroker.h for why). Its
- * queues interrupt through MSI-X (one vector per pair, to the core that polls
- * it; the handler only marks work) and are polled under load; the block and rng queues
+ * their last 4 KiB, the first virtio-net gets the multicore data plane: every core runs a
+ * network stack (kernel/knet) with its own broker (kernel/kbroker: dp/ = TCP 8883, TLS
+ * 1.3 with client certificates, MQTT shard) as its upper layer. Core 0 receives from
+ * every queue pair and steers (kernel/ksteer): TCP flows to our address go to the core
+ * net/rss picks, copied through the core mesh (kernel/xcore, dispatched per core by
+ * kernel/kdemux), ARP is handled on core 0 and copied to every core, the rest stays on
+ * core 0. A worker transmits on its own pair when the device has one per core, else it
+ * hands its frames back to core 0, which sends them on pair 0. Core 0 runs DHCP (or takes
+ * ip= from the command line) and tells every worker its address by a control message.
+ * The NIC's queues interrupt core 0 through MSI-X (the handler only marks work) and are
+ * polled under load; a core that sends a mesh message to a halted core wakes it with an
+ * IPI (see the wake-up protocol below); the block and rng queues
  * are polled (boot-time use only so far). Each virtio-blk device's configuration-change
  * interrupt goes through MSI-X to core 0, whose loop ("blk" handler) then re-reads the
  * capacity: growth is logged and the self-test runs again, stepwise, on the new last
@@ -31,12 +37,17 @@
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
 #include "kernel/kbroker.h"
+#include "kernel/kdemux.h"
+#include "kernel/ksteer.h"
 #include "kernel/knet.h"
 #include "kernel/log.h"
 #include "kernel/panic.h"
 #include "kernel/time.h"
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "kernel/xcore.h"
+#include "net/rss.h"
+#include "urmqtt_config.h"
 
 /* Sizes (from the configuration file at integration). */
 #define DEV_MAX_PCI 64
@@ -58,6 +69,7 @@
 #define DEV_NET_FRAME 2048u
 #define DEV_NET_FRAMES_PER_PAIR 512u
 #define DEV_NET_MAX_PAIRS 8
+#define DEV_NET_DEMUX 4u     /* kind ranges one core's mesh demultiplexer holds */
 #define DEV_NET_CTRL_SPINS 200000000u
 #define DEV_NET_ARP 64u
 #define DEV_NET_PENDING 32u
@@ -97,11 +109,30 @@ static struct vnet dev_net;
 static bool dev_net_ok;
 static struct pci_msix dev_net_msix;
 static bool dev_net_msix_ok;
-/* One stack on core 0 receiving from every pair, with the broker as its upper layer
- * (kernel/kbroker.h says why one). Indexed by core for the loop. */
-static struct knet dev_knet[DEV_NET_MAX_PAIRS];
-static uint32_t dev_n_knet;
-static struct kbroker dev_broker;
+/* Per core: its stack, its broker, its mesh demultiplexer and its counters. Built on the
+ * boot core before the other cores start, then each touched only by its own core (the
+ * counters are read by their core only: the log lines are per core). */
+struct dev_core {
+	struct knet knet;
+	struct kbroker broker;
+	struct kdemux demux;
+	struct kdemux_entry demux_tab[DEV_NET_DEMUX];
+	bool ok;           /* knet and broker built */
+	bool addr_dirty;   /* core 0's view of a worker: its address message still to send */
+	uint64_t steer_drops;  /* core 0: frames for this core dropped, no mesh credit */
+	uint64_t arp_drops;    /* core 0: ARP copies for this core dropped */
+	uint64_t tx_drops;     /* worker: frames for core 0 to send dropped, no credit */
+	uint64_t addr_bad;     /* worker: malformed address messages */
+	uint64_t n_ipis;       /* wake-ups this core sent */
+	uint64_t stats_last_ms, stats_last_sum;
+};
+static struct dev_core dev_cores[PLAT_MAX_CPUS];
+static uint32_t dev_n_net;   /* cores with a stack: 0 .. dev_n_net - 1 */
+static bool dev_own_pairs;   /* every worker transmits on its own pair */
+static struct xcore_mesh *dev_mesh; /* NULL with one core */
+static struct rss_steer dev_rss;    /* core 0's */
+static uint16_t *dev_rss_indir;
+static struct ksteer dev_steer;     /* core 0's */
 static bool dev_broker_ok;
 static uint32_t dev_n_selftest_fail;
 
@@ -421,15 +452,16 @@ static bool dev_static_ip(const char *cmdline, size_t len, uint32_t *ip, uint32_
 #endif
 }
 
-/* Pair p interrupts the core whose stack polls it (core p with per-core stacks, else core
- * 0); the configuration-change entry goes to core 0. Then the function mask is cleared. */
-static void dev_net_irqs(uint32_t n_stacks)
+/* Every pair interrupts core 0, which receives from all of them (a worker with its own
+ * pair only transmits on it and reaps without interrupts); the configuration-change
+ * entry goes to core 0 too. Then the function mask is cleared. */
+static void dev_net_irqs(void)
 {
 	int err = 0;
 	if (!dev_net_msix_ok)
 		return;
 	for (uint16_t p = 0; p <= dev_net.n_pairs && !err; p++)
-		err = dev_net_vector(p, p < n_stacks ? p : 0);
+		err = dev_net_vector(p, 0);
 	if (err) {
 		LOG_WARN("boot", "virtio-net: MSI-X programming failed (%s); polling on the tick only",
 			 err_name(err));
@@ -470,7 +502,252 @@ static uint32_t dev_report_ms(const char *cmdline, size_t len)
 	return DEV_BROKER_REPORT_MS;
 }
 
-static void dev_knet_init(const char *cmdline, size_t cmdline_len)
+/* ---- the multicore data plane ----
+ * Wake-up protocol (a core halts only when its loop found no work; a mesh message must
+ * not wait for its tick): a core about to halt stores sleeping = true, issues a seq_cst
+ * fence and then looks at its incoming rings (x86_dev_mesh_pending, with interrupts off,
+ * from main_idle); a sender commits its message (release), issues a seq_cst fence and
+ * then reads the receiver's sleeping flag, sending the wake-up IPI when it is set. With
+ * the two fences at least one side sees the other's store: either the receiver finds
+ * the message and does not halt, or the sender sees it asleep and interrupts it (an IPI
+ * that arrives between the check and hlt stays pending and ends the halt: sti;hlt). */
+static void dev_wake(uint32_t dst)
+{
+	/* seq_cst: orders the message's commit (a release store of the ring's head) before
+	 * the load of the flag below; pairs with the fence in main_idle (see above). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&x86_cores[dst].sleeping, memory_order_relaxed)) {
+		x86_apic_send_wake(x86_cores[dst].apic_id);
+		dev_cores[x86_core_index()].n_ipis++;
+	}
+}
+
+bool x86_dev_mesh_pending(uint32_t core)
+{
+	return dev_mesh && core < PLAT_MAX_CPUS && dev_cores[core].ok && xcore_pending(dev_mesh, core);
+}
+
+/* Core 0, knet's rx_steer hook: where a received frame goes (kernel/ksteer.h). */
+static bool dev_rx_steer(void *ctx, const uint8_t *frame, size_t len)
+{
+	(void)ctx;
+	uint32_t w;
+	enum ksteer_class k = ksteer_classify(&dev_steer, frame, len, &w);
+	if (k == KSTEER_ARP) {
+		for (uint32_t c = 1; c < dev_n_net; c++) {
+			if (xcore_send(dev_mesh, 0, c, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
+				dev_wake(c);
+			else
+				dev_cores[c].arp_drops++;
+		}
+		return false; /* and on core 0 itself */
+	}
+	if (k != KSTEER_FLOW || w == 0)
+		return false;
+	/* Frames never exceed the slot (mesh_slot_bytes >= 1536 > 1514): a refusal here is
+	 * lack of credit; the peer's TCP retransmits. Never block. */
+	if (xcore_send(dev_mesh, 0, w, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
+		dev_wake(w);
+	else
+		dev_cores[w].steer_drops++;
+	return true;
+}
+
+/* A worker without its own pair, knet's tx hook: core 0 sends it on pair 0. */
+static int dev_tx_to_core0(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct dev_core *dc = ctx;
+	uint32_t self = x86_core_index();
+	int err = xcore_send(dev_mesh, self, 0, KSTEER_KIND_TX_FRAME, frame, (uint32_t)len);
+	if (err) {
+		dc->tx_drops++;
+		return err;
+	}
+	dev_wake(0);
+	return 0;
+}
+
+/* Core 0: tell worker c the address; a full ring (more control messages in flight than
+ * the reserve) leaves it marked and the mesh handler retries on later passes. */
+static void dev_addr_send(uint32_t c)
+{
+	uint8_t m[KSTEER_ADDR_LEN];
+	uint32_t mask, gw;
+	uint32_t ip = net_stack_addr(&dev_cores[0].knet.ns, &mask, &gw);
+	if (!dev_cores[0].knet.net_up)
+		ip = mask = gw = 0;
+	ksteer_addr_encode(m, ip, mask, gw);
+	if (xcore_send_ctrl(dev_mesh, 0, c, KSTEER_KIND_ADDR, m, sizeof m) == 0) {
+		dev_cores[c].addr_dirty = false;
+		dev_wake(c);
+	} else {
+		dev_cores[c].addr_dirty = true;
+	}
+}
+
+/* Core 0, knet's addr_changed hook: steer to the new address, tell every worker. */
+static void dev_addr_changed(void *ctx, uint32_t ip, uint32_t mask, uint32_t gw)
+{
+	(void)ctx;
+	(void)mask;
+	(void)gw;
+	ksteer_set_addr(&dev_steer, ip);
+	for (uint32_t c = 1; c < dev_n_net; c++)
+		dev_cores[c].addr_dirty = true; /* sent from the mesh handler, after knet took it */
+}
+
+/* The network kinds (kernel/ksteer.h) on every core. */
+static void dev_net_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	struct dev_core *dc = ctx;
+	uint32_t ip, mask, gw;
+	switch (msg->kind) {
+	case KSTEER_KIND_RX_FRAME:
+		if (src == 0)
+			(void)knet_input(&dc->knet, msg->data, msg->len);
+		break;
+	case KSTEER_KIND_TX_FRAME:
+		if (dc == &dev_cores[0])
+			(void)!knet_send_frame(&dc->knet, msg->data, msg->len); /* counted in knet */
+		break;
+	case KSTEER_KIND_ADDR:
+		if (src == 0 && ksteer_addr_decode(msg->data, msg->len, &ip, &mask, &gw) == 0)
+			knet_set_addr(&dc->knet, ip, mask, gw);
+		else
+			dc->addr_bad++;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Loop handler "mesh" (ctx = struct dev_core *): this core's incoming messages, and on
+ * core 0 the address messages still owed to workers. */
+static int dev_mesh_poll(void *ctx)
+{
+	struct dev_core *dc = ctx;
+	uint32_t self = (uint32_t)(dc - dev_cores);
+	if (self == 0)
+		for (uint32_t c = 1; c < dev_n_net; c++)
+			if (dev_cores[c].addr_dirty)
+				dev_addr_send(c);
+	return (int)kdemux_poll(&dc->demux, dev_mesh, self);
+}
+
+static const struct knet_hooks dev_core0_hooks = { .rx_steer = dev_rx_steer, .addr_changed = dev_addr_changed };
+static const struct knet_hooks dev_worker_hooks = { .tx = dev_tx_to_core0 };
+
+/* The mesh between n cores, from the configuration. False (logged) when it cannot be
+ * built: then only core 0 serves. */
+static bool dev_mesh_init(uint32_t n)
+{
+	struct xcore_config xc = {
+		.n_cores = n,
+		.slots_per_ring = CONF_CORE_MESH_SLOTS,
+		.slot_size = (CONF_CORE_MESH_SLOT_BYTES + 7u) & ~7u,
+		.ctrl_slots = CONF_CORE_MESH_CTRL_SLOTS,
+		.credit_batch = CONF_CORE_MESH_CREDIT_BATCH,
+		.poll_max = CONF_CORE_MESH_POLL_MAX,
+		.poll_per_source = CONF_CORE_MESH_POLL_MAX,
+	};
+	size_t len;
+	void *va;
+	uint64_t pa;
+	int err = xcore_mesh_size(&xc, &len);
+	if (!err)
+		err = kheap_pages_alloc((uint32_t)((len + X86_PAGE_SIZE - 1) / X86_PAGE_SIZE), 1, &va, &pa);
+	if (!err)
+		err = xcore_mesh_init(&dev_mesh, va, len, &xc);
+	if (err) {
+		dev_mesh = NULL;
+		LOG_ERR("boot", "net: no core mesh for %u cores (%s); only core 0 serves", (unsigned)n,
+			err_name(err));
+		return false;
+	}
+	LOG_INFO("boot", "net: core mesh of %u cores, %u rings of %u slots of %u B (%lu KiB)", (unsigned)n,
+		 (unsigned)(n * (n - 1)), (unsigned)xc.slots_per_ring, (unsigned)xc.slot_size,
+		 (unsigned long)(len >> 10));
+	return true;
+}
+
+/* Steering over n cores: a random Toeplitz key, the indirection table from the
+ * configuration. False (logged) when refused. */
+static bool dev_steer_init(uint32_t n)
+{
+	uint8_t key[RSS_KEY_LEN];
+	dev_random(key, sizeof key);
+	if (!dev_rss_indir) /* kept when steering is rebuilt over fewer cores */
+		dev_rss_indir = dev_pages(sizeof(uint16_t) * CONF_NET_RSS_INDIRECTION_ENTRIES, NULL);
+	struct rss_config rc = { .key = key, .n_workers = n, .n_indir = CONF_NET_RSS_INDIRECTION_ENTRIES,
+				 .indir = dev_rss_indir };
+	int err = rss_steer_init(&dev_rss, &rc);
+	if (!err)
+		err = ksteer_init(&dev_steer, &dev_rss);
+	memset(key, 0, sizeof key);
+	if (err)
+		LOG_ERR("boot", "net: steering over %u cores refused (%s: net.rss_indirection_entries %u); only core 0 "
+				"serves", (unsigned)n, err_name(err), (unsigned)CONF_NET_RSS_INDIRECTION_ENTRIES);
+	return err == 0;
+}
+
+/* Core c's broker and stack (on the boot core). False (logged) on failure. */
+static bool dev_core_net_init(uint32_t c, const struct kbroker_config *bc0, const struct knet_config *kc0)
+{
+	struct dev_core *dc = &dev_cores[c];
+	struct kbroker_config bc = *bc0;
+	bc.core = c;
+	int err = kbroker_init(&dc->broker, &bc);
+	if (err) {
+		LOG_ERR("boot", "core %u: broker initialisation failed (%s)", (unsigned)c, err_name(err));
+		return false;
+	}
+	struct knet_config kc = *kc0;
+	kc.core = c;
+	kc.upper = kbroker_upper(&dc->broker);
+	if (c > 0) {
+		kc.use_dhcp = false;
+		kc.ext_addr = true;
+		kc.ip = kc.mask = kc.gw = 0;
+		kc.n_rx_pairs = 0;
+		kc.pair = dev_own_pairs ? (uint16_t)c : 0;
+		kc.tx_hook = !dev_own_pairs;
+		kc.n_tx_stage = CONF_NET_TX_STAGE_FRAMES;
+		kc.hooks = &dev_worker_hooks;
+		kc.hooks_ctx = dc;
+	} else if (dev_mesh) {
+		kc.hooks = &dev_core0_hooks;
+	}
+	size_t len = knet_mem_size(&kc);
+	if (!len) {
+		LOG_ERR("boot", "core %u: net configuration rejected", (unsigned)c);
+		return false;
+	}
+	/* Sized by the configuration (TCP connections): too little RAM for it is reported
+	 * with the remedy instead of stopping the boot. */
+	void *mem;
+	uint64_t pa;
+	err = kheap_pages_alloc((uint32_t)((len + X86_PAGE_SIZE - 1) / X86_PAGE_SIZE), 1, &mem, &pa);
+	if (err) {
+		LOG_ERR("boot", "core %u: no %lu KiB for the TCP tables (%s): give the VM more memory "
+				"(URMQTT_MEM) or configure fewer TCP connections", (unsigned)c,
+			(unsigned long)(len >> 10), err_name(err));
+		return false;
+	}
+	err = knet_init(&dc->knet, &kc, mem, len);
+	if (!err && dev_mesh) {
+		err = kdemux_init(&dc->demux, dc->demux_tab, DEV_NET_DEMUX);
+		if (!err)
+			err = kdemux_register(&dc->demux, KDEMUX_NET_FIRST, KDEMUX_NET_LAST, dev_net_recv, dc);
+	}
+	if (err) {
+		LOG_ERR("boot", "core %u: stack initialisation failed (%s)", (unsigned)c, err_name(err));
+		return false;
+	}
+	dc->ok = true;
+	return true;
+}
+
+static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 {
 	struct time_civil civ;
 	uint64_t wall = 0;
@@ -487,18 +764,11 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len)
 		.wall_s = dev_wall_s,
 		.core_self = x86_core_index,
 	};
-	int err = kbroker_init(&dev_broker, &bc);
-	if (err) {
-		LOG_ERR("boot", "broker: initialisation failed (%s); no network service", err_name(err));
-		return;
-	}
-	dev_broker_ok = true;
 	struct knet_config kc = {
 		.nic = &dev_net,
 		.pair = 0,
 		.n_rx_pairs = dev_net.n_pairs,
 		.use_dhcp = true,
-		.upper = kbroker_upper(&dev_broker),
 		.n_arp = DEV_NET_ARP,
 		.n_pending = DEV_NET_PENDING,
 		.rx_batch = DEV_NET_RX_BATCH,
@@ -507,36 +777,59 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len)
 	};
 	if (dev_static_ip(cmdline, cmdline_len, &kc.ip, &kc.mask, &kc.gw))
 		kc.use_dhcp = false;
-	size_t len = knet_mem_size(&kc);
-	if (!len) {
-		LOG_ERR("boot", "net: configuration rejected; no network");
+	uint32_t n = MIN(MAX(n_cores, 1u), (uint32_t)PLAT_MAX_CPUS);
+	if (n > 1 && !(dev_mesh_init(n) && dev_steer_init(n))) {
+		dev_mesh = NULL;
+		n = 1;
+	}
+	dev_own_pairs = dev_net.n_pairs >= n;
+	/* Core 0 first: its failure means no network at all; a worker's only shrinks the
+	 * set of cores flows are steered to (the cores after it are not started either). */
+	if (!dev_core_net_init(0, &bc, &kc)) {
+		LOG_ERR("boot", "broker: initialisation failed; no network service");
 		return;
 	}
-	/* Sized by the configuration (TCP connections): too little RAM for it is reported
-	 * with the remedy instead of stopping the boot. */
-	void *mem;
-	uint64_t pa;
-	err = kheap_pages_alloc((uint32_t)((len + X86_PAGE_SIZE - 1) / X86_PAGE_SIZE), 1, &mem, &pa);
-	if (err) {
-		LOG_ERR("boot", "net: no %lu KiB for the TCP tables (%s): give the VM more memory "
-				"(URMQTT_MEM) or configure fewer TCP connections; no network",
-			(unsigned long)(len >> 10), err_name(err));
-		return;
+	dev_broker_ok = true;
+	dev_n_net = 1;
+	for (uint32_t c = 1; c < n && dev_core_net_init(c, &bc, &kc); c++)
+		dev_n_net = c + 1;
+	if (dev_mesh && dev_n_net < n && !dev_steer_init(dev_n_net))
+		dev_n_net = 1;
+	if (dev_mesh) {
+		/* A static address was taken inside core 0's knet_init, before the workers
+		 * existed: (re)state it for the steering and every worker. */
+		ksteer_set_addr(&dev_steer, dev_cores[0].knet.ip);
+		for (uint32_t c = 1; c < dev_n_net; c++)
+			dev_cores[c].addr_dirty = true;
 	}
-	err = knet_init(&dev_knet[0], &kc, mem, len);
-	if (err) {
-		LOG_ERR("boot", "net: stack initialisation failed (%s)", err_name(err));
-		return;
-	}
-	dev_n_knet = 1;
-	dev_net_irqs(1);
-	LOG_INFO("boot", "net: stack on core 0, virtio-net pair 0%s%s; %s",
-		 dev_net.n_pairs > 1 ? " (+ receive on every pair)" : "",
-		 dev_net_msix_ok ? ", MSI-X + polling" : ", polled",
-		 kc.use_dhcp ? "DHCP" : "static address from the command line");
+	dev_net_irqs();
+	const char *irq = dev_net_msix_ok ? " (MSI-X + polling)" : " (polled)";
+	const char *addr = kc.use_dhcp ? "DHCP" : "static address from the command line";
+	if (dev_n_net == 1)
+		LOG_INFO("boot", "net: one stack, on core 0, receiving from %u pair(s)%s; %s",
+			 (unsigned)dev_net.n_pairs, irq, addr);
+	else
+		LOG_INFO("boot", "net: %u stacks, one per core; core 0 receives from %u pair(s)%s and steers; "
+				 "workers transmit %s; %s",
+			 (unsigned)dev_n_net, (unsigned)dev_net.n_pairs, irq,
+			 dev_own_pairs ? "on their own pairs" : "through core 0 on pair 0", addr);
 	LOG_INFO("broker", "listening on TCP %u (MQTT over TLS 1.3, client certificates required)%s",
-		 (unsigned)kbroker_upper(&dev_broker)->tcp->ports[0],
+		 (unsigned)kbroker_upper(&dev_cores[0].broker)->tcp->ports[0],
 		 kc.use_dhcp ? " once the DHCP lease is in" : "");
+}
+
+/* After the APs started: steer only over the cores that run (a core that did not start
+ * would never drain its rings). Boot core, before its own loop runs. */
+void x86_dev_cores_started(uint32_t n_started)
+{
+	if (!dev_mesh || n_started >= dev_n_net)
+		return;
+	LOG_WARN("boot", "net: only %u of %u cores started; steering over those", (unsigned)n_started,
+		 (unsigned)dev_n_net);
+	dev_n_net = MAX(n_started, 1u);
+	if (dev_n_net == 1 || !dev_steer_init(dev_n_net))
+		dev_n_net = 1;
+	ksteer_set_addr(&dev_steer, dev_cores[0].knet.ip);
 }
 
 static void dev_init_devices(uint32_t n_cores)
@@ -599,14 +892,12 @@ void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 		return;
 	}
 	if (dev_net_ok)
-		dev_knet_init(cmdline, cmdline_len);
+		dev_knet_init(cmdline, cmdline_len, n_cores);
 }
 
 /* Development builds, test=net: each core with a stack logs its own counters at most once
  * a second when they changed (its own state only: no cross-core reads). */
 static bool dev_stats_on;
-static uint64_t dev_stats_last_ms[DEV_NET_MAX_PAIRS];
-static uint64_t dev_stats_last_sum[DEV_NET_MAX_PAIRS];
 
 void x86_dev_stats_enable(void)
 {
@@ -615,25 +906,43 @@ void x86_dev_stats_enable(void)
 
 static int dev_stats_poll(void *ctx)
 {
-	struct knet *k = ctx;
-	uint32_t core = x86_core_self()->index;
+	struct dev_core *dc = ctx;
+	const struct knet *k = &dc->knet;
+	uint32_t core = (uint32_t)(dc - dev_cores);
 	uint64_t now = dev_now_ms();
-	if (core >= DEV_NET_MAX_PAIRS || now < dev_stats_last_ms[core] + 1000u)
+	if (now < dc->stats_last_ms + 1000u)
 		return 0;
-	dev_stats_last_ms[core] = now;
+	dc->stats_last_ms = now;
 	uint64_t irqs = atomic_load_explicit(&x86_cores[core].n_dev_irqs, memory_order_relaxed);
-	uint64_t sum = k->st.rx_frames + k->st.tx_frames + irqs;
-	if (sum == dev_stats_last_sum[core] || !dev_broker_ok)
+	uint64_t sum = k->st.rx_frames + k->st.tx_frames + irqs + k->st.rx_steered;
+	if (sum == dc->stats_last_sum)
 		return 0;
-	dev_stats_last_sum[core] = sum;
+	dc->stats_last_sum = sum;
 	struct dp_stats ds;
-	dp_stats_get(dev_broker.dp, &ds); /* core 0's broker, read on core 0 (its stack's core) */
+	dp_stats_get(dc->broker.dp, &ds); /* this core's broker, on this core */
 	LOG_INFO("net", "core %u pair %u: %lu frames in, %lu out, %lu device interrupts, %u connections, "
 			"%lu TLS handshakes, %lu bytes in, %lu ICMP echo replies, %lu frames of unknown type",
 		 (unsigned)core, (unsigned)k->cfg.pair, (unsigned long)k->st.rx_frames,
 		 (unsigned long)k->st.tx_frames, (unsigned long)irqs, (unsigned)tcp_conn_count(k->tcp),
 		 (unsigned long)ds.hs_done, (unsigned long)ds.bytes_in,
 		 (unsigned long)k->ns.cnt.icmp_echo_replies, (unsigned long)k->ns.cnt.eth_type);
+	if (dev_mesh && core == 0) {
+		uint64_t sd = 0, ad = 0;
+		for (uint32_t c = 1; c < dev_n_net; c++) {
+			sd += dev_cores[c].steer_drops;
+			ad += dev_cores[c].arp_drops;
+		}
+		LOG_INFO("net", "core 0 steering: %lu frames to workers, %lu flows, %lu ARP, %lu dropped (no mesh "
+				"credit), %lu ARP copies dropped, %lu worker frames sent (%lu dropped), %lu wake-ups",
+			 (unsigned long)k->st.rx_steered, (unsigned long)dev_steer.cnt.flows,
+			 (unsigned long)dev_steer.cnt.arp, (unsigned long)sd, (unsigned long)ad,
+			 (unsigned long)k->st.fwd_frames, (unsigned long)k->st.fwd_drops, (unsigned long)dc->n_ipis);
+	} else if (dev_mesh) {
+		LOG_INFO("net", "core %u mesh: %lu frames from core 0 (%lu before an address), %lu sent back "
+				"(%lu dropped: no credit), %lu wake-ups sent",
+			 (unsigned)core, (unsigned long)k->st.rx_frames, (unsigned long)k->st.rx_no_addr,
+			 (unsigned long)k->st.tx_frames, (unsigned long)dc->tx_drops, (unsigned long)dc->n_ipis);
+	}
 	return 0;
 }
 
@@ -744,9 +1053,16 @@ void x86_dev_loop_add(struct kloop *l, uint32_t core)
 			PANIC("core %u: CSPRNG refused the virtio-rng seed", (unsigned)core);
 		memset(dev_rng_seeds[core], 0, DEV_RNG_BYTES);
 	}
-	if (core < dev_n_knet && dev_stats_on && kloop_add(l, "net-stats", dev_stats_poll, &dev_knet[core]) != 0)
+	if (core >= PLAT_MAX_CPUS || !dev_cores[core].ok)
+		return;
+	struct dev_core *dc = &dev_cores[core];
+	if (dev_stats_on && kloop_add(l, "net-stats", dev_stats_poll, dc) != 0)
 		PANIC("core %u: loop full", (unsigned)core);
-	if (core < dev_n_knet && kloop_add(l, "net", knet_poll, &dev_knet[core]) != 0)
+	/* The mesh before the stack: frames a worker handed back are posted in the same pass
+	 * as knet_poll's kick. */
+	if (dev_mesh && kloop_add(l, "mesh", dev_mesh_poll, dc) != 0)
+		PANIC("core %u: loop full", (unsigned)core);
+	if (kloop_add(l, "net", knet_poll, &dc->knet) != 0)
 		PANIC("core %u: loop full", (unsigned)core);
 }
 

@@ -220,18 +220,25 @@ static void main_rng_init(uint32_t n_cores, bool pretend_none)
 					    "predictable keys", rc.entropy.name, err_name(err));
 }
 
-/* Halt until an interrupt, unless one already marked work since the last poll: the
- * check runs with interrupts off and "sti; hlt" cannot be split (sti's one-instruction
- * shadow), so a wake-up is never lost between the check and the halt. */
+/* Halt until an interrupt, unless one already marked work since the last poll or a mesh
+ * message is waiting: the checks run with interrupts off and "sti; hlt" cannot be split
+ * (sti's one-instruction shadow), so a wake-up is never lost between the check and the
+ * halt. Mesh senders wake a sleeping core with an IPI (protocol in devices.c). */
 static void main_idle(void)
 {
 	struct x86_core *c = x86_core_self();
 	__asm__ volatile("cli" ::: "memory");
-	if (atomic_exchange_explicit(&c->wake, false, memory_order_relaxed)) {
+	atomic_store_explicit(&c->sleeping, true, memory_order_relaxed);
+	/* seq_cst: the store above is ordered before the rings' head loads below; pairs
+	 * with the sender's fence between its commit and its load of `sleeping`. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_exchange_explicit(&c->wake, false, memory_order_relaxed) || x86_dev_mesh_pending(c->index)) {
+		atomic_store_explicit(&c->sleeping, false, memory_order_relaxed);
 		__asm__ volatile("sti" ::: "memory");
 		return;
 	}
 	__asm__ volatile("sti; hlt" ::: "memory");
+	atomic_store_explicit(&c->sleeping, false, memory_order_relaxed);
 }
 
 static const struct kloop_ops main_loop_ops = { x86_now_ns, main_idle };
@@ -383,6 +390,7 @@ static NORETURN void main_continue(void *arg)
 #endif
 	main_loop_init(bsp);
 	uint32_t n_cores = acpi_why ? 1 : x86_smp_boot(main_ap);
+	x86_dev_cores_started(n_cores);
 
 	main_banner(&wx, n_cores, main_plat.n_cpus, acpi_why);
 	uint64_t ns = x86_now_ns();

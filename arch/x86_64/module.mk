@@ -18,7 +18,8 @@ GENERATED_HEADERS += $(B)/gen/urmqtt_certs.h # CERTS_HEADER of tools/certs/modul
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.elf
-SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh
+SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh \
+	tests/smoke/x86_64-steer.sh
 
 # No --emit-relocs in the image: GRUB refuses ELF files with relocation sections. The
 # relocations come from a second link of the same objects (urmqtt.reloc.elf) as a table

@@ -320,7 +320,7 @@ void x86_scenario_xcore_setup(uint32_t n_cores)
 		 (unsigned)cfg.slot_size, (unsigned)XC_MSGS);
 }
 
-static void xc_recv(void *ctx, uint32_t src, const struct xcore_msg *msg)
+static void xc_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
 {
 	struct xc_core *c = ctx;
 	uint32_t want = c->expect_seq[src];

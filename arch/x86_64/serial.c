@@ -4,7 +4,10 @@
  * log and panic paths write through it. Never blocks forever: a missing or wedged UART
  * costs a bounded spin per character and output is dropped. Lines from several cores
  * are kept whole by a lock whose wait is bounded too: a core that faults or is
- * interrupted while holding it can only cost others a short delay, never a deadlock.
+ * interrupted while holding it can only cost others a short delay, never a deadlock. An
+ * interrupt handler that logs on the core holding the lock (the watchdog's tick while a
+ * slow line is being written) writes at once instead of waiting for itself: under
+ * emulation that wait alone outlasted the watchdog's hard limit on every core at once.
  */
 #include <stdatomic.h>
 #include "arch/x86_64/x86.h"
@@ -22,9 +25,18 @@
 #define SPIN_MAX 100000
 #define LOCK_SPIN_MAX 2000000u
 
-/* 0 free, 1 held. Acquire/release order the UART accesses of successive holders; if the
- * bounded wait runs out the writer goes ahead unlocked (output may interleave). */
+/* 0 free, else 1 + the holder's core index. Acquire/release order the UART accesses of
+ * successive holders; if the bounded wait runs out the writer goes ahead unlocked
+ * (output may interleave). */
 static atomic_uint serial_lock;
+
+/* 1 + the calling core's index: until the boot core is bound (x86_cores[0].self set,
+ * before any other core starts) only the boot core runs, and every core binds itself
+ * before it logs. */
+static unsigned serial_me(void)
+{
+	return x86_cores[0].self ? x86_core_self()->index + 1u : 1u;
+}
 
 void x86_serial_init(void)
 {
@@ -50,9 +62,13 @@ static void x86_serial_putc(char c)
 void x86_serial_write(const char *s, size_t len)
 {
 	bool locked = false;
-	for (uint32_t i = 0; i < LOCK_SPIN_MAX; i++) {
+	unsigned me = serial_me();
+	/* Relaxed: only this core ever stores `me`, so seeing it means this core holds the
+	 * lock in the context this interrupt stopped; it cannot be released meanwhile. */
+	uint32_t spins = atomic_load_explicit(&serial_lock, memory_order_relaxed) == me ? 0 : LOCK_SPIN_MAX;
+	for (uint32_t i = 0; i < spins; i++) {
 		unsigned expect = 0;
-		if (atomic_compare_exchange_weak_explicit(&serial_lock, &expect, 1, memory_order_acquire,
+		if (atomic_compare_exchange_weak_explicit(&serial_lock, &expect, me, memory_order_acquire,
 							  memory_order_relaxed)) {
 			locked = true;
 			break;

@@ -161,6 +161,13 @@ void x86_trap(struct x86_trap_frame *f)
 		x86_apic_eoi();
 		return;
 	}
+	if (f->vector == X86_VEC_WAKE) {
+		/* Another core queued mesh work for this one: ending the halt is the point;
+		 * mark work for the idle check. Same core only: relaxed. */
+		atomic_store_explicit(&x86_core_self()->wake, true, memory_order_relaxed);
+		x86_apic_eoi();
+		return;
+	}
 	if (f->vector >= X86_VEC_DEV_BASE && f->vector < X86_VEC_DEV_BASE + X86_VEC_DEV_COUNT) {
 		/* MSI-X from a device queue: mark work only (the loop polls the queue). Same
 		 * core only, so relaxed atomics suffice (see struct x86_core). */

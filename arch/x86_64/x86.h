@@ -234,6 +234,8 @@ const char *x86_tsc_source(void);
 
 /* ---- apic.c ---- */
 #define X86_VEC_TIMER 0x30
+/* Wake-up IPI (another core queued a mesh message for a halted core): marks work only. */
+#define X86_VEC_WAKE 0x31
 /* Device (MSI-X) vectors: X86_VEC_DEV_BASE + MSI-X entry of the device that owns them
  * (only one device uses interrupts for now: virtio-net). The handler only counts, marks
  * the core's loop awake and acknowledges. */
@@ -273,6 +275,8 @@ void x86_apic_send_init(uint32_t apic_id);
 /* NMI every other core (used once, by the stop path). */
 void x86_apic_nmi_others(void);
 void x86_apic_send_sipi(uint32_t apic_id, uint32_t page);
+/* The wake-up IPI (X86_VEC_WAKE) to apic_id. Loop context. */
+void x86_apic_send_wake(uint32_t apic_id);
 void x86_delay_us(uint64_t us);
 
 /* ---- smp.c: per-core data (GS base) and AP bring-up ---- */
@@ -286,6 +290,9 @@ struct x86_core {
 	 * by its idle with interrupts off, so a wake-up between the last poll and hlt is not
 	 * lost. Same core only: relaxed suffices (only compiler ordering matters). */
 	_Atomic bool wake;
+	/* True while this core's idle is about to halt or halted (the mesh wake-up protocol
+	 * of devices.c: seq_cst store + fence here, fence + load in the sender). */
+	_Atomic bool sleeping;
 	/* Device interrupts taken by this core (written by its own handler only: relaxed). */
 	_Atomic uint64_t n_dev_irqs;
 	struct kloop loop;
@@ -352,6 +359,10 @@ void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores);
 void x86_dev_stats_enable(void);
 /* Add core's device handlers to its loop (from main_loop_init). */
 void x86_dev_loop_add(struct kloop *l, uint32_t core);
+/* Boot core, after the APs started and before its own loop: steer over those only. */
+void x86_dev_cores_started(uint32_t n_started);
+/* Core `core` (its idle, interrupts off): a mesh message waits for it. */
+bool x86_dev_mesh_pending(uint32_t core);
 /* Block devices driven and failed self-tests/initialisations (for the test scenario). */
 uint32_t x86_dev_block_count(void);
 uint32_t x86_dev_selftest_failures(void);

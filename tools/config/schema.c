@@ -47,6 +47,17 @@ const struct conf_key conf_schema[] = {
 	  .doc = "A loop handler running longer than this is reported by name (once per call)." },
 	{ KEY("core", "watchdog_hard_ms", "CONF_CORE_WATCHDOG_HARD_MS"), INT(200, 10, 60000, CONF_U_MS),
 	  .doc = "A loop handler running longer than this stops the machine (stuck core); at least the budget." },
+	{ KEY("core", "mesh_slots", "CONF_CORE_MESH_SLOTS"), INT(128, 4, 65536, U_N),
+	  .check = CONF_CK_POW2,
+	  .doc = "Message slots per ring of the core mesh (one ring per ordered pair of cores); power of two." },
+	{ KEY("core", "mesh_slot_bytes", "CONF_CORE_MESH_SLOT_BYTES"), INT(2048, 1536, 65536, CONF_U_B),
+	  .doc = "Bytes per mesh slot (8-byte header included, rounded up to a multiple of 8); must hold a whole Ethernet frame." },
+	{ KEY("core", "mesh_ctrl_slots", "CONF_CORE_MESH_CTRL_SLOTS"), INT(8, 1, 1024, U_N),
+	  .doc = "Slots per ring only control messages (addresses, takeovers) may use; data never blocks them." },
+	{ KEY("core", "mesh_credit_batch", "CONF_CORE_MESH_CREDIT_BATCH"), INT(8, 1, 65536, U_N),
+	  .doc = "A sender out of mesh credit takes new credit only in batches of at least this many slots." },
+	{ KEY("core", "mesh_poll_max", "CONF_CORE_MESH_POLL_MAX"), INT(64, 1, 65536, U_N),
+	  .doc = "Mesh messages one core handles per loop pass (and at most this many from one source)." },
 	{ KEY("core", "cmdline_overrides", "CONF_CORE_CMDLINE_OVERRIDES"),
 	  LIST(no_items, 16, CONF_CK_KEYREF),
 	  .doc = "Keys (\"section.key\") the kernel command line may override; must be empty in prod." },
@@ -66,6 +77,11 @@ const struct conf_key conf_schema[] = {
 	  .doc = "Age after which an ARP entry is re-resolved." },
 	{ KEY("net", "icmp_rate_per_s", "CONF_NET_ICMP_RATE_PER_S"), INT(100, 0, 100000, U_N),
 	  .doc = "ICMP replies per second per core (echo, errors); 0 sends none." },
+	{ KEY("net", "rss_indirection_entries", "CONF_NET_RSS_INDIRECTION_ENTRIES"),
+	  INT(128, 1, 32768, U_N), .check = CONF_CK_POW2,
+	  .doc = "Entries of the flow-steering indirection table (power of two, at least the number of cores)." },
+	{ KEY("net", "tx_stage_frames", "CONF_NET_TX_STAGE_FRAMES"), INT(64, 8, 65536, U_N),
+	  .doc = "Transmit frames a worker core without its own queue pair may hold (sent through core 0)." },
 	{ KEY("net", "frame_pool_frames", "CONF_NET_FRAME_POOL_FRAMES"),
 	  INT(4096, 64, 1048576, U_N),
 	  .doc = "Network frame buffers per core (receive rings plus frames in flight)." },
@@ -234,6 +250,7 @@ const char *const conf_constraints[] = {
 	"tls.heap_low_watermark_kb must be below core.heap_limit_mb",
 	"tls.ticket_lifetime_s must not exceed tls.ticket_key_rotate_s",
 	"mqtt.max_sessions must be at least tcp.max_connections",
+	"core.mesh_ctrl_slots + core.mesh_credit_batch must not exceed core.mesh_slots",
 	NULL
 };
 
@@ -266,5 +283,7 @@ int conf_schema_cross_check(const struct conf_doc *d, struct conf_err *err)
 		return fail(err, LINES("tls", "ticket_lifetime_s", "tls", "ticket_key_rotate_s"), 6);
 	if (val(d, "mqtt", "max_sessions") < val(d, "tcp", "max_connections"))
 		return fail(err, LINES("mqtt", "max_sessions", "tcp", "max_connections"), 7);
+	if (val(d, "core", "mesh_ctrl_slots") + val(d, "core", "mesh_credit_batch") > val(d, "core", "mesh_slots"))
+		return fail(err, LINES("core", "mesh_ctrl_slots", "core", "mesh_slots"), 8);
 	return 0;
 }

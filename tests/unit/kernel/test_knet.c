@@ -3,7 +3,12 @@
  * upper layer, tests/support/tcp_echo.h) against the simulated virtio-net device of tests/unit/drivers/fake_dev.c:
  * configuration rejection, ARP and ICMP echo replies leaving through the driver, a TCP
  * handshake (SYN cookie) and bytes echoed back, RST for a closed port, a foreign frame
- * pointer refused, and no transmit or receive frame lost at the end of every test. */
+ * pointer refused, and no transmit or receive frame lost at the end of every test.
+ * Multicore modes: a worker (no pair, frames through knet_input, transmit through the
+ * hook from staging frames, address from knet_set_addr: nothing before it, ARP, ICMP and
+ * a TCP handshake after it, hook refusals counted with no staging frame lost, the
+ * address withdrawn and changed) and the steering core (rx_steer takes frames before the
+ * stack, knet_send_frame puts a worker's frame on the wire, the address hook fires). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -62,6 +67,12 @@ static void echo_bind(void *ctx, struct tcp_stack *tcp)
 	tcp_echo_bind(ctx, tcp);
 }
 
+/* Worker mode: frames go in through knet_input, out through the hook into hook_frame. */
+static bool worker_mode, hook_fail;
+static uint8_t hook_frame[KNET_STAGE_BYTES];
+static size_t hook_len;
+static uint32_t n_hook;
+
 static struct knet_config kconfig(void)
 {
 	tcp_config_default(&echo_tcp);
@@ -88,6 +99,7 @@ static int setup(void **state)
 {
 	(void)state;
 	fake_reset();
+	worker_mode = false;
 	memset(devs, 0, sizeof devs);
 	memset(knet_mem, 0, sizeof knet_mem);
 	now_ms = 1000;
@@ -164,12 +176,18 @@ static void ipv4(uint8_t *f, uint8_t proto, size_t payload)
 	st_be16(f + 10, csum_fold(csum_add(0, f, 20)));
 }
 
+
 static void inject(const uint8_t *f, size_t len)
 {
-	uint32_t n = fake_vio.n_tx;
+	if (worker_mode) {
+		static uint8_t copy[2048];
+		memcpy(copy, f, len);
+		(void)knet_input(&k, copy, len);
+		(void)knet_poll(&k);
+		return;
+	}
 	assert_true(fake_net_inject(0, f, (uint32_t)len));
 	(void)knet_poll(&k);
-	(void)n;
 }
 
 static void arp_request(void)
@@ -358,6 +376,158 @@ static void test_foreign_frame_refused(void **state)
 	k.st.tx_bad_frame = 0; /* the teardown's leak check still runs */
 }
 
+static int h_tx(void *ctx, const uint8_t *frame, size_t len)
+{
+	(void)ctx;
+	if (hook_fail)
+		return -E_AGAIN;
+	assert_true(len <= sizeof hook_frame);
+	memcpy(hook_frame, frame, len);
+	hook_len = len;
+	n_hook++;
+	return 0;
+}
+
+static uint32_t n_steered, addr_seen;
+static bool steer_icmp(void *ctx, const uint8_t *frame, size_t len)
+{
+	(void)ctx;
+	if (len >= 34 && ld_be16(frame + 12) == 0x0800 && frame[23] == 1) {
+		n_steered++;
+		return true;
+	}
+	return false;
+}
+
+static void h_addr(void *ctx, uint32_t ip, uint32_t mask, uint32_t gw)
+{
+	(void)ctx;
+	(void)mask;
+	(void)gw;
+	addr_seen = ip;
+}
+
+static const struct knet_hooks worker_hooks = { .tx = h_tx, .addr_changed = h_addr };
+static const struct knet_hooks steer_hooks = { .rx_steer = steer_icmp, .addr_changed = h_addr };
+
+static void icmp_echo_request(void)
+{
+	uint8_t f[14 + 20 + 8];
+	size_t o = eth(f, 0x0800);
+	uint8_t *icmp = f + o + 20;
+	memset(icmp, 0, 8);
+	icmp[0] = 8;
+	st_be16(icmp + 2, csum_fold(csum_add(0, icmp, 8)));
+	ipv4(f + o, 1, 8);
+	inject(f, sizeof f);
+}
+
+static void test_worker_mode(void **state)
+{
+	(void)state;
+	struct knet_config c = kconfig();
+	c.ext_addr = true;
+	c.ip = 0;
+	c.n_rx_pairs = 0;
+	c.tx_hook = true;
+	c.n_tx_stage = 3; /* < n_pending + 2 */
+	c.hooks = &worker_hooks;
+	c.core = 1;
+	assert_int_equal(knet_mem_size(&c), 0);
+	c.n_tx_stage = 8;
+	c.use_dhcp = true; /* an external address excludes DHCP */
+	assert_int_equal(knet_mem_size(&c), 0);
+	c.use_dhcp = false;
+	size_t len = knet_mem_size(&c);
+	assert_true(len > 0 && len <= sizeof knet_mem);
+	assert_int_equal(knet_init(&k, &c, knet_mem, len), 0);
+	worker_mode = true;
+	hook_fail = false;
+	n_hook = 0;
+	addr_seen = 1;
+	uint32_t dev_tx = fake_vio.n_tx;
+	(void)knet_poll(&k);
+	arp_request(); /* no address yet: nothing learnt, nothing sent */
+	assert_int_equal(n_hook, 0);
+	assert_int_equal(k.st.rx_no_addr, 1);
+
+	knet_set_addr(&k, OUR_IP, 0xffffff00u, PEER_IP);
+	assert_int_equal(addr_seen, OUR_IP);
+	assert_int_equal(k.ip, OUR_IP);
+	(void)knet_poll(&k); /* the gratuitous ARP, through the hook */
+	assert_true(n_hook >= 1);
+	uint32_t n = n_hook;
+	arp_request();
+	assert_int_equal(n_hook, n + 1);
+	assert_int_equal(ld_be16(hook_frame + 12), 0x0806);
+	assert_int_equal(ld_be16(hook_frame + 14 + 6), 2);
+	icmp_echo_request();
+	assert_int_equal(n_hook, n + 2);
+	assert_int_equal(hook_frame[34], 0); /* echo reply */
+	tcp_seg(8883, 0x02, 1000, 0, NULL, 0);
+	assert_int_equal(n_hook, n + 3);
+	assert_int_equal(hook_frame[34 + 13] & 0x12, 0x12); /* SYN-ACK */
+	assert_int_equal(ld_be32(hook_frame + 34 + 8), 1001);
+
+	hook_fail = true; /* no mesh credit: dropped and counted, the staging frame kept */
+	icmp_echo_request();
+	assert_int_equal(k.st.tx_hook_drops, 1);
+	assert_int_equal(k.n_stage_free, c.n_tx_stage);
+	hook_fail = false;
+
+	knet_set_addr(&k, OUR_IP, 0xffffff00u, PEER_IP); /* unchanged: nothing happens */
+	assert_true(k.net_up);
+	knet_set_addr(&k, 0, 0, 0);
+	assert_false(k.net_up);
+	assert_int_equal(k.ip, 0);
+	assert_int_equal(addr_seen, 0);
+	icmp_echo_request();
+	assert_int_equal(k.st.rx_no_addr, 2);
+	knet_set_addr(&k, OUR_IP, 0xffffff00u, PEER_IP);
+	n = n_hook;
+	icmp_echo_request(); /* the ARP cache was reset: the reply waits behind ARP */
+	assert_true(n_hook > n);
+	assert_int_equal(k.n_stage_free, c.n_tx_stage - 1);
+	n = n_hook;
+	arp_request(); /* the peer's MAC: the queued reply leaves */
+	assert_true(n_hook >= n + 2);
+	assert_int_equal(k.n_stage_free, c.n_tx_stage);
+	assert_int_equal(fake_vio.n_tx, dev_tx); /* nothing on the device */
+	worker_mode = false;
+}
+
+static void test_steering_core(void **state)
+{
+	(void)state;
+	struct knet_config c = kconfig();
+	c.hooks = &steer_hooks;
+	addr_seen = 0;
+	n_steered = 0;
+	size_t len = knet_mem_size(&c);
+	assert_int_equal(knet_init(&k, &c, knet_mem, len), 0);
+	assert_int_equal(addr_seen, OUR_IP); /* the static address, reported once */
+	(void)knet_poll(&k);
+	arp_request();
+	uint32_t n = fake_vio.n_tx;
+	icmp_echo_request(); /* taken by the steering hook: the stack never sees it */
+	assert_int_equal(n_steered, 1);
+	assert_int_equal(k.st.rx_steered, 1);
+	assert_int_equal(fake_vio.n_tx, n);
+	assert_int_equal(k.ns.cnt.icmp_echo_replies, 0);
+	/* A worker's frame, sent as it is on our pair. */
+	uint8_t f[60];
+	for (unsigned i = 0; i < sizeof f; i++)
+		f[i] = (uint8_t)(i * 3u);
+	assert_int_equal(knet_send_frame(&k, f, sizeof f), 0);
+	(void)knet_poll(&k);
+	assert_int_equal(fake_vio.n_tx, n + 1);
+	assert_memory_equal(fake_vio.last_tx, f, sizeof f);
+	assert_int_equal(knet_send_frame(&k, f, 0), -E_INVAL);
+	assert_int_equal(knet_send_frame(&k, f, 4096), -E_INVAL);
+	assert_int_equal(k.st.fwd_frames, 1);
+	assert_int_equal(k.st.fwd_drops, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +537,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tcp_echo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tcp_closed_port_rst, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_frame_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_worker_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_steering_core, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,7 +139,7 @@ struct rec {
 	uint8_t last[256];
 };
 
-static void rec_fn(void *ctx, uint32_t src, const struct xcore_msg *msg)
+static void rec_fn(void *ctx, uint32_t src, struct xcore_msg *msg)
 {
 	struct rec *r = ctx;
 	assert_true(r->n < 256);
@@ -326,7 +326,7 @@ struct fair {
 	uint32_t n;
 };
 
-static void fair_fn(void *ctx, uint32_t src, const struct xcore_msg *msg)
+static void fair_fn(void *ctx, uint32_t src, struct xcore_msg *msg)
 {
 	struct fair *f = ctx;
 	(void)msg;
@@ -450,7 +450,7 @@ static double st_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void st_recv(void *ctx, uint32_t src, const struct xcore_msg *msg)
+static void st_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
 {
 	struct st_core *c = ctx;
 	struct st_payload p;
@@ -589,6 +589,37 @@ static uint64_t st_default_msgs(void)
 #endif
 }
 
+/* ---- xcore_pending, and a handler may write its message in place ---- */
+static void scribble_fn(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	(void)src;
+	uint32_t *n = ctx;
+	for (uint32_t i = 0; i < msg->len; i++)
+		msg->data[i] ^= 0xffu; /* the slot is the receiver's until it returns */
+	assert_int_equal(msg->data[0], 0xee);
+	(*n)++;
+}
+
+static void test_pending_and_writable(void **state)
+{
+	(void)state;
+	struct xcore_mesh *m = mesh_new(&base_cfg);
+	uint8_t buf[8] = { 0x11, 0x22 };
+	for (uint32_t c = 0; c < 3; c++)
+		assert_false(xcore_pending(m, c));
+	assert_false(xcore_pending(m, 3)); /* out of range */
+	assert_int_equal(xcore_send(m, 2, 1, 5, buf, sizeof buf), 0);
+	assert_true(xcore_pending(m, 1));
+	assert_false(xcore_pending(m, 0));
+	assert_false(xcore_pending(m, 2));
+	assert_true(xcore_pending(m, 1)); /* asking consumes nothing */
+	uint32_t n = 0;
+	assert_int_equal(xcore_poll(m, 1, scribble_fn, &n), 1);
+	assert_int_equal(n, 1);
+	assert_false(xcore_pending(m, 1));
+	check_all(m);
+}
+
 static void test_stress_two_cores(void **state)
 {
 	(void)state;
@@ -611,6 +642,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_control_never_blocked_by_data, teardown),
 		cmocka_unit_test_teardown(test_poll_fair_and_bounded, teardown),
 		cmocka_unit_test_teardown(test_long_run, teardown),
+		cmocka_unit_test_teardown(test_pending_and_writable, teardown),
 		cmocka_unit_test_teardown(test_stress_two_cores, teardown),
 		cmocka_unit_test_teardown(test_stress_all_to_all, teardown),
 	};
