@@ -449,14 +449,15 @@ static void mq_close(void *ctx, void *user)
 static bool mq_fanout_room(void *ctx, size_t bytes)
 {
 	struct dp *dp = ctx;
-	return dp_shard_fanout_room(dp->shard, bytes);
+	return !dp->shard || dp_shard_fanout_room(dp->shard, bytes);
 }
 
 static void mq_fanout(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
 		      size_t plen, uint8_t qos, bool retain)
 {
 	struct dp *dp = ctx;
-	dp_shard_fanout(dp->shard, topic, tlen, payload, plen, qos, retain);
+	if (dp->shard)
+		dp_shard_fanout(dp->shard, topic, tlen, payload, plen, qos, retain);
 }
 
 /* The forwarded connection (id, gen) names, or NULL if it has ended since. */
@@ -1138,6 +1139,11 @@ void dp_fini(struct dp *dp)
 struct mqtt_broker *dp_broker(struct dp *dp)
 {
 	return dp->broker;
+}
+
+void dp_shards_off(struct dp *dp)
+{
+	dp->shard = NULL;
 }
 
 uint32_t dp_home_core(const struct dp *dp, bool service, const uint8_t *id, size_t len)

@@ -147,6 +147,9 @@ struct mqtt_broker *dp_broker(struct dp *dp);
 /* One message from core src's mesh ring in the shards' kind range (dp/shard.h): data
  * borrowed for the call. Core-local, like dp_poll. */
 void dp_mesh_recv(struct dp *dp, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len);
+/* Boot time, before any connection: this dp becomes the only shard (the platform could
+ * not start every core its shards were built for). */
+void dp_shards_off(struct dp *dp);
 /* The home core of an identity (0 when this dp is the only shard). */
 uint32_t dp_home_core(const struct dp *dp, bool service, const uint8_t *id, size_t len);
 /* The shard counters; false when this dp is the only shard. */

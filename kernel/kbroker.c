@@ -150,8 +150,8 @@ static uint64_t kb_dp_now(void *ctx)
 
 static void kb_log(void *ctx, const char *line)
 {
-	(void)ctx;
-	LOG_INFO("broker", "%s", line);
+	const struct kbroker *b = ctx;
+	LOG_INFO("broker", "core %u: %s", (unsigned)b->cfg.core, line);
 }
 
 /* ---- knet upper ------------------------------------------------------------------------ */
@@ -199,6 +199,23 @@ void kbroker_report(struct kbroker *b)
 		 (unsigned long)(b->used > b->base_used ? b->used - b->base_used : 0),
 		 (unsigned long)(n ? req / n : 0), (unsigned long)(n ? blk / n : 0),
 		 (unsigned long)s.fixed_per_conn, (unsigned long)req, (unsigned long)blk);
+	/* The shard's line: sessions homed here, retained replicas, wills published here,
+	 * connections of this core forwarded to their home core, routed messages in/out. */
+	if (b->cfg.n_cores <= 1)
+		return;
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(dp_broker(b->dp), &u);
+	const struct mqtt_broker_stats *ms = mqtt_broker_stats(dp_broker(b->dp));
+	struct dp_shard_stats ss;
+	if (!dp_shard_stats(b->dp, &ss))
+		memset(&ss, 0, sizeof ss);
+	LOG_INFO("broker", "core %u: shard sessions=%u proxies=%u retained=%u wills=%lu takeovers=%lu fwd=%lu "
+			   "fanout_in=%lu fanout_out=%lu backlogged=%lu refused=%lu",
+		 (unsigned)b->cfg.core, (unsigned)u.sessions, (unsigned)ss.proxies, (unsigned)u.retained,
+		 (unsigned long)ms->wills_published, (unsigned long)ms->takeovers, (unsigned long)s.fwd_opened,
+		 (unsigned long)ss.fanout_in,
+		 (unsigned long)ss.fanout_out, (unsigned long)ss.backlogged,
+		 (unsigned long)(ss.fanout_refused + ss.backlog_full));
 }
 
 /* ---- init -------------------------------------------------------------------------------- */
@@ -275,10 +292,19 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	g.heap = (struct dp_heap_ops){ kb_alloc, kb_free, kb_used, kb_avail, b };
 	g.lower = dp_lower_tcp;
 	g.log = kb_log;
+	g.log_ctx = b;
 	g.now_ms = kb_dp_now;
 	g.clock_ctx = b;
 	if ((rc = csprng_kernel_bytes(g.mqtt.hash_key, sizeof g.mqtt.hash_key)) != 0)
 		return rc;
+	if (cfg->n_cores > 1) {
+		g.shard = (struct dp_shard_config){
+			.n_cores = cfg->n_cores, .self = cfg->core, .payload_max = cfg->mesh_payload_max,
+			.backlog_bytes = CONF_CORE_SHARD_BACKLOG_BYTES, .out_window = CONF_CORE_SHARD_OUT_WINDOW,
+			.max_proxies = g.max_conns, .mesh = cfg->mesh,
+		};
+		memcpy(g.shard.home_key, cfg->home_key, sizeof g.shard.home_key);
+	}
 	size_t need = dp_mem_size(&g);
 	if (!need) {
 		LOG_ERR("broker", "data plane configuration rejected");
@@ -306,6 +332,17 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 		 (unsigned)CONF_TCP_PORT, (unsigned)g.max_conns, (unsigned long)dp_conn_sizeof(),
 		 (unsigned long)(need >> 10), (unsigned)b->revoke_list.n);
 	return 0;
+}
+
+void kbroker_shards_off(struct kbroker *b)
+{
+	dp_shards_off(b->dp);
+	b->cfg.n_cores = 1;
+}
+
+void kbroker_mesh_recv(struct kbroker *b, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
+{
+	dp_mesh_recv(b->dp, src, kind, data, len);
 }
 
 const struct knet_upper *kbroker_upper(struct kbroker *b)

@@ -54,6 +54,14 @@ struct kbroker_config {
 	uint64_t (*now_ms)(void); /* linked: monotonic milliseconds */
 	int64_t (*wall_s)(void);  /* linked: Unix seconds (certificate validity), 0: unknown */
 	uint32_t (*core_self)(void); /* linked: the calling core's index (TLS's per-core state) */
+	/* Broker shards (dp/shard.h, ADR-027). n_cores > 1: every session lives on its home
+	 * core, found by SipHash of its identity with home_key (the same on every core);
+	 * mesh.send carries shard messages to another core (at most mesh_payload_max bytes
+	 * each), and the platform hands this core's incoming ones to kbroker_mesh_recv. */
+	uint32_t n_cores;
+	struct dp_mesh_ops mesh;
+	uint32_t mesh_payload_max;
+	uint8_t home_key[16];
 };
 
 struct kbroker {
@@ -83,6 +91,12 @@ MUST_CHECK int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 /* The upper layer to put in knet_config.upper (TCP settings, dp's TCP ops, dp_poll and
  * the periodic memory line). Linked: lives as long as b. */
 const struct knet_upper *kbroker_upper(struct kbroker *b);
+/* A shard message from core src (kinds DP_SHARD_KIND_FIRST..LAST; data borrowed). Owning
+ * core, from its mesh handler. */
+void kbroker_mesh_recv(struct kbroker *b, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len);
+/* Boot core, before any connection: serve every session here (the other shards cannot
+ * run). */
+void kbroker_shards_off(struct kbroker *b);
 /* Log the memory line now (also done every report_ms from the poll). Owning core. */
 void kbroker_report(struct kbroker *b);
 

@@ -634,6 +634,24 @@ static int dev_mesh_poll(void *ctx)
 	return (int)kdemux_poll(&dc->demux, dev_mesh, self);
 }
 
+/* The broker shards' messages (dp/shard.h, kinds 0x0200-0x02ff) to this core's broker. */
+static void dev_shard_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	struct dev_core *dc = ctx;
+	kbroker_mesh_recv(&dc->broker, src, msg->kind, msg->data, msg->len);
+}
+
+/* The shards' mesh op: from the calling core (the dp's own) to dst; -E_AGAIN without
+ * credit (the shard backlogs it). */
+static int dev_shard_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	(void)ctx;
+	int err = xcore_send(dev_mesh, x86_core_index(), dst, kind, data, len);
+	if (err == 0)
+		dev_wake(dst);
+	return err;
+}
+
 static const struct knet_hooks dev_core0_hooks = { .rx_steer = dev_rx_steer, .addr_changed = dev_addr_changed };
 static const struct knet_hooks dev_worker_hooks = { .tx = dev_tx_to_core0 };
 
@@ -738,6 +756,8 @@ static bool dev_core_net_init(uint32_t c, const struct kbroker_config *bc0, cons
 		err = kdemux_init(&dc->demux, dc->demux_tab, DEV_NET_DEMUX);
 		if (!err)
 			err = kdemux_register(&dc->demux, KDEMUX_NET_FIRST, KDEMUX_NET_LAST, dev_net_recv, dc);
+		if (!err)
+			err = kdemux_register(&dc->demux, KDEMUX_SHARD_FIRST, KDEMUX_SHARD_LAST, dev_shard_recv, dc);
 	}
 	if (err) {
 		LOG_ERR("boot", "core %u: stack initialisation failed (%s)", (unsigned)c, err_name(err));
@@ -745,6 +765,19 @@ static bool dev_core_net_init(uint32_t c, const struct kbroker_config *bc0, cons
 	}
 	dc->ok = true;
 	return true;
+}
+
+/* Fewer cores than the shards were built for: the home-core hash would name cores that
+ * do not serve, so core 0 serves every flow and every session alone (logged). */
+static void dev_serve_alone(const char *why)
+{
+	LOG_ERR("boot", "net: %s: core 0 serves alone (no steering, one broker shard)", why);
+	dev_n_net = 1;
+	if (!dev_steer_init(1))
+		dev_mesh = NULL;
+	else
+		ksteer_set_addr(&dev_steer, dev_cores[0].knet.ip);
+	kbroker_shards_off(&dev_cores[0].broker);
 }
 
 static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
@@ -757,7 +790,7 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 	} else {
 		LOG_WARN("boot", "broker: no usable RTC; certificates will look not yet valid");
 	}
-	const struct kbroker_config bc = {
+	struct kbroker_config bc = {
 		.core = 0,
 		.report_ms = dev_report_ms(cmdline, cmdline_len),
 		.now_ms = dev_now_ms,
@@ -783,6 +816,12 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 		n = 1;
 	}
 	dev_own_pairs = dev_net.n_pairs >= n;
+	if (n > 1) { /* one broker shard per core, sessions on their home core (ADR-027) */
+		bc.n_cores = n;
+		bc.mesh = (struct dp_mesh_ops){ dev_shard_send, NULL };
+		bc.mesh_payload_max = xcore_payload_max(dev_mesh);
+		dev_random(bc.home_key, sizeof bc.home_key);
+	}
 	/* Core 0 first: its failure means no network at all; a worker's only shrinks the
 	 * set of cores flows are steered to (the cores after it are not started either). */
 	if (!dev_core_net_init(0, &bc, &kc)) {
@@ -793,8 +832,9 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 	dev_n_net = 1;
 	for (uint32_t c = 1; c < n && dev_core_net_init(c, &bc, &kc); c++)
 		dev_n_net = c + 1;
-	if (dev_mesh && dev_n_net < n && !dev_steer_init(dev_n_net))
-		dev_n_net = 1;
+	mem_wipe(bc.home_key, sizeof bc.home_key);
+	if (dev_n_net < n)
+		dev_serve_alone("a worker's stack or broker could not be built");
 	if (dev_mesh) {
 		/* A static address was taken inside core 0's knet_init, before the workers
 		 * existed: (re)state it for the steering and every worker. */
@@ -824,12 +864,8 @@ void x86_dev_cores_started(uint32_t n_started)
 {
 	if (!dev_mesh || n_started >= dev_n_net)
 		return;
-	LOG_WARN("boot", "net: only %u of %u cores started; steering over those", (unsigned)n_started,
-		 (unsigned)dev_n_net);
-	dev_n_net = MAX(n_started, 1u);
-	if (dev_n_net == 1 || !dev_steer_init(dev_n_net))
-		dev_n_net = 1;
-	ksteer_set_addr(&dev_steer, dev_cores[0].knet.ip);
+	LOG_WARN("boot", "net: only %u of %u cores started", (unsigned)n_started, (unsigned)dev_n_net);
+	dev_serve_alone("not every core started");
 }
 
 static void dev_init_devices(uint32_t n_cores)

@@ -19,6 +19,7 @@ PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.elf
 SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh \
+	tests/smoke/x86_64-mqtt-smp4.sh \
 	tests/smoke/x86_64-steer.sh
 
 # No --emit-relocs in the image: GRUB refuses ELF files with relocation sections. The

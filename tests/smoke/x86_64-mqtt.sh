@@ -25,6 +25,19 @@
 #   x86_64-mqtt/idle-N            N idle mTLS connections each with one QoS 1
 #                                 subscription; bytes per connection from the kernel's line
 #   x86_64-mqtt/idle-close        the N connections closed: 0 connections, heap as before
+# With several cores (X86_64_MQTT_SMP, default 2; every core a broker shard, flows steered
+# by core 0, sessions on their home core: ADR-027) the same scenarios run, the per-core
+# memory lines are added up, and:
+#   x86_64-mqtt/retained-every-shard  while the retained message is stored, every core's
+#                                 shard line shows it (replicated to every shard)
+#   x86_64-mqtt/will-home-core    the will of dev-4 was published by dev-4's home core
+#   x86_64-mqtt/takeover-other-core  dev-5 connects twice with a persistent session until
+#                                 the two connections land on different cores: the
+#                                 second gets session-present, the first is ended, and
+#                                 the takeover is counted on dev-5's home core
+#   x86_64-mqtt/shards            connections were forwarded to their home core and
+#                                 routed messages reached other shards
+# X86_64_MQTT_TAG names the results (x86_64-mqtt); X86_64_MQTT_IDLE=0 skips the idle part.
 # Every wait is bounded; QEMU and every client die on exit. Whole run: ~1-3 min on TCG.
 # Usage: x86_64-mqtt.sh BUILD_DIR   (X86_64_MQTT_IDLE=N changes the idle count, 1000)
 set -uo pipefail
@@ -34,13 +47,15 @@ certs=$build/dev/certs
 here=$(cd "$(dirname "$0")" && pwd)
 helper=$here/lib/mqtt-client.py
 n_idle=${X86_64_MQTT_IDLE:-1000}
+smp=${X86_64_MQTT_SMP:-2}
+tag=${X86_64_MQTT_TAG:-x86_64-mqtt}
 # One descriptor per held connection plus the helper's own: raise the soft limit (the
 # hard limit allows it as root; otherwise the idle scenario says what failed).
 ulimit -n $((n_idle + 256)) 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # Under TCG a full handshake costs the guest about 0.1 s: budget 0.4 s each, at least 180 s.
 idle_budget_s=$(( n_idle * 2 / 5 > 180 ? n_idle * 2 / 5 : 180 ))
 py=/usr/bin/python3
-logs=$build/test-logs/x86_64-mqtt
+logs=$build/test-logs/$tag
 mkdir -p "$logs"
 log=$logs/guest.log
 tmp=$(mktemp -d /tmp/urmqtt-x86-mqtt.XXXXXX)
@@ -48,9 +63,9 @@ qpid=""
 bg_pids=()
 failed=0
 
-pass() { echo "PASS x86_64-mqtt/$1${2:+ ($2)}"; }
-fail() { echo "FAIL x86_64-mqtt/$1${2:+ ($2)}; see $log"; failed=1; }
-say() { echo "x86_64-mqtt: $*"; }
+pass() { echo "PASS $tag/$1${2:+ ($2)}"; }
+fail() { echo "FAIL $tag/$1${2:+ ($2)}; see $log"; failed=1; }
+say() { echo "$tag: $*"; }
 
 cleanup() {
 	trap - EXIT INT TERM
@@ -78,21 +93,53 @@ fi
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 say "$mode, guest 8883 at 127.0.0.1:$port"
 
-# ---- guest log helpers (CR stripped; the memory line is name=value)
+# ---- guest log helpers (CR stripped; the memory lines are name=value, one per core)
 glog() { tr -d '\r' <"$log"; }
-rep_lines() { glog | grep -a " broker: core 0: conns="; }
-# The newest memory line's field.
-rep() { rep_lines | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-# Wait (bounded, seconds) for a fresh memory line where field $1 equals $2.
+rep_lines() { glog | grep -a " broker: core [0-9]*: conns="; }
+# A field of core $2's newest line: the memory line (conns=...) or the shard line.
+core_field() { # FIELD CORE [shard]
+	local pat=" broker: core $2: conns="
+	[ "${3:-}" = shard ] && pat=" broker: core $2: shard "
+	glog | grep -a "$pat" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"
+}
+# Connection counts are summed over every core's newest line; machine-wide figures (the
+# heap above the baseline, the fixed tables) are read from core 0's line.
+rep() {
+	case $1 in
+	conns | est | hs)
+		local c t=0 v
+		for ((c = 0; c < smp; c++)); do v=$(core_field "$1" $c); t=$((t + ${v:-0})); done
+		echo $t ;;
+	*) core_field "$1" 0 ;;
+	esac
+}
+shard_sum() { # FIELD: summed over every core's newest shard line
+	local c t=0 v
+	for ((c = 0; c < smp; c++)); do v=$(core_field "$1" $c shard); t=$((t + ${v:-0})); done
+	echo $t
+}
+# Wait (bounded, seconds) until every core printed a fresh memory line and rep $1 is $2.
 wait_rep() {
-	local want=$2 n i
-	for ((i = 0; i < ${3:-15} * 5; i++)); do
+	local want=$2 n i j
+	for ((i = 0; i < ${3:-15}; i++)); do
 		n=$(rep_lines | wc -l)
-		sleep 0.2
-		[ "$(rep_lines | wc -l)" -gt "$n" ] || continue
+		for ((j = 0; j < 25 && $(rep_lines | wc -l) < n + smp; j++)); do sleep 0.2; done
 		[ "$(rep "$1")" = "$want" ] && return 0
 	done
 	return 1
+}
+# The dp log lines naming identity $1 ("broker: core C: dp: conn N from IP: device
+# identity ID [(home core H)]"), oldest first; the serving core of a line, and its home
+# core ("(home core H)" when forwarded, else the serving core).
+id_lines() { glog | grep -a " broker: core [0-9]*: dp: conn .*identity $1\( \|$\)"; }
+line_core() { sed -n 's/^.* broker: core \([0-9]*\): dp:.*$/\1/p'; }
+line_home() {
+	local l
+	l=$(cat)
+	case $l in
+	*"(home core "*) echo "$l" | sed -n 's/^.*(home core \([0-9]*\)).*$/\1/p' ;;
+	*) echo "$l" | line_core ;;
+	esac
 }
 wait_est() { wait_rep est "$1" 20 && sleep 1; } # TLS done; then give the SUBSCRIBE a moment
 settle() { wait_rep conns 0 15; }
@@ -125,17 +172,15 @@ pub() { # NAME ARGS...
 	timeout 40 mosquitto_pub -h 127.0.0.1 -p "$port" "${tls[@]}" $(as "$name") -i "$name" -d "$@" 2>&1
 }
 
-# ---- boot: one core. With more, every core is a broker shard of its own (flows are
-# steered by source port) and routing between shards is not there yet: a device and a
-# service would then meet only by chance. Several cores: tests/smoke/x86_64-steer.sh.
-timeout 600 qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp 1 -display none -no-reboot -nodefaults \
+# ---- boot: $smp cores, each a broker shard (ADR-027)
+timeout 600 qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp "$smp" -display none -no-reboot -nodefaults \
 	-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
 	-device virtio-net-pci,netdev=n0,romfile= -kernel "$img" -append "broker_report_ms=1000" \
 	</dev/null >"$log" 2>&1 &
 qpid=$!
 up=0
 for _ in $(seq 300); do
-	if glog | grep -aq "listening on TCP 8883" && glog | grep -aq "DHCP lease: " && [ -n "$(rep conns)" ]; then
+	if glog | grep -aq "listening on TCP 8883" && glog | grep -aq "DHCP lease: " && [ -n "$(core_field conns 0)" ]; then
 		up=1
 		break
 	fi
@@ -147,10 +192,60 @@ if [ $up = 0 ]; then
 	tail -n 20 "$log"
 	exit 1
 fi
-say "$(glog | grep -a "broker: MQTT over TLS" | sed 's/^.*broker: //')"
+say "$(glog | grep -a "broker: MQTT over TLS" | head -n 1 | sed "s/^.*broker: //")"
 
 # ---- cmd-to-device, telemetry-qos1, qos2, retained, will (tests/smoke/lib/mqtt-scenarios.sh)
+# Until fresh shard lines from every core make the test $1 true (bounded, seconds $2).
+wait_shards() { # TEST SECONDS
+	local i j n
+	for ((i = 0; i < $2; i++)); do
+		n=$(glog | grep -ac " broker: core [0-9]*: shard ")
+		for ((j = 0; j < 25 && $(glog | grep -ac " broker: core [0-9]*: shard ") < n + smp; j++)); do sleep 0.2; done
+		eval "$1" && return 0
+	done
+	return 1
+}
+every_core_retained() {
+	local c
+	for ((c = 0; c < smp; c++)); do [ "$(core_field retained $c shard)" = 1 ] || return 1; done
+}
+shard_lines() { glog | grep -a " broker: core [0-9]*: shard " | tail -n "$smp" | sed 's/^.*broker: //' | tr '\n' ';'; }
+after_retained() {
+	[ "$smp" -gt 1 ] || return 0
+	if wait_shards every_core_retained 15; then
+		pass retained-every-shard "retained=1 on each of the $smp shards"
+	else fail retained-every-shard "$(shard_lines)"; fi
+}
 mqtt_scenarios_delivery
+
+if [ "$smp" -gt 1 ]; then
+	# The will of dev-4 came from its home core.
+	home4=$(id_lines dev-4 | tail -n 1 | line_home)
+	if [ -n "$home4" ] && wait_shards '[ "$(core_field wills "$home4" shard)" = 1 ] && [ "$(shard_sum wills)" = 1 ]' 15; then
+		pass will-home-core "dev-4's home is core $home4; its shard published the will"
+	else fail will-home-core "home=$home4: $(shard_lines)"; fi
+
+	# A takeover whose new connection lands on another core: try until the first two
+	# connections of a round (the third, clean, one drops the session) differ in core.
+	took=0 tries=0 r="" ca="" cb=""
+	while [ $took = 0 ] && [ $tries -lt 24 ]; do
+		tries=$((tries + 1))
+		r=$(client takeover dev-5)
+		ca=$(id_lines dev-5 | tail -n 3 | sed -n 1p | line_core)
+		cb=$(id_lines dev-5 | tail -n 3 | sed -n 2p | line_core)
+		[ -n "$ca" ] && [ -n "$cb" ] && [ "$ca" != "$cb" ] && took=1
+	done
+	home5=$(id_lines dev-5 | tail -n 1 | line_home)
+	if [ $took = 1 ] && [ "$r" = "a_connack 0 b_connack 0 b_sp 1 a_closed 1" ] &&
+		wait_shards '[ "$(core_field takeovers "$home5" shard)" -ge 1 ]' 15; then
+		pass takeover-other-core "round $tries: first connection on core $ca, second on core $cb, session on home core $home5 ($r)"
+	else fail takeover-other-core "rounds=$tries cores $ca/$cb home $home5: $r; $(shard_lines)"; fi
+
+	if wait_shards '[ "$(shard_sum fwd)" -ge 1 ] && [ "$(shard_sum fanout_in)" -ge 1 ]' 15; then
+		pass shards "$(shard_sum fwd) connections forwarded to their home core, $(shard_sum fanout_in) routed messages received from other shards, $(shard_sum refused) refused"
+	else fail shards "$(shard_lines)"; fi
+	settle
+fi
 
 # ---- refusals, with the kernel's heap above baseline compared before and after
 wait_rep conns 0 15
@@ -165,10 +260,11 @@ nref1=$(glog | grep -ac "refused\|timed out\|record error\|peer ended TLS")
 if [ "$(rep conns)" = 0 ] && [ -n "$heap0" ] && [ "$heap0" = "$heap1" ]; then
 	pass no-leak "heap above baseline $heap0 -> $heap1 B, $((nref1 - nref0)) refusal log lines"
 else fail no-leak "conns=$(rep conns) heap above baseline $heap0 -> $heap1"; fi
-glog | grep -a "broker: dp: .*\(refused\|record error\|peer ended\)" | sed 's/^.*broker: dp: conn [0-9]* //' |
-	sort | uniq -c | sed 's/^/x86_64-mqtt:   guest log /' | head -n 8
+glog | grep -a "broker: core [0-9]*: dp: .*\(refused\|record error\|peer ended\)" | sed 's/^.*: dp: conn [0-9]*:\{0,1\} //' |
+	sort | uniq -c | sed "s/^/$tag:   guest log /" | head -n 8
 
 # ---- idle connections, each with one QoS 1 subscription
+if [ "$n_idle" -gt 0 ]; then
 mqtt_load_certs "$n_idle" "$tmp/load"
 MQTT_CLIENT_TIMEOUT=30 "$py" "$helper" 127.0.0.1 "$port" "$certs" idle "$n_idle" "$tmp/load" "$((idle_budget_s + 60))" \
 	>"$tmp/idle.out" 2>&1 &
@@ -181,7 +277,8 @@ for _ in $(seq $((idle_budget_s * 5))); do # N full handshakes under TCG
 done
 if grep -q "^held $n_idle" "$tmp/idle.out" && wait_rep est "$n_idle" 15; then
 	line=$(rep_lines | tail -n 1 | sed 's/^.*broker: //')
-	req=$(rep per_conn_req) blk=$(rep per_conn_blk) fixed=$(rep fixed)
+	# the machine's heap above the baseline over every core's connections
+	req=$(($(rep above_req) / n_idle)) blk=$(($(rep above_blk) / n_idle)) fixed=$(rep fixed)
 	pass "idle-$n_idle" "kernel: $n_idle connections; heap above baseline per connection $req B requested, $blk B in allocator blocks; + $fixed B fixed tables = $((req + fixed)) B per idle connection; connected in $(cut -d' ' -f3 "$tmp/idle.out") s"
 	say "guest: $line"
 else fail "idle-$n_idle" "$(tail -n 2 "$tmp/idle.out" | tr '\n' ' ') est=$(rep est)"; fi
@@ -192,6 +289,7 @@ if wait_rep conns 0 30; then
 	[ "$heap2" = "$heap1" ] && pass idle-close "0 connections, heap above baseline $heap2 B" ||
 		fail idle-close "heap above baseline $heap1 -> $heap2 B"
 else fail idle-close "conns=$(rep conns) 30 s after the clients died"; fi
+fi
 
 if ! kill -0 "$qpid" 2>/dev/null; then
 	fail guest-alive "the guest stopped during the run"

@@ -128,6 +128,32 @@ elif mode == "will":  # NAME: connect with a will on devices/NAME/status, then h
     h, b = read_pkt(s)
     print("connack", b[1], flush=True)
     time.sleep(60)
+elif mode == "takeover":  # NAME: persistent session; a second connection takes it over
+    name = args[0]
+    body = mstr("MQTT") + bytes([4, 0x00]) + struct.pack(">H", 60) + mstr(name)  # clean 0
+    a = tls_conn(*crt(name))
+    a.sendall(pkt(0x10, body))
+    h, b1 = read_pkt(a)
+    time.sleep(1.5)  # the kernel logs A's connection before B's
+    bconn = tls_conn(*crt(name))
+    bconn.sendall(pkt(0x10, body))
+    h, b2 = read_pkt(bconn)
+    try:  # the broker must end A
+        a.settimeout(10)
+        closed = a.recv(1) == b""
+    except TimeoutError:
+        closed = False
+    except (ssl.SSLError, ConnectionError, OSError):
+        closed = True
+    print("a_connack %d b_connack %d b_sp %d a_closed %d" % (b1[1], b2[1], b2[0] & 1, closed), flush=True)
+    time.sleep(1.0)
+    bconn.sendall(pkt(0xE0, b""))
+    bconn.close()
+    c = tls_conn(*crt(name))  # clean session: the persistent one is discarded
+    c.sendall(connect_pkt(name))
+    read_pkt(c)
+    c.sendall(pkt(0xE0, b""))
+    c.close()
 elif mode == "idle":  # N PREFIXDIR: N connections, certificates PREFIXDIR/load-<i>.*
     n, d = int(args[0]), args[1]
     held, t0 = [], time.time()

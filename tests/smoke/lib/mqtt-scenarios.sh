@@ -8,7 +8,8 @@
 #   pub NAME ARGS...          mosquitto_pub as NAME (-d output on stdout)
 #   wait_est N                until N connections are established (then a settling pause)
 #   settle                    until the broker holds no connection
-# and the variables tmp (scratch directory), certs (development PKI), py (Debian's
+# optionally after_retained (called while the retained message is still stored; the kernel
+# checks that every shard holds it), and the variables tmp (scratch directory), certs (development PKI), py (Debian's
 # python3), helper (lib/mqtt-client.py, run without the transport's wrapper),
 # will_polls (0.2 s polls for the will client's CONNACK) and acl_wait_s (the ACL
 # scenario's subscriber timeout). Every wait here is bounded.
@@ -48,6 +49,7 @@ mqtt_scenarios_delivery() {
 	wait "$p" 2>/dev/null
 	if grep -q "^devices/dev-3/status online$" "$tmp/ret.out"; then pass retained
 	else fail retained "$(tr '\n' ' ' <"$tmp/ret.pub") / $(tr '\n' ' ' <"$tmp/ret.out")"; fi
+	if declare -F after_retained >/dev/null; then after_retained; fi
 	pub dev-3 -t devices/dev-3/status -n -r -q 1 >/dev/null # cleared: the heap comparison below
 	settle
 
