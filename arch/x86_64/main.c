@@ -12,6 +12,9 @@
  * without a memory map, without a heap or without an entropy source.
  */
 #include "arch/x86_64/bootinfo.h"
+#ifdef URMQTT_DP_BENCH
+#include "arch/x86_64/dpbench.h"
+#endif
 #include "arch/x86_64/tls_selftest.h"
 #include "arch/x86_64/x86.h"
 #include "kernel/cmdline.h"
@@ -375,6 +378,12 @@ static NORETURN void main_continue(void *arg)
 		main_test_poll = x86_tls_concurrent_poll;
 		main_test_name = "test-tls";
 	}
+#ifdef URMQTT_DP_BENCH
+	else if (strcmp(scenario, "dpbench") == 0) {
+		main_test_poll = x86_dpbench_poll;
+		main_test_name = "dpbench";
+	}
+#endif
 #else
 	main_rng_init(main_n_slots, false);
 #endif
@@ -387,6 +396,16 @@ static NORETURN void main_continue(void *arg)
 	/* After the TLS self-test, which installs mbedTLS's hooks and initialises PSA. */
 	if (main_test_poll == x86_tls_concurrent_poll)
 		x86_tls_concurrent_setup(main_n_slots);
+#ifdef URMQTT_DP_BENCH
+	if (main_test_poll == x86_dpbench_poll) {
+		char secs[8] = "";
+		uint32_t s = 0;
+		if (cmdline_get(main_bi.cmdline, sizeof main_bi.cmdline, "dpbench_s", secs, sizeof secs) == 0)
+			for (const char *p = secs; *p >= '0' && *p <= '9' && s < 3600; p++)
+				s = s * 10u + (uint32_t)(*p - '0');
+		x86_dpbench_setup(main_n_slots, s);
+	}
+#endif
 #endif
 	main_loop_init(bsp);
 	uint32_t n_cores = acpi_why ? 1 : x86_smp_boot(main_ap);
@@ -406,7 +425,11 @@ static NORETURN void main_continue(void *arg)
 		if (n_cores != main_n_slots)
 			PANIC("heap scenario: only %u of %u cores started", (unsigned)n_cores,
 			      (unsigned)main_n_slots);
-	} else if (main_test_poll == x86_scenario_xcore_poll || main_test_poll == x86_tls_concurrent_poll) {
+	} else if (main_test_poll == x86_scenario_xcore_poll || main_test_poll == x86_tls_concurrent_poll
+#ifdef URMQTT_DP_BENCH
+		   || main_test_poll == x86_dpbench_poll
+#endif
+	) {
 		if (n_cores != main_n_slots)
 			PANIC("%s scenario: only %u of %u cores started", scenario, (unsigned)n_cores,
 			      (unsigned)main_n_slots);

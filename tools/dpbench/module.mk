@@ -8,6 +8,8 @@ CFLAGS_tools_dpbench_dpbench = $(TLS_INC)
 endif
 
 ifeq ($(URMQTT_DP_BENCH),1)
+# The kernels of this tree know the scenario (arch/x86_64/main.c dispatches test=dpbench).
+PROFILE_DEFS += -DURMQTT_DP_BENCH=1
 # The in-guest scenario (arch/x86_64/dpbench.c) and the client credentials it embeds.
 KERNEL_SRCS_x86_64 += arch/x86_64/dpbench.c
 DPB_CERTS_HEADER := $(B)/gen/urmqtt_dpbench_certs.h
