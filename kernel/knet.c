@@ -433,6 +433,15 @@ static bool knet_irq(struct knet *k, bool on)
 	return pending;
 }
 
+int knet_set_rx_pairs(struct knet *k, uint16_t n)
+{
+	if ((uint32_t)k->cfg.pair + n > k->cfg.nic->n_pairs)
+		return -E_INVAL;
+	k->cfg.n_rx_pairs = n;
+	k->irq_armed = false; /* invariant 4: the next pass without frames arms the new range */
+	return 0;
+}
+
 int knet_poll(void *ctx)
 {
 	struct knet *k = ctx;

@@ -133,6 +133,10 @@ int knet_poll(void *ctx);
 /* A worker: one received frame from the mesh (frame writable and borrowed for the call:
  * TLS decrypts in place). Owning core. Returns 1 (work), or 0 when dropped (no address). */
 int knet_input(struct knet *k, uint8_t *frame, size_t len);
+/* Receive from pairs [cfg.pair, cfg.pair + n) from now on (the device's own steering
+ * taking over from core 0's: each core then drains its own pair). Owning core, or before
+ * its loop runs; no other core may poll the pairs added. 0 or -E_INVAL (out of range). */
+MUST_CHECK int knet_set_rx_pairs(struct knet *k, uint16_t n);
 /* ext_addr: take the address (host order; ip 0: none). Re-initialises the stack below
  * TCP when it changes (ARP cache and queued frames dropped). Owning core. */
 void knet_set_addr(struct knet *k, uint32_t ip, uint32_t mask, uint32_t gw);

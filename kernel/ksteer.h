@@ -20,9 +20,13 @@
 #include "net/rss.h"
 
 /* Mesh message kinds of the network range (kernel/kdemux.h). */
-#define KSTEER_KIND_RX_FRAME 0x0100u /* core 0 -> worker, data: a received Ethernet frame */
+#define KSTEER_KIND_RX_FRAME 0x0100u /* data: a received Ethernet frame for the destination's
+				     * stack (core 0 -> worker; with the device steering, ARP
+				     * copies between any cores and other frames to core 0) */
 #define KSTEER_KIND_TX_FRAME 0x0101u /* worker -> core 0, data: a frame for core 0 to send */
 #define KSTEER_KIND_ADDR 0x0102u     /* core 0 -> worker, control: the address (below) */
+#define KSTEER_KIND_TAKE_PAIR 0x0103u /* core 0 -> worker, control, no data: receive from your
+					* own queue pair from now on (the device steers) */
 #define KSTEER_ADDR_LEN 12u          /* ip, mask, gateway: 32-bit big-endian each */
 
 enum ksteer_class {

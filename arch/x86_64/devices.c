@@ -117,6 +117,8 @@ struct dev_core {
 	struct kbroker broker;
 	struct kdemux demux;
 	struct kdemux_entry demux_tab[DEV_NET_DEMUX];
+	struct ksteer steer;  /* worker, with the device steering: its own classifier */
+	bool take_pair;       /* core 0's view of a worker: TAKE_PAIR still to send */
 	bool ok;           /* knet and broker built */
 	bool addr_dirty;   /* core 0's view of a worker: its address message still to send */
 	uint64_t steer_drops;  /* core 0: frames for this core dropped, no mesh credit */
@@ -129,6 +131,9 @@ struct dev_core {
 static struct dev_core dev_cores[PLAT_MAX_CPUS];
 static uint32_t dev_n_net;   /* cores with a stack: 0 .. dev_n_net - 1 */
 static bool dev_own_pairs;   /* every worker transmits on its own pair */
+/* The device steers (a queue pair per core): after the cores started, each core drains its
+ * own pair and frames stay on the core the device chose; else core 0 steers them all. */
+static bool dev_device_steers;
 static struct xcore_mesh *dev_mesh; /* NULL with one core */
 static struct rss_steer dev_rss;    /* core 0's */
 static uint16_t *dev_rss_indir;
@@ -452,16 +457,17 @@ static bool dev_static_ip(const char *cmdline, size_t len, uint32_t *ip, uint32_
 #endif
 }
 
-/* Every pair interrupts core 0, which receives from all of them (a worker with its own
- * pair only transmits on it and reaps without interrupts); the configuration-change
- * entry goes to core 0 too. Then the function mask is cleared. */
+/* With a pair per core, pair p interrupts core p (which drains it once the device steers;
+ * until then core 0 polls it); otherwise every pair interrupts core 0, which receives from
+ * all of them. The configuration-change entry goes to core 0. Then the function mask is
+ * cleared. */
 static void dev_net_irqs(void)
 {
 	int err = 0;
 	if (!dev_net_msix_ok)
 		return;
 	for (uint16_t p = 0; p <= dev_net.n_pairs && !err; p++)
-		err = dev_net_vector(p, 0);
+		err = dev_net_vector(p, dev_own_pairs && p < dev_n_net ? p : 0);
 	if (err) {
 		LOG_WARN("boot", "virtio-net: MSI-X programming failed (%s); polling on the tick only",
 			 err_name(err));
@@ -527,6 +533,50 @@ bool x86_dev_mesh_pending(uint32_t core)
 	return dev_mesh && core < PLAT_MAX_CPUS && dev_cores[core].ok && xcore_pending(dev_mesh, core);
 }
 
+/* ARP received on core `self`: a copy to every other core, so each core's ARP cache
+ * learns the replies to its own requests wherever they arrived. */
+static void dev_arp_copies(uint32_t self, const uint8_t *frame, size_t len)
+{
+	for (uint32_t c = 0; c < dev_n_net; c++) {
+		if (c == self)
+			continue;
+		if (xcore_send(dev_mesh, self, c, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
+			dev_wake(c);
+		else
+			dev_cores[self].arp_drops++;
+	}
+}
+
+/* A worker draining its own pair (the device steers), knet's rx_steer hook: a TCP flow to
+ * our address stays here (the device picked this queue, and our replies leave on it, so
+ * the device keeps the flow here); ARP is handled here and copied to every other core;
+ * anything else (ICMP, DHCP) is core 0's. */
+static bool dev_rx_worker(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct dev_core *dc = ctx;
+	uint32_t self = (uint32_t)(dc - dev_cores), w;
+	enum ksteer_class k = ksteer_classify(&dc->steer, frame, len, &w);
+	if (k == KSTEER_FLOW)
+		return false;
+	if (k == KSTEER_ARP) {
+		dev_arp_copies(self, frame, len);
+		return false;
+	}
+	if (xcore_send(dev_mesh, self, 0, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
+		dev_wake(0);
+	else
+		dc->steer_drops++;
+	return true;
+}
+
+/* A worker's address changed: its classifier follows. */
+static void dev_worker_addr(void *ctx, uint32_t ip, uint32_t mask, uint32_t gw)
+{
+	struct dev_core *dc = ctx;
+	(void)mask, (void)gw;
+	ksteer_set_addr(&dc->steer, ip);
+}
+
 /* Core 0, knet's rx_steer hook: where a received frame goes (kernel/ksteer.h). */
 static bool dev_rx_steer(void *ctx, const uint8_t *frame, size_t len)
 {
@@ -534,15 +584,10 @@ static bool dev_rx_steer(void *ctx, const uint8_t *frame, size_t len)
 	uint32_t w;
 	enum ksteer_class k = ksteer_classify(&dev_steer, frame, len, &w);
 	if (k == KSTEER_ARP) {
-		for (uint32_t c = 1; c < dev_n_net; c++) {
-			if (xcore_send(dev_mesh, 0, c, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
-				dev_wake(c);
-			else
-				dev_cores[c].arp_drops++;
-		}
+		dev_arp_copies(0, frame, len);
 		return false; /* and on core 0 itself */
 	}
-	if (k != KSTEER_FLOW || w == 0)
+	if (k != KSTEER_FLOW || w == 0 || dev_device_steers)
 		return false;
 	/* Frames never exceed the slot (mesh_slot_bytes >= 1536 > 1514): a refusal here is
 	 * lack of credit; the peer's TCP retransmits. Never block. */
@@ -602,9 +647,13 @@ static void dev_net_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
 	struct dev_core *dc = ctx;
 	uint32_t ip, mask, gw;
 	switch (msg->kind) {
-	case KSTEER_KIND_RX_FRAME:
-		if (src == 0)
-			(void)knet_input(&dc->knet, msg->data, msg->len);
+	case KSTEER_KIND_RX_FRAME: /* from our own cores only: never steered again */
+		(void)src;
+		(void)knet_input(&dc->knet, msg->data, msg->len);
+		break;
+	case KSTEER_KIND_TAKE_PAIR: /* the device steers: drain our own pair from now on */
+		if (src == 0 && dc != &dev_cores[0] && knet_set_rx_pairs(&dc->knet, 1) != 0)
+			dc->addr_bad++;
 		break;
 	case KSTEER_KIND_TX_FRAME:
 		if (dc == &dev_cores[0])
@@ -628,9 +677,15 @@ static int dev_mesh_poll(void *ctx)
 	struct dev_core *dc = ctx;
 	uint32_t self = (uint32_t)(dc - dev_cores);
 	if (self == 0)
-		for (uint32_t c = 1; c < dev_n_net; c++)
+		for (uint32_t c = 1; c < dev_n_net; c++) {
 			if (dev_cores[c].addr_dirty)
 				dev_addr_send(c);
+			static const uint8_t none[1];
+			if (dev_cores[c].take_pair && xcore_send_ctrl(dev_mesh, 0, c, KSTEER_KIND_TAKE_PAIR, none, 0) == 0) {
+				dev_cores[c].take_pair = false;
+				dev_wake(c);
+			}
+		}
 	return (int)kdemux_poll(&dc->demux, dev_mesh, self);
 }
 
@@ -654,6 +709,7 @@ static int dev_shard_send(void *ctx, uint32_t dst, uint16_t kind, const void *da
 
 static const struct knet_hooks dev_core0_hooks = { .rx_steer = dev_rx_steer, .addr_changed = dev_addr_changed };
 static const struct knet_hooks dev_worker_hooks = { .tx = dev_tx_to_core0 };
+static const struct knet_hooks dev_worker_mq_hooks = { .rx_steer = dev_rx_worker, .addr_changed = dev_worker_addr };
 
 /* The mesh between n cores, from the configuration. False (logged) when it cannot be
  * built: then only core 0 serves. */
@@ -730,8 +786,10 @@ static bool dev_core_net_init(uint32_t c, const struct kbroker_config *bc0, cons
 		kc.pair = dev_own_pairs ? (uint16_t)c : 0;
 		kc.tx_hook = !dev_own_pairs;
 		kc.n_tx_stage = CONF_NET_TX_STAGE_FRAMES;
-		kc.hooks = &dev_worker_hooks;
+		kc.hooks = dev_own_pairs ? &dev_worker_mq_hooks : &dev_worker_hooks;
 		kc.hooks_ctx = dc;
+		if (dev_own_pairs && ksteer_init(&dc->steer, &dev_rss) != 0)
+			return false;
 	} else if (dev_mesh) {
 		kc.hooks = &dev_core0_hooks;
 	}
@@ -862,6 +920,19 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
  * would never drain its rings). Boot core, before its own loop runs. */
 void x86_dev_cores_started(uint32_t n_started)
 {
+	if (dev_mesh && dev_own_pairs && n_started >= dev_n_net && dev_n_net > 1) {
+		/* Every core runs: the device steers from now on. Core 0 stops draining the
+		 * workers' pairs before it tells each worker to take its own (frames wait in
+		 * the queue meanwhile); this runs on core 0 before its loop does. */
+		if (knet_set_rx_pairs(&dev_cores[0].knet, 1) == 0) {
+			dev_device_steers = true;
+			for (uint32_t c = 1; c < dev_n_net; c++)
+				dev_cores[c].take_pair = true;
+			LOG_INFO("boot", "net: the device steers: each of %u cores drains its own queue pair",
+				 (unsigned)dev_n_net);
+		}
+		return;
+	}
 	if (!dev_mesh || n_started >= dev_n_net)
 		return;
 	LOG_WARN("boot", "net: only %u of %u cores started", (unsigned)n_started, (unsigned)dev_n_net);

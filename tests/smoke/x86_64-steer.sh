@@ -11,8 +11,10 @@
 #              more than one core serves some; every connection closed at the end
 #              leaves 0 on every core.
 #  steer-smp4  the same with -smp 4 (workers hand their frames back to core 0).
-#  steer-mq4   -smp 4 with a 4-queue multi_queue TAP and mq=on: workers transmit on
-#              their own queue pairs (the banner says so), same checks.
+#  steer-mq4   -smp 4 with a 4-queue multi_queue TAP and mq=on: the device steers (the
+#              TAP spreads flows over its queues; each core drains its own pair and
+#              transmits on it, so a flow stays on the core whose queue got its SYN; the
+#              kernel says so), same checks, and core 0 steered no frame to a worker.
 # The steering counters of core 0 (frames to workers, drops for lack of mesh credit) go
 # into the result line. N = X86_64_STEER_CONNS (40). Every boot and client is bounded;
 # namespaces and QEMU processes are cleaned up by a trap.
@@ -176,6 +178,8 @@ steer_run() {
 			steer=$(glog "$log" | grep -a "core 0 steering:" | tail -n 1 | sed 's/^.*steering: //')
 			if [ "$served" -lt 2 ]; then
 				fail "$name" "only $served core(s) served connections: $(echo "$lines" | tr '\n' ';')" "$log"
+			elif [ "$queues" ] && [[ "$steer" != "0 frames to workers"* ]]; then
+				fail "$name" "core 0 steered frames although the device steers: $steer" "$log"
 			else
 				kill -KILL "$cpid" 2>/dev/null
 				wait "$cpid" 2>/dev/null
@@ -198,5 +202,5 @@ steer_run() {
 
 steer_run steer-smp2 2 "" "net: 2 stacks, one per core; core 0 receives from 1 pair\\(s\\).*workers transmit through core 0"
 steer_run steer-smp4 4 "" "net: 4 stacks, one per core; core 0 receives from 1 pair\\(s\\).*workers transmit through core 0"
-steer_run steer-mq4 4 4 "net: 4 stacks, one per core; core 0 receives from 4 pair\\(s\\).*workers transmit on their own pairs"
+steer_run steer-mq4 4 4 "net: the device steers: each of 4 cores drains its own queue pair"
 exit $rc_all
