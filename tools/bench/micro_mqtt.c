@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "lib/err.h"
+#include "tools/bench/bench_mqtt.h"
 #include "mqtt/broker.h"
 
 #define MAX_SUBS 1000
@@ -55,30 +56,10 @@ static int t_send(void *ctx, void *user, const uint8_t *buf, size_t len)
 {
 	(void)ctx;
 	struct client *cl = user;
-	size_t off = 0;
-	while (cl->sub && off + 2 <= len) {
-		uint8_t h = buf[off];
-		size_t rl = 0, i = 1;
-		unsigned shift = 0;
-		while (off + i < len) {
-			rl |= (size_t)(buf[off + i] & 0x7f) << shift;
-			shift += 7;
-			if (!(buf[off + i++] & 0x80))
-				break;
-		}
-		const uint8_t *b = buf + off + i;
-		if (off + i + rl > len)
-			break;
-		if ((h >> 4) == 3) {
-			cl->delivered++;
-			delivered_total++;
-			if (((h >> 1) & 3) == 1 && rl >= 4) {
-				size_t tl = ((size_t)b[0] << 8) | b[1];
-				if (2 + tl + 2 <= rl && cl->n_acks < ACKQ)
-					cl->acks[cl->n_acks++] = (uint16_t)((b[2 + tl] << 8) | b[3 + tl]);
-			}
-		}
-		off += i + rl;
+	if (cl->sub) {
+		unsigned n = bench_scan_publishes(buf, len, cl->acks, &cl->n_acks, ACKQ);
+		cl->delivered += n;
+		delivered_total += n;
 	}
 	return 0;
 }

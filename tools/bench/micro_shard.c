@@ -22,6 +22,7 @@
 
 #include "dp/shard.h"
 #include "lib/err.h"
+#include "tools/bench/bench_mqtt.h"
 
 #define NSUB 10
 #define ACKQ 256
@@ -77,32 +78,11 @@ static int t_send(void *ctx, void *user, const uint8_t *buf, size_t len)
 {
 	(void)ctx;
 	struct client *cl = user;
-	size_t off = 0;
-	while (cl->sub && off + 2 <= len) {
-		uint8_t h = buf[off];
-		size_t rl = 0, i = 1;
-		unsigned shift = 0;
-		while (off + i < len) {
-			rl |= (size_t)(buf[off + i] & 0x7f) << shift;
-			shift += 7;
-			if (!(buf[off + i++] & 0x80))
-				break;
-		}
-		const uint8_t *b = buf + off + i;
-		if (off + i + rl > len)
-			break;
-		if ((h >> 4) == 3) {
-			delivered++;
-			if (((h >> 1) & 3) == 1 && rl >= 4) {
-				size_t tl = ((size_t)b[0] << 8) | b[1];
-				if (2 + tl + 2 <= rl && cl->n_acks < ACKQ)
-					cl->acks[cl->n_acks++] = (uint16_t)((b[2 + tl] << 8) | b[3 + tl]);
-			}
-		}
-		off += i + rl;
-	}
+	if (cl->sub)
+		delivered += bench_scan_publishes(buf, len, cl->acks, &cl->n_acks, ACKQ);
 	return 0;
 }
+
 static void t_close(void *ctx, void *user)
 {
 	(void)ctx;
