@@ -248,6 +248,22 @@ static void test_arp_reply(void **state)
 	assert_int_equal(k.st.rx_frames, 1);
 }
 
+/* The device takes over steering: a knet stops and starts draining its pair on demand
+ * (knet_set_rx_pairs), and refuses a range the device does not have. */
+static void test_rx_pairs_switch(void **state)
+{
+	(void)state;
+	up();
+	assert_int_equal(knet_set_rx_pairs(&k, 2), -E_INVAL); /* the device has one pair */
+	assert_int_equal(knet_set_rx_pairs(&k, 0), 0);
+	arp_request(); /* waits in the queue: nobody drains it */
+	assert_int_equal(k.st.rx_frames, 0);
+	assert_int_equal(knet_set_rx_pairs(&k, 1), 0);
+	(void)knet_poll(&k);
+	assert_int_equal(k.st.rx_frames, 1); /* the waiting frame, answered */
+	assert_int_equal(ld_be16(fake_vio.last_tx + 12), 0x0806);
+}
+
 static void test_icmp_echo(void **state)
 {
 	(void)state;
@@ -533,6 +549,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_config_rejected, setup, NULL),
 		cmocka_unit_test_setup_teardown(test_arp_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_pairs_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_icmp_echo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tcp_echo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tcp_closed_port_rst, setup, teardown),
