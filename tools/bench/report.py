@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # make bench, last step: reads the raw lines tools/bench/run.sh collected (one JSON object
 # per load-generator run, idle measurement or microbenchmark), takes the median per figure
-# and broker, prints the side-by-side table (both values and urMQTT/Mosquitto), writes
-# OUT/results.json and, with gnuplot, OUT/bench-*.png. Reads and reports only; it never
-# judges a figure as pass or fail.
+# and broker, prints the side-by-side table (both values and urMQTT/Mosquitto), then the
+# virtual machines' table (the urMQTT image vs Mosquitto in a Linux guest, same QEMU
+# settings; group vm of run.sh), writes OUT/results.json and, with gnuplot,
+# OUT/bench-*.png. Reads and reports only; it never judges a figure as pass or fail.
 import argparse
 import json
 import os
@@ -249,6 +250,8 @@ res = {
     "raw": rows,
 }
 print()
+if not any(u is not None or m is not None for _k, _l, _u, u, m, _b in figs):
+    print("make bench — no figures of the hosted broker and Mosquitto (BENCH_ONLY)")
 print("make bench — urMQTT (hosted, hostrel, TAP in a netns) vs Mosquitto %s (same netns, loopback)"
       % (subprocess.run(["sh", "-c", "mosquitto -h 2>/dev/null | head -n 1 | awk '{print $3}'"],
                         capture_output=True, text=True).stdout.strip() or "?"))
@@ -344,6 +347,87 @@ if dpb:
     print("  in-guest data plane (dp-bench: TLS 1.3 + mTLS + CONNECT/CONNACK + DISCONNECT, client in the"
           " same guest, no NIC): " + "; ".join(parts))
 res["micro_summary"] = summary
+
+
+# ---- virtual machines: the urMQTT image vs Linux+Mosquitto in a guest, same QEMU settings ----
+def vm_table():
+    st = [r for r in rows if r.get("vm") == "settings"]
+    if not st:
+        return None
+    st = st[-1]
+    UV, LG = "urmqtt-vm", "linux-guest"
+
+    def idle_vm(b, fn):
+        r = [x for x in runs(b, "vm_idle") if x.get("held")]
+        try:
+            return fn(r[-1]) if r else None
+        except (KeyError, TypeError, ZeroDivisionError):
+            return None
+    own_u = idle_vm(UV, lambda r: r["own_bytes_per_conn"])
+    rss_g = idle_vm(LG, lambda r: (r["rss1_kb"] - r["rss0_kb"]) * 1024 / r["held"])
+    used_g = idle_vm(LG, lambda r: (r["used1_kb"] - r["used0_kb"]) * 1024 / r["held"])
+    n = st.get("idle")
+    rate = st.get("rate")
+    f = [
+        ("vm_hs_full_per_s", "full mTLS handshakes/s (%s in flight)" % args.k, "1/s",
+         med(UV, "vm_hs_full", "handshakes_per_s"), med(LG, "vm_hs_full", "handshakes_per_s"), "higher"),
+        ("vm_hs_resumed_per_s", "resumed handshakes/s (ticket)", "1/s",
+         med(UV, "vm_hs_resumed", "handshakes_per_s"), med(LG, "vm_hs_resumed", "handshakes_per_s"),
+         "higher"),
+        ("vm_hs_full_cpu_us", "QEMU process CPU per full handshake", "us",
+         cpu_us_per_hs(UV, "vm_hs_full"), cpu_us_per_hs(LG, "vm_hs_full"), "lower"),
+        ("vm_hs_resumed_cpu_us", "QEMU process CPU per resumed handshake", "us",
+         cpu_us_per_hs(UV, "vm_hs_resumed"), cpu_us_per_hs(LG, "vm_hs_resumed"), "lower"),
+        ("vm_idle_bytes_per_conn", "bytes/idle conn at %s (urMQTT heap/N + fixed | Mosq RSS delta/N)"
+         % n, "B", own_u, rss_g, "lower"),
+        ("vm_idle_bytes_per_conn_guest", "bytes/idle conn at %s (urMQTT the same | guest used mem delta/N)"
+         % n, "B", own_u, used_g, "lower"),
+        ("vm_idle_connect_s", "seconds to open the %s idle connections" % n, "s",
+         idle_vm(UV, lambda r: r["connect_s"]), idle_vm(LG, lambda r: r["connect_s"]), "lower"),
+        ("vm_q0_msgs_per_s", "QoS 0 msgs/s, 64 B, %s pub -> 1 sub" % args.pubs, "1/s",
+         med(UV, "vm_q0", "msgs_per_s"), med(LG, "vm_q0", "msgs_per_s"), "higher"),
+        ("vm_q1_msgs_per_s", "QoS 1 msgs/s, 64 B, %s pub -> 1 sub" % args.pubs, "1/s",
+         med(UV, "vm_q1", "msgs_per_s"), med(LG, "vm_q1", "msgs_per_s"), "higher"),
+        ("vm_lat_p50_us", "latency p50 at %s msgs/s QoS 1" % rate, "us",
+         med(UV, "vm_lat", "lat_us_p50"), med(LG, "vm_lat", "lat_us_p50"), "lower"),
+        ("vm_lat_p99_us", "latency p99 at %s msgs/s QoS 1" % rate, "us",
+         med(UV, "vm_lat", "lat_us_p99"), med(LG, "vm_lat", "lat_us_p99"), "lower"),
+        ("vm_lat_msgs_per_s", "msgs/s delivered at that rate", "1/s",
+         med(UV, "vm_lat", "msgs_per_s"), med(LG, "vm_lat", "msgs_per_s"), "higher"),
+        ("vm_boot_ms", "QEMU start -> accepting TCP on 8883 (median of %s)" % st.get("boots"), "ms",
+         med(UV, "vm_boot", "ms"), med(LG, "vm_boot", "ms"), "lower"),
+    ]
+    out_ = {"settings": st, "figures": {}, "notes": []}
+    for b in (UV, LG):
+        rs = [r.get("before") for r in rows if r.get("broker") == b and r.get("figure") == "vm_restart"]
+        if rs:
+            out_["notes"].append("%s stopped (crash or panic) and was booted again before: %s"
+                                 % (b, ", ".join(rs)))
+        h = idle_vm(b, lambda r: r["held"])
+        if h is not None and n and h != n:
+            out_["notes"].append("%s held %s of %s idle connections" % (b, h, n))
+    print()
+    print("virtual machines, same QEMU settings (%s here): urMQTT image vs Linux+Mosquitto guest"
+          % st.get("accel", "?").upper())
+    print("q35, -smp %s -m %s, virtio-net over a TAP in a namespace of its own, pinned to the broker"
+          " core; medians of %s runs of %ss (idle: one run)"
+          % (st.get("smp"), st.get("mem"), args.runs, args.seconds))
+    w_ = 72
+    print("%-*s %12s %12s %8s" % (w_, "figure", "urMQTT VM", "Linux+Mosq", "ratio"))
+    for key, label, unit, u, m, better in f:
+        if u is None and m is None:
+            continue
+        ratio = (u / m) if (u is not None and m and better != "none") else None
+        out_["figures"][key] = {"label": label, "unit": unit, "urmqtt_vm": u, "linux_guest": m,
+                                "ratio_urmqtt_vm_over_linux_guest": ratio, "better": better}
+        print("%-*s %12s %12s %8s" % (w_, "%s [%s, %s]" % (label, unit, better), fmt(u), fmt(m),
+                                      ("%.2fx" % ratio) if ratio is not None else "n/a"))
+    for n_ in out_["notes"]:
+        print("vm: " + n_)
+    return out_
+
+
+res["vm"] = vm_table()
 for r in res["micro"]:
     print("micro %s: %s" % (r.get("micro"), " ".join("%s=%s" % (k, v) for k, v in r.items()
                                                        if k != "micro")))
@@ -353,7 +437,7 @@ with open(os.path.join(args.out, "results.json"), "w") as f:
     json.dump(res, f, indent=1)
 
 # ---- plots ---------------------------------------------------------------------------
-if args.plot == "1":
+if args.plot == "1" and any(u and m for _k, _l, _u, u, m, _b in figs):
     dat = os.path.join(args.out, "bench.dat")
     with open(dat, "w") as f:
         for key, label, unit, u, m, better in figs:

@@ -25,9 +25,25 @@
 # Both brokers run at once on the broker core (one idle while the other is measured) and
 # their runs of every figure alternate (urMQTT, Mosquitto, urMQTT, ...), so on a shared,
 # noisy machine both see the same background load; each figure is the median of its runs.
+# Virtual machines (group vm): urMQTT as the VM image (TREE/x86_64/urmqtt.elf, static
+# address on a TAP) against Mosquitto inside a small Debian guest (tools/bench/linux-guest,
+# built in BENCH_LINUX_GUEST_DIR, default build/bench/linux-guest), each in a namespace and
+# TAP of its own, the same QEMU settings for both (q35, BENCH_VM_SMP vCPUs, default 1,
+# BENCH_VM_MEM, default 512M, virtio-net over the TAP, the accelerator: KVM when /dev/kvm
+# opens, else TCG) pinned to the broker core like the brokers. A subset of the figures
+# (under TCG a guest opens only a few dozen connections/s): full and resumed handshakes/s and
+# the QEMU process's CPU per handshake; bytes per idle connection at BENCH_VM_IDLE (1,000)
+# connections (urMQTT: the kernel's heap above its baseline / connections + its fixed table
+# bytes per connection; the guest: Mosquitto's RSS delta / N and the guest's used-memory delta
+# / N); QoS 0 and 1 msgs/s (64 B, flat out); latency p50/p99 at BENCH_VM_RATE (100) msgs/s
+# QoS 1 (not BENCH_RATE: the guest's Mosquitto passes only ~230 QoS 1 msgs/s flat out under
+# TCG here, the rate stays well below both VMs' maximum); QEMU start -> accepting TCP on 8883, BENCH_VM_BOOTS (3)
+# boots each, the other VM stopped. Both VMs run at once (one idle while the other is
+# measured) and their runs alternate, like the two brokers above.
 # Usage: run.sh TREE OUT [IMAGE]   (TREE: the bench build tree; OUT: results directory;
 #        IMAGE: the x86_64 urmqtt.elf for boot time and size, skipped when absent)
-# BENCH_ONLY="hs idle pubsub lat storm boot dpbench micro" picks figure groups (default: all).
+# BENCH_ONLY="hs idle pubsub lat storm boot dpbench micro vm" picks figure groups (default:
+# all).
 # dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
 # with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
 set -uo pipefail
@@ -39,7 +55,7 @@ secs=${BENCH_SECONDS:-5}
 idle_list=${BENCH_IDLE:-1000 10000}
 idle_list=${idle_list//,/ }
 rate=${BENCH_RATE:-1000}
-only=" ${BENCH_ONLY:-hs idle pubsub lat storm boot dpbench micro} "
+only=" ${BENCH_ONLY:-hs idle pubsub lat storm boot dpbench micro vm} "
 # Storm: devices, cap on new connection attempts per second, seconds of storm, each
 # attempt's deadline (ms), how long a connected storm device stays before it drops (ms).
 storm_dev=${BENCH_STORM_DEV:-1500}
@@ -56,6 +72,17 @@ hold_k=${BENCH_HOLD_K:-16}
 # (PSA key slots, tls/mbedtls_config.h MBEDTLS_PSA_KEY_SLOT_COUNT 16) — see BENCHMARKS.md.
 k=${BENCH_K:-3}
 pubs=${BENCH_PUBS:-4}
+# the virtual machines (group vm)
+vm_smp=${BENCH_VM_SMP:-1}
+vm_mem=${BENCH_VM_MEM:-512M}
+vm_idle=${BENCH_VM_IDLE:-1000}
+vm_rate=${BENCH_VM_RATE:-100}
+vm_boots=${BENCH_VM_BOOTS:-3}
+# Connections in flight while the VMs open the idle connections: the handshake figures' 3.
+# (16, the hosted figure's, made the urMQTT image's watchdog stop it under TCG: its 'net'
+# handler ran > 210 ms with 16 handshakes in flight on one core.)
+vm_hold_k=${BENCH_VM_HOLD_K:-$k}
+lg_dir=${BENCH_LINUX_GUEST_DIR:-build/bench/linux-guest}
 
 broker=$tree/hostrel/urmqtt
 loadgen=$tree/hostrel/tools/loadgen
@@ -64,6 +91,12 @@ devcerts=$out/certs
 raw=$out/raw.jsonl
 ns=urmqtt-bench-$$
 tap=ubtap0
+# the VMs: a namespace and a TAP each, the same addresses as the hosted broker's (the dev
+# server certificate names 10.79.0.2)
+vm_img=$tree/x86_64/urmqtt.elf
+declare -A ns_of=([urmqtt-vm]=urmqtt-bench-vm-$$ [linux-guest]=urmqtt-bench-lg-$$)
+declare -A tap_of=([urmqtt-vm]=ubtap1 [linux-guest]=ubtap2)
+vm_nss=()
 lin_ip=10.79.0.1
 our_ip=10.79.0.2
 srcs_tap=10.79.0.1,10.79.0.3,10.79.0.4,10.79.0.5
@@ -76,7 +109,8 @@ t_start=$(date +%s)
 say() { echo "bench: $*"; }
 want() { [[ "$only" == *" $1 "* ]]; }
 idle_max=0
-for n in $idle_list; do [ "$n" -gt "$idle_max" ] && idle_max=$n; done
+want idle && for n in $idle_list; do [ "$n" -gt "$idle_max" ] && idle_max=$n; done
+want vm && [ "$vm_idle" -gt "$idle_max" ] && idle_max=$vm_idle
 n_certs=$((idle_max > pubs + storm_dev ? idle_max : pubs + storm_dev))
 max_conn=$((n_certs + 64))
 in_ns() { ip netns exec "$ns" "$@"; }
@@ -85,6 +119,19 @@ cleanup() {
 	trap - EXIT INT TERM
 	stop_brokers
 	ip netns del "$ns" 2>/dev/null
+	vm_net_del
+}
+# vm_net_del: every process still inside a VM namespace (a QEMU whose pid an interrupted
+# boot.sh never returned, a load generator) gets TERM, then KILL; then the namespaces go
+vm_net_del() {
+	local n p
+	for n in "${vm_nss[@]}"; do
+		for p in $(ip netns pids "$n" 2>/dev/null); do kill -TERM "$p" 2>/dev/null; done
+		for _ in $(seq 30); do [ -z "$(ip netns pids "$n" 2>/dev/null)" ] && break; sleep 0.1; done
+		for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+		ip netns del "$n" 2>/dev/null
+	done
+	vm_nss=()
 }
 stop_brokers() {
 	local p
@@ -100,7 +147,12 @@ stop_brokers() {
 # use NAME: the broker the next measurement goes to (address, sources, log, process)
 use() {
 	name=$1
-	if [ "$1" = urmqtt ]; then host=$our_ip srcs=$srcs_tap; else host=127.0.0.1 srcs=$srcs_lo; fi
+	bns=$ns
+	case $1 in
+	urmqtt) host=$our_ip srcs=$srcs_tap ;;
+	urmqtt-vm | linux-guest) host=$our_ip srcs=$srcs_tap bns=${ns_of[$1]} ;;
+	*) host=127.0.0.1 srcs=$srcs_lo ;;
+	esac
 	blog=$out/$1.log
 	bpid=${pid_of[$1]}
 }
@@ -188,7 +240,7 @@ lg() {
 	shift 2
 	local c0 c1 j
 	c0=$(cpu_ticks "$bpid")
-	j=$(timeout 300 ip netns exec "$ns" taskset -c "$lcpu" "$loadgen" "$mode" --host "$host" \
+	j=$(timeout 300 ip netns exec "$bns" taskset -c "$lcpu" "$loadgen" "$mode" --host "$host" \
 		--src "$srcs" --ca "$certs/ca.crt" --devdir "$devcerts" --svcdir "$certs" "$@" \
 		2>>"$out/loadgen-$name.log" | tail -n 1)
 	c1=$(cpu_ticks "$bpid")
@@ -260,7 +312,7 @@ storm() { # one storm run: established clients publish at $rate msgs/s QoS 1 thr
 	local rss0
 	rss0=$(rss_kb "$bpid")
 	# memory through the run, every 0.5 s (bounded by the load generator's own deadline)
-	( for _ in $(seq 600); do echo "$(rss_kb "$bpid")"; sleep 0.5; done ) >"$mon" &
+	( for _ in $(seq 600); do rss_kb "$bpid"; sleep 0.5; done ) >"$mon" &
 	local mpid=$!
 	j=$(timeout 300 ip netns exec "$ns" taskset -c "$lcpu" "$loadgen" storm --host "$host" \
 		--src "$srcs" --ca "$certs/ca.crt" --devdir "$devcerts" --svcdir "$certs" \
@@ -368,15 +420,220 @@ start_brokers() {
 }
 : >"$out/urmqtt.log"
 : >"$out/mosquitto.log"
-start_brokers 0
-[ ${#brokers[@]} -gt 0 ] && measure
-stop_brokers
+if want hs || want idle || want pubsub || want lat || want storm; then
+	start_brokers 0
+	[ ${#brokers[@]} -gt 0 ] && measure
+	stop_brokers
+fi
 if want boot; then
 	say "Mosquitto: process start to accepting on 8883 (a Linux process, no OS boot), $boots times"
 	in_ns timeout 120 taskset -c "$bcpu" python3 tools/bench/boot_size.py start "$boots" -- \
 		"$mosq" -c "$out/mosquitto.conf" >>"$raw" 2>>"$out/boot.log"
 fi
 ip netns del "$ns" 2>/dev/null
+
+# ---- virtual machines: the urMQTT image vs Mosquitto in a Linux guest, same QEMU settings ----
+# vm_net NAME: NAME's namespace with its TAP (host side 10.79.0.1 and the extra sources);
+# the trap removes it
+vm_net() {
+	local n=${ns_of[$1]} t=${tap_of[$1]} a
+	ip netns add "$n" || return 1
+	vm_nss+=("$n")
+	ip netns exec "$n" ip link set lo up &&
+		ip netns exec "$n" ip tuntap add dev "$t" mode tap || return 1
+	for a in ${srcs_tap//,/ }; do ip netns exec "$n" ip addr add "$a/24" dev "$t" || return 1; done
+	ip netns exec "$n" ip link set "$t" up || return 1
+	ip netns exec "$n" sysctl -q -w net.ipv4.ip_local_port_range="10000 65000" >/dev/null 2>&1
+	ip netns exec "$n" sysctl -q -w net.ipv4.tcp_tw_reuse=1 >/dev/null 2>&1
+	return 0
+}
+# accepting NS: a TCP connection to the guest's 8883 from NS succeeds within a second
+accepting() { ip netns exec "$1" timeout 1 bash -c "exec 3<>/dev/tcp/$our_ip/8883" 2>/dev/null; }
+# vm_start NAME LOG: boots NAME's VM on the broker core (pid_of[NAME]); appends its QEMU
+# start -> accepting time to raw.jsonl as figure FIGURE (third argument, optional)
+vm_start() {
+	local b=$1 log=$2 fig=${3:-} t0 ms="" p
+	local n=${ns_of[$1]} t=${tap_of[$1]}
+	if [ "$b" = linux-guest ]; then
+		# boot.sh: the same QEMU settings, waits (bounded) for 8883, prints "<pid> <ms>"
+		local r
+		r=$(LINUX_GUEST_STATS=1 timeout 300 taskset -c "$bcpu" tools/bench/linux-guest/boot.sh \
+			"$lg_dir" "$certs" "$t" "$n" "$vm_smp" "$vm_mem" "$log") || return 1
+		pid_of[$b]=${r%% *}
+		ms=${r##* }
+	else
+		t0=$(date +%s%N)
+		ip netns exec "$n" taskset -c "$bcpu" qemu-system-x86_64 -M q35 "${vm_accel[@]}" \
+			-smp "$vm_smp" -m "$vm_mem" -nographic -no-reboot -nodefaults -serial stdio \
+			-netdev "tap,id=n0,ifname=$t,script=no,downscript=no" \
+			-device virtio-net-pci,netdev=n0,romfile= -kernel "$vm_img" \
+			-append "ip=$our_ip/24 gw=$lin_ip broker_report_ms=1000" </dev/null >"$log" 2>&1 &
+		p=$!
+		pid_of[$b]=$p
+		# the address and the listener on the console first (a probe before the guest
+		# answers ARP waits for the next ARP retry), then TCP probes; at most 120 s
+		local up=0 seen=0
+		for _ in $(seq 2400); do
+			kill -0 "$p" 2>/dev/null || break
+			if [ $seen = 0 ]; then
+				grep -aq 'static address: ' "$log" && grep -aq 'listening on TCP 8883' "$log" &&
+					seen=1
+				[ $seen = 1 ] || { sleep 0.05; continue; }
+			fi
+			accepting "$n" && { up=1; break; }
+			sleep 0.05
+		done
+		[ $up = 1 ] || { say "urMQTT image did not accept on $our_ip:8883 (see $log)"; vm_stop "$b"; return 1; }
+		ms=$((($(date +%s%N) - t0) / 1000000))
+	fi
+	[ -n "$fig" ] && echo "{\"broker\":\"$b\",\"figure\":\"$fig\",\"ms\":$ms,\"accel\":\"$vm_acc\"}" >>"$raw"
+	say "[$b] QEMU start -> accepting on $our_ip:8883: $ms ms"
+	return 0
+}
+vm_stop() { # NAME: stops that VM only (QEMU exits on TERM)
+	local p=${pid_of[$1]:-}
+	[ -n "$p" ] || return 0
+	kill -TERM "$p" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	unset "pid_of[$1]"
+}
+# the guest's last "lg-stats" value KEY (kB), 0 when there is none
+lg_stat() {
+	grep -a '^lg-stats' "$out/linux-guest.log" | tail -n 1 | tr -d '\r' | tr ' ' '\n' |
+		sed -n "s/^$1=//p" | grep . || echo 0
+}
+# the urMQTT image's memory from its last report (every core's last "broker: core N: conns="
+# line): connections summed over the cores, the machine's heap above its baseline
+# (above_req), the fixed table bytes per connection; as JSON members
+vm_kmem() {
+	grep -a ' broker: core [0-9]*: conns=' "$blog" | tail -n $((vm_smp * 4)) | tr -d '\r' |
+		python3 -c 'import sys,re,json
+last={}
+for l in sys.stdin:
+    m=re.search(r"core (\d+): conns=(\d+) .*fixed=(\d+) above_req=(\d+)",l)
+    if m: last[m.group(1)]=[int(x) for x in m.groups()[1:]]
+c=sum(v[0] for v in last.values())
+a=max((v[2] for v in last.values()),default=0)
+f=max((v[1] for v in last.values()),default=0)
+d={"conns":c,"above_req":a,"fixed":f,"own_bytes_per_conn":(a//c+f) if c else None}
+print(json.dumps(d)[1:-1])'
+}
+# vm_each TAG CMD ARGS...: like each, for the VMs; a VM found stopped (its QEMU gone or its
+# kernel's panic line on the console) is counted (figure vm_restart, before TAG) and booted
+# again, its old console kept as NAME-crash-N.log, so one crash costs one figure's run only
+vm_dead() { # NAME: its QEMU is gone or its kernel panicked
+	! kill -0 "${pid_of[$1]:-0}" 2>/dev/null || grep -aq -e '^\*\*\* PANIC' -e 'Kernel panic' "$out/$1.log"
+}
+vm_each() {
+	local b tag=$1 c
+	shift
+	for b in "${brokers[@]}"; do
+		if vm_dead "$b"; then
+			vm_crashes=$((vm_crashes + 1))
+			c=$out/$b-crash-$vm_crashes.log
+			say "[$b] stopped before $tag (console: $c); booting it again"
+			grep -a -e PANIC -e 'Kernel panic' "$out/$b.log" | head -n 2 | sed 's/^/    /'
+			echo "{\"broker\":\"$b\",\"figure\":\"vm_restart\",\"before\":\"$tag\"}" >>"$raw"
+			vm_stop "$b"
+			cp "$out/$b.log" "$c"
+			vm_start "$b" "$out/$b.log" || { say "[$b] did not boot again"; continue; }
+		fi
+		use "$b"
+		"$@"
+	done
+}
+vm_crashes=0
+vm_idle_run() { # N: N idle connections (one QoS 1 subscription each); the VM's memory at N
+	local n=$1 ready=$out/ready-$name-$1 hj=$out/hold-$name-$1.json
+	local rss0=0 used0=0 rss1=0 used1=0 km="" held connect_s
+	say "[$name] $n idle connections, one QoS 1 subscription each ($vm_hold_k in flight while opening)"
+	rm -f "$ready"
+	if [ "$name" = linux-guest ]; then rss0=$(lg_stat mosquitto_rss_kb); used0=$(lg_stat guest_used_kb); fi
+	timeout 600 ip netns exec "$bns" taskset -c "$lcpu" "$loadgen" hold --host "$host" --src "$srcs" \
+		--ca "$certs/ca.crt" --devdir "$devcerts" --n "$n" --k "$vm_hold_k" --seconds 5 \
+		--ready-file "$ready" >"$hj" 2>>"$out/loadgen-$name.log" &
+	local hpid=$!
+	for _ in $(seq 5400); do
+		[ -f "$ready" ] && break
+		kill -0 $hpid 2>/dev/null || break
+		vm_dead "$name" && { say "[$name] the VM stopped while opening"; kill $hpid 2>/dev/null; break; }
+		sleep 0.1
+	done
+	sleep 2.5 # a report line (every second) with every connection open
+	if [ "$name" = linux-guest ]; then
+		rss1=$(lg_stat mosquitto_rss_kb); used1=$(lg_stat guest_used_kb)
+	else
+		km=$(vm_kmem)
+	fi
+	wait $hpid
+	held=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("held",0))' "$hj" 2>/dev/null || echo 0)
+	connect_s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("connect_s",0))' "$hj" 2>/dev/null || echo 0)
+	echo "{\"broker\":\"$name\",\"figure\":\"vm_idle\",\"n\":$n,\"held\":${held:-0},\"connect_s\":${connect_s:-0},\"rss0_kb\":$rss0,\"rss1_kb\":$rss1,\"used0_kb\":$used0,\"used1_kb\":$used1${km:+,$km}}" >>"$raw"
+	if [ "$name" = linux-guest ]; then
+		echo "    held=$held in ${connect_s}s mosquitto_rss_delta_kb=$((rss1 - rss0)) guest_used_delta_kb=$((used1 - used0))"
+	else
+		echo "    held=$held in ${connect_s}s ${km:-no report line}"
+	fi
+	sleep 2 # the VM closes the held connections
+}
+
+if want vm; then
+	if [ -r /dev/kvm ] && (exec 3<>/dev/kvm) 2>/dev/null; then
+		vm_accel=(-enable-kvm -cpu "host,-arch-capabilities") vm_acc=kvm
+	else
+		vm_accel=(-accel "tcg,thread=multi" -cpu max) vm_acc=tcg
+	fi
+	echo "{\"vm\":\"settings\",\"accel\":\"$vm_acc\",\"smp\":$vm_smp,\"mem\":\"$vm_mem\",\"rate\":$vm_rate,\"idle\":$vm_idle,\"boots\":$vm_boots}" >>"$raw"
+	vms=()
+	if ! command -v qemu-system-x86_64 >/dev/null; then
+		say "virtual machines skipped: no qemu-system-x86_64"
+	else
+		if [ -f "$vm_img" ]; then vms+=(urmqtt-vm); else say "urMQTT image skipped: no $vm_img (make bench builds it)"; fi
+		if [ -f "$lg_dir/vmlinux" ] && [ -f "$lg_dir/initrd.base" ]; then
+			vms+=(linux-guest)
+		else
+			say "Linux+Mosquitto guest skipped: not built (tools/bench/linux-guest/build.sh $lg_dir)"
+		fi
+	fi
+	brokers=()
+	for b in "${vms[@]}"; do
+		if ! vm_net "$b"; then say "[$b] could not create its namespace and TAP device"; continue; fi
+		if vm_start "$b" "$out/$b.log"; then brokers+=("$b"); else say "[$b] did not start (see $out/$b.log)"; fi
+	done
+	if [ ${#brokers[@]} -gt 0 ]; then
+		say "virtual machines (${vm_acc^^}, -smp $vm_smp -m $vm_mem, virtio-net over a TAP, on CPU $bcpu): ${brokers[*]}"
+		say "[vm] full handshakes ($k in flight)"
+		for r in $(seq "$runs"); do vm_each hs_full lg vm_hs_full handshake --k "$k" --seconds "$secs"; done
+		say "[vm] resumed handshakes"
+		for r in $(seq "$runs"); do vm_each hs_resumed lg vm_hs_resumed handshake --k "$k" --seconds "$secs" --resume; done
+		vm_each idle vm_idle_run "$vm_idle"
+		for q in 0 1; do
+			say "[vm] QoS $q flat out, 64-byte payloads, $pubs publishers -> 1 subscriber"
+			for r in $(seq "$runs"); do
+				vm_each "q$q" lg "vm_q$q" pubsub --pubs "$pubs" --subs 1 --qos $q --payload 64 --k "$k" --seconds "$secs"
+			done
+		done
+		say "[vm] latency at $vm_rate msgs/s, QoS 1"
+		for r in $(seq "$runs"); do
+			vm_each lat lg vm_lat pubsub --pubs "$pubs" --subs 1 --qos 1 --payload 64 --rate "$vm_rate" --k "$k" --seconds "$secs"
+		done
+		vm_each end true
+		# QEMU start -> accepting, one VM at a time (nothing else on the broker core)
+		vmb=("${brokers[@]}")
+		for b in "${vmb[@]}"; do vm_stop "$b"; done
+		say "[vm] QEMU start -> accepting TCP on 8883, $vm_boots boots each, one VM at a time"
+		for r in $(seq "$vm_boots"); do
+			for b in "${vmb[@]}"; do
+				vm_start "$b" "$out/$b-boot.log" vm_boot || say "[$b] boot $r did not accept"
+				vm_stop "$b"
+			done
+		done
+	fi
+	for b in "${!pid_of[@]}"; do vm_stop "$b"; done
+	vm_net_del
+fi
 
 # ---- boot time and image size --------------------------------------------------------------
 if want boot; then
@@ -400,9 +657,9 @@ dpb_secs=${BENCH_DPB_SECONDS:-10}
 if want dpbench; then
 	if [ -f "$dpb_img" ] && command -v qemu-system-x86_64 >/dev/null; then
 		if [ -r /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
-			dpb_accel=(-enable-kvm -cpu host,-arch-capabilities)
+			dpb_accel=(-enable-kvm -cpu "host,-arch-capabilities")
 		else
-			dpb_accel=(-accel tcg,thread=multi -cpu max)
+			dpb_accel=(-accel "tcg,thread=multi" -cpu max)
 		fi
 		dpb_list="1 2"
 		[ "$ncpu" -ge 4 ] && dpb_list="1 2 4"
