@@ -216,6 +216,13 @@ void kbroker_report(struct kbroker *b)
 		 (unsigned long)ss.fanout_in,
 		 (unsigned long)ss.fanout_out, (unsigned long)ss.backlogged,
 		 (unsigned long)(ss.fanout_refused + ss.backlog_full));
+	/* Why this core's connections ended (the console's per-site limit may drop the
+	 * individual lines under load). */
+	LOG_INFO("broker", "core %u: closes peer_fin=%lu tls_alert=%lu tls_error=%lu mqtt=%lu tcp=%lu fwd_full=%lu "
+			   "out_send_failed=%lu out_alloc_failed=%lu",
+		 (unsigned)b->cfg.core, (unsigned long)s.close_peer_fin, (unsigned long)s.close_tls_alert,
+		 (unsigned long)s.close_tls_error, (unsigned long)s.close_mqtt, (unsigned long)s.close_tcp,
+		 (unsigned long)s.fwd_full, (unsigned long)s.out_send_failed, (unsigned long)s.out_alloc_failed);
 }
 
 /* ---- init -------------------------------------------------------------------------------- */
