@@ -12,7 +12,8 @@
  *   1. While a destination's backlog is not empty, every message to it is appended to the
  *      backlog (never sent around it), so messages reach a core in the order they were
  *      made; data messages (DATA, OUT, FANOUT) may fill at most data_cap of cap bytes,
- *      control messages (OPEN, LOST, CLOSE, CREDIT) the rest too.
+ *      control messages (OPEN, LOST, CLOSE, CREDIT) the rest too; OUT and FANOUT, which
+ *      the shard may decline, are accepted only into the lower half of data_cap.
  *   2. A proxy is in use exactly when the hash table names it; its (src, conn) is unique
  *      among proxies in use; mq != NULL unless CLOSE is still owed (PX_CLOSE_OWED).
  *   3. n_blocked counts proxies with PX_BLOCKED (the broker got -E_AGAIN and waits for
@@ -93,11 +94,11 @@ static bool cfg_ok(const struct dp_shard_config *c)
 	      c->out_window >= 1 && c->max_proxies >= 1 && c->max_proxies <= (1u << 24) &&
 	      c->max_conns >= 1 && c->max_packet >= 16 && c->max_packet <= (1u << 24) && c->mesh.send))
 		return false;
-	/* A whole routed message of max_packet bytes must fit the data part of a backlog, or
-	 * it could never be carried. */
+	/* A whole routed message of max_packet bytes must fit the shared half of a backlog's
+	 * data part (bl_room_shared), or it could never be carried. */
 	uint32_t per = c->payload_max - SH_FAN_HDR;
 	uint64_t parts = (c->max_packet + per - 1u) / per;
-	return c->backlog_bytes >= (uint64_t)c->max_packet + parts * (SH_ENT_HDR + SH_FAN_HDR);
+	return c->backlog_bytes / 2u >= (uint64_t)c->max_packet + parts * (SH_ENT_HDR + SH_FAN_HDR);
 }
 
 /* The backlog: data_cap for data, a quarter more for control. */
@@ -203,6 +204,15 @@ static uint32_t ent_size(uint32_t len)
 static bool bl_room(const struct dp_shard *sh, uint32_t dst, uint64_t bytes, bool data)
 {
 	return sh->bl[dst].used + bytes <= (data ? sh->data_cap : sh->cap);
+}
+
+/* Room for what the shard itself may decline (a routed message, OUT for a proxy): only
+ * the lower half of the data part, so that these floods can never take the room that
+ * forwarded DATA needs (invariant 1): DATA cannot be declined without ending its
+ * connection, and its senders stop at half full (dp_shard_congested). */
+static bool bl_room_shared(const struct dp_shard *sh, uint32_t dst, uint64_t bytes)
+{
+	return sh->bl[dst].used + bytes <= sh->data_cap / 2u;
 }
 
 static void bl_put(struct sh_backlog *b, uint32_t cap, const uint8_t *p, uint32_t n)
@@ -436,7 +446,7 @@ int dp_shard_proxy_send(struct dp_shard *sh, void *user, const uint8_t *buf, siz
 	struct sh_proxy *p = user;
 	if (!(p->flags & PX_USED) || !p->mq)
 		return -E_AGAIN;
-	if (p->credit <= 0 || !bl_room(sh, p->src, parts_size(sh, len, SH_CONN_HDR), true)) {
+	if (p->credit <= 0 || !bl_room_shared(sh, p->src, parts_size(sh, len, SH_CONN_HDR))) {
 		if (!(p->flags & PX_BLOCKED)) {
 			p->flags |= PX_BLOCKED;
 			sh->n_blocked++;
@@ -480,7 +490,7 @@ bool dp_shard_fanout_room(struct dp_shard *sh, size_t bytes)
 		return false;
 	uint64_t need = parts_size(sh, bytes, SH_FAN_HDR);
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
-		if (d != sh->cfg.self && !bl_room(sh, d, need, true))
+		if (d != sh->cfg.self && !bl_room_shared(sh, d, need))
 			return false;
 	return true;
 }
@@ -690,7 +700,7 @@ void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8
 		if ((p = px_of(sh, src, conn, gen)) != NULL) {
 			int64_t c = (int64_t)p->credit + ld_le32(body);
 			p->credit = (int32_t)MIN(c, (int64_t)INT32_MAX);
-			if ((p->flags & PX_BLOCKED) && p->credit > 0 && bl_room(sh, src, sh->data_cap / 2u, true)) {
+			if ((p->flags & PX_BLOCKED) && p->credit > 0 && bl_room_shared(sh, src, sh->data_cap / 4u)) {
 				p->flags = (uint8_t)(p->flags & ~PX_BLOCKED);
 				sh->n_blocked--;
 				mqtt_conn_writable(sh->broker, p->mq);
@@ -748,7 +758,7 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_blocked; x++) {
 			struct sh_proxy *p = &sh->px[x];
 			if (!(p->flags & PX_BLOCKED) || !p->mq || p->credit <= 0 ||
-			    !bl_room(sh, p->src, sh->data_cap / 2u, true))
+			    !bl_room_shared(sh, p->src, sh->data_cap / 4u))
 				continue;
 			p->flags = (uint8_t)(p->flags & ~PX_BLOCKED);
 			sh->n_blocked--;

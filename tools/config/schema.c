@@ -59,7 +59,7 @@ const struct conf_key conf_schema[] = {
 	{ KEY("core", "mesh_poll_max", "CONF_CORE_MESH_POLL_MAX"), INT(64, 1, 65536, U_N),
 	  .doc = "Mesh messages one core handles per loop pass (and at most this many from one source)." },
 	{ KEY("core", "shard_backlog_bytes", "CONF_CORE_SHARD_BACKLOG_BYTES"), INT(262144, 16384, 268435456, CONF_U_B),
-	  .doc = "Per destination core: bytes of broker-shard messages (forwarded MQTT, routed messages) a core holds while the mesh has no credit; a quarter more is kept for control messages. At least 2 x mqtt.max_packet_bytes." },
+	  .doc = "Per destination core: bytes of broker-shard messages (forwarded MQTT, routed messages) a core holds while the mesh has no credit; a quarter more is kept for control messages; routed messages and replies may use only the first half, forwarded MQTT all of it. At least 3 x mqtt.max_packet_bytes." },
 	{ KEY("core", "shard_out_window", "CONF_CORE_SHARD_OUT_WINDOW"), INT(65536, 1024, 16777216, CONF_U_B),
 	  .doc = "Bytes a session's home core may send to its connection on another core before that core returns credit (acknowledged by the peer's TCP)." },
 	{ KEY("core", "cmdline_overrides", "CONF_CORE_CMDLINE_OVERRIDES"),
@@ -255,7 +255,7 @@ const char *const conf_constraints[] = {
 	"tls.ticket_lifetime_s must not exceed tls.ticket_key_rotate_s",
 	"mqtt.max_sessions must be at least tcp.max_connections",
 	"core.mesh_ctrl_slots + core.mesh_credit_batch must not exceed core.mesh_slots",
-	"core.shard_backlog_bytes must be at least 2 x mqtt.max_packet_bytes",
+	"core.shard_backlog_bytes must be at least 3 x mqtt.max_packet_bytes",
 	NULL
 };
 
@@ -290,7 +290,7 @@ int conf_schema_cross_check(const struct conf_doc *d, struct conf_err *err)
 		return fail(err, LINES("mqtt", "max_sessions", "tcp", "max_connections"), 7);
 	if (val(d, "core", "mesh_ctrl_slots") + val(d, "core", "mesh_credit_batch") > val(d, "core", "mesh_slots"))
 		return fail(err, LINES("core", "mesh_ctrl_slots", "core", "mesh_slots"), 8);
-	if (val(d, "core", "shard_backlog_bytes") < 2 * val(d, "mqtt", "max_packet_bytes"))
+	if (val(d, "core", "shard_backlog_bytes") < 3 * val(d, "mqtt", "max_packet_bytes"))
 		return fail(err, LINES("core", "shard_backlog_bytes", "mqtt", "max_packet_bytes"), 9);
 	return 0;
 }

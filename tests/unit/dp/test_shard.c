@@ -216,7 +216,7 @@ static struct dp_config cfg_make(uint32_t core)
 	g.lower_ctx = &self_of[core];
 	g.now_ms = t_clock;
 	g.shard = (struct dp_shard_config){
-		.n_cores = NCORE, .self = core, .payload_max = 256, .backlog_bytes = 8192,
+		.n_cores = NCORE, .self = core, .payload_max = 256, .backlog_bytes = 16384,
 		.out_window = 2048, .max_proxies = MAXC,
 		.mesh = { m_send, &self_of[core] },
 	};
