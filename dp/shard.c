@@ -572,9 +572,7 @@ static void recv_open(struct dp_shard *sh, uint32_t src, const uint8_t *d, uint3
 	uint32_t x = px_new(sh, src, conn, gen);
 	if (x == SH_NIL) {
 		sh->st.opens_refused++;
-		st_le32(sh->scratch, conn);
-		st_le32(sh->scratch + 4, gen);
-		(void)emit(sh, src, DP_SHARD_CLOSE, SH_CONN_HDR); /* no room: the peer times out */
+		(void)emit_conn(sh, src, DP_SHARD_CLOSE, conn, gen, NULL, 0); /* no room: the peer times out */
 		return;
 	}
 	struct sh_proxy *p = &sh->px[x];

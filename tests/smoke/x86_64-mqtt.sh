@@ -118,12 +118,18 @@ shard_sum() { # FIELD: summed over every core's newest shard line
 	for ((c = 0; c < smp; c++)); do v=$(core_field "$1" $c shard); t=$((t + ${v:-0})); done
 	echo $t
 }
-# Wait (bounded, seconds) until every core printed a fresh memory line and rep $1 is $2.
+# Until every core has printed one more line matching $1 (default: its memory line);
+# bounded, 5 s.
+fresh_round() {
+	local pat=${1:- broker: core [0-9]*: conns=} n j
+	n=$(glog | grep -ac "$pat")
+	for ((j = 0; j < 25 && $(glog | grep -ac "$pat") < n + smp; j++)); do sleep 0.2; done
+}
+# Wait (bounded, rounds of fresh lines) until rep $1 is $2.
 wait_rep() {
-	local want=$2 n i j
+	local want=$2 i
 	for ((i = 0; i < ${3:-15}; i++)); do
-		n=$(rep_lines | wc -l)
-		for ((j = 0; j < 25 && $(rep_lines | wc -l) < n + smp; j++)); do sleep 0.2; done
+		fresh_round
 		[ "$(rep "$1")" = "$want" ] && return 0
 	done
 	return 1
@@ -148,17 +154,13 @@ settle() { wait_rep conns 0 15; }
 # connection's core reports 0); then one more fresh round of lines, so core 0's heap figure
 # is taken after every core has let go.
 quiesce() {
-	local i j n
+	local i
 	wait_rep conns 0 "$1" || return 1
 	if [ "$smp" -gt 1 ]; then
-		for ((i = 0; i < $1 && $(shard_sum proxies) != 0; i++)); do
-			n=$(rep_lines | wc -l)
-			for ((j = 0; j < 25 && $(rep_lines | wc -l) < n + smp; j++)); do sleep 0.2; done
-		done
+		for ((i = 0; i < $1 && $(shard_sum proxies) != 0; i++)); do fresh_round; done
 		[ "$(shard_sum proxies)" = 0 ] || return 1
 	fi
-	n=$(rep_lines | wc -l)
-	for ((i = 0; i < 25 && $(rep_lines | wc -l) < n + smp; i++)); do sleep 0.2; done
+	fresh_round
 	[ "$(rep conns)" = 0 ]
 }
 
@@ -215,10 +217,9 @@ say "$(glog | grep -a "broker: MQTT over TLS" | head -n 1 | sed "s/^.*broker: //
 # ---- cmd-to-device, telemetry-qos1, qos2, retained, will (tests/smoke/lib/mqtt-scenarios.sh)
 # Until fresh shard lines from every core make the test $1 true (bounded, seconds $2).
 wait_shards() { # TEST SECONDS
-	local i j n
+	local i
 	for ((i = 0; i < $2; i++)); do
-		n=$(glog | grep -ac " broker: core [0-9]*: shard ")
-		for ((j = 0; j < 25 && $(glog | grep -ac " broker: core [0-9]*: shard ") < n + smp; j++)); do sleep 0.2; done
+		fresh_round " broker: core [0-9]*: shard "
 		eval "$1" && return 0
 	done
 	return 1
