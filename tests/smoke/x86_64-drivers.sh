@@ -392,7 +392,11 @@ net_tap_run() {
 		-append "test=net ip=10.78.0.2/24 gw=10.78.0.1" </dev/null >>"$log" 2>&1 &
 	qpid=$!
 	pids+=("$qpid")
-	if wait_log "$log" "static address: 10\\.78\\.0\\.2/24" "$qpid" 30; then
+	# The address is taken inside core 0's stack set-up; the banner checked below comes
+	# after every core's broker is built (slower with more cores under TCG): wait for the
+	# line that follows it.
+	if wait_log "$log" "static address: 10\\.78\\.0\\.2/24" "$qpid" 30 &&
+		wait_log "$log" "listening on TCP 8883" "$qpid" 30; then
 		up=1
 		if [ -n "$frames" ]; then
 			rm -f "$pcap" "$pcap.err"
