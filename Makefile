@@ -185,7 +185,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 test: setup
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all tests fuzzers $(TEST_DEPS)
-	$(Q)tests/run-all.sh --build $(B) --fuzz-seconds $(FUZZ_SMOKE_SECONDS) \
+	$(Q)$(ACCEL_DECIDE) tests/run-all.sh --build $(B) --fuzz-seconds $(FUZZ_SMOKE_SECONDS) \
 		--unit "$(UNIT_TESTS)" --fuzz "$(FUZZ_NAMES)" --smoke "$(SMOKE_SCRIPTS)"
 
 FUZZ_SECONDS ?= 300
@@ -198,8 +198,8 @@ deps:
 
 run: setup
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(B)/x86_64/urmqtt.elf
-	$(Q)tools/run/run.sh $(B)/x86_64/urmqtt.elf
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(B)/x86_64/urmqtt.elf $(ACCEL_PROBE)
+	$(Q)$(ACCEL_DECIDE) tools/run/run.sh $(B)/x86_64/urmqtt.elf
 
 lint:
 	$(Q)tools/lint/lint.sh $(B)
@@ -221,7 +221,7 @@ distclean:
 help:
 	@echo "urMQTT make targets:"
 	@echo "  make run        boot the broker in QEMU with development certificates"
-	@echo "  make test       set up, build and run every test; last line 'N passed, N failed'"
+	@echo "  make test       set up, build and run every test; last line 'N passed, N failed, N skipped'"
 	@echo "  make deps       fetch pinned mbedTLS/SQLite sources (URMQTT_DEPS_DIR=dir: offline)"
 	@echo "  make fuzz       long libFuzzer runs (FUZZ_SECONDS per target, default 300)"
 	@echo "  make bench      side-by-side benchmarks (not a test)"

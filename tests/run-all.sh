@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs every test kind and prints one result line per case, then "N passed, N failed".
+# Runs every test kind and prints one result line per case, then
+# "N passed, N failed, N skipped" (a skip is neither: it is shown and counted on its own).
 #   unit:  each cmocka binary, TAP output, one case per test function
 #   fuzz:  replay of tests/fuzz/corpus/<name> under ASan, then a bounded libFuzzer run
-#   smoke: each script; it prints "PASS <name>" / "FAIL <name>" lines (one or more)
+#   smoke: each script; it prints "PASS <name>" / "FAIL <name>" / "SKIP <name> (why)" lines
 set -uo pipefail
 build=build; fuzz_seconds=5; unit=""; fuzz=""; smoke=""
 while [ $# -gt 0 ]; do
@@ -16,10 +17,11 @@ while [ $# -gt 0 ]; do
 	*) echo "run-all: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-passed=0; failed=0; failures=()
+passed=0; failed=0; skipped=0; failures=(); skips=()
 logdir=$build/test-logs; mkdir -p "$logdir"
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1${2:+ ($2)}"; }
+skip() { skipped=$((skipped + 1)); skips+=("$1"); echo "SKIP $1"; }
 
 for t in $unit; do
 	name=${t#"$build"/host/tests/unit/}
@@ -27,7 +29,9 @@ for t in $unit; do
 	CMOCKA_MESSAGE_OUTPUT=TAP timeout 300 "$t" >"$log" 2>&1
 	rc=$?
 	n_ok=$(grep -c '^ok ' "$log"); n_bad=$(grep -c '^not ok ' "$log")
-	while read -r line; do pass "unit/$name: ${line#ok * - }"; done < <(grep '^ok ' "$log")
+	# cmocka's TAP marks a skipped test "ok N - name # SKIP": counted as a skip, not a pass.
+	while read -r line; do pass "unit/$name: ${line#ok * - }"; done < <(grep '^ok ' "$log" | grep -v '# SKIP')
+	while read -r line; do skip "unit/$name: ${line#ok * - }"; done < <(grep '^ok .*# SKIP' "$log")
 	while read -r line; do fail "unit/$name: ${line#not ok * - }" "see $log"; done < <(grep '^not ok ' "$log")
 	if [ $rc -ne 0 ] && [ "$n_bad" -eq 0 ]; then fail "unit/$name" "exit $rc, see $log"; fi
 	if [ "$n_ok" -eq 0 ] && [ "$n_bad" -eq 0 ] && [ $rc -eq 0 ]; then fail "unit/$name" "no test ran"; fi
@@ -61,6 +65,7 @@ for s in $smoke; do
 	got=0
 	while read -r line; do got=1; pass "${line#PASS }"; done < <(grep '^PASS ' "$log")
 	while read -r line; do got=1; fail "${line#FAIL }" "see $log"; done < <(grep '^FAIL ' "$log")
+	while read -r line; do got=1; skip "${line#SKIP }"; done < <(grep '^SKIP ' "$log")
 	if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then fail "smoke/$(basename "$s")" "exit $rc, see $log"; fi
 	if [ $got -eq 0 ] && [ $rc -eq 0 ]; then fail "smoke/$(basename "$s")" "printed no result"; fi
 done
@@ -69,6 +74,10 @@ if [ $failed -gt 0 ]; then
 	echo
 	echo "Failures:"; for f in "${failures[@]}"; do echo "  $f"; done
 fi
+if [ $skipped -gt 0 ]; then
+	echo
+	echo "Skipped:"; for s in "${skips[@]}"; do echo "  $s"; done
+fi
 echo
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]

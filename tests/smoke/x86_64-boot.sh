@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # x86_64 boot smoke scenarios: boots $1/x86_64/urmqtt.elf directly (PVH, `-kernel`) under
-# QEMU, KVM when /dev/kvm opens, TCG otherwise, once per scenario named on the command
+# QEMU, KVM when a probe guest ran on it, TCG otherwise, once per scenario named on the command
 # line (test=<name>). Each boot must end with the isa-debug-exit code of its scenario
 # (QEMU exits with code * 2 + 1; see enum x86_exit_code in arch/x86_64/x86.h) and print
 # the expected decoded report. One "PASS|FAIL x86_64/<scenario>" line each; every boot is
@@ -17,12 +17,12 @@ if [ ! -f "$img" ]; then
 	echo "FAIL x86_64/image (missing $img)"
 	exit 1
 fi
-# Open without O_CREAT: a plain `3<>/dev/kvm` would create a file when the device is absent.
-if [ -c /dev/kvm ] && [ -w /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
-	mode=kvm; accel=(-enable-kvm -cpu host,-arch-capabilities)
-else
-	mode=tcg; accel=(-accel tcg -cpu max)
-fi
+# The accelerator: KVM only after a probe guest ran on it (tools/accel/accel.sh; make
+# decides once per invocation and exports URMQTT_ACCEL), else TCG.
+# shellcheck source=tools/accel/accel.sh
+. "$(dirname "$0")/../../tools/accel/accel.sh"
+accel_select "$build" || { echo "FAIL x86_64/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
+mode=$accel_mode
 echo "x86_64 smoke: $mode"
 
 # name|smp|expected exit|patterns (extended regex, all must match, separated by ';;')|extra

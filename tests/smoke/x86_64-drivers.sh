@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # x86_64 driver and kernel-network smoke scenarios: boots $1/x86_64/urmqtt.elf (PVH,
-# `-kernel`) on QEMU q35 (ECAM from the MCFG), KVM when /dev/kvm opens, TCG otherwise.
+# `-kernel`) on QEMU q35 (ECAM from the MCFG), KVM when a probe guest ran on it, TCG otherwise.
 #  drivers   virtio-blk + virtio-scsi/scsi-hd (raw scratch disks under the build dir),
 #            virtio-rng and virtio-net: every device in the banner with its features, the
 #            block self-test PASS on both disks, the W^X audit still PASS.
@@ -45,11 +45,12 @@ if [ ! -f "$img" ] || [ ! -f "$certs/dev-1.crt" ]; then
 	echo "FAIL x86_64/drivers (missing $img or $certs/dev-1.crt)"
 	exit 1
 fi
-if [ -c /dev/kvm ] && [ -w /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
-	mode=kvm; accel=(-enable-kvm -cpu host,-arch-capabilities)
-else
-	mode=tcg; accel=(-accel tcg -cpu max)
-fi
+# The accelerator: KVM only after a probe guest ran on it (tools/accel/accel.sh; make
+# decides once per invocation and exports URMQTT_ACCEL), else TCG.
+# shellcheck source=tools/accel/accel.sh
+. "$(dirname "$0")/../../tools/accel/accel.sh"
+accel_select "$build" || { echo "FAIL x86_64/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
+mode=$accel_mode
 echo "x86_64 drivers smoke: $mode"
 
 qemu_base=(qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -nographic -no-reboot -nodefaults

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The broker in the x86_64 kernel end to end with real clients: boots
 # BUILD_DIR/x86_64/urmqtt.elf (the product boot, no test scenario) on QEMU q35 (KVM when
-# /dev/kvm opens, TCG otherwise) with user-mode networking forwarding a free host port on
+# a probe guest ran on it, TCG otherwise) with user-mode networking forwarding a free host port on
 # 127.0.0.1 to the guest's 8883, the memory line every second (broker_report_ms=1000), and
 # drives it from the host with mosquitto_sub/mosquitto_pub and the Python helper
 # tests/smoke/lib/mqtt-client.py. Certificates from BUILD_DIR/dev/certs (the image embeds
@@ -85,11 +85,12 @@ done
 "$py" -c 'import ssl' 2>/dev/null || { fail setup "python3 ssl missing"; exit 1; }
 [ -f "$img" ] && [ -f "$certs/ca.crt" ] && [ -f "$certs/ca.key" ] ||
 	{ fail setup "need $img and make certs"; exit 1; }
-if [ -c /dev/kvm ] && [ -w /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
-	mode=kvm; accel=(-enable-kvm -cpu host,-arch-capabilities)
-else
-	mode=tcg; accel=(-accel tcg -cpu max)
-fi
+# The accelerator: KVM only after a probe guest ran on it (tools/accel/accel.sh; make
+# decides once per invocation and exports URMQTT_ACCEL), else TCG.
+# shellcheck source=tools/accel/accel.sh
+. "$(dirname "$0")/../../tools/accel/accel.sh"
+accel_select "$build" || { echo "FAIL $tag/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
+mode=$accel_mode
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 say "$mode, guest 8883 at 127.0.0.1:$port"
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The multicore network data plane of the x86_64 kernel (kernel/ksteer, kernel/kdemux,
 # kernel/xcore; arch/x86_64/devices.c): boots $1/x86_64/urmqtt.elf (test=net, static
-# address 10.78.0.2/24) on QEMU q35 (KVM when /dev/kvm opens, TCG otherwise) behind a TAP
+# address 10.78.0.2/24) on QEMU q35 (KVM when a probe guest ran on it, TCG otherwise) behind a TAP
 # inside a network namespace this script creates, and from the namespace's Linux stack:
 #  steer-smp2  -smp 2, single-queue TAP (every frame arrives on pair 0: core 0 steers):
 #              ping replies; N mTLS connections (distinct source ports, each its own
@@ -56,11 +56,12 @@ if ! command -v ip >/dev/null || [ "$(id -u)" != 0 ]; then
 	done
 	exit 0
 fi
-if [ -c /dev/kvm ] && [ -w /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
-	mode=kvm; accel=(-enable-kvm -cpu host,-arch-capabilities)
-else
-	mode=tcg; accel=(-accel tcg -cpu max)
-fi
+# The accelerator: KVM only after a probe guest ran on it (tools/accel/accel.sh; make
+# decides once per invocation and exports URMQTT_ACCEL), else TCG.
+# shellcheck source=tools/accel/accel.sh
+. "$(dirname "$0")/../../tools/accel/accel.sh"
+accel_select "$build" || { echo "FAIL x86_64/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
+mode=$accel_mode
 echo "x86_64 steering smoke: $mode, $n_conns connections per scenario"
 
 # Load certificates (tests/smoke/lib/mqtt-scenarios.sh: python3-cryptography or openssl).

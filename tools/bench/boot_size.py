@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # make bench: boot time and image size, one JSON line per figure on stdout (run.sh appends
 # them to raw.jsonl). Measures only; it never judges a figure.
-#   boot IMAGE N      boots the x86_64 image N times under QEMU (TCG: no KVM here; KVM when
-#                     /dev/kvm opens), user networking, 1 vCPU, 256 MiB; per boot: ms from
+#   boot IMAGE N      boots the x86_64 image N times under QEMU (KVM when make bench's probe
+#                     guest ran on it, else TCG), user networking, 1 vCPU, 256 MiB; per boot: ms from
 #                     starting QEMU to the serial line "... ms from entry to the loop"
 #                     (the first core's loop), the kernel's own figure on that line (from
 #                     its entry point), and ms to the DHCP lease (listening with an address)
@@ -31,11 +31,13 @@ SERVE_RE = re.compile(rb"DHCP lease: |static address: ")
 
 
 def kvm_usable():
-    try:
-        with open("/dev/kvm", "rb"):
-            return True
-    except OSError:
-        return False
+    """KVM only when make bench's probe chose it (tools/accel/accel.sh exports URMQTT_ACCEL);
+    run on its own, this asks the same script."""
+    choice = os.environ.get("URMQTT_ACCEL")
+    if not choice:
+        choice = subprocess.run(["tools/accel/accel.sh", "build/accel/probe.elf"],
+                                stdout=subprocess.PIPE, text=True).stdout.strip()
+    return choice == "kvm"
 
 
 def boot_once(image, timeout_s=60.0):

@@ -66,10 +66,11 @@ bench: setup
 		touch $(BENCH_TREE)/.dp-bench; fi
 	$(Q)$(MAKE) --no-print-directory BUILD_DIR=$(BENCH_TREE) CONF_FILE=tools/bench/bench.conf \
 		URMQTT_DP_BENCH=1 certs bench-build
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(ACCEL_PROBE)
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(B)/x86_64/urmqtt.elf || \
 		echo "bench: $(B)/x86_64/urmqtt.elf did not build; boot time and image size are skipped"
 	$(Q)case " $${BENCH_ONLY:-vm} " in *" vm "*) \
 		tools/bench/linux-guest/build.sh $(BENCH_OUT)/linux-guest || \
 		echo "bench: the Linux+Mosquitto guest did not build; the virtual machines' table has no Linux column";; \
 	esac
-	$(Q)tools/bench/run.sh $(BENCH_TREE) $(BENCH_OUT) $(B)/x86_64/urmqtt.elf
+	$(Q)$(ACCEL_DECIDE) tools/bench/run.sh $(BENCH_TREE) $(BENCH_OUT) $(B)/x86_64/urmqtt.elf

@@ -6,7 +6,7 @@
 # ratio; results in OUT/results.json (+ PNG plots when gnuplot is installed).
 #   urMQTT     TREE/hostrel/urmqtt --broker (hostrel: -O2, no sanitizers) on a TAP device
 #              in a network namespace of its own (Linux side 10.79.0.1/24, extra source
-#              addresses 10.79.0.3-5); no /dev/kvm here, so no urMQTT-under-KVM figures
+#              addresses 10.79.0.3-5)
 #   Mosquitto  Debian's mosquitto in the same namespace on its loopback (127.0.0.1:8883),
 #              TLS 1.3 only, require_certificate, use_identity_as_username, one listener,
 #              the same CA and the same server certificate
@@ -29,8 +29,8 @@
 # address on a TAP) against Mosquitto inside a small Debian guest (tools/bench/linux-guest,
 # built in BENCH_LINUX_GUEST_DIR, default build/bench/linux-guest), each in a namespace and
 # TAP of its own, the same QEMU settings for both (q35, BENCH_VM_SMP vCPUs, default 1,
-# BENCH_VM_MEM, default 512M, virtio-net over the TAP, the accelerator: KVM when /dev/kvm
-# opens, else TCG) pinned to the broker core like the brokers. A subset of the figures
+# BENCH_VM_MEM, default 512M, virtio-net over the TAP, the accelerator: KVM when a
+# probe guest ran on it, else TCG) pinned to the broker core like the brokers. A subset of the figures
 # (under TCG a guest opens only a few dozen connections/s): full and resumed handshakes/s and
 # the QEMU process's CPU per handshake; bytes per idle connection at BENCH_VM_IDLE (1,000)
 # connections (urMQTT: the kernel's heap above its baseline / connections + its fixed table
@@ -184,10 +184,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 	exit 1
 fi
 mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
-if [ -c /dev/kvm ] && [ -w /dev/kvm ]; then
-	kvm="present (urMQTT-under-KVM runs are not part of this bench yet)"
+# The accelerator of every virtual machine below: KVM only after a probe guest ran on it
+# (make bench decides and exports URMQTT_ACCEL), else TCG.
+# shellcheck source=tools/accel/accel.sh
+. "$(dirname "$0")/../accel/accel.sh"
+accel_select "$(dirname "$(dirname "$image")")" -accel "tcg,thread=multi" -cpu max || exit 2
+if [ "$accel_mode" = kvm ]; then
+	kvm="present, a probe guest ran on it: the virtual machines run under KVM"
 else
-	kvm="absent: no /dev/kvm on this machine; urMQTT-under-KVM figures are not taken, the hosted broker (same data plane as a Linux process on a TAP device) is measured instead"
+	kvm="absent or unusable (no /dev/kvm, or a probe guest could not run on it): the virtual machines run under TCG"
 fi
 command -v gnuplot >/dev/null && have_plot=1 || have_plot=0
 ncpu=$(nproc)
@@ -562,11 +567,7 @@ vm_idle_run() { # N: N idle connections (one QoS 1 subscription each); the VM's 
 }
 
 if want vm; then
-	if [ -r /dev/kvm ] && (exec 3<>/dev/kvm) 2>/dev/null; then
-		vm_accel=(-enable-kvm -cpu "host,-arch-capabilities") vm_acc=kvm
-	else
-		vm_accel=(-accel "tcg,thread=multi" -cpu max) vm_acc=tcg
-	fi
+	vm_accel=("${accel[@]}") vm_acc=$accel_mode
 	echo "{\"vm\":\"settings\",\"accel\":\"$vm_acc\",\"smp\":$vm_smp,\"mem\":\"$vm_mem\",\"rate\":$vm_rate,\"idle\":$vm_idle,\"boots\":$vm_boots}" >>"$raw"
 	vms=()
 	if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -620,7 +621,7 @@ fi
 # ---- boot time and image size --------------------------------------------------------------
 if want boot; then
 	if [ -n "$image" ] && [ -f "$image" ] && command -v qemu-system-x86_64 >/dev/null; then
-		say "boot time: $image under QEMU ($( [ -r /dev/kvm ] && echo KVM || echo TCG)), $boots boots"
+		say "boot time: $image under QEMU (${accel_mode^^}), $boots boots"
 		timeout 600 taskset -c "$bcpu" python3 tools/bench/boot_size.py boot "$image" "$boots" >>"$raw" 2>>"$out/boot.log"
 		tail -n "$boots" "$out/boot.log" | sed 's/^/    /'
 		python3 tools/bench/boot_size.py size "$image" "$mosq" >>"$raw" 2>>"$out/boot.log"
@@ -638,11 +639,7 @@ dpb_img=$tree/x86_64/urmqtt.elf
 dpb_secs=${BENCH_DPB_SECONDS:-10}
 if want dpbench; then
 	if [ -f "$dpb_img" ] && command -v qemu-system-x86_64 >/dev/null; then
-		if [ -r /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
-			dpb_accel=(-enable-kvm -cpu "host,-arch-capabilities")
-		else
-			dpb_accel=(-accel "tcg,thread=multi" -cpu max)
-		fi
+		dpb_accel=("${accel[@]}")
 		dpb_list="1 2"
 		[ "$ncpu" -ge 4 ] && dpb_list="1 2 4"
 		for w in $dpb_list; do

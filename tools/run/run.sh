@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# make run: boot the urMQTT image in QEMU (KVM when /dev/kvm works, TCG otherwise) with
+# make run: boot the urMQTT image in QEMU (KVM when a probe guest ran on it, TCG otherwise) with
 # user-mode networking forwarding 127.0.0.1:${URMQTT_PORT:-8883} to the guest's 8883 (the
 # broker: MQTT over TLS 1.3 with client certificates), show the serial console, and once
 # the guest says it listens and has its address, print mosquitto_sub/mosquitto_pub command
@@ -52,11 +52,12 @@ if [ "$net" = tap ]; then
 		exit 1
 	fi
 fi
-if [ -c /dev/kvm ] && [ -w /dev/kvm ] && (exec 3</dev/kvm) 2>/dev/null; then
-	accel=(-enable-kvm -cpu host,-arch-capabilities); how=KVM
-else
-	accel=(-accel tcg -cpu max); how="TCG (no usable /dev/kvm)"
-fi
+# KVM only after a probe guest ran on it (make run decides and exports URMQTT_ACCEL; the
+# reason was printed then), else TCG.
+# shellcheck source=tools/accel/accel.sh
+. "$(dirname "$0")/../accel/accel.sh"
+accel_select "$build" || exit 2
+how=${accel_mode^^}
 
 logdir=$build/run
 mkdir -p "$logdir"
