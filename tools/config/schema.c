@@ -200,6 +200,32 @@ const struct conf_key conf_schema[] = {
 	  .doc = "The storage core commits a batch at least this often." },
 	{ KEY("storage", "batch_ops", "CONF_STORAGE_BATCH_OPS"), INT(512, 1, 65536, U_N),
 	  .doc = "... or as soon as this many operations are pending." },
+	{ KEY("storage", "required", "CONF_STORAGE_REQUIRED"), BOOL(1),
+	  .doc = "Without a usable data disk (none, foreign, damaged, unknown layout) the broker stops with the reason; false: it serves without persistence and says so." },
+	{ KEY("storage", "esp_mb", "CONF_STORAGE_ESP_MB"), INT(32, 0, 4096, CONF_U_MIB),
+	  .doc = "EFI system partition reserved when a blank disk is formatted (boot files of an installed system)." },
+	{ KEY("storage", "wal_mb", "CONF_STORAGE_WAL_MB"), INT(16, 1, 4096, CONF_U_MIB),
+	  .doc = "Region of the database's write-ahead log (smaller disks get a sixteenth of the data partition)." },
+	{ KEY("storage", "telemetry_pct", "CONF_STORAGE_TELEMETRY_PCT"), INT(25, 0, 90, U_N),
+	  .doc = "Percent of the data partition given to the telemetry log; the database and its two backup slots share the rest." },
+	{ KEY("storage", "db_heap_mb", "CONF_STORAGE_DB_HEAP_MB"), INT(64, 4, 65536, CONF_U_MIB),
+	  .doc = "Heap the database engine may hold (page cache, statements, restore buffers)." },
+	{ KEY("storage", "page_cache_kb", "CONF_STORAGE_PAGE_CACHE_KB"), INT(16384, 256, 16777216, CONF_U_KIB),
+	  .doc = "Database page cache; at most half of storage.db_heap_mb." },
+	{ KEY("storage", "checkpoint_pages", "CONF_STORAGE_CHECKPOINT_PAGES"), INT(1000, 16, 1048576, U_N),
+	  .doc = "Write-ahead-log pages after which the storage core copies them into the database (a checkpoint)." },
+	{ KEY("storage", "io_timeout_ms", "CONF_STORAGE_IO_TIMEOUT_MS"), INT(30000, 100, 600000, CONF_U_MS),
+	  .doc = "A disk request not completed by then marks the disk broken: storage stops, acknowledgements that need it are refused." },
+	{ KEY("storage", "link_backlog_bytes", "CONF_STORAGE_LINK_BACKLOG_BYTES"), INT(4194304, 65536, 1073741824, CONF_U_B),
+	  .doc = "Per data core: state changes waiting for the storage core; at least 4 x mqtt.max_packet_bytes." },
+	{ KEY("storage", "lag_backlog_bytes", "CONF_STORAGE_LAG_BACKLOG_BYTES"), INT(1048576, 4096, 1073741824, CONF_U_B),
+	  .doc = "Above this backlog to the storage core a data core refuses new connections at the SYN and stops reading from publishers; below storage.link_backlog_bytes / 2." },
+	{ KEY("storage", "lag_commit_ms", "CONF_STORAGE_LAG_COMMIT_MS"), INT(200, 10, 60000, CONF_U_MS),
+	  .doc = "A commit slower than this puts the storage core in lag: new connections are refused at the SYN until a commit is fast again." },
+	{ KEY("storage", "held_acks", "CONF_STORAGE_HELD_ACKS"), INT(4096, 16, 1048576, U_N),
+	  .doc = "Per data core: acknowledgements (PUBACK, PUBREC, PUBCOMP, SUBACK, UNSUBACK) waiting for their commit; when full, publishers are not read." },
+	{ KEY("storage", "pass_budget_us", "CONF_STORAGE_PASS_BUDGET_US"), INT(2000, 100, 1000000, U_N),
+	  .doc = "With one core: microseconds of database work per loop pass (the network is served in between)." },
 	{ KEY("storage", "telemetry_topics", "CONF_STORAGE_TELEMETRY_TOPICS"),
 	  LIST(telemetry_def, 32, CONF_CK_TOPIC_FILTER),
 	  .doc = "Publishes matching these filters go to the telemetry log, not the database." },
@@ -256,6 +282,9 @@ const char *const conf_constraints[] = {
 	"mqtt.max_sessions must be at least tcp.max_connections",
 	"core.mesh_ctrl_slots + core.mesh_credit_batch must not exceed core.mesh_slots",
 	"core.shard_backlog_bytes must be at least 3 x mqtt.max_packet_bytes",
+	"storage.link_backlog_bytes must be at least 4 x mqtt.max_packet_bytes",
+	"storage.lag_backlog_bytes must be below storage.link_backlog_bytes / 2",
+	"storage.page_cache_kb must be at most half of storage.db_heap_mb",
 	NULL
 };
 
@@ -292,5 +321,11 @@ int conf_schema_cross_check(const struct conf_doc *d, struct conf_err *err)
 		return fail(err, LINES("core", "mesh_ctrl_slots", "core", "mesh_slots"), 8);
 	if (val(d, "core", "shard_backlog_bytes") < 3 * val(d, "mqtt", "max_packet_bytes"))
 		return fail(err, LINES("core", "shard_backlog_bytes", "mqtt", "max_packet_bytes"), 9);
+	if (val(d, "storage", "link_backlog_bytes") < 4 * val(d, "mqtt", "max_packet_bytes"))
+		return fail(err, LINES("storage", "link_backlog_bytes", "mqtt", "max_packet_bytes"), 10);
+	if (val(d, "storage", "lag_backlog_bytes") >= val(d, "storage", "link_backlog_bytes") / 2)
+		return fail(err, LINES("storage", "lag_backlog_bytes", "storage", "link_backlog_bytes"), 11);
+	if (val(d, "storage", "page_cache_kb") > val(d, "storage", "db_heap_mb") * 512)
+		return fail(err, LINES("storage", "page_cache_kb", "storage", "db_heap_mb"), 12);
 	return 0;
 }
