@@ -98,6 +98,12 @@ void dp_config_from_conf(struct dp_config *g)
 	m->log_per_min = CONF_MQTT_LOG_LINES_PER_MIN;
 	m->services = dp_acl_services;
 	m->n_services = 1;
+
+	/* Storage: sizes only; the platform says whether it is on and links the send op. */
+	g->store.held_acks = CONF_STORAGE_HELD_ACKS;
+	g->store.link.backlog_bytes = CONF_STORAGE_LINK_BACKLOG_BYTES;
+	g->store.link.lag_bytes = CONF_STORAGE_LAG_BACKLOG_BYTES;
+	g->store.link.max_record = STORE_REC_HDR + 255u + UINT16_MAX + CONF_MQTT_MAX_PACKET_BYTES;
 }
 
 void dp_hs_config_from_conf(struct tls_hs_config *hc)

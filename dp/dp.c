@@ -33,6 +33,7 @@
  *    received). DP_F_OWE only with DP_F_FWD; n_owe counts them.
  */
 #include "dp/dp.h"
+#include "dp/dp_store.h"
 
 #include "lib/err.h"
 #include "lib/fmt.h"
@@ -115,6 +116,8 @@ struct dp {
 	struct dp_shard *shard; /* NULL: one shard (every session is local) */
 	uint32_t next_gen;
 	uint32_t n_owe;
+	struct dp_store *store; /* NULL: storage off (in memory only, serving at once) */
+	bool store_shut;        /* reads stopped for storage: windows reopen when it clears */
 	struct dp_stats st;
 };
 
@@ -452,12 +455,25 @@ static bool mq_fanout_room(void *ctx, size_t bytes)
 	return !dp->shard || dp_shard_fanout_room(dp->shard, bytes);
 }
 
-static void mq_fanout(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-		      size_t plen, uint8_t qos, bool retain)
+static uint32_t mq_fanout(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+			  size_t plen, uint8_t qos, bool retain, uint32_t ticket)
 {
 	struct dp *dp = ctx;
-	if (dp->shard)
-		dp_shard_fanout(dp->shard, topic, tlen, payload, plen, qos, retain);
+	return dp->shard ? dp_shard_fanout(dp->shard, topic, tlen, payload, plen, qos, retain, ticket) : 0;
+}
+
+/* The shard's ticket hooks: a routed message recorded here is answered by storage; an
+ * answer from another shard goes to the broker. */
+static int sh_barrier(void *ctx, uint32_t origin, uint32_t ticket)
+{
+	struct dp *dp = ctx;
+	return dp->store ? dp_store_barrier(dp->store, origin, ticket) : -E_NOSYS;
+}
+
+static void sh_done(void *ctx, uint32_t ticket, bool ok)
+{
+	struct dp *dp = ctx;
+	mqtt_broker_durable(dp->broker, ticket, ok);
 }
 
 /* The forwarded connection (id, gen) names, or NULL if it has ended since. */
@@ -532,6 +548,28 @@ void dp_mesh_recv(struct dp *dp, uint32_t src, uint16_t kind, const uint8_t *dat
 	reap_all(dp); /* aborts above report closed() at once */
 }
 
+void dp_store_recv(struct dp *dp, uint16_t kind, const uint8_t *data, uint32_t len)
+{
+	if (!dp->store)
+		return;
+	dp_store_in(dp->store, kind, data, len);
+	reap_all(dp); /* an acknowledgement refused closes its connection */
+}
+
+bool dp_serving(const struct dp *dp)
+{
+	return !dp->store || dp_store_serving(dp->store);
+}
+
+bool dp_store_stats(const struct dp *dp, struct store_link_stats *out)
+{
+	if (!dp->store)
+		return false;
+	uint64_t restored, refused;
+	dp_store_counts(dp->store, out, &restored, &refused);
+	return true;
+}
+
 /* ---- TCP upper ops ------------------------------------------------------------------ */
 
 static void bucket_refill(struct dp *dp, uint64_t now)
@@ -550,6 +588,14 @@ static bool up_admit(void *ctx, uint32_t src_ip, uint16_t src_port, uint16_t dst
 	(void)src_port;
 	if (dst_port != dp->cfg.port) {
 		dp->st.refused_port++;
+		return false;
+	}
+	if (!dp_serving(dp)) { /* storage has not restored this core's sessions yet */
+		dp->st.refused_not_serving++;
+		return false;
+	}
+	if (dp->store && dp_store_congested(dp->store)) { /* before any cryptography */
+		dp->st.refused_store_lag++;
 		return false;
 	}
 	if (dp->cfg.heap.avail(dp->cfg.heap.ctx) < dp->cfg.heap_low_watermark) {
@@ -855,6 +901,8 @@ static uint32_t up_credit(void *ctx, uint32_t conn)
 	}
 	if ((c->flags & DP_F_FWD) && dp_shard_congested(dp->shard, c->fwd.home))
 		return 0; /* the home core is behind: hold the peer (zero-window probes reopen) */
+	if (dp->store_shut)
+		return 0; /* storage is behind: publishers wait, nothing acknowledged is dropped */
 	return dp->cfg.rx_window;
 }
 
@@ -965,11 +1013,31 @@ static uint32_t hs_steps(struct dp *dp)
 	return waiting;
 }
 
+/* Storage congestion: shut every connection's window (up_credit) while it lasts; once it
+ * clears, tell TCP to reopen them at once rather than wait for zero-window probes. */
+static uint32_t store_poll(struct dp *dp)
+{
+	uint32_t waiting = dp_store_poll(dp->store);
+	bool shut = dp_store_congested(dp->store);
+	if (shut && !dp->store_shut)
+		dp->st.store_windows_shut++;
+	if (!shut && dp->store_shut)
+		for (uint32_t i = 0; i < dp->cfg.max_conns; i++) {
+			const struct dp_conn *c = &dp->conns[i];
+			if (c->state == DP_OPEN && !(c->flags & DP_F_GONE))
+				dp->cfg.lower.window_update(dp->cfg.lower_ctx, i);
+		}
+	dp->store_shut = shut;
+	return waiting;
+}
+
 uint32_t dp_poll(struct dp *dp)
 {
 	uint32_t backlogged = 0;
+	if (dp->store)
+		backlogged += store_poll(dp);
 	if (dp->shard) {
-		backlogged = dp_shard_poll(dp->shard);
+		backlogged += dp_shard_poll(dp->shard);
 		for (uint32_t i = 0; i < dp->cfg.max_conns && dp->n_owe; i++)
 			if (dp->conns[i].flags & DP_F_OWE)
 				fwd_credit(dp, &dp->conns[i], true);
@@ -1021,22 +1089,27 @@ size_t dp_mem_size(const struct dp_config *cfg)
 {
 	if (!config_ok(cfg))
 		return 0;
-	size_t b = mqtt_broker_mem_size(&cfg->mqtt);
+	struct mqtt_broker_config mc = cfg->mqtt;
+	mc.max_held = cfg->store.on ? cfg->store.held_acks : 0;
+	size_t b = mqtt_broker_mem_size(&mc);
 	if (!b)
 		return 0;
-	size_t sh = 0;
+	size_t sh = 0, st = 0;
 	if (cfg->shard.n_cores > 1) {
 		struct dp_shard_config sc = cfg->shard;
 		sc.max_conns = cfg->max_conns;
 		sc.max_packet = cfg->mqtt.max_packet;
+		sc.max_done = cfg->store.on ? cfg->store.held_acks : 0;
 		if (!(sh = dp_shard_mem_size(&sc)))
 			return 0;
 	}
+	if (cfg->store.on && !(st = dp_store_mem_size(&cfg->store)))
+		return 0;
 	return align8(sizeof(struct dp)) + align8((size_t)cfg->max_conns * sizeof(struct dp_conn)) +
 	       align8((size_t)cfg->hs_per_core * sizeof(struct dp_hs_slot)) +
 	       align8((size_t)cfg->hs_per_core * cfg->hs_stage_bytes) +
 	       align8((size_t)cfg->rec.key_cache_slots * sizeof(struct tls_rec_key_slot)) + align8(b) +
-	       align8(sh);
+	       align8(sh) + align8(st);
 }
 
 int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
@@ -1078,6 +1151,16 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 		bops.fanout_room = mq_fanout_room;
 		bops.fanout = mq_fanout;
 	}
+	dp->cfg.mqtt.max_held = 0;
+	if (cfg->store.on) {
+		size_t sl = align8(dp_store_mem_size(&cfg->store));
+		rc = dp_store_init(&dp->store, p, sl, &cfg->store, cfg->log, cfg->log_ctx);
+		if (rc)
+			return rc;
+		p += sl;
+		bops.store = dp_store_broker_ops(dp->store);
+		dp->cfg.mqtt.max_held = cfg->store.held_acks;
+	}
 	if (!dp->cfg.mqtt.log) { /* the broker's refusal lines go where dp's lines go */
 		dp->cfg.mqtt.log = cfg->log;
 		dp->cfg.mqtt.log_ctx = cfg->log_ctx;
@@ -1086,16 +1169,19 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	struct mqtt_broker_config no_rates = cfg->mqtt;
 	no_rates.rate_msgs_per_s = no_rates.rate_bytes_per_s = 0;
 	dp->rate_per_conn = (mqtt_broker_mem_size(&cfg->mqtt) - mqtt_broker_mem_size(&no_rates)) / cfg->max_conns;
-	size_t blen = align8(mqtt_broker_mem_size(&cfg->mqtt));
+	size_t blen = align8(mqtt_broker_mem_size(&dp->cfg.mqtt));
 	rc = mqtt_broker_init(&dp->broker, p, blen, &dp->cfg.mqtt, &bops);
 	if (rc)
 		return rc;
 	p += blen;
+	if (dp->store)
+		dp_store_bind(dp->store, dp->broker);
 	if (cfg->shard.n_cores > 1) {
 		struct dp_shard_config sc = cfg->shard;
 		sc.max_conns = cfg->max_conns;
 		sc.max_packet = cfg->mqtt.max_packet;
-		const struct dp_shard_conn_ops co = { fwd_out, fwd_close, dp };
+		sc.max_done = cfg->store.on ? cfg->store.held_acks : 0;
+		const struct dp_shard_conn_ops co = { fwd_out, fwd_close, sh_barrier, sh_done, dp };
 		rc = dp_shard_init(&dp->shard, p, dp_shard_mem_size(&sc), &sc, dp->broker, &co);
 		if (rc) {
 			mqtt_broker_fini(dp->broker);
@@ -1259,6 +1345,8 @@ int dp_check(const struct dp *dp)
 	if (n_gone != n_reap || n_open != dp->n_open || n_hs != dp->n_hs || n_hs != n_slots ||
 	    n_est != dp->n_est || n_owe != dp->n_owe)
 		return -E_CORRUPT; /* 4, 5, 6 */
+	if (dp->store && dp_store_check(dp->store) != 0)
+		return -E_CORRUPT;
 	if (dp->shard)
 		return dp_shard_check(dp->shard);
 	return 0;

@@ -22,6 +22,7 @@
 #include "dp/shard.h"
 #include "mqtt/broker.h"
 #include "net/tcp/tcp.h"
+#include "store/link.h"
 #include "tls/handshake.h"
 #include "tls/record.h"
 
@@ -82,6 +83,20 @@ struct dp_config {
 	 * only one. Otherwise a session lives on its home core and this dp forwards plain
 	 * MQTT there; max_conns and max_packet are taken from the fields above. */
 	struct dp_shard_config shard;
+	/* Storage (docs/DURABILITY.md). on: the broker records its persistent state over
+	 * store.link to the storage core and holds each acknowledgement until what it
+	 * promises is committed; the port admits no SYN until the storage core has restored
+	 * this core's sessions (RESTORE_END). off: in memory only, serving at once. */
+	struct dp_store_config {
+		bool on;
+		uint32_t self;               /* this core's index: the origin of its tickets */
+		uint32_t held_acks;          /* acknowledgements waiting for a commit */
+		struct store_link_config link; /* send and ctx from the platform (linked) */
+		/* A revoked certificate serial from storage (borrowed), for the revocation
+		 * list; may be NULL. */
+		void (*revoked)(void *ctx, const uint8_t *serial, size_t len);
+		void *revoked_ctx;
+	} store;
 };
 
 /* Per-site counters and the memory figure. */
@@ -97,6 +112,9 @@ struct dp_stats {
 	uint64_t out_alloc_failed, out_blocked, out_send_failed, out_chunks_live;
 	uint64_t bytes_in, bytes_out;
 	uint64_t fwd_opened, fwd_full; /* connections forwarded to a home core; closed: no room */
+	uint64_t refused_not_serving, refused_store_lag; /* SYNs before restore ended / while storage lags */
+	uint64_t store_windows_shut;   /* times reads stopped for storage (backlog or held acks) */
+	uint64_t restore_records, restore_refused; /* from storage at boot / that did not fit */
 	/* Received ciphertext copied before decryption (records split across segments);
 	 * records that arrive whole in one segment are decrypted in place in the frame. */
 	uint64_t rx_copied;
@@ -150,6 +168,13 @@ void dp_mesh_recv(struct dp *dp, uint32_t src, uint16_t kind, const uint8_t *dat
 /* Boot time, before any connection: this dp becomes the only shard (the platform could
  * not start every core its shards were built for). */
 void dp_shards_off(struct dp *dp);
+/* A message from the storage core (kinds 0x0380-0x03ff of store/ops.h; data borrowed).
+ * Core-local, like dp_poll. */
+void dp_store_recv(struct dp *dp, uint16_t kind, const uint8_t *data, uint32_t len);
+/* Serving: restore has ended (or storage is off). */
+bool dp_serving(const struct dp *dp);
+/* The storage link's counters; false when storage is off. */
+bool dp_store_stats(const struct dp *dp, struct store_link_stats *out /* out */);
 /* The home core of an identity (0 when this dp is the only shard). */
 uint32_t dp_home_core(const struct dp *dp, bool service, const uint8_t *id, size_t len);
 /* The shard counters; false when this dp is the only shard. */

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # dp/: the per-core data plane joining TCP, TLS (handshake + record layer) and the MQTT
 # broker. Portable; dp/conf.c reads the configuration constants.
-PORTABLE_SRCS += dp/dp.c dp/conf.c dp/shard.c
+PORTABLE_SRCS += dp/dp.c dp/conf.c dp/shard.c dp/store.c
 
 # Unit test: the data plane with a fake TCP below (no client handshake needed for the
 # admission, refusal and leak paths).

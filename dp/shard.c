@@ -19,6 +19,9 @@
  *   3. n_blocked counts proxies with PX_BLOCKED (the broker got -E_AGAIN and waits for
  *      mqtt_conn_writable, given when credit returns or the backlog drains).
  *   4. A part-way routed message from src has asm_len[src] < asm_total[src] <= max_packet.
+ *   5. Every routed message that carried a ticket is answered exactly once: by storage
+ *      (after a barrier this shard asked for), or by a DONE this shard owes (owed[src]);
+ *      n_owed is the sum of the owed rings, each at most max_done long.
  *  Proxy states: FREE -OPEN-> LIVE -(LOST | broker close, CLOSE sent)-> FREE;
  *                LIVE -broker close, no room-> CLOSE_OWED -poll sends CLOSE-> FREE.
  */
@@ -27,12 +30,14 @@
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "lib/msgq.h"
 #include "lib/siphash.h"
 
 #define SH_NIL UINT32_MAX
-#define SH_ENT_HDR 8u         /* backlog entry header */
+#define SH_ENT_HDR MSGQ_HDR   /* backlog entry header */
 #define SH_CONN_HDR 8u        /* conn u32, gen u32 */
-#define SH_FAN_HDR 8u         /* total u32, tlen u16, qos u8, retain u8 */
+#define SH_FAN_HDR 12u        /* total u32, tlen u16, qos u8, retain u8, ticket u32 */
+#define SH_DONE_ENT 8u        /* DONE: ticket u32, ok u32 */
 #define SH_MAX_CORES 256u
 #define SH_ID_MAX 1024u
 
@@ -49,9 +54,10 @@ struct sh_proxy {
 	uint8_t pad;
 };
 
-struct sh_backlog {
-	uint8_t *buf;
-	uint32_t head, used, n_msgs; /* head: offset of the oldest entry */
+/* Answers owed to one origin core for its tickets (a ring of ticket | ok << 32). */
+struct sh_owed {
+	uint64_t *e;
+	uint32_t head, n;
 };
 
 struct dp_shard {
@@ -60,7 +66,9 @@ struct dp_shard {
 	struct mqtt_broker *broker;
 	struct siphash_key home_key;
 	uint32_t cap, data_cap;     /* per backlog */
-	struct sh_backlog *bl;      /* [n_cores] */
+	struct msgq *bl;            /* [n_cores] */
+	struct sh_owed *owed;       /* [n_cores], max_done entries each */
+	uint32_t n_owed;            /* answers owed in all */
 	struct sh_proxy *px;        /* [max_proxies] */
 	uint32_t *bkt;              /* [mask + 1]: proxy index or SH_NIL */
 	uint32_t mask;
@@ -68,7 +76,7 @@ struct dp_shard {
 	uint32_t n_blocked, n_close_owed;
 	uint8_t *asm_buf;           /* [n_cores][max_packet] */
 	uint32_t *asm_len, *asm_total;
-	uint8_t *asm_meta;          /* [n_cores][4]: tlen lo, tlen hi, qos, retain */
+	uint8_t *asm_meta;          /* [n_cores][8]: tlen lo, tlen hi, qos, retain, ticket */
 	uint8_t *scratch;           /* one message being assembled: payload_max bytes */
 	uint64_t now_ms;
 	struct dp_shard_stats st;
@@ -92,7 +100,8 @@ static bool cfg_ok(const struct dp_shard_config *c)
 	if (!(c->n_cores >= 1 && c->n_cores <= SH_MAX_CORES && c->self < c->n_cores &&
 	      c->payload_max >= 64 && c->payload_max <= (1u << 20) && c->backlog_bytes <= (1u << 28) &&
 	      c->out_window >= 1 && c->max_proxies >= 1 && c->max_proxies <= (1u << 24) &&
-	      c->max_conns >= 1 && c->max_packet >= 16 && c->max_packet <= (1u << 24) && c->mesh.send))
+	      c->max_conns >= 1 && c->max_packet >= 16 && c->max_packet <= (1u << 24) && c->mesh.send &&
+	      c->max_done <= (1u << 24)))
 		return false;
 	/* A whole routed message of max_packet bytes must fit the shared half of a backlog's
 	 * data part (bl_room_shared), or it could never be carried. */
@@ -112,10 +121,12 @@ size_t dp_shard_mem_size(const struct dp_shard_config *c)
 	if (!c || !cfg_ok(c))
 		return 0;
 	size_t n = c->n_cores;
-	return align8(sizeof(struct dp_shard)) + align8(n * sizeof(struct sh_backlog)) +
-	       align8(n * backlog_cap(c)) + align8(c->max_proxies * sizeof(struct sh_proxy)) +
+	return align8(sizeof(struct dp_shard)) + align8(n * sizeof(struct msgq)) +
+	       align8(n * backlog_cap(c)) + align8(n * sizeof(struct sh_owed)) +
+	       align8(n * (size_t)c->max_done * sizeof(uint64_t)) +
+	       align8(c->max_proxies * sizeof(struct sh_proxy)) +
 	       align8((size_t)pow2_at_least(2u * c->max_proxies) * sizeof(uint32_t)) +
-	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * 4u) +
+	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * 8u) +
 	       align8(c->payload_max);
 }
 
@@ -125,7 +136,7 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	*out = NULL;
 	size_t need = dp_shard_mem_size(cfg);
 	if (!need || !mem || len < need || ((uintptr_t)mem & 7u) || !broker || !conn ||
-	    !conn->out || !conn->close)
+	    !conn->out || !conn->close || !conn->done || !conn->barrier)
 		return -E_INVAL;
 	uint8_t *p = mem;
 	memset(p, 0, need);
@@ -138,11 +149,16 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	sh->cap = backlog_cap(cfg);
 	sh->data_cap = cfg->backlog_bytes;
 	size_t n = cfg->n_cores;
-	sh->bl = (struct sh_backlog *)(void *)p;
-	p += align8(n * sizeof(struct sh_backlog));
+	sh->bl = (struct msgq *)(void *)p;
+	p += align8(n * sizeof(struct msgq));
 	for (size_t i = 0; i < n; i++)
-		sh->bl[i].buf = p + i * sh->cap;
+		msgq_init(&sh->bl[i], p + i * sh->cap, sh->cap);
 	p += align8(n * sh->cap);
+	sh->owed = (struct sh_owed *)(void *)p;
+	p += align8(n * sizeof(struct sh_owed));
+	for (size_t i = 0; i < n; i++)
+		sh->owed[i].e = (uint64_t *)(void *)(p + i * (size_t)cfg->max_done * sizeof(uint64_t));
+	p += align8(n * (size_t)cfg->max_done * sizeof(uint64_t));
 	sh->px = (struct sh_proxy *)(void *)p;
 	p += align8(cfg->max_proxies * sizeof(struct sh_proxy));
 	sh->mask = pow2_at_least(2u * cfg->max_proxies) - 1u;
@@ -160,20 +176,32 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	sh->asm_total = (uint32_t *)(void *)p;
 	p += align8(n * sizeof(uint32_t));
 	sh->asm_meta = p;
-	p += align8(n * 4u);
+	p += align8(n * 8u);
 	sh->scratch = p;
 	*out = sh;
 	return 0;
 }
 
+static uint32_t home(const struct siphash_key *k, uint32_t n, enum mqtt_id_kind kind, const uint8_t *id, size_t len)
+{
+	if (n <= 1)
+		return 0;
+	/* The kind is folded in so a device and a service of the same name may differ. */
+	uint64_t h = siphash24(k, id, len) ^ (kind == MQTT_ID_SERVICE ? 0x9e3779b97f4a7c15ull : 0);
+	return (uint32_t)(h % n);
+}
+
 uint32_t dp_shard_home(const struct dp_shard *sh, enum mqtt_id_kind kind, const uint8_t *id,
 		       size_t len)
 {
-	if (sh->cfg.n_cores == 1)
-		return 0;
-	/* The kind is folded in so a device and a service of the same name may differ. */
-	uint64_t h = siphash24(&sh->home_key, id, len) ^ (kind == MQTT_ID_SERVICE ? 0x9e3779b97f4a7c15ull : 0);
-	return (uint32_t)(h % sh->cfg.n_cores);
+	return home(&sh->home_key, sh->cfg.n_cores, kind, id, len);
+}
+
+uint32_t dp_shard_home_of(const uint8_t key[16], uint32_t n_cores, enum mqtt_id_kind kind, const uint8_t *id,
+			  size_t len)
+{
+	struct siphash_key k = siphash_key_from_bytes(key);
+	return home(&k, n_cores, kind, id, len);
 }
 
 uint32_t dp_shard_self(const struct dp_shard *sh)
@@ -197,7 +225,7 @@ static bool is_data_kind(uint16_t kind)
 /* Backlog bytes a message of `len` bytes takes. */
 static uint32_t ent_size(uint32_t len)
 {
-	return SH_ENT_HDR + len;
+	return msgq_entry_size(len);
 }
 
 /* Could `bytes` more of class data/control be backlogged to dst? */
@@ -215,42 +243,19 @@ static bool bl_room_shared(const struct dp_shard *sh, uint32_t dst, uint64_t byt
 	return sh->bl[dst].used + bytes <= sh->data_cap / 2u;
 }
 
-static void bl_put(struct sh_backlog *b, uint32_t cap, const uint8_t *p, uint32_t n)
-{
-	uint32_t at = (b->head + b->used) % cap;
-	uint32_t first = MIN(n, cap - at);
-	memcpy(b->buf + at, p, first);
-	memcpy(b->buf, p + first, n - first);
-	b->used += n;
-}
-
-static void bl_get(const struct sh_backlog *b, uint32_t cap, uint32_t off, uint8_t *p, uint32_t n)
-{
-	uint32_t at = (b->head + off) % cap;
-	uint32_t first = MIN(n, cap - at);
-	memcpy(p, b->buf + at, first);
-	memcpy(p + first, b->buf, n - first);
-}
-
 /* The message in sh->scratch (len bytes) to dst: straight to the mesh when nothing is
  * waiting for dst, else behind what is (invariant 1). 0 or -E_NOMEM (no room: nothing
  * queued). The caller checked room for multi-part messages beforehand. */
 static int emit(struct dp_shard *sh, uint32_t dst, uint16_t kind, uint32_t len)
 {
-	struct sh_backlog *b = &sh->bl[dst];
-	if (!b->used && sh->cfg.mesh.send(sh->cfg.mesh.ctx, dst, kind, sh->scratch, len) == 0)
+	struct msgq *b = &sh->bl[dst];
+	if (msgq_empty(b) && sh->cfg.mesh.send(sh->cfg.mesh.ctx, dst, kind, sh->scratch, len) == 0)
 		return 0;
-	if (!bl_room(sh, dst, ent_size(len), is_data_kind(kind))) {
+	if (!bl_room(sh, dst, ent_size(len), is_data_kind(kind)) ||
+	    msgq_put(b, kind, sh->scratch, len, NULL, 0) != 0) {
 		sh->st.backlog_full++;
 		return -E_NOMEM;
 	}
-	uint8_t hdr[SH_ENT_HDR];
-	st_le16(hdr, kind);
-	st_le16(hdr + 2, 0);
-	st_le32(hdr + 4, len);
-	bl_put(b, sh->cap, hdr, SH_ENT_HDR);
-	bl_put(b, sh->cap, sh->scratch, len);
-	b->n_msgs++;
 	sh->st.backlogged++;
 	return 0;
 }
@@ -496,7 +501,7 @@ bool dp_shard_fanout_room(struct dp_shard *sh, size_t bytes)
 }
 
 static int fanout_one(struct dp_shard *sh, uint32_t dst, const uint8_t *topic, size_t tlen,
-		      const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
+		      const uint8_t *payload, size_t plen, uint8_t qos, bool retain, uint32_t ticket)
 {
 	size_t total = tlen + plen, done = 0;
 	bool first = true;
@@ -508,6 +513,7 @@ static int fanout_one(struct dp_shard *sh, uint32_t dst, const uint8_t *topic, s
 			st_le16(w + 4, (uint16_t)tlen);
 			w[6] = qos;
 			w[7] = retain ? 1u : 0u;
+			st_le32(w + 8, ticket);
 			hdr = SH_FAN_HDR;
 		}
 		uint32_t take = (uint32_t)MIN(total - done, (size_t)(sh->cfg.payload_max - hdr));
@@ -529,20 +535,93 @@ static int fanout_one(struct dp_shard *sh, uint32_t dst, const uint8_t *topic, s
 	return 0;
 }
 
-void dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-		     size_t plen, uint8_t qos, bool retain)
+uint32_t dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+			 size_t plen, uint8_t qos, bool retain, uint32_t ticket)
 {
+	uint32_t answering = 0;
 	if (tlen > UINT16_MAX || tlen + plen > sh->cfg.max_packet) {
 		sh->st.fanout_refused++;
-		return;
+		return 0;
 	}
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++) {
 		if (d == sh->cfg.self)
 			continue;
-		if (fanout_one(sh, d, topic, tlen, payload, plen, qos, retain))
+		if (fanout_one(sh, d, topic, tlen, payload, plen, qos, retain, ticket)) {
 			sh->st.fanout_refused++; /* a will without room (a PUBLISH checked first) */
-		else
+		} else {
 			sh->st.fanout_out++;
+			answering += ticket != 0;
+		}
+	}
+	return answering;
+}
+
+/* ---- answers to another core's tickets --------------------------------------------------- */
+
+/* Owe origin the answer (ticket, ok); sent by dp_shard_poll in DONE messages. The origin
+ * holds at most max_done tickets (its held acknowledgements), so the ring never fills
+ * unless a peer misbehaves (counted). */
+static void owe(struct dp_shard *sh, uint32_t origin, uint32_t ticket, bool ok)
+{
+	struct sh_owed *o = &sh->owed[origin];
+	if (o->n == sh->cfg.max_done) {
+		sh->st.done_dropped++;
+		return;
+	}
+	o->e[(o->head + o->n) % sh->cfg.max_done] = (uint64_t)ticket | (uint64_t)(ok ? 1u : 0u) << 32;
+	o->n++;
+	sh->n_owed++;
+}
+
+/* A message routed here with a ticket: its origin's acknowledgement waits for us. What
+ * this shard recorded for it must be committed first (storage answers the origin after
+ * the barrier); else the answer goes from here. */
+static void answer(struct dp_shard *sh, uint32_t origin, uint32_t ticket, int routed, bool recorded)
+{
+	if (!ticket)
+		return;
+	if (recorded && sh->conn.barrier(sh->conn.ctx, origin, ticket) == 0)
+		return;
+	owe(sh, origin, ticket, routed == 0 && !recorded);
+}
+
+/* DONE messages to every origin we owe, as many answers per message as fit. */
+static void send_owed(struct dp_shard *sh)
+{
+	uint32_t per = sh->cfg.payload_max / SH_DONE_ENT;
+	for (uint32_t d = 0; d < sh->cfg.n_cores && sh->n_owed; d++) {
+		struct sh_owed *o = &sh->owed[d];
+		while (o->n) {
+			uint32_t k = MIN(o->n, per);
+			for (uint32_t i = 0; i < k; i++) {
+				uint64_t e = o->e[(o->head + i) % sh->cfg.max_done];
+				st_le32(sh->scratch + (size_t)i * SH_DONE_ENT, (uint32_t)e);
+				st_le32(sh->scratch + (size_t)i * SH_DONE_ENT + 4, (uint32_t)(e >> 32));
+			}
+			if (emit(sh, d, DP_SHARD_DONE, k * SH_DONE_ENT))
+				break; /* no room even for control: next poll */
+			o->head = (o->head + k) % sh->cfg.max_done;
+			o->n -= k;
+			sh->n_owed -= k;
+			sh->st.done_out += k;
+		}
+	}
+}
+
+static void recv_done(struct dp_shard *sh, const uint8_t *d, uint32_t len)
+{
+	if (!len || len % SH_DONE_ENT) {
+		sh->st.bad++;
+		return;
+	}
+	for (uint32_t i = 0; i < len; i += SH_DONE_ENT) {
+		uint32_t ok = ld_le32(d + i + 4);
+		if (ok > 1u) {
+			sh->st.bad++;
+			continue;
+		}
+		sh->st.done_in++;
+		sh->conn.done(sh->conn.ctx, ld_le32(d + i), ok == 1u);
 	}
 }
 
@@ -601,9 +680,21 @@ static struct sh_proxy *px_of(struct dp_shard *sh, uint32_t src, uint32_t conn, 
 	return &sh->px[x];
 }
 
+/* Route a whole message from src; answer its ticket. */
+static void route_in(struct dp_shard *sh, uint32_t src, const uint8_t *topic, uint16_t tlen, const uint8_t *payload,
+		     uint32_t plen, uint8_t qos, bool retain, uint32_t ticket)
+{
+	bool recorded = false;
+	sh->st.fanout_in++;
+	int rc = mqtt_broker_route_remote(sh->broker, topic, tlen, payload, plen, qos, retain, &recorded);
+	if (rc)
+		sh->st.fanout_bad++;
+	answer(sh, src, ticket, rc, recorded);
+}
+
 static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *d, uint32_t len)
 {
-	uint8_t *meta = sh->asm_meta + (size_t)src * 4u;
+	uint8_t *meta = sh->asm_meta + (size_t)src * 8u;
 	uint8_t *buf = sh->asm_buf + (size_t)src * sh->cfg.max_packet;
 	if (kind == DP_SHARD_FANOUT_HEAD) {
 		if (len < SH_FAN_HDR) {
@@ -612,23 +703,24 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 		}
 		uint32_t total = ld_le32(d);
 		uint16_t tlen = ld_le16(d + 4);
+		uint32_t ticket = ld_le32(d + 8);
 		if (total > sh->cfg.max_packet || tlen > total || d[6] > 2u || d[7] > 1u ||
 		    len - SH_FAN_HDR > total) {
 			sh->st.fanout_bad++;
 			sh->asm_total[src] = 0;
+			answer(sh, src, ticket, -E_INVAL, false);
 			return;
 		}
 		if (len - SH_FAN_HDR == total) { /* whole: routed from the message itself */
 			sh->asm_total[src] = 0;
-			sh->st.fanout_in++;
-			if (mqtt_broker_route_remote(sh->broker, d + SH_FAN_HDR, tlen, d + SH_FAN_HDR + tlen,
-						     total - tlen, d[6], d[7] != 0))
-				sh->st.fanout_bad++;
+			route_in(sh, src, d + SH_FAN_HDR, tlen, d + SH_FAN_HDR + tlen, total - tlen, d[6], d[7] != 0,
+				 ticket);
 			return;
 		}
 		st_le16(meta, tlen);
 		meta[2] = d[6];
 		meta[3] = d[7];
+		st_le32(meta + 4, ticket);
 		sh->asm_total[src] = total;
 		sh->asm_len[src] = len - SH_FAN_HDR;
 		memcpy(buf, d + SH_FAN_HDR, len - SH_FAN_HDR);
@@ -637,6 +729,8 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 	uint32_t have = sh->asm_len[src], total = sh->asm_total[src];
 	if (!total || len > total - have) {
 		sh->st.fanout_bad++;
+		if (total) /* the message in assembly is lost: its ticket is answered "not stored" */
+			answer(sh, src, ld_le32(meta + 4), -E_INVAL, false);
 		sh->asm_total[src] = 0;
 		return;
 	}
@@ -646,9 +740,7 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 		return;
 	sh->asm_total[src] = 0;
 	uint16_t tlen = ld_le16(meta);
-	sh->st.fanout_in++;
-	if (mqtt_broker_route_remote(sh->broker, buf, tlen, buf + tlen, total - tlen, meta[2], meta[3] != 0))
-		sh->st.fanout_bad++;
+	route_in(sh, src, buf, tlen, buf + tlen, total - tlen, meta[2], meta[3] != 0, ld_le32(meta + 4));
 }
 
 void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *d, uint32_t len,
@@ -665,6 +757,10 @@ void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8
 	}
 	if (kind == DP_SHARD_FANOUT_HEAD || kind == DP_SHARD_FANOUT_MORE) {
 		recv_fanout(sh, src, kind, d, len);
+		return;
+	}
+	if (kind == DP_SHARD_DONE) {
+		recv_done(sh, d, len);
 		return;
 	}
 	if (len < SH_CONN_HDR) {
@@ -723,22 +819,15 @@ void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8
 
 static uint32_t flush(struct dp_shard *sh, uint32_t dst)
 {
-	struct sh_backlog *b = &sh->bl[dst];
-	while (b->used) {
-		uint8_t hdr[SH_ENT_HDR];
-		bl_get(b, sh->cap, 0, hdr, SH_ENT_HDR);
-		uint16_t kind = ld_le16(hdr);
-		uint32_t len = ld_le32(hdr + 4);
-		bl_get(b, sh->cap, SH_ENT_HDR, sh->scratch, len);
+	struct msgq *b = &sh->bl[dst];
+	uint16_t kind;
+	uint32_t len;
+	while (msgq_front(b, &kind, sh->scratch, sh->cfg.payload_max, &len) == 0) {
 		if (sh->cfg.mesh.send(sh->cfg.mesh.ctx, dst, kind, sh->scratch, len) != 0)
 			break;
-		b->head = (b->head + ent_size(len)) % sh->cap;
-		b->used -= ent_size(len);
-		b->n_msgs--;
+		msgq_pop(b);
 	}
-	if (!b->used)
-		b->head = 0;
-	return b->n_msgs;
+	return b->n;
 }
 
 uint32_t dp_shard_poll(struct dp_shard *sh)
@@ -747,6 +836,8 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
 		if (d != sh->cfg.self && sh->bl[d].used)
 			waiting += flush(sh, d);
+	if (sh->n_owed)
+		send_owed(sh);
 	if (sh->n_close_owed)
 		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_close_owed; x++)
 			if ((sh->px[x].flags & PX_CLOSE_OWED) && send_close(sh, &sh->px[x]))
@@ -762,7 +853,7 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 			sh->n_blocked--;
 			mqtt_conn_writable(sh->broker, p->mq);
 		}
-	return waiting + sh->n_close_owed;
+	return waiting + sh->n_close_owed + sh->n_owed;
 }
 
 void dp_shard_stats_get(const struct dp_shard *sh, struct dp_shard_stats *out)
@@ -797,8 +888,10 @@ int dp_shard_check(const struct dp_shard *sh)
 	    owed != sh->n_close_owed)
 		return -E_CORRUPT; /* 2, 3 */
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++) {
-		if (sh->bl[d].used > sh->cap || (sh->bl[d].used == 0) != (sh->bl[d].n_msgs == 0))
+		if (msgq_check(&sh->bl[d]) != 0)
 			return -E_CORRUPT; /* 1 */
+		if (sh->owed[d].n > sh->cfg.max_done)
+			return -E_CORRUPT; /* 5 */
 		if (sh->asm_total[d] && (sh->asm_total[d] > sh->cfg.max_packet ||
 					 sh->asm_len[d] >= sh->asm_total[d]))
 			return -E_CORRUPT; /* 4 */

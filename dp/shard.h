@@ -13,7 +13,11 @@
  *   home core -> connection core:  OUT (plaintext MQTT to seal and send), CLOSE (the
  *                                   broker ended the connection: takeover, DISCONNECT...)
  *   any shard -> every other:       FANOUT_HEAD / FANOUT_MORE (a routed message: topic,
- *                                   payload, QoS, retain; cut into slot-sized parts)
+ *                                   payload, QoS, retain, ticket; cut into slot-sized parts)
+ *   any shard -> a ticket's origin: DONE (answers: ticket, stored or not) for routed
+ *                                   messages whose acknowledgement waits on the origin;
+ *                                   storage answers instead when this shard recorded
+ *                                   events for the message (after a barrier)
  * A connection is named by (connection core, TCP id, generation); the generation makes
  * messages about a connection that has since ended harmless to its id's next user.
  *
@@ -47,6 +51,7 @@ enum dp_shard_kind {
 	DP_SHARD_CLOSE = 0x0205,
 	DP_SHARD_FANOUT_HEAD = 0x0206,
 	DP_SHARD_FANOUT_MORE = 0x0207,
+	DP_SHARD_DONE = 0x0208,
 };
 #define DP_SHARD_KIND_FIRST 0x0200u
 #define DP_SHARD_KIND_LAST 0x02ffu
@@ -68,6 +73,7 @@ struct dp_shard_config {
 	uint32_t max_proxies;    /* connections of other cores whose session lives here */
 	uint32_t max_conns;      /* this core's connection records (the reserve's size) */
 	uint32_t max_packet;     /* largest routed message (topic + payload) to reassemble */
+	uint32_t max_done;       /* answers owed per origin core (>= its held acknowledgements) */
 	struct dp_mesh_ops mesh; /* copied; ctx linked */
 };
 
@@ -77,6 +83,12 @@ struct dp_shard_config {
 struct dp_shard_conn_ops {
 	void (*out)(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n);
 	void (*close)(void *ctx, uint32_t conn, uint32_t gen);
+	/* This shard recorded events for a message with a ticket of core origin: ask storage
+	 * to answer origin once they are committed. 0, or an error (the shard then answers
+	 * "not stored" itself). */
+	int (*barrier)(void *ctx, uint32_t origin, uint32_t ticket);
+	/* An answer for one of this core's tickets, from another shard. */
+	void (*done)(void *ctx, uint32_t ticket, bool ok);
 	void *ctx;
 };
 
@@ -86,6 +98,7 @@ struct dp_shard_stats {
 	uint64_t lost_out, lost_in, lost_dropped, close_out, close_in, credit_out, credit_in;
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad;
 	uint64_t backlogged, backlog_full, stale, bad;
+	uint64_t done_out, done_in, done_dropped; /* answers to tickets */
 	uint32_t proxies, blocked;
 };
 
@@ -102,6 +115,10 @@ MUST_CHECK int dp_shard_init(struct dp_shard **out /* out */, void *mem, size_t 
 /* The home core of an identity (the same answer on every core). */
 uint32_t dp_shard_home(const struct dp_shard *sh, enum mqtt_id_kind kind, const uint8_t *id,
 		       size_t len);
+/* The same function for whoever holds the key and the core count (the storage core,
+ * restoring each session onto its home core). */
+uint32_t dp_shard_home_of(const uint8_t key[16], uint32_t n_cores, enum mqtt_id_kind kind, const uint8_t *id,
+			  size_t len);
 uint32_t dp_shard_self(const struct dp_shard *sh);
 
 /* ---- the connection side: a connection of this core whose home is elsewhere ---- */
@@ -135,8 +152,10 @@ void dp_shard_proxy_close(struct dp_shard *sh, void *user);
 
 /* ---- routing between shards (the broker's fanout ops) ---- */
 bool dp_shard_fanout_room(struct dp_shard *sh, size_t bytes);
-void dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen,
-		     const uint8_t *payload, size_t plen, uint8_t qos, bool retain);
+/* ticket != 0: every shard that gets the message answers it once (DONE, or storage after
+ * a barrier). Returns how many will answer. */
+uint32_t dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen,
+			 const uint8_t *payload, size_t plen, uint8_t qos, bool retain, uint32_t ticket);
 
 /* ---- the mesh ---- */
 /* One message from core src (data borrowed for the call). */

@@ -75,11 +75,21 @@ struct blk_selftest_run {
 	uint32_t max_polls, polls;
 	uint8_t step;
 	bool posted;
+	bool write;        /* false: read only (blk_readtest_start) */
 	struct blk_req r;
 };
 int blk_selftest_start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *buf, size_t buf_len, uint32_t seed,
 		       uint32_t max_polls, const char **why /* out */) MUST_CHECK;
 int blk_selftest_step(struct blk_selftest_run *s, const char **why /* out */) MUST_CHECK;
+
+/* The read-only run: read the scratch area (last 4 KiB) and nothing else, for a disk that
+ * is not known to be ours (storage writes only a disk it recognised; store/boot.h runs
+ * the write test on its own scratch block). Same arguments and results, no seed; then
+ * blk_selftest_step, or blk_readtest for the whole run. */
+int blk_readtest_start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *buf, size_t buf_len,
+		       uint32_t max_polls, const char **why /* out */) MUST_CHECK;
+int blk_readtest(struct blk_dev *d, uint8_t *buf, size_t buf_len, uint32_t max_polls,
+		 const char **why /* out */) MUST_CHECK;
 
 static inline MUST_CHECK int blk_submit(struct blk_dev *d, struct blk_req *r) { return d->ops->submit(d->impl, r); }
 static inline void blk_kick(struct blk_dev *d) { d->ops->kick(d->impl); }

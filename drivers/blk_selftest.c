@@ -7,7 +7,8 @@
  * blk_dev (virtio-blk, virtio-scsi, hosted file). Never touches anything outside the
  * scratch area and never waits without a bound.
  * Run: WRITE -(completed)-> READ -(completed, equal)-> FLUSH (if the device has a cache)
- * -> DONE; any failure -> DONE with the error.
+ * -> DONE; any failure -> DONE with the error. The read-only run: READ -(completed)-> DONE
+ * (it writes nothing, for a disk that may not be ours).
  */
 #include "drivers/blk.h"
 #include "lib/err.h"
@@ -17,8 +18,8 @@
 
 enum { ST_WRITE, ST_READ, ST_FLUSH, ST_DONE };
 
-int blk_selftest_start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *buf, size_t buf_len, uint32_t seed,
-		       uint32_t max_polls, const char **why)
+static int start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *buf, size_t buf_len, uint32_t seed,
+		 uint32_t max_polls, bool write, const char **why)
 {
 	const struct blk_topology *t = &d->topo;
 	uint32_t bytes = t->logical_block > SCRATCH_BYTES ? t->logical_block : SCRATCH_BYTES;
@@ -27,9 +28,9 @@ int blk_selftest_start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *b
 	memset(s, 0, sizeof *s);
 	s->step = ST_DONE;
 	*why = NULL;
-	if (t->logical_block == 0 || buf_len < 2u * (size_t)bytes || t->capacity < n || t->read_only ||
+	if (t->logical_block == 0 || buf_len < 2u * (size_t)bytes || t->capacity < n || (write && t->read_only) ||
 	    max_polls == 0) {
-		*why = t->read_only ? "read-only device" : "disk or buffer too small";
+		*why = write && t->read_only ? "read-only device" : "disk or buffer too small";
 		return -E_INVAL;
 	}
 	for (uint32_t i = 0; i < bytes; i++)
@@ -43,8 +44,21 @@ int blk_selftest_start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *b
 	 * next run tests the new end. */
 	s->lba = t->capacity - n;
 	s->max_polls = max_polls;
-	s->step = ST_WRITE;
+	s->step = write ? ST_WRITE : ST_READ;
+	s->write = write;
 	return 0;
+}
+
+int blk_selftest_start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *buf, size_t buf_len, uint32_t seed,
+		       uint32_t max_polls, const char **why)
+{
+	return start(s, d, buf, buf_len, seed, max_polls, true, why);
+}
+
+int blk_readtest_start(struct blk_selftest_run *s, struct blk_dev *d, uint8_t *buf, size_t buf_len,
+		       uint32_t max_polls, const char **why)
+{
+	return start(s, d, buf, buf_len, 0, max_polls, false, why);
 }
 
 /* Submit the request of the current step. */
@@ -108,10 +122,14 @@ int blk_selftest_step(struct blk_selftest_run *s, const char **why)
 	}
 	s->posted = false;
 	s->polls = 0;
-	if (s->step == ST_READ && memcmp(s->buf, s->buf + s->bytes, s->bytes) != 0) {
+	if (s->write && s->step == ST_READ && memcmp(s->buf, s->buf + s->bytes, s->bytes) != 0) {
 		*why = "read back differs";
 		err = -E_CORRUPT;
 		goto fail;
+	}
+	if (!s->write) {
+		s->step = ST_DONE; /* read only: done once the read came back */
+		return 0;
 	}
 	s->step = s->step == ST_WRITE ? ST_READ : (s->step == ST_READ && s->d->topo.flush) ? ST_FLUSH : ST_DONE;
 	return s->step == ST_DONE ? 0 : -E_AGAIN;
@@ -119,6 +137,18 @@ fail:
 	/* A request still in flight stays the device's (the run is over; the caller must not
 	 * reuse buf while the device may still write it: a broken device never completes). */
 	s->step = ST_DONE;
+	return err;
+}
+
+int blk_readtest(struct blk_dev *d, uint8_t *buf, size_t buf_len, uint32_t max_polls, const char **why)
+{
+	struct blk_selftest_run s;
+	int err = blk_readtest_start(&s, d, buf, buf_len, max_polls, why);
+
+	if (err)
+		return err;
+	while ((err = blk_selftest_step(&s, why)) == -E_AGAIN)
+		;
 	return err;
 }
 

@@ -114,48 +114,23 @@ static void hb_log(void *ctx, const char *line)
 	printf("%s\n", line);
 }
 
-static int hexval(int ch)
+/* A revoked serial storage holds: joins the list (bounded; said loudly when it cannot). */
+static void hb_revoked_add(void *ctx, const uint8_t *serial, size_t len)
 {
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
+	struct hosted_broker *hb = ctx;
+	int err = tls_revoke_set_add(&hb->revokes, serial, len);
+	if (err && err != -E_EXIST)
+		fprintf(stderr, "hosted: a stored revocation could not join the list (%s): NOT enforced\n",
+			err_name(err));
 }
 
-/* The revoked serials of the embedded list (hex strings) as bytes. */
-static int revoked_load(struct hosted_broker *hb)
-{
-	size_t k = 0;
-	for (size_t i = 0; urmqtt_revoked_serials[i]; i++) {
-		const char *s = urmqtt_revoked_serials[i];
-		size_t n = strlen(s) / 2;
-		if (k >= HOSTED_BROKER_MAX_REVOKED || n == 0 || n > sizeof hb->revoked_bytes[0] ||
-		    strlen(s) % 2)
-			return -E_RANGE;
-		for (size_t j = 0; j < n; j++) {
-			int hi = hexval(s[2 * j]), lo = hexval(s[2 * j + 1]);
-			if (hi < 0 || lo < 0)
-				return -E_INVAL;
-			hb->revoked_bytes[k][j] = (uint8_t)(hi << 4 | lo);
-		}
-		hb->revoked[k].serial = hb->revoked_bytes[k];
-		hb->revoked[k].len = (uint8_t)n;
-		k++;
-	}
-	hb->revoke_list.entries = hb->revoked;
-	hb->revoke_list.n = k;
-	return 0;
-}
-
-int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn)
+int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk, const char *disk_name)
 {
 	int rc;
 	memset(hb, 0, sizeof *hb);
 	hb->heap_limit = (size_t)CONF_CORE_HEAP_LIMIT_MB << 20;
-	if ((rc = revoked_load(hb)) != 0) {
+	tls_revoke_set_init(&hb->revokes, hb->revoked, hb->revoked_bytes, HOSTED_BROKER_MAX_REVOKED);
+	if ((rc = tls_revoke_set_add_hex(&hb->revokes, urmqtt_revoked_serials)) != 0) {
 		fprintf(stderr, "hosted: embedded revocation list: %s\n", err_name(rc));
 		return rc;
 	}
@@ -163,7 +138,7 @@ int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn)
 	struct tls_hs_config hc;
 	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
-	hc.revoke.ctx = &hb->revoke_list;
+	hc.revoke.ctx = &hb->revokes.list;
 	hc.ops = (struct tls_hs_ops){ hb_alloc, hb_free, hb_random, hb_now_s, hb_now_ms, hb, NULL };
 	rc = tls_hs_env_create(&hc, &hb->hs_env);
 	if (rc) {
@@ -180,6 +155,16 @@ int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn)
 	g.lower = dp_lower_tcp;
 	g.log = hb_log;
 	g.now_ms = hb_dp_now;
+	if (disk) {
+		rc = hosted_store_create(&hb->store, disk, disk_name, &hb->revokes.list);
+		if (rc) {
+			fprintf(stderr, "hosted: storage: %s\n", err_name(rc));
+			return rc;
+		}
+		hosted_store_link(hb->store, &g);
+		g.store.revoked = hb_revoked_add;
+		g.store.revoked_ctx = hb;
+	}
 	if (hb_random(NULL, g.mqtt.hash_key, sizeof g.mqtt.hash_key))
 		return -E_IO;
 	size_t need = dp_mem_size(&g);
@@ -196,6 +181,8 @@ int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn)
 		fprintf(stderr, "hosted: dp_init: %s\n", err_name(rc));
 		return rc;
 	}
+	if (hb->store)
+		hosted_store_bind(hb->store, hb->dp);
 	printf("hosted: broker on port %u: %u connection records of %zu B, data plane region %zu B,"
 	       " tls_rec %zu B, mqtt conn %zu B, session %zu B\n",
 	       (unsigned)CONF_TCP_PORT, max_conn, dp_conn_sizeof(), need, tls_rec_sizeof(),
@@ -210,7 +197,17 @@ void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp)
 
 uint32_t hosted_broker_poll(struct hosted_broker *hb)
 {
-	return dp_poll(hb->dp);
+	uint32_t left = dp_poll(hb->dp);
+	if (hb->store) {
+		(void)hosted_store_poll(hb->store);
+		left += hosted_store_due_ms(hb->store) <= hb_clock_ms(); /* work now: no sleep */
+	}
+	return left;
+}
+
+uint64_t hosted_broker_due_ms(const struct hosted_broker *hb)
+{
+	return hb->store ? hosted_store_due_ms(hb->store) : UINT64_MAX;
 }
 
 void hosted_broker_stats(struct hosted_broker *hb, const char *tag)
@@ -250,10 +247,14 @@ void hosted_broker_stats(struct hosted_broker *hb, const char *tag)
 	       (unsigned long long)ms->msgs_out, (unsigned long long)ms->acl_denied_pub,
 	       (unsigned long long)ms->acl_denied_sub, (unsigned long long)ms->connack_refused,
 	       (unsigned long long)ms->wills_published);
+	if (hb->store)
+		hosted_store_stats(hb->store, tag);
 }
 
 void hosted_broker_fini(struct hosted_broker *hb)
 {
+	if (hb->store)
+		hosted_store_finish(hb->store); /* commit what waits; its answers still reach dp */
 	if (hb->dp) {
 		dp_fini(hb->dp);
 		hb->dp = NULL;
@@ -264,6 +265,8 @@ void hosted_broker_fini(struct hosted_broker *hb)
 	}
 	free(hb->dp_mem);
 	hb->dp_mem = NULL;
+	hosted_store_destroy(hb->store);
+	hb->store = NULL;
 	if (hb->heap_used || hb->heap_blocks)
 		fprintf(stderr, "hosted: broker heap not empty at exit: %zu B in %zu blocks\n",
 			hb->heap_used, hb->heap_blocks);

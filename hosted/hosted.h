@@ -94,28 +94,54 @@ int hosted_tap_open(const char *name, const char **err /* out */);
  * env, whose mbedTLS hooks are process-global. */
 #define HOSTED_BROKER_MAX_REVOKED 16
 struct dp;
+struct dp_config;
+struct blk_dev;
 struct tls_hs_env;
+struct hosted_store;
 struct hosted_broker {
 	struct tls_hs_env *hs_env;
+	struct hosted_store *store;    /* NULL without --disk: in memory only */
 	struct dp *dp;
 	void *dp_mem;
 	size_t dp_mem_len;
 	size_t heap_used, heap_peak, heap_limit, heap_blocks;
 	uint64_t heap_failed;
 	struct tls_revoke_entry revoked[HOSTED_BROKER_MAX_REVOKED];
-	uint8_t revoked_bytes[HOSTED_BROKER_MAX_REVOKED][32];
-	struct tls_revoke_list revoke_list;
+	uint8_t revoked_bytes[HOSTED_BROKER_MAX_REVOKED][TLS_REVOKE_SERIAL_MAX];
+	struct tls_revoke_set revokes; /* the image's serials, then storage's */
 };
-/* Create the handshake env and the data plane for max_conn connections. 0 or -E_*. */
-MUST_CHECK int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn);
+/* Create the handshake env and the data plane for max_conn connections, with storage on
+ * disk (linked; its name for the log) when disk is not NULL. 0 or -E_*. */
+MUST_CHECK int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk,
+				  const char *disk_name);
 /* Link the TCP stack (created with dp_tcp_upper and the dp as ctx). */
 void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp);
-/* Safe point of the loop (after tcp_poll): reap, handshake deadlines, broker tick. */
-uint32_t hosted_broker_poll(struct hosted_broker *hb); /* handshakes still staged */
+/* Safe point of the loop (after tcp_poll): reap, handshake deadlines, broker tick, then
+ * storage's pass. Returns the work left for the next pass at once (staged handshakes,
+ * storage with work now). */
+uint32_t hosted_broker_poll(struct hosted_broker *hb);
+/* When storage next has work (CLOCK_MONOTONIC ms; UINT64_MAX none). */
+uint64_t hosted_broker_due_ms(const struct hosted_broker *hb);
 /* Two stats lines on stdout: connections, bytes per connection, refusals. */
 void hosted_broker_stats(struct hosted_broker *hb, const char *tag);
 /* Abort every connection (TCP must still exist), free everything, report leaks. */
 void hosted_broker_fini(struct hosted_broker *hb);
+
+/* ---- storage (hosted/store.c): store/service.h over the file disk ------------------
+ * One core: the data plane's link feeds the service's local queue, the service's messages
+ * go straight into the data plane from hosted_store_poll. create: the service, idle until
+ * the first poll (blk and name linked; revoked copied). link: storage's fields of the
+ * data plane's configuration. bind: the data plane, once it exists. finish: commit what
+ * is queued and close the database (a clean stop). */
+MUST_CHECK int hosted_store_create(struct hosted_store **out /* out */, struct blk_dev *blk, const char *name,
+				   const struct tls_revoke_list *revoked);
+void hosted_store_link(struct hosted_store *st, struct dp_config *g /* in/out */);
+void hosted_store_bind(struct hosted_store *st, struct dp *dp);
+uint32_t hosted_store_poll(struct hosted_store *st);
+uint64_t hosted_store_due_ms(const struct hosted_store *st);
+void hosted_store_stats(struct hosted_store *st, const char *tag);
+void hosted_store_finish(struct hosted_store *st);
+void hosted_store_destroy(struct hosted_store *st); /* NULL: no-op */
 
 /* ---- packet capture (debugging aid) ------------------------------------------------ */
 struct hosted_pcap {

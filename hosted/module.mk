@@ -3,17 +3,17 @@
 # flavour with ASan/UBSan. Also unit-tested piecewise (tests/unit/hosted/). --broker runs
 # the data plane (dp/) with the development certificates embedded at build time.
 HOSTED_SRCS += hosted/main.c hosted/args.c hosted/pool.c hosted/impair.c hosted/tap.c \
-	hosted/pcap.c hosted/blk_file.c hosted/broker.c tests/support/tcp_echo.c
+	hosted/pcap.c hosted/blk_file.c hosted/broker.c hosted/store.c tests/support/tcp_echo.c
 
 GENERATED_HEADERS += $(CERTS_HEADER)
 
-$(B)/hosted/urmqtt: $$(call objs,host,t,$$(HOSTED_SRCS)) $$(HOST_LIB) $(B)/host/libmbedtls.a
+$(B)/hosted/urmqtt: $$(call objs,host,t,$$(HOSTED_SRCS)) $$(HOST_LIB) $(B)/host/libmbedtls.a $(B)/host/libsqlite.a
 	@mkdir -p $(@D); echo "  LD [hosted] $@"
 	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $(call objs,host,t,$(HOSTED_SRCS)) $(HOST_LIB) \
-		$(B)/host/libmbedtls.a
+		$(B)/host/libmbedtls.a $(B)/host/libsqlite.a
 
 TEST_DEPS += $(B)/hosted/urmqtt
-SMOKE_SCRIPTS += tests/smoke/hosted-tcp.sh tests/smoke/hosted-mqtt.sh
+SMOKE_SCRIPTS += tests/smoke/hosted-tcp.sh tests/smoke/hosted-mqtt.sh tests/smoke/hosted-store.sh
 TEST_SRCS_hosted_test_hosted := hosted/pool.c hosted/impair.c hosted/args.c
 TEST_SRCS_hosted_test_blk_file := hosted/blk_file.c
 

@@ -5,7 +5,10 @@
 # TAP's Linux side 10.79.0.1/24 inside that namespace only. Prints the mosquitto command
 # lines that work against it (development certificates of BUILD_DIR/dev/certs), shows
 # the broker's log, and on Ctrl-C (or when the broker exits) stops it and deletes the
-# namespace. Never touches the root namespace's network. Needs root.
+# namespace. Never touches the root namespace's network. Needs root. The broker keeps its
+# sessions, queued and retained messages on BUILD_DIR/run/hosted-data.img (256 MiB, sparse,
+# formatted on first use; URMQTT_HOSTED_DISK names another file), as the image does on its
+# data disk.
 # Usage: hosted/run-hosted.sh BUILD_DIR [extra urmqtt options...]
 set -uo pipefail
 build=${1:-build}
@@ -43,7 +46,9 @@ ip netns exec "$ns" ip tuntap add dev "$tap" mode tap || exit 1
 ip netns exec "$ns" ip addr add "$lin_ip/24" dev "$tap"
 ip netns exec "$ns" ip link set "$tap" up
 
-ip netns exec "$ns" "$bin" --tap "$tap" --ip "$our_ip/24" --broker --stats-ms 0 "$@" &
+disk=${URMQTT_HOSTED_DISK:-$build/run/hosted-data.img}
+mkdir -p "$(dirname "$disk")"
+ip netns exec "$ns" "$bin" --tap "$tap" --ip "$our_ip/24" --broker --stats-ms 0 --disk "$disk" --disk-mib 256 "$@" &
 pid=$!
 for _ in $(seq 50); do
 	ip netns exec "$ns" ping -c 1 -W 1 "$our_ip" >/dev/null 2>&1 && break

@@ -199,6 +199,18 @@ void kbroker_report(struct kbroker *b)
 		 (unsigned long)(b->used > b->base_used ? b->used - b->base_used : 0),
 		 (unsigned long)(n ? req / n : 0), (unsigned long)(n ? blk / n : 0),
 		 (unsigned long)s.fixed_per_conn, (unsigned long)req, (unsigned long)blk);
+	/* Storage: acknowledgements held for their commit, the link's backlog, the restore. */
+	struct store_link_stats ls;
+	if (dp_store_stats(b->dp, &ls)) {
+		const struct mqtt_broker_stats *bs = mqtt_broker_stats(dp_broker(b->dp));
+		LOG_INFO("broker", "core %u: store serving=%u held=%u held_total=%lu held_failed=%lu records=%lu "
+				   "link_waited=%lu link_refused=%lu refused_syn=%lu restored_dlvs=%lu restored_sessions=%lu",
+			 (unsigned)b->cfg.core, (unsigned)dp_serving(b->dp), (unsigned)mqtt_broker_held(dp_broker(b->dp)),
+			 (unsigned long)bs->held, (unsigned long)bs->held_failed, (unsigned long)ls.records,
+			 (unsigned long)ls.backlogged, (unsigned long)ls.refused,
+			 (unsigned long)(s.refused_not_serving + s.refused_store_lag), (unsigned long)bs->restored_dlvs,
+			 (unsigned long)bs->restored_sessions);
+	}
 	/* The shard's line: sessions homed here, retained replicas, wills published here,
 	 * connections of this core forwarded to their home core, routed messages in/out. */
 	if (b->cfg.n_cores <= 1)
@@ -225,42 +237,19 @@ void kbroker_report(struct kbroker *b)
 		 (unsigned long)s.fwd_full, (unsigned long)s.out_send_failed, (unsigned long)s.out_alloc_failed);
 }
 
+/* A revoked serial storage holds (kept across boots): added to this core's list unless it
+ * is there already; the list is bounded (KBROKER_MAX_REVOKED), and a serial beyond it is
+ * said loudly, since a device it names could still connect. */
+static void kb_revoked_add(void *ctx, const uint8_t *serial, size_t len)
+{
+	struct kbroker *b = ctx;
+	int err = tls_revoke_set_add(&b->revokes, serial, len);
+	if (err && err != -E_EXIST)
+		LOG_ERR("broker", "core %u: a stored revocation could not join the list of %u serials (%s): NOT enforced",
+			(unsigned)b->cfg.core, (unsigned)KBROKER_MAX_REVOKED, err_name(err));
+}
+
 /* ---- init -------------------------------------------------------------------------------- */
-
-static int kb_hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* The embedded revoked serials (hex strings, build-time constants) as bytes. */
-static int kb_revoked_load(struct kbroker *b)
-{
-	size_t k = 0;
-	for (size_t i = 0; urmqtt_revoked_serials[i]; i++) {
-		const char *s = urmqtt_revoked_serials[i];
-		size_t len = strlen(s);
-		if (k >= KBROKER_MAX_REVOKED || len == 0 || len % 2 || len / 2 > KBROKER_SERIAL_MAX)
-			return -E_RANGE;
-		for (size_t j = 0; j < len / 2; j++) {
-			int hi = kb_hexval(s[2 * j]), lo = kb_hexval(s[2 * j + 1]);
-			if (hi < 0 || lo < 0)
-				return -E_INVAL;
-			b->revoked_bytes[k][j] = (uint8_t)(hi << 4 | lo);
-		}
-		b->revoked[k].serial = b->revoked_bytes[k];
-		b->revoked[k].len = (uint8_t)(len / 2);
-		k++;
-	}
-	b->revoke_list.entries = b->revoked;
-	b->revoke_list.n = k;
-	return 0;
-}
 
 int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 {
@@ -275,7 +264,8 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	kb_cores[cfg->core] = b; /* before the env: its own allocations are this core's */
 	b->limit = (size_t)CONF_CORE_HEAP_LIMIT_MB << 20;
 	b->next_report_ms = UINT64_MAX;
-	if ((rc = kb_revoked_load(b)) != 0) {
+	tls_revoke_set_init(&b->revokes, b->revoked, b->revoked_bytes, KBROKER_MAX_REVOKED);
+	if ((rc = tls_revoke_set_add_hex(&b->revokes, urmqtt_revoked_serials)) != 0) {
 		LOG_ERR("broker", "embedded revocation list unusable (%s)", err_name(rc));
 		return rc;
 	}
@@ -283,7 +273,7 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	struct tls_hs_config hc;
 	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
-	hc.revoke.ctx = &b->revoke_list;
+	hc.revoke.ctx = &b->revokes.list;
 	hc.ops = (struct tls_hs_ops){ kb_hs_alloc, kb_hs_free, kb_random, kb_now_s, kb_now_ms, NULL, kb_core };
 	kb_building = b;
 	rc = tls_hs_env_create(&hc, &b->hs_env);
@@ -312,6 +302,15 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 		};
 		memcpy(g.shard.home_key, cfg->home_key, sizeof g.shard.home_key);
 	}
+	if (cfg->store_on) {
+		g.store.on = true;
+		g.store.self = cfg->core;
+		g.store.link.send = cfg->store_send;
+		g.store.link.ctx = cfg->store_ctx;
+		g.store.link.payload_max = cfg->store_payload_max;
+		g.store.revoked = kb_revoked_add;
+		g.store.revoked_ctx = b;
+	}
 	size_t need = dp_mem_size(&g);
 	if (!need) {
 		LOG_ERR("broker", "data plane configuration rejected");
@@ -337,7 +336,7 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	LOG_INFO("broker", "MQTT over TLS 1.3 (client certificates) on TCP %u: %u connection records "
 			   "of %lu B, data plane region %lu KiB, %u revoked serial(s)",
 		 (unsigned)CONF_TCP_PORT, (unsigned)g.max_conns, (unsigned long)dp_conn_sizeof(),
-		 (unsigned long)(need >> 10), (unsigned)b->revoke_list.n);
+		 (unsigned long)(need >> 10), (unsigned)b->revokes.list.n);
 	return 0;
 }
 
@@ -350,6 +349,11 @@ void kbroker_shards_off(struct kbroker *b)
 void kbroker_mesh_recv(struct kbroker *b, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
 {
 	dp_mesh_recv(b->dp, src, kind, data, len);
+}
+
+void kbroker_store_recv(struct kbroker *b, uint16_t kind, const uint8_t *data, uint32_t len)
+{
+	dp_store_recv(b->dp, kind, data, len);
 }
 
 const struct knet_upper *kbroker_upper(struct kbroker *b)

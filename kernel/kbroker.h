@@ -44,7 +44,6 @@
 #include "tls/revoke.h"
 
 #define KBROKER_MAX_REVOKED 64
-#define KBROKER_SERIAL_MAX 20 /* RFC 5280: serial numbers are at most 20 octets */
 
 #define KBROKER_MAX_CORES 64u /* = TLS_HS_MAX_CORES */
 
@@ -62,6 +61,14 @@ struct kbroker_config {
 	struct dp_mesh_ops mesh;
 	uint32_t mesh_payload_max;
 	uint8_t home_key[16];
+	/* Storage (kernel/kstore.h): on when the machine has a data disk. store_send carries
+	 * this core's storage records to the storage core (the mesh, or the storage engine's
+	 * local queue when one core does both), at most store_payload_max bytes each; the
+	 * storage core's answers come back through kbroker_store_recv. */
+	bool store_on;
+	int (*store_send)(void *ctx, uint16_t kind, const void *data, uint32_t len);
+	void *store_ctx;
+	uint32_t store_payload_max;
 };
 
 struct kbroker {
@@ -78,8 +85,8 @@ struct kbroker {
 	size_t base_used;             /* used at the same moment */
 	uint64_t next_report_ms;
 	struct tls_revoke_entry revoked[KBROKER_MAX_REVOKED];
-	uint8_t revoked_bytes[KBROKER_MAX_REVOKED][KBROKER_SERIAL_MAX];
-	struct tls_revoke_list revoke_list;
+	uint8_t revoked_bytes[KBROKER_MAX_REVOKED][TLS_REVOKE_SERIAL_MAX];
+	struct tls_revoke_set revokes; /* the image's serials, then storage's */
 };
 
 /* Build core cfg->core's handshake env (installs mbedTLS's hooks on the kernel heap,
@@ -94,6 +101,8 @@ const struct knet_upper *kbroker_upper(struct kbroker *b);
 /* A shard message from core src (kinds DP_SHARD_KIND_FIRST..LAST; data borrowed). Owning
  * core, from its mesh handler. */
 void kbroker_mesh_recv(struct kbroker *b, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len);
+/* A storage message for this core (kinds 0x0380-0x03ff, data borrowed). Owning core. */
+void kbroker_store_recv(struct kbroker *b, uint16_t kind, const uint8_t *data, uint32_t len);
 /* Boot core, before any connection: serve every session here (the other shards cannot
  * run). */
 void kbroker_shards_off(struct kbroker *b);

@@ -33,6 +33,10 @@
 #define KDEMUX_NET_LAST 0x01ffu
 #define KDEMUX_SHARD_FIRST 0x0200u
 #define KDEMUX_SHARD_LAST 0x02ffu
+#define KDEMUX_STORE_IN_FIRST 0x0300u  /* data cores -> the storage core (store/ops.h) */
+#define KDEMUX_STORE_IN_LAST 0x037fu
+#define KDEMUX_STORE_OUT_FIRST 0x0380u /* the storage core -> data cores */
+#define KDEMUX_STORE_OUT_LAST 0x03ffu
 
 struct kdemux_entry { /* fields private; the caller only provides the array */
 	uint16_t first, last;

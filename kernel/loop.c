@@ -58,6 +58,15 @@ uint32_t kloop_run_once(struct kloop *l)
 	return work;
 }
 
+void kloop_progress(struct kloop *l)
+{
+	/* Read by this core's tick only (relaxed on both sides, as in kloop_run_once): the
+	 * worst a torn view could do is one late or early report of a long wait. */
+	atomic_store_explicit(&l->start_ns, l->ops.now_ns(), memory_order_relaxed);
+	l->reported = false;
+	l->n_progress++;
+}
+
 NORETURN void kloop_run(struct kloop *l)
 {
 	for (;;)

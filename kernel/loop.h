@@ -57,7 +57,7 @@ struct kloop {
 	_Atomic(const char *) running;
 	_Atomic uint64_t start_ns;
 	bool reported;
-	uint64_t n_passes, n_idle, n_overruns;
+	uint64_t n_passes, n_idle, n_overruns, n_progress;
 	_Atomic uint64_t n_ticks;
 };
 
@@ -70,6 +70,11 @@ MUST_CHECK int kloop_add(struct kloop *l, const char *name, int (*poll)(void *ct
 uint32_t kloop_run_once(struct kloop *l);
 /* Forever kloop_run_once. */
 NORETURN void kloop_run(struct kloop *l);
+/* From inside a handler, on the loop's own core: the handler is alive, waiting for
+ * something bounded elsewhere (a disk request under store/dev.h's timeout, a database step
+ * that made progress), so its watchdog clock starts over. Only the storage core uses it:
+ * its long waits are for the disk, and each is bounded by its own timeout. */
+void kloop_progress(struct kloop *l);
 /* From the core's own tick interrupt. */
 enum kloop_wd kloop_watchdog_tick(struct kloop *l, uint64_t now_ns, const char **name /* out */,
 				  uint64_t *ran_ns /* out */);

@@ -66,14 +66,15 @@ static void acct_free(void *ctx, void *p, size_t n)
 	mqtt_heap_free(ctx, p, n);
 }
 
-static struct mqtt_msg *msg_new(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
-				const uint8_t *payload, size_t plen, uint8_t qos)
+struct mqtt_msg *mqtt_msg_new(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
+			      const uint8_t *payload, size_t plen, uint8_t qos)
 {
 	if (plen > UINT32_MAX - sizeof(struct mqtt_msg) - tlen)
 		return NULL;
 	struct mqtt_msg *m = mqtt_heap_alloc(b, sizeof *m + tlen + plen);
 	if (!m)
 		return NULL;
+	m->mkey = 0;
 	m->refs = 1;
 	m->topic_len = tlen;
 	m->payload_len = (uint32_t)plen;
@@ -321,6 +322,19 @@ static int send_ack(struct mqtt_broker *b, struct mqtt_conn *c, enum mqtt_type t
 	return out_send(b, c, &w);
 }
 
+int mqtt_send_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid)
+{
+	return send_ack(b, c, (enum mqtt_type)type, pid);
+}
+
+int mqtt_send_bytes(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p, size_t n)
+{
+	int rc = b->ops.send(b->ops.ctx, c->user, p, n);
+	if (rc)
+		b->st.send_again++;
+	return rc;
+}
+
 static int send_connack(struct mqtt_broker *b, struct mqtt_conn *c, bool sp, uint8_t rc)
 {
 	struct wcur w = wcur_make(b->out, b->out_len);
@@ -411,6 +425,8 @@ static void pump(struct mqtt_broker *b, uint32_t si)
 			s->n_inflight--;
 			return;
 		}
+		if (mqtt_persistent(s))
+			mqtt_rec_dlv(b, MQTT_PEV_DLV_SENT, s, r);
 	}
 }
 
@@ -441,6 +457,24 @@ struct msg_view {
 	struct mqtt_msg *msg; /* created lazily by deliver, one reference held by the router */
 };
 
+/* A persistent session's new delivery: its message once per shard (MSG_PUT), then the
+ * delivery (DLV_PUT), both before anything can send it. */
+static void record_queued(struct mqtt_broker *b, const struct mqtt_session *s, const struct mqtt_dlv *r)
+{
+	struct mqtt_msg *m = r->msg;
+	if (!m->mkey) {
+		m->mkey = mqtt_key_new(b);
+		struct mqtt_pev ev = { .kind = MQTT_PEV_MSG_PUT, .mkey = m->mkey, .qos = m->qos,
+				       .topic = m->data, .topic_len = m->topic_len,
+				       .payload = m->data + m->topic_len, .payload_len = m->payload_len };
+		mqtt_rec(b, &ev);
+	}
+	struct mqtt_pev ev = { .kind = MQTT_PEV_DLV_PUT, .skey = s->skey, .mkey = m->mkey,
+			       .seq = mqtt_key_new(b), .qos = r->qos,
+			       .retain = (r->state & MQTT_DLV_RETAIN) ? 1 : 0 };
+	mqtt_rec(b, &ev);
+}
+
 static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint8_t qos,
 		    bool retain)
 {
@@ -454,7 +488,7 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 		return;
 	}
 	if (!v->msg) {
-		v->msg = msg_new(b, v->topic, v->tlen, v->payload, v->plen, v->qos);
+		v->msg = mqtt_msg_new(b, v->topic, v->tlen, v->payload, v->plen, v->qos);
 		if (!v->msg)
 			return;
 	}
@@ -467,8 +501,14 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 			}
 		if (!b->cfg.queue_drop_oldest || d == MQTT_NIL) {
 			b->st.queue_refused++;
+			/* A copy owed to a persistent session that cannot be kept: the PUBLISH is
+			 * not acknowledged (docs/DURABILITY.md), its connection closed instead. */
+			if (mqtt_persistent(s))
+				b->route_lost = true;
 			return;
 		}
+		if (mqtt_persistent(s))
+			mqtt_rec_dlv(b, MQTT_PEV_DLV_DEL, s, &b->dlvs[d]);
 		q_unlink(b, s, d, prev);
 		mqtt_dlv_release(b, d);
 		b->st.queue_dropped_oldest++;
@@ -483,6 +523,8 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 	v->msg->refs++;
 	r->qos = qos;
 	r->state = (uint8_t)(MQTT_DLV_QUEUED | (retain ? MQTT_DLV_RETAIN : 0));
+	if (mqtt_persistent(s) && b->store_on)
+		record_queued(b, s, r);
 	if (s->q_tail == MQTT_NIL)
 		s->q_head = d;
 	else
@@ -499,14 +541,29 @@ static bool bytes_eq(const uint8_t *a, size_t al, const uint8_t *c, size_t cl)
 	return al == cl && (al == 0 || memcmp(a, c, al) == 0);
 }
 
-static void retain_store(struct mqtt_broker *b, struct msg_view *v, int n)
+/* The retained message of the topic changed here (a local origin): recorded once, by the
+ * shard the PUBLISH arrived on; the other shards keep replicas in memory only. */
+static void record_retained(struct mqtt_broker *b, const struct msg_view *v)
+{
+	struct mqtt_pev ev = { .kind = v->plen ? MQTT_PEV_RET_PUT : MQTT_PEV_RET_DEL, .qos = v->qos,
+			       .topic = v->topic, .topic_len = v->tlen, .payload = v->payload,
+			       .payload_len = v->plen };
+	mqtt_rec(b, &ev);
+}
+
+/* Store (or clear, with an empty payload) the retained message of v's topic. 0, or
+ * -E_NOMEM when it was refused (the retained limit, the tree or the heap), counted. */
+static int retain_store(struct mqtt_broker *b, struct msg_view *v, int n, bool local)
 {
 	bool clear = v->plen == 0; /* [MQTT-3.3.1-10], [MQTT-3.3.1-11] */
+	if (local && clear)
+		record_retained(b, v); /* even with nothing retained here: storage may hold one */
 	uint32_t node = mqtt_node_path(b, MQTT_ROOT_ABS, v->topic, 0, n, !clear);
 	if (node == MQTT_NIL) {
-		if (!clear)
-			b->st.retained_refused++;
-		return;
+		if (clear)
+			return 0;
+		b->st.retained_refused++;
+		return -E_NOMEM;
 	}
 	struct mqtt_node *nd = &b->nodes[node];
 	if (clear) {
@@ -516,19 +573,19 @@ static void retain_store(struct mqtt_broker *b, struct msg_view *v, int n)
 			b->n_retained--;
 			mqtt_node_prune(b, node);
 		}
-		return;
+		return 0;
 	}
 	if (!nd->retained && b->n_retained >= b->cfg.max_retained) {
 		b->st.retained_refused++;
 		mqtt_node_prune(b, node);
-		return;
+		return -E_NOMEM;
 	}
 	if (!v->msg)
-		v->msg = msg_new(b, v->topic, v->tlen, v->payload, v->plen, v->qos);
+		v->msg = mqtt_msg_new(b, v->topic, v->tlen, v->payload, v->plen, v->qos);
 	if (!v->msg) {
 		b->st.retained_refused++;
 		mqtt_node_prune(b, node);
-		return;
+		return -E_NOMEM;
 	}
 	/* replaces any earlier retained message on this topic [MQTT-3.3.1-5] */
 	if (nd->retained)
@@ -537,6 +594,22 @@ static void retain_store(struct mqtt_broker *b, struct msg_view *v, int n)
 		b->n_retained++;
 	nd->retained = v->msg;
 	v->msg->refs++;
+	if (local)
+		record_retained(b, v);
+	return 0;
+}
+
+int mqtt_retain_set(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen, const uint8_t *payload,
+		    size_t plen, uint8_t qos)
+{
+	struct msg_view v = { topic, payload, plen, tlen, qos, NULL };
+	int n = mqtt_topic_split(b, topic, tlen);
+	if (n < 0)
+		return -E_INVAL;
+	int err = retain_store(b, &v, n, false);
+	if (v.msg)
+		mqtt_msg_unref(b, v.msg);
+	return err;
 }
 
 /* Deliver to this shard's subscribers (and the retained store); a message of local
@@ -546,14 +619,15 @@ static void route(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
 {
 	if (local && b->ops.fanout) {
 		b->st.fanout_out++;
-		b->ops.fanout(b->ops.ctx, topic, tlen, payload, plen, qos, retain);
+		uint32_t ticket = qos ? b->route_ticket : 0;
+		b->route_owed += b->ops.fanout(b->ops.ctx, topic, tlen, payload, plen, qos, retain, ticket);
 	}
 	struct msg_view v = { topic, payload, plen, tlen, qos, NULL };
 	int n = mqtt_topic_split(b, topic, tlen);
 	if (n < 0)
 		return;
 	if (retain)
-		retain_store(b, &v, n);
+		(void)retain_store(b, &v, n, local); /* a refusal is counted; delivery goes on */
 	mqtt_topic_ids(b, topic, n);
 	bool dollar = tlen && topic[0] == '$';
 	b->n_touched = 0;
@@ -734,6 +808,7 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 {
 	void *user = c->user;
 	uint32_t si = c->session;
+	mqtt_held_forget(b, conn_idx(b, c), si); /* its held acknowledgements go nowhere now */
 	if (si != MQTT_NIL)
 		b->sess[si].conn = MQTT_NIL;
 	if (c->rate != MQTT_NIL)
@@ -809,6 +884,12 @@ int mqtt_conn_open(struct mqtt_broker *b, const uint8_t *identity, size_t id_len
 	return 0;
 }
 
+void mqtt_conn_fail(struct mqtt_broker *b, struct mqtt_conn *c, const char *why)
+{
+	say(b, MQTT_LOG_RESOURCE, c, "closed before acknowledging: %s", why);
+	conn_end(b, c, true, true);
+}
+
 static int refuse(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t rc,
 		  enum mqtt_log_reason why, const char *what)
 {
@@ -842,7 +923,7 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 			return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_ACL,
 				      "will topic denied");
 		}
-		will = msg_new(b, k->will_topic.p, k->will_topic.len, k->will_msg.p,
+		will = mqtt_msg_new(b, k->will_topic.p, k->will_topic.len, k->will_msg.p,
 			       k->will_msg.len, k->will_qos);
 		if (!will)
 			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
@@ -867,7 +948,7 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		si = mqtt_sess_find(b, service, id, idl);
 	}
 	if (si != MQTT_NIL && k->clean) {
-		mqtt_sess_free(b, si); /* [MQTT-3.1.2-6] */
+		mqtt_sess_free(b, si); /* [MQTT-3.1.2-6] (and SESS_DEL when it was stored) */
 		si = MQTT_NIL;
 	}
 	bool present = si != MQTT_NIL; /* [MQTT-3.2.2-1..3] */
@@ -879,12 +960,22 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
 				      "no session record");
 		}
+		if (!k->clean && b->store_on) {
+			b->sess[si].skey = mqtt_key_new(b); /* session invariant 8 */
+			if (b->sess[si].skey)
+				mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
+		}
 	}
 	struct mqtt_session *s = &b->sess[si];
 	if (k->clean)
 		s->flags |= MQTT_SESS_CLEAN;
 	else
 		s->flags = (uint8_t)(s->flags & ~MQTT_SESS_CLEAN);
+	if (b->store_on) { /* the device registry: who connected, when (storage stamps it) */
+		struct mqtt_pev seen = { .kind = MQTT_PEV_SEEN, .id_kind = c->kind, .id = c->identity,
+					 .id_len = c->identity_len };
+		mqtt_rec(b, &seen);
+	}
 	mqtt_heap_free(b, c->identity, c->identity_len);
 	c->identity = NULL;
 	c->will = will;
@@ -967,6 +1058,13 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 			return -E_CLOSED;
 		drop = true; /* dropped, but acknowledged so the client does not retry forever */
 	}
+	if (p->qos && !mqtt_ack_room(b, (size_t)p->topic.len + p->payload_len + 256u)) {
+		/* Storage cannot take what the acknowledgement would promise now: never
+		 * acknowledge it (a transient error [MQTT-4.8.0-2]; the client sends again). */
+		say(b, MQTT_LOG_RESOURCE, c, "storage link or held acknowledgements full: closed before acknowledging");
+		conn_end(b, c, true, true);
+		return -E_CLOSED;
+	}
 	if (!drop && b->ops.fanout_room &&
 	    !b->ops.fanout_room(b->ops.ctx, (size_t)p->topic.len + p->payload_len)) {
 		/* The other shards cannot take it now. Never acknowledge what was not carried:
@@ -981,12 +1079,13 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		conn_end(b, c, true, true);
 		return -E_CLOSED;
 	}
+	/* From here the acknowledgement waits for what this PUBLISH makes durable. */
+	(void)mqtt_ack_track(b, p->qos > 0);
 	if (p->qos == 2) {
 		uint32_t prev;
 		if (rx2_find(b, s, p->pid, &prev) != MQTT_NIL) {
 			b->st.qos2_dups++; /* delivered once already [MQTT-4.3.3-2] */
-			(void)send_ack(b, c, MQTT_PUBREC, p->pid);
-			return 0;
+			return mqtt_ack(b, c, MQTT_PUBREC, p->pid, NULL, 0);
 		}
 		if (s->n_rx2 >= b->cfg.max_qos2_rx) {
 			b->st.proto_closes++;
@@ -1007,25 +1106,30 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		b->dlvs[d].next = s->rx2;
 		s->rx2 = d;
 		s->n_rx2++;
+		if (mqtt_persistent(s))
+			mqtt_rec_dlv(b, MQTT_PEV_RX2_PUT, s, &b->dlvs[d]);
 	}
 	if (!drop)
 		route(b, p->topic.p, p->topic.len, p->payload, p->payload_len, p->qos, p->retain,
 		      true);
-	if (p->qos == 1)
-		(void)send_ack(b, c, MQTT_PUBACK, p->pid); /* [MQTT-4.3.2-2] */
-	else if (p->qos == 2)
-		(void)send_ack(b, c, MQTT_PUBREC, p->pid); /* [MQTT-4.3.3-2] */
+	if (p->qos == 1) /* [MQTT-4.3.2-2], once durable (docs/DURABILITY.md) */
+		return mqtt_ack(b, c, MQTT_PUBACK, p->pid, NULL, 0);
+	if (p->qos == 2) /* [MQTT-4.3.3-2], once durable */
+		return mqtt_ack(b, c, MQTT_PUBREC, p->pid, NULL, 0);
 	return 0;
 }
 
-static void handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid)
+static int handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid)
 {
 	uint32_t si = c->session;
 	struct mqtt_session *s = &b->sess[si];
 	if (type == MQTT_PUBREL) {
 		uint32_t prev;
+		(void)mqtt_ack_track(b, true);
 		uint32_t d = rx2_find(b, s, pid, &prev);
 		if (d != MQTT_NIL) {
+			if (mqtt_persistent(s))
+				mqtt_rec_dlv(b, MQTT_PEV_RX2_DEL, s, &b->dlvs[d]);
 			if (prev == MQTT_NIL)
 				s->rx2 = b->dlvs[d].next;
 			else
@@ -1033,8 +1137,9 @@ static void handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type,
 			s->n_rx2--;
 			mqtt_dlv_release(b, d);
 		}
-		(void)send_ack(b, c, MQTT_PUBCOMP, pid); /* [MQTT-3.6.4-1], [MQTT-4.3.3-2] */
-		return;
+		/* [MQTT-3.6.4-1], [MQTT-4.3.3-2]; once the identifier is forgotten durably, so
+		 * that a new PUBLISH reusing it after a crash is not taken for a duplicate */
+		return mqtt_ack(b, c, MQTT_PUBCOMP, pid, NULL, 0);
 	}
 	uint8_t want = type == MQTT_PUBACK ? MQTT_DLV_WAIT_ACK
 		       : type == MQTT_PUBREC ? MQTT_DLV_WAIT_REC : MQTT_DLV_WAIT_COMP;
@@ -1046,25 +1151,30 @@ static void handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type,
 			continue;
 		if (type == MQTT_PUBREC && st == MQTT_DLV_WAIT_COMP) {
 			(void)send_ack(b, c, MQTT_PUBREL, pid); /* duplicate PUBREC */
-			return;
+			return 0;
 		}
 		if (st != want)
 			break;
 		if (type == MQTT_PUBREC) {
 			/* the message is delivered: keep only the identifier [MQTT-4.3.3-1] */
+			if (mqtt_persistent(s))
+				mqtt_rec_dlv(b, MQTT_PEV_DLV_REC, s, r);
 			mqtt_msg_unref(b, r->msg);
 			r->msg = NULL;
 			dlv_set_state(r, MQTT_DLV_WAIT_COMP);
 			(void)send_ack(b, c, MQTT_PUBREL, pid);
-			return;
+			return 0;
 		}
+		if (mqtt_persistent(s))
+			mqtt_rec_dlv(b, type == MQTT_PUBACK ? MQTT_PEV_DLV_DEL : MQTT_PEV_DLV_DONE, s, r);
 		q_unlink(b, s, d, prev);
 		s->n_inflight--;
 		mqtt_dlv_release(b, d);
 		pump(b, si);
-		return;
+		return 0;
 	}
 	b->st.unknown_acks++;
+	return 0;
 }
 
 /* Is this (validated) filter relative to the device's own devices/<id>/ prefix? Then the
@@ -1073,6 +1183,16 @@ static bool filter_rel(const struct mqtt_conn *c, const struct mqtt_session *s,
 		       const uint8_t *f, size_t fl)
 {
 	return c->kind == MQTT_ID_DEVICE && device_scope(s->id, s->id_len, f, fl, false);
+}
+
+int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos)
+{
+	const struct mqtt_session *s = &b->sess[si];
+	int nl = mqtt_topic_split(b, f, fl);
+	if (nl <= 0)
+		return -E_INVAL;
+	bool rel = !(s->flags & MQTT_SESS_SERVICE) && device_scope(s->id, s->id_len, f, fl, false);
+	return mqtt_sub_add(b, si, f, rel ? 2 : 0, nl, rel, qos);
 }
 
 struct retained_arg {
@@ -1104,34 +1224,39 @@ static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 		conn_end(b, c, true, true);
 		return -E_CLOSED;
 	}
+	(void)mqtt_ack_track(b, true);
 	while (mqtt_filters_next(&it, &f, &q)) {
 		struct mqtt_session *s = &b->sess[si];
 		uint8_t code = MQTT_SUBACK_FAILURE;
-		int nl = mqtt_topic_split(b, f.p, f.len);
 		if (!acl_sub(b, c, s->id, s->id_len, f.p, f.len)) {
 			b->st.acl_denied_sub++;
 			char t[LOG_ID_MAX + 1];
 			(void)log_bytes(t, f.p, f.len);
 			say(b, MQTT_LOG_ACL, c, "SUBSCRIBE to %s denied", t);
 			denied = true;
-		} else if (nl > 0) {
-			bool rel = filter_rel(c, s, f.p, f.len);
-			int rc = mqtt_sub_add(b, si, f.p, rel ? 2 : 0, nl, rel, q);
-			if (rc == 0)
-				code = q; /* granted as requested [MQTT-3.8.4-5] */
-			else
+		} else {
+			int rc = mqtt_sub_apply(b, si, f.p, f.len, q);
+			if (rc == -E_INVAL)
+				say(b, MQTT_LOG_PROTOCOL, c, "filter with too many levels refused");
+			else if (rc)
 				say(b, rc == -E_RANGE ? MQTT_LOG_PROTOCOL : MQTT_LOG_RESOURCE, c,
 				    "subscription refused (%s)",
 				    rc == -E_RANGE ? "per-session limit" : "pools full");
-		} else {
-			say(b, MQTT_LOG_PROTOCOL, c, "filter with too many levels refused");
+			else
+				code = q; /* granted as requested [MQTT-3.8.4-5] */
+			if (code != MQTT_SUBACK_FAILURE && mqtt_persistent(s)) {
+				struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_PUT, .skey = s->skey, .qos = code,
+						       .topic = f.p, .topic_len = f.len };
+				mqtt_rec(b, &ev);
+			}
 		}
 		b->codes[n++] = code;
 	}
 	struct wcur w = wcur_make(b->out, b->out_len);
-	/* one SUBACK, one code per filter in order [MQTT-3.8.4-1], -4, -5, [MQTT-3.9.3-1] */
-	if (mqtt_encode_suback(&w, pk->pid, b->codes, n) == 0)
-		(void)out_send(b, c, &w);
+	/* one SUBACK, one code per filter in order [MQTT-3.8.4-1], -4, -5, [MQTT-3.9.3-1];
+	 * for a persistent session once its subscriptions are durable */
+	if (mqtt_encode_suback(&w, pk->pid, b->codes, n) == 0 && mqtt_ack(b, c, MQTT_SUBACK, 0, w.buf, w.pos))
+		return -E_CLOSED;
 	/* retained messages after the SUBACK */
 	it = pk->u.filters;
 	for (size_t i = 0; mqtt_filters_next(&it, &f, &q); i++) {
@@ -1155,15 +1280,21 @@ static int handle_unsubscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 	struct mqtt_filters it = pk->u.filters;
 	struct mqtt_str f;
 	uint8_t q;
+	(void)mqtt_ack_track(b, true);
 	while (mqtt_filters_next(&it, &f, &q)) {
 		int nl = mqtt_topic_split(b, f.p, f.len);
 		if (nl <= 0)
 			continue;
 		bool rel = filter_rel(c, &b->sess[si], f.p, f.len);
 		mqtt_sub_remove(b, si, f.p, rel ? 2 : 0, nl, rel);
+		if (mqtt_persistent(&b->sess[si])) {
+			struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_DEL, .skey = b->sess[si].skey,
+					       .topic = f.p, .topic_len = f.len };
+			mqtt_rec(b, &ev);
+		}
 	}
-	(void)send_ack(b, c, MQTT_UNSUBACK, pk->pid); /* [MQTT-3.10.4-4], [MQTT-3.10.4-5] */
-	return 0;
+	/* [MQTT-3.10.4-4], [MQTT-3.10.4-5]; once durable for a persistent session */
+	return mqtt_ack(b, c, MQTT_UNSUBACK, pk->pid, NULL, 0);
 }
 
 static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *pkt, size_t len,
@@ -1202,8 +1333,7 @@ static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p
 	case MQTT_PUBREC:
 	case MQTT_PUBREL:
 	case MQTT_PUBCOMP:
-		handle_ack(b, c, pk.type, pk.pid);
-		return 0;
+		return handle_ack(b, c, pk.type, pk.pid);
 	case MQTT_SUBSCRIBE:
 		return handle_subscribe(b, c, &pk);
 	case MQTT_UNSUBSCRIBE:
@@ -1270,15 +1400,20 @@ void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms)
 }
 
 int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
-			     const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
+			     const uint8_t *payload, size_t plen, uint8_t qos, bool retain, bool *recorded)
 {
+	*recorded = false;
 	if (!topic || tlen > UINT16_MAX || !mqtt_topic_valid(topic, tlen) || qos > 2 ||
 	    (plen && !payload)) {
 		b->st.fanout_bad++;
 		return -E_INVAL;
 	}
 	b->st.fanout_in++;
+	(void)mqtt_ack_track(b, false);
 	route(b, topic, (uint16_t)tlen, payload, plen, qos, retain, false);
+	if (b->route_lost)
+		return -E_NOMEM; /* the origin refuses its acknowledgement */
+	*recorded = b->route_events != 0; /* the origin's ticket waits for their commit */
 	return 0;
 }
 
@@ -1352,6 +1487,10 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 	TAKE(fl_id, uint32_t, (size_t)g->max_topic_levels + 1);
 	b->codes_cap = codes;
 	TAKE(codes, uint8_t, codes);
+	if (g->max_held) {
+		b->held_mask = pow2_at_least(g->max_held) - 1;
+		TAKE(held, struct mqtt_held, b->held_mask + 1);
+	}
 	if (rate_on(g)) {
 		b->rate_cap = g->max_conns + g->rate_idle_ids;
 		b->rate_mask = pow2_at_least(b->rate_cap) - 1; /* load factor <= 1 */
@@ -1374,7 +1513,7 @@ static bool cfg_valid(const struct mqtt_broker_config *g)
 	       (!g->rate_bytes_per_s || g->rate_burst_bytes) &&
 	       g->rate_burst_msgs <= UINT32_MAX / 1000u &&
 	       g->rate_idle_ids < MQTT_NIL / 2 &&
-	       g->log_burst <= UINT32_MAX / 1000u;
+	       g->log_burst <= UINT32_MAX / 1000u && g->max_held <= (1u << 24);
 }
 
 size_t mqtt_broker_mem_size(const struct mqtt_broker_config *cfg)
@@ -1408,6 +1547,10 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 	size_t need = mqtt_broker_mem_size(cfg);
 	if (!need || !mem || ((uintptr_t)mem & 7u) || !ops->send || !ops->close ||
 	    !ops->heap.alloc || !ops->heap.free)
+		return -E_INVAL;
+	/* Storage: all three ops and room to hold acknowledgements, or none at all. */
+	bool store = ops->store.record || ops->store.barrier || ops->store.room;
+	if (store && (!ops->store.record || !ops->store.barrier || !ops->store.room || !cfg->max_held))
 		return -E_INVAL;
 	if (len < need)
 		return -E_NOMEM;
@@ -1472,6 +1615,10 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 
 void mqtt_broker_fini(struct mqtt_broker *b)
 {
+	b->store_on = false; /* shutting down is not a change of persistent state */
+	mqtt_broker_restore_end(b);
+	b->store_on = false;
+	mqtt_held_fini(b);
 	for (uint32_t i = 0; i < b->cfg.max_conns; i++)
 		if (b->conns[i].state != MQTT_CONN_FREE) {
 			struct mqtt_conn *c = &b->conns[i];
@@ -1536,10 +1683,13 @@ size_t mqtt_sizeof_conn(void)
 			return -E_CORRUPT; \
 	} while (0)
 
+int mqtt_held_check(const struct mqtt_broker *b); /* durable.c */
+
 int mqtt_broker_check(const struct mqtt_broker *b)
 {
 	uint32_t n_conns = 0, n_sess = 0, n_dlv = 0, n_subs = 0;
 	CHECK(b->heap_used <= b->cfg.heap_limit);
+	CHECK(mqtt_held_check(b) == 0);
 	for (uint32_t i = 0; i < b->cfg.max_conns; i++) {
 		const struct mqtt_conn *c = &b->conns[i];
 		if (c->state == MQTT_CONN_FREE)
@@ -1563,6 +1713,7 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 			CHECK(b->conns[s->conn].state == MQTT_CONN_UP && b->conns[s->conn].session == i);
 		else
 			CHECK(!(s->flags & MQTT_SESS_CLEAN));
+		CHECK(!s->skey || !(s->flags & MQTT_SESS_CLEAN)); /* session 8 */
 		uint32_t nq = 0, nf = 0, last = MQTT_NIL;
 		for (uint32_t d = s->q_head; d != MQTT_NIL; d = b->dlvs[d].next) {
 			const struct mqtt_dlv *r = &b->dlvs[d];

@@ -76,6 +76,67 @@ struct mqtt_broker_config {
 	const struct mqtt_acl_service *services; /* linked */
 	uint16_t n_services;
 	uint8_t hash_key[16];    /* siphash key for tables keyed by peer-chosen strings */
+	uint32_t max_held;       /* with store ops: acknowledgements waiting for their commit */
+};
+
+/* ---- durability (storage: docs/DURABILITY.md) --------------------------------------
+ * With store ops, the broker records every change of persistent state as an event, in
+ * order, and holds each acknowledgement that promises durability (PUBACK, PUBREC and
+ * PUBCOMP to a publisher, SUBACK and UNSUBACK to a persistent session) until the events it
+ * depends on are committed: on this shard (a barrier after its own events) and on every
+ * other shard the message was fanned out to (each answers once for the ticket the
+ * fan-out carried). Completions arrive through mqtt_broker_durable(); acknowledgements
+ * leave in the order their packets arrived (one FIFO per shard), and one whose events
+ * could not be stored is never sent: the connection is closed instead. What a persistent
+ * session is: a session of clean session 0; clean sessions and QoS 0 never wait. */
+enum mqtt_pev_kind {
+	MQTT_PEV_SESS_PUT = 1, /* skey, id_kind, id: a persistent session exists */
+	MQTT_PEV_SESS_DEL,     /* skey: it and everything of it are gone */
+	MQTT_PEV_SUB_PUT,      /* skey, topic = filter, qos: subscribe (or change QoS) */
+	MQTT_PEV_SUB_DEL,      /* skey, topic = filter */
+	MQTT_PEV_MSG_PUT,      /* mkey, topic, payload, qos: a message some delivery needs */
+	MQTT_PEV_DLV_PUT,      /* skey, mkey, seq, qos, retain: queued for the session */
+	MQTT_PEV_DLV_SENT,     /* skey, mkey, pid: sent, waiting for PUBACK / PUBREC */
+	MQTT_PEV_DLV_REC,      /* skey, mkey: PUBREC received, PUBREL sent (message done) */
+	MQTT_PEV_DLV_DEL,      /* skey, mkey: acknowledged (PUBACK) or dropped from the queue */
+	MQTT_PEV_DLV_DONE,     /* skey, pid: PUBCOMP received for a released delivery */
+	MQTT_PEV_RX2_PUT,      /* skey, pid: inbound QoS 2 received, PUBREL awaited */
+	MQTT_PEV_RX2_DEL,      /* skey, pid: PUBREL received */
+	MQTT_PEV_RET_PUT,      /* topic, payload, qos: the retained message of a topic */
+	MQTT_PEV_RET_DEL,      /* topic: no retained message any more */
+	MQTT_PEV_SEEN,         /* id_kind, id: an identity connected (device registry) */
+	MQTT_PEV__END
+};
+
+/* One event; pointers borrowed for the record call only. Keys: skey names a persistent
+ * session, mkey a message, seq orders a session's deliveries; all come from the key
+ * generator of mqtt_broker_restore_begin (never 0). */
+struct mqtt_pev {
+	uint8_t kind;    /* enum mqtt_pev_kind */
+	uint8_t id_kind; /* enum mqtt_id_kind */
+	uint8_t qos;
+	uint8_t retain;
+	uint16_t pid;
+	uint64_t skey, mkey, seq;
+	const uint8_t *id;
+	size_t id_len;
+	const uint8_t *topic; /* a topic, or a filter for SUB_* */
+	size_t topic_len;
+	const uint8_t *payload;
+	size_t payload_len;
+};
+
+struct mqtt_store_ops {
+	/* Carry one event to storage, after every earlier one. 0, or -E_NOMEM when it could
+	 * not be carried: the acknowledgement that depends on it (if any) fails. */
+	int (*record)(void *ctx, const struct mqtt_pev *ev);
+	/* Everything recorded so far must be durable before `ticket` completes
+	 * (mqtt_broker_durable(ticket) follows). 0 or -E_NOMEM (the ticket fails). */
+	int (*barrier)(void *ctx, uint32_t ticket);
+	/* Is there room for about `bytes` of events? Asked before a PUBLISH whose
+	 * acknowledgement will wait is accepted. */
+	bool (*room)(void *ctx, size_t bytes);
+	void *ctx; /* linked */
 };
 
 struct mqtt_broker_ops {
@@ -93,9 +154,14 @@ struct mqtt_broker_ops {
 	 * origin (a PUBLISH, a will) to the other shards, which hand it to
 	 * mqtt_broker_route_remote. Must not call back. */
 	bool (*fanout_room)(void *ctx, size_t bytes);
-	void (*fanout)(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-		       size_t plen, uint8_t qos, bool retain);
+	/* ticket != 0: the acknowledgement of this message waits for every other shard to
+	 * answer it (after committing what it stored for the message). Returns how many
+	 * shards will answer. */
+	uint32_t (*fanout)(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+			   size_t plen, uint8_t qos, bool retain, uint32_t ticket);
 	void *ctx;
+	/* Storage (all NULL: no persistence, acknowledgements are sent at once). */
+	struct mqtt_store_ops store;
 };
 
 struct mqtt_broker_stats {
@@ -111,6 +177,14 @@ struct mqtt_broker_stats {
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad; /* cross-shard routing */
 	uint64_t rate_ids_evicted, rate_ids_full; /* identity table: recycled / no room */
 	uint64_t log_lines, log_suppressed;
+	/* durability */
+	uint64_t store_events, store_lost;        /* recorded / not carried (refused by the link) */
+	uint64_t held, held_failed, held_dropped; /* acks held / refused (connection closed) /
+						   * dropped with their connection */
+	uint64_t held_full;                       /* PUBLISH refused: no room to hold its ack */
+	uint64_t durable_done, durable_bad;       /* completions / for no waiting ticket */
+	uint64_t restored_sessions, restored_subs, restored_dlvs, restored_retained;
+	uint64_t restore_refused;                 /* restore records that did not fit or decode */
 };
 
 /* Bytes of the region mqtt_broker_init needs for this configuration (0 if invalid). */
@@ -141,11 +215,49 @@ void mqtt_conn_writable(struct mqtt_broker *b, struct mqtt_conn *c);
 void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms);
 /* A message another shard routed (its origin's ACL and rate checks already passed): the
  * retained store and this shard's subscribers get it; it is not fanned out again.
- * topic and payload borrowed. 0, or -E_INVAL for a topic that is not a valid topic name
- * or a QoS above 2 (counted in fanout_bad). */
+ * topic and payload borrowed. *recorded: events went to storage (the origin's answer
+ * waits for their commit). 0; -E_NOMEM when a copy owed to a persistent session could not
+ * be kept (its queue full under refuse_newest, or storage could not take a record): the
+ * origin must not acknowledge; -E_INVAL for a topic that is not a valid topic name or a
+ * QoS above 2 (counted in fanout_bad). */
 MUST_CHECK int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
 					const uint8_t *payload, size_t plen, uint8_t qos,
-					bool retain);
+					bool retain, bool *recorded /* out: events were recorded */);
+
+/* ---- durability ---- */
+/* Ticket t (of this broker's acknowledgements) completed on one of the parties it waited
+ * for: storage after a barrier, or another shard. ok false: its events were not stored
+ * (the acknowledgement is refused). Acknowledgements whose every party answered leave in
+ * order. Unknown tickets are counted (durable_bad) and ignored. */
+void mqtt_broker_durable(struct mqtt_broker *b, uint32_t ticket, bool ok);
+/* Acknowledgements held now (for the transport's backpressure), and the capacity. */
+uint32_t mqtt_broker_held(const struct mqtt_broker *b);
+
+/* Restore at boot, before any connection: begin (sets the key generator: every key this
+ * broker makes is key_base + a counter, so keys of different boots and shards never meet),
+ * then sessions, each followed by its subscriptions, inbound QoS 2 identifiers and
+ * deliveries (in queue order); retained messages at any point; then end. Records that do
+ * not fit the pools or are malformed are refused (-E_NOMEM / -E_INVAL, counted: the
+ * caller logs them). Pointers borrowed. */
+MUST_CHECK int mqtt_broker_restore_begin(struct mqtt_broker *b, uint64_t key_base);
+MUST_CHECK int mqtt_broker_restore_session(struct mqtt_broker *b, uint64_t skey, enum mqtt_id_kind kind,
+					   const uint8_t *id, size_t id_len);
+/* For the session restored last (skey must name it). */
+MUST_CHECK int mqtt_broker_restore_sub(struct mqtt_broker *b, uint64_t skey, const uint8_t *filter,
+				       size_t len, uint8_t qos);
+MUST_CHECK int mqtt_broker_restore_rx2(struct mqtt_broker *b, uint64_t skey, uint16_t pid);
+/* state: enum mqtt_restore_dlv (QUEUED, SENT = waiting for PUBACK/PUBREC, RELEASED =
+ * PUBREL sent); the message (mkey, topic, payload, msg_qos) is shared by every delivery of
+ * the same mkey; RELEASED deliveries need no message (topic may be empty). */
+enum mqtt_restore_dlv { MQTT_RESTORE_QUEUED = 0, MQTT_RESTORE_SENT = 1, MQTT_RESTORE_RELEASED = 2 };
+MUST_CHECK int mqtt_broker_restore_dlv(struct mqtt_broker *b, uint64_t skey, uint64_t mkey, uint64_t seq,
+				       uint8_t qos, bool retain, enum mqtt_restore_dlv state, uint16_t pid,
+				       const uint8_t *topic, size_t tlen, const uint8_t *payload,
+				       size_t plen, uint8_t msg_qos);
+MUST_CHECK int mqtt_broker_restore_retained(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
+					    const uint8_t *payload, size_t plen, uint8_t qos);
+/* Frees the restore tables. */
+void mqtt_broker_restore_end(struct mqtt_broker *b);
 /* Timers: keepalive (1.5 x) and CONNECT timeout. Call at least every second. */
 void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms);
 

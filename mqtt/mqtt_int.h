@@ -14,6 +14,7 @@
 /* A message shared by every delivery and retained slot that references it. Heap block
  * of sizeof + topic_len + payload_len; freed when refs drops to 0. */
 struct mqtt_msg {
+	uint64_t mkey;  /* storage: the key its deliveries name, 0 while none is stored */
 	uint32_t refs;
 	uint32_t payload_len;
 	uint16_t topic_len;
@@ -143,12 +144,83 @@ struct mqtt_broker {
 	uint8_t *codes;
 	size_t codes_cap;
 	struct mqtt_alloc acct; /* heap ops with accounting, for the framers */
+
+	/* durability (durable.c) */
+	bool store_on;          /* store ops given and the key generator set (restore_begin) */
+	uint64_t key_base, key_count;
+	struct mqtt_held *held; /* ring of held_mask + 1 entries */
+	uint32_t held_mask, held_head, held_n; /* held_head: sequence of the oldest entry */
+	/* what the route in progress did, for the acknowledgement that follows it */
+	uint32_t route_ticket;  /* carried by the fan-out (0: nobody waits) */
+	uint32_t route_owed;    /* shards that will answer the ticket */
+	uint32_t route_events;  /* events recorded since the acknowledgement's tracking began */
+	bool route_lost;        /* one of them could not be carried */
+	/* restore */
+	uint32_t restore_sess;  /* the session restored last, or MQTT_NIL */
+	struct mqtt_restore_slot *restore_map; /* mkey -> message cache, restore_mask + 1 */
+	uint32_t restore_mask;
+};
+
+/* An acknowledgement waiting for its commit (durable.c). */
+struct mqtt_held {
+	uint8_t *pkt;     /* SUBACK: heap copy of the packet (pkt_len bytes), else NULL */
+	uint32_t conn;    /* connection index, MQTT_NIL once the connection ended */
+	uint32_t sess;    /* the connection's session when held (its n_held counts us) */
+	uint16_t owed;    /* parties (storage, other shards) still to answer */
+	uint16_t pid;
+	uint16_t pkt_len;
+	uint8_t type;     /* enum mqtt_type of the acknowledgement */
+	uint8_t failed;   /* some party could not store its part */
+};
+
+struct mqtt_restore_slot {
+	uint64_t mkey;
+	struct mqtt_msg *msg; /* one reference held by the map */
 };
 
 /* heap with accounting against cfg.heap_limit */
 void *mqtt_heap_alloc(struct mqtt_broker *b, size_t n);
 void mqtt_heap_free(struct mqtt_broker *b, void *p, size_t n);
 void mqtt_msg_unref(struct mqtt_broker *b, struct mqtt_msg *m);
+
+/* durable.c: events, held acknowledgements, restore */
+static inline bool mqtt_persistent(const struct mqtt_session *s)
+{
+	return s->skey != 0;
+}
+uint64_t mqtt_key_new(struct mqtt_broker *b);
+/* Record one event; counts it for the acknowledgement being tracked. */
+void mqtt_rec(struct mqtt_broker *b, const struct mqtt_pev *ev);
+void mqtt_rec_sess(struct mqtt_broker *b, uint8_t kind, const struct mqtt_session *s);
+void mqtt_rec_dlv(struct mqtt_broker *b, uint8_t kind, const struct mqtt_session *s,
+		  const struct mqtt_dlv *d);
+/* Start tracking the events and fan-out answers an acknowledgement will wait for; the
+ * ticket to give the fan-out (0 when acknowledgements need no storage). */
+uint32_t mqtt_ack_track(struct mqtt_broker *b, bool needs_store);
+/* Send an acknowledgement (type + pid, or the packet pkt of pkt_len bytes) once what was
+ * tracked since mqtt_ack_track is durable, after every acknowledgement held before it.
+ * Returns 0, or -E_CLOSED when the connection was ended (a refusal sent at once). */
+int mqtt_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid,
+	     const uint8_t *pkt, size_t pkt_len);
+/* Room to hold one more acknowledgement and about `bytes` of its events? */
+bool mqtt_ack_room(struct mqtt_broker *b, size_t bytes);
+/* A connection ends: its held acknowledgements will not be sent. */
+void mqtt_held_forget(struct mqtt_broker *b, uint32_t conn, uint32_t sess);
+void mqtt_held_fini(struct mqtt_broker *b);
+
+/* broker.c, for durable.c: send prepared bytes / an ack; end a connection. */
+int mqtt_send_bytes(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p, size_t n);
+int mqtt_send_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid);
+void mqtt_conn_fail(struct mqtt_broker *b, struct mqtt_conn *c, const char *why);
+struct mqtt_msg *mqtt_msg_new(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
+			      const uint8_t *payload, size_t plen, uint8_t qos);
+/* Subscribe session si to a validated filter as SUBSCRIBE does (relative to the device's
+ * own prefix when it is under it). 0, -E_INVAL (too many levels), -E_RANGE (the session's
+ * limit) or -E_NOMEM (pools). */
+int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos);
+/* Store or clear the retained message of a topic from outside a route (restore). */
+int mqtt_retain_set(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen, const uint8_t *payload,
+		    size_t plen, uint8_t qos);
 
 /* session.c: the session table, subscriptions and delivery records */
 uint32_t mqtt_sess_find(const struct mqtt_broker *b, bool service, const uint8_t *id, size_t len);

@@ -110,6 +110,8 @@ static void sub_free(struct mqtt_broker *b, uint32_t r)
 void mqtt_sess_free(struct mqtt_broker *b, uint32_t i)
 {
 	struct mqtt_session *s = &b->sess[i];
+	if (mqtt_persistent(s))
+		mqtt_rec_sess(b, MQTT_PEV_SESS_DEL, s); /* storage drops it with everything of it */
 	while (s->subs != MQTT_NIL) {
 		uint32_t r = s->subs;
 		s->subs = b->subs[r].next_in_session;

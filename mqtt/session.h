@@ -15,6 +15,8 @@
  *  5. Packet identifiers of in-flight records are non-zero and distinct.
  *  6. conn != MQTT_NIL iff a connection is attached, and that connection's session is us.
  *  7. A clean session never outlives its connection.
+ *  8. skey != 0 iff the session is persistent (clean session 0) and storage is on; then
+ *     every change of its subscriptions and deliveries is recorded (durable.c).
  * Delivery record states (outbound):
  *   QUEUED --pump: PUBLISH--> WAIT_ACK  --PUBACK-->  freed          (QoS 1)
  *   QUEUED --pump: PUBLISH--> WAIT_REC  --PUBREC: PUBREL--> WAIT_COMP --PUBCOMP--> freed
@@ -50,6 +52,7 @@ struct mqtt_dlv {
 #define MQTT_SESS_CLEAN 0x04u
 
 struct mqtt_session {
+	uint64_t skey;        /* storage key of a persistent session; 0: not stored (clean) */
 	uint8_t *id;          /* heap, id_len bytes: the client identifier */
 	uint32_t hash_next;   /* id hash chain, or free-list link */
 	uint32_t conn;        /* attached connection index, or MQTT_NIL */
@@ -58,6 +61,7 @@ struct mqtt_session {
 	uint32_t subs;        /* subscription records (absolute, or extra relative ones) */
 	uint32_t sub0_node;   /* inline subscription: identity-relative node, or MQTT_NIL */
 	uint16_t id_len, next_pid, n_queued, n_inflight;
+	uint16_t n_held;      /* acknowledgements of its connection waiting for a commit */
 	uint8_t sub0_qos, flags, n_subs, n_rx2;
 };
 

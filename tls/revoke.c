@@ -5,6 +5,7 @@
  */
 #include "tls/revoke.h"
 
+#include "lib/err.h"
 #include "lib/mem.h"
 
 static void strip(const uint8_t **p, size_t *n)
@@ -27,4 +28,63 @@ bool tls_revoke_list_check(void *ctx, const uint8_t *serial, size_t len)
 			return true;
 	}
 	return false;
+}
+
+void tls_revoke_set_init(struct tls_revoke_set *s, struct tls_revoke_entry *entries,
+			 uint8_t (*bytes)[TLS_REVOKE_SERIAL_MAX], size_t cap)
+{
+	s->entries = entries;
+	s->bytes = bytes;
+	s->cap = cap;
+	s->list.entries = entries;
+	s->list.n = 0;
+}
+
+int tls_revoke_set_add(struct tls_revoke_set *s, const uint8_t *serial, size_t len)
+{
+	if (!len || len > TLS_REVOKE_SERIAL_MAX)
+		return -E_RANGE;
+	if (tls_revoke_list_check(&s->list, serial, len))
+		return -E_EXIST;
+	size_t k = s->list.n;
+	if (k >= s->cap)
+		return -E_NOMEM;
+	memcpy(s->bytes[k], serial, len);
+	s->entries[k].serial = s->bytes[k];
+	s->entries[k].len = (uint8_t)len;
+	s->list.n = k + 1;
+	return 0;
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+int tls_revoke_set_add_hex(struct tls_revoke_set *s, const char *const *hex)
+{
+	for (size_t i = 0; hex[i]; i++) {
+		size_t n = strlen(hex[i]);
+		uint8_t b[TLS_REVOKE_SERIAL_MAX];
+		if (!n || n % 2)
+			return -E_INVAL;
+		if (n / 2 > sizeof b)
+			return -E_RANGE;
+		for (size_t j = 0; j < n / 2; j++) {
+			int hi = hexval(hex[i][2 * j]), lo = hexval(hex[i][2 * j + 1]);
+			if (hi < 0 || lo < 0)
+				return -E_INVAL;
+			b[j] = (uint8_t)(hi << 4 | lo);
+		}
+		int err = tls_revoke_set_add(s, b, n / 2);
+		if (err && err != -E_EXIST)
+			return err;
+	}
+	return 0;
 }

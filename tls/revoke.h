@@ -29,4 +29,22 @@ struct tls_revoke_list {
  * integer are ignored on both sides, so 00 8f and 8f match. */
 bool tls_revoke_list_check(void *ctx, const uint8_t *serial, size_t len);
 
+/* A bounded list that owns its serials' bytes (in caller arrays): the image's serials,
+ * parsed once from their hex strings, plus those storage restores. */
+#define TLS_REVOKE_SERIAL_MAX 20 /* RFC 5280: serial numbers are at most 20 octets */
+struct tls_revoke_set {
+	struct tls_revoke_entry *entries;        /* linked: cap */
+	uint8_t (*bytes)[TLS_REVOKE_SERIAL_MAX]; /* linked: cap */
+	size_t cap;
+	struct tls_revoke_list list;             /* what the handshake checks */
+};
+void tls_revoke_set_init(struct tls_revoke_set *s, struct tls_revoke_entry *entries,
+			 uint8_t (*bytes)[TLS_REVOKE_SERIAL_MAX], size_t cap);
+/* Add a serial (borrowed, copied). 0, -E_EXIST (already there: nothing added), -E_RANGE
+ * (empty or longer than 20 bytes), -E_NOMEM (the set is full). */
+MUST_CHECK int tls_revoke_set_add(struct tls_revoke_set *s, const uint8_t *serial, size_t len);
+/* Add every serial of a NULL-terminated list of hex strings (the image's). 0, or the
+ * first error (-E_INVAL for a string that is not an even number of hex digits). */
+MUST_CHECK int tls_revoke_set_add_hex(struct tls_revoke_set *s, const char *const *hex);
+
 #endif

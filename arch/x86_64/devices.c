@@ -38,6 +38,7 @@
 #include "kernel/heap.h"
 #include "kernel/kbroker.h"
 #include "kernel/kdemux.h"
+#include "kernel/kstore.h"
 #include "kernel/ksteer.h"
 #include "kernel/knet.h"
 #include "kernel/log.h"
@@ -47,6 +48,7 @@
 #include "lib/mem.h"
 #include "kernel/xcore.h"
 #include "net/rss.h"
+#include "store/ops.h"
 #include "urmqtt_config.h"
 
 /* Sizes (from the configuration file at integration). */
@@ -120,6 +122,7 @@ struct dev_core {
 	struct ksteer steer;  /* worker, with the device steering: its own classifier */
 	bool take_pair;       /* core 0's view of a worker: TAKE_PAIR still to send */
 	bool ok;           /* knet and broker built */
+	bool storage;      /* the storage core (kernel/kstore.h): a mesh demultiplexer, no stack */
 	bool addr_dirty;   /* core 0's view of a worker: its address message still to send */
 	uint64_t steer_drops;  /* core 0: frames for this core dropped, no mesh credit */
 	uint64_t arp_drops;    /* core 0: ARP copies for this core dropped */
@@ -140,6 +143,13 @@ static uint16_t *dev_rss_indir;
 static struct ksteer dev_steer;     /* core 0's */
 static bool dev_broker_ok;
 static uint32_t dev_n_selftest_fail;
+/* Storage (kernel/kstore.h): with a data disk and several cores, the highest core runs it
+ * and nothing else; with one core, core 0 runs it from its loop. Decided once, before the
+ * cores start; read-only after. */
+static bool dev_store_on;        /* a data disk exists: data cores record and hold acks */
+static bool dev_store_dedicated; /* the storage core is not a data core */
+static uint32_t dev_store_core;
+static const char *dev_store_disk_name;
 
 static const char *dev_type_name(uint16_t t)
 {
@@ -247,23 +257,17 @@ static uint8_t *dev_selftest_buf(const struct blk_dev *b, size_t *len)
 	return dev_pages(*len, NULL);
 }
 
-static uint32_t dev_seed(void)
-{
-	uint32_t seed;
-	if (csprng_kernel_bytes(&seed, sizeof seed) != 0)
-		seed = 0x5eed;
-	return seed;
-}
-
+/* The boot test of a disk reads its last 4 KiB and writes nothing: a disk is written only
+ * once storage recognised it (store/boot.h writes its self-test on its own scratch block). */
 static void dev_selftest(const char *name, uint32_t idx, struct blk_dev *b, const struct vq *q, uint8_t *buf,
 			 size_t buf_len)
 {
 	const char *why = "";
-	int err = blk_selftest(b, buf, buf_len, dev_seed(), DEV_BLK_POLLS, &why);
+	int err = blk_readtest(b, buf, buf_len, DEV_BLK_POLLS, &why);
 	if (err)
 		dev_n_selftest_fail++;
-	LOG_INFO("boot", "%s%u: %lu blocks of %u B (physical %u, optimal %u)%s%s%s; block self-test on "
-			 "the last 4 KiB: %s%s%s",
+	LOG_INFO("boot", "%s%u: %lu blocks of %u B (physical %u, optimal %u)%s%s%s; block read test on "
+			 "the last 4 KiB (nothing written): %s%s%s",
 		 name, (unsigned)idx, (unsigned long)b->topo.capacity, (unsigned)b->topo.logical_block,
 		 (unsigned)b->topo.physical_block, (unsigned)b->topo.optimal_io,
 		 b->topo.flush ? ", flush" : "", b->topo.discard ? ", discard" : "",
@@ -530,7 +534,8 @@ static void dev_wake(uint32_t dst)
 
 bool x86_dev_mesh_pending(uint32_t core)
 {
-	return dev_mesh && core < PLAT_MAX_CPUS && dev_cores[core].ok && xcore_pending(dev_mesh, core);
+	return dev_mesh && core < PLAT_MAX_CPUS && (dev_cores[core].ok || dev_cores[core].storage) &&
+	       xcore_pending(dev_mesh, core);
 }
 
 /* ARP received on core `self`: a copy to every other core, so each core's ARP cache
@@ -707,6 +712,93 @@ static int dev_shard_send(void *ctx, uint32_t dst, uint16_t kind, const void *da
 	return err;
 }
 
+/* ---- storage: the links between data cores and the storage core ----
+ * Data core -> storage core: the mesh (dedicated storage core) or, with one core, the
+ * storage engine's local queue. Storage core -> data core: the mesh, or with one core a
+ * direct call into core 0's broker from the storage handler (a loop handler of core 0: no
+ * broker call is in progress). */
+static int dev_store_send(void *ctx, uint16_t kind, const void *data, uint32_t len)
+{
+	(void)ctx;
+	if (!dev_store_dedicated)
+		return kstore_local(kind, data, len);
+	int err = xcore_send(dev_mesh, x86_core_index(), dev_store_core, kind, data, len);
+	if (err == 0)
+		dev_wake(dev_store_core);
+	return err;
+}
+
+static int dev_store_out(uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	if (!dev_store_dedicated) {
+		kbroker_store_recv(&dev_cores[0].broker, kind, data, len);
+		return 0;
+	}
+	int err = xcore_send(dev_mesh, dev_store_core, dst, kind, data, len);
+	if (err == 0)
+		dev_wake(dst);
+	return err;
+}
+
+/* The storage core's mesh handler: what data cores record. */
+static void dev_store_in(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	(void)ctx;
+	kstore_input(src, msg->kind, msg->data, msg->len);
+}
+
+/* A data core's: what the storage core answers. */
+static void dev_store_back(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	struct dev_core *dc = ctx;
+	(void)src;
+	kbroker_store_recv(&dc->broker, msg->kind, msg->data, msg->len);
+}
+
+/* The data disk: the first virtio-blk, else the first virtio-scsi disk; NULL if none. */
+static struct blk_dev *dev_data_disk(const char **name)
+{
+	if (dev_n_vblk) {
+		*name = "virtio-blk0";
+		return &dev_vblk[0].blk;
+	}
+	if (dev_n_vscsi) {
+		*name = "virtio-scsi0";
+		return &dev_vscsi[0].blk;
+	}
+	*name = "no disk";
+	return NULL;
+}
+
+/* The storage core's own set-up: a demultiplexer for the storage kinds (boot core). */
+static bool dev_store_core_init(uint32_t c)
+{
+	struct dev_core *dc = &dev_cores[c];
+	int err = kdemux_init(&dc->demux, dc->demux_tab, DEV_NET_DEMUX);
+	if (!err)
+		err = kdemux_register(&dc->demux, KDEMUX_STORE_IN_FIRST, KDEMUX_STORE_IN_LAST, dev_store_in, dc);
+	if (err) {
+		LOG_ERR("boot", "core %u: storage core set-up failed (%s)", (unsigned)c, err_name(err));
+		return false;
+	}
+	dc->storage = true;
+	return true;
+}
+
+/* The virtio-blk configuration vectors go to the storage core (which owns the disks). */
+static void dev_blk_irqs(void)
+{
+	for (uint32_t i = 0; i < dev_n_vblk; i++) {
+		struct dev_blk_state *st = &dev_blk_st[i];
+		if (st->irq && pci_msix_set(&dev_bus, &st->msix, 0, x86_msi_addr(x86_cores[dev_store_core].apic_id),
+					    DEV_BLK_CFG_VECTOR(i)) != 0) {
+			LOG_WARN("blk", "virtio-blk%u: configuration vector not moved to core %u: polled instead",
+				 (unsigned)i, (unsigned)dev_store_core);
+			st->irq = false;
+		}
+	}
+}
+
 static const struct knet_hooks dev_core0_hooks = { .rx_steer = dev_rx_steer, .addr_changed = dev_addr_changed };
 static const struct knet_hooks dev_worker_hooks = { .tx = dev_tx_to_core0 };
 static const struct knet_hooks dev_worker_mq_hooks = { .rx_steer = dev_rx_worker, .addr_changed = dev_worker_addr };
@@ -816,6 +908,8 @@ static bool dev_core_net_init(uint32_t c, const struct kbroker_config *bc0, cons
 			err = kdemux_register(&dc->demux, KDEMUX_NET_FIRST, KDEMUX_NET_LAST, dev_net_recv, dc);
 		if (!err)
 			err = kdemux_register(&dc->demux, KDEMUX_SHARD_FIRST, KDEMUX_SHARD_LAST, dev_shard_recv, dc);
+		if (!err && dev_store_dedicated)
+			err = kdemux_register(&dc->demux, KDEMUX_STORE_OUT_FIRST, KDEMUX_STORE_OUT_LAST, dev_store_back, dc);
 	}
 	if (err) {
 		LOG_ERR("boot", "core %u: stack initialisation failed (%s)", (unsigned)c, err_name(err));
@@ -869,16 +963,46 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 	if (dev_static_ip(cmdline, cmdline_len, &kc.ip, &kc.mask, &kc.gw))
 		kc.use_dhcp = false;
 	uint32_t n = MIN(MAX(n_cores, 1u), (uint32_t)PLAT_MAX_CPUS);
-	if (n > 1 && !(dev_mesh_init(n) && dev_steer_init(n))) {
+	/* Storage: with a data disk, the highest core runs it and nothing else (one core:
+	 * core 0 runs it from its loop); the data cores are the others (ADR-031). */
+	struct blk_dev *disk = dev_data_disk(&dev_store_disk_name);
+	dev_store_on = disk != NULL;
+	dev_store_dedicated = dev_store_on && n > 1;
+	uint32_t n_data = dev_store_dedicated ? n - 1 : n;
+	if (n > 1 && !(dev_mesh_init(n) && dev_steer_init(n_data))) {
 		dev_mesh = NULL;
-		n = 1;
+		n = n_data = 1;
+		dev_store_dedicated = false;
 	}
-	dev_own_pairs = dev_net.n_pairs >= n;
-	if (n > 1) { /* one broker shard per core, sessions on their home core (ADR-027) */
-		bc.n_cores = n;
+	dev_store_core = dev_store_dedicated ? n - 1 : 0;
+	dev_own_pairs = dev_net.n_pairs >= n_data;
+	if (n_data > 1) { /* one broker shard per data core, sessions on their home core (ADR-027) */
+		bc.n_cores = n_data;
 		bc.mesh = (struct dp_mesh_ops){ dev_shard_send, NULL };
-		bc.mesh_payload_max = xcore_payload_max(dev_mesh);
 		dev_random(bc.home_key, sizeof bc.home_key);
+	}
+	bc.mesh_payload_max = dev_mesh ? xcore_payload_max(dev_mesh) : ((CONF_CORE_MESH_SLOT_BYTES + 7u) & ~7u) - 8u;
+	if (dev_store_on) {
+		bc.store_on = true;
+		bc.store_send = dev_store_send;
+		bc.store_payload_max = bc.mesh_payload_max;
+		const struct kstore_config ks = {
+			.blk = disk, .disk_name = dev_store_disk_name, .core = dev_store_core, .n_data = n_data,
+			.dedicated = dev_store_dedicated, .send = dev_store_out, .payload_max = bc.mesh_payload_max,
+			.now_ns = x86_now_ns, .wall_s = dev_wall_s, .report_ms = bc.report_ms,
+		};
+		struct kstore_config kcfg = ks;
+		memcpy(kcfg.home_key, bc.home_key, sizeof kcfg.home_key);
+		if (kstore_init(&kcfg) != 0) {
+			LOG_ERR("broker", "storage could not be set up; no network service");
+			return;
+		}
+		mem_wipe(kcfg.home_key, sizeof kcfg.home_key);
+		if (dev_store_dedicated && !dev_store_core_init(dev_store_core))
+			return;
+		dev_blk_irqs();
+		LOG_INFO("boot", "storage: %s, run by core %u%s", dev_store_disk_name, (unsigned)dev_store_core,
+			 dev_store_dedicated ? " (nothing else runs there)" : " from its loop (one core)");
 	}
 	/* Core 0 first: its failure means no network at all; a worker's only shrinks the
 	 * set of cores flows are steered to (the cores after it are not started either). */
@@ -888,10 +1012,10 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 	}
 	dev_broker_ok = true;
 	dev_n_net = 1;
-	for (uint32_t c = 1; c < n && dev_core_net_init(c, &bc, &kc); c++)
+	for (uint32_t c = 1; c < n_data && dev_core_net_init(c, &bc, &kc); c++)
 		dev_n_net = c + 1;
 	mem_wipe(bc.home_key, sizeof bc.home_key);
-	if (dev_n_net < n)
+	if (dev_n_net < n_data)
 		dev_serve_alone("a worker's stack or broker could not be built");
 	if (dev_mesh) {
 		/* A static address was taken inside core 0's knet_init, before the workers
@@ -918,9 +1042,30 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 
 /* After the APs started: steer only over the cores that run (a core that did not start
  * would never drain its rings). Boot core, before its own loop runs. */
+/* Storage gets its final view of the data cores (kernel/kstore.h: it waits for this). A
+ * dedicated storage core that did not start cannot serve: the data cores are told storage
+ * is off (or the machine stops, storage.required). Boot core, after the cores started. */
+static void dev_store_go(uint32_t n_started)
+{
+	if (!dev_store_on)
+		return;
+	if (dev_store_dedicated && n_started <= dev_store_core) {
+		if (CONF_STORAGE_REQUIRED)
+			PANIC("storage is required (storage.required) but its core %u did not start", (unsigned)dev_store_core);
+		LOG_ERR("store", "the storage core %u did not start: serving WITHOUT persistence", (unsigned)dev_store_core);
+		kbroker_store_recv(&dev_cores[0].broker, STORE_K_OFF, NULL, 0);
+		for (uint32_t c = 1; c < dev_n_net; c++)
+			if (xcore_send_ctrl(dev_mesh, 0, c, STORE_K_OFF, NULL, 0) == 0)
+				dev_wake(c);
+		return;
+	}
+	kstore_go(dev_n_net);
+}
+
 void x86_dev_cores_started(uint32_t n_started)
 {
-	if (dev_mesh && dev_own_pairs && n_started >= dev_n_net && dev_n_net > 1) {
+	uint32_t n_data_started = dev_store_dedicated ? MIN(n_started, dev_store_core) : n_started;
+	if (dev_mesh && dev_own_pairs && n_data_started >= dev_n_net && dev_n_net > 1) {
 		/* Every core runs: the device steers from now on. Core 0 stops draining the
 		 * workers' pairs before it tells each worker to take its own (frames wait in
 		 * the queue meanwhile); this runs on core 0 before its loop does. */
@@ -931,12 +1076,14 @@ void x86_dev_cores_started(uint32_t n_started)
 			LOG_INFO("boot", "net: the device steers: each of %u cores drains its own queue pair",
 				 (unsigned)dev_n_net);
 		}
+		dev_store_go(n_started);
 		return;
 	}
-	if (!dev_mesh || n_started >= dev_n_net)
-		return;
-	LOG_WARN("boot", "net: only %u of %u cores started", (unsigned)n_started, (unsigned)dev_n_net);
-	dev_serve_alone("not every core started");
+	if (dev_mesh && n_data_started < dev_n_net) {
+		LOG_WARN("boot", "net: only %u of %u cores started", (unsigned)n_started, (unsigned)dev_n_net);
+		dev_serve_alone("not every core started");
+	}
+	dev_store_go(n_started);
 }
 
 static void dev_init_devices(uint32_t n_cores)
@@ -1060,10 +1207,9 @@ static void dev_blk_retest_start(uint32_t i)
 	struct dev_blk_state *st = &dev_blk_st[i];
 	const char *why = NULL;
 	st->retest = false;
-	int err = blk_selftest_start(&st->run, &dev_vblk[i].blk, st->buf, st->buf_len, dev_seed(),
-				     DEV_BLK_RETEST_STEPS, &why);
+	int err = blk_readtest_start(&st->run, &dev_vblk[i].blk, st->buf, st->buf_len, DEV_BLK_RETEST_STEPS, &why);
 	if (err) {
-		LOG_ERR("blk", "virtio-blk%u: block self-test on the new last 4 KiB: FAIL (%s)", (unsigned)i,
+		LOG_ERR("blk", "virtio-blk%u: block read test on the new last 4 KiB: FAIL (%s)", (unsigned)i,
 			why ? why : err_name(err));
 		return;
 	}
@@ -1081,10 +1227,10 @@ static int dev_blk_retest_step(uint32_t i)
 		return 0;
 	st->running = false;
 	if (err)
-		LOG_ERR("blk", "virtio-blk%u: block self-test on the new last 4 KiB (block %lu): FAIL (%s)",
+		LOG_ERR("blk", "virtio-blk%u: block read test on the new last 4 KiB (block %lu): FAIL (%s)",
 			(unsigned)i, (unsigned long)st->run_lba, why ? why : err_name(err));
 	else
-		LOG_INFO("blk", "virtio-blk%u: block self-test on the new last 4 KiB (block %lu): PASS",
+		LOG_INFO("blk", "virtio-blk%u: block read test on the new last 4 KiB (block %lu): PASS",
 			 (unsigned)i, (unsigned long)st->run_lba);
 	if (st->retest)
 		dev_blk_retest_start(i);
@@ -1126,7 +1272,7 @@ static int dev_blk_poll(void *ctx)
 	int work = 0;
 	uint64_t now = dev_now_ms();
 	/* Written only by this core's own interrupt handler: relaxed is enough. */
-	uint64_t irqs = atomic_load_explicit(&x86_cores[0].n_dev_irqs, memory_order_relaxed);
+	uint64_t irqs = atomic_load_explicit(&x86_cores[dev_store_core].n_dev_irqs, memory_order_relaxed);
 	bool irq = irqs != dev_blk_seen_irqs, tick = now >= dev_blk_next_poll_ms;
 	bool step = now != dev_blk_last_step_ms;
 
@@ -1153,12 +1299,20 @@ static int dev_blk_poll(void *ctx)
 
 void x86_dev_loop_add(struct kloop *l, uint32_t core)
 {
-	if (core == 0 && dev_n_vblk && kloop_add(l, "blk", dev_blk_poll, NULL) != 0)
+	/* The disks' configuration changes: on the core that owns the disks (the storage
+	 * core; core 0 when there is one core). */
+	if (core == dev_store_core && dev_n_vblk && kloop_add(l, "blk", dev_blk_poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)core);
 	if (core > 0 && core < dev_rng_n_seeds) {
 		if (csprng_kernel_reseed(dev_rng_seeds[core], DEV_RNG_BYTES) != 0)
 			PANIC("core %u: CSPRNG refused the virtio-rng seed", (unsigned)core);
 		memset(dev_rng_seeds[core], 0, DEV_RNG_BYTES);
+	}
+	if (core < PLAT_MAX_CPUS && dev_cores[core].storage) { /* the storage core: nothing else */
+		if (kloop_add(l, "mesh", dev_mesh_poll, &dev_cores[core]) != 0)
+			PANIC("core %u: loop full", (unsigned)core);
+		kstore_loop_add(l);
+		return;
 	}
 	if (core >= PLAT_MAX_CPUS || !dev_cores[core].ok)
 		return;
@@ -1171,6 +1325,8 @@ void x86_dev_loop_add(struct kloop *l, uint32_t core)
 		PANIC("core %u: loop full", (unsigned)core);
 	if (kloop_add(l, "net", knet_poll, &dc->knet) != 0)
 		PANIC("core %u: loop full", (unsigned)core);
+	if (dev_store_on && !dev_store_dedicated && core == 0)
+		kstore_loop_add(l); /* one core: storage from core 0's loop, within its pass budget */
 }
 
 uint32_t x86_dev_selftest_failures(void)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # arch/x86_64: boot entries (PVH, Multiboot2), page tables and W^X audit, descriptor
 # tables and exception reports, serial console, TSC clock, test scenarios, the TLS boot
-# self-test; the image link (with mbedTLS). kernel/kbroker.c: the broker glue (dp/ on the
+# self-test; the image link (with mbedTLS and SQLite). kernel/kbroker.c: the broker glue (dp/ on the
 # kernel heap with the embedded certificates), kernel-only, so listed here.
 KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/cpu.c arch/x86_64/trap.c arch/x86_64/serial.c arch/x86_64/clock.c \
@@ -9,7 +9,7 @@ KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
 	arch/x86_64/entropy.c arch/x86_64/libgcc.c \
 	arch/x86_64/drv_port.c arch/x86_64/devices.c arch/x86_64/tls_selftest.c \
-	kernel/kbroker.c
+	kernel/kbroker.c kernel/kstore.c
 # The TLS self-test includes mbedTLS headers and the embedded development certificates.
 # Deferred (=) and spelled out: tls/ and tools/certs/ module.mk are read after this one.
 CFLAGS_arch_x86_64_tls_selftest = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
@@ -20,7 +20,7 @@ KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.elf
 SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh \
 	tests/smoke/x86_64-mqtt-smp4.sh \
-	tests/smoke/x86_64-steer.sh
+	tests/smoke/x86_64-steer.sh tests/smoke/x86_64-store.sh tests/smoke/x86_64-store-1core.sh
 
 # No --emit-relocs in the image: GRUB refuses ELF files with relocation sections. The
 # relocations come from a second link of the same objects (urmqtt.reloc.elf) as a table
@@ -36,11 +36,11 @@ X86_64_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,arch/x86_64/kernel.ld \
 # 128-bit division helpers (__udivti3) mbedTLS's bignum code uses.
 X86_64_LIBGCC = $(shell $(X86_64_CC) -print-libgcc-file-name)
 X86_64_LINK_INPUTS = $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) $(B)/x86_64/libmbedtls.a \
-	$(X86_64_LIBGCC)
+	$(B)/x86_64/libsqlite.a $(X86_64_LIBGCC)
 # $(call x86_64_link,SLIDE[,EXTRA FLAGS]): the one link of the image, placed SLIDE higher.
 x86_64_link = $(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=$(1) $(2) -o $@ $(X86_64_LINK_INPUTS)
 $(B)/x86_64/urmqtt.elf: arch/x86_64/kernel.ld $$(filter $$(B)/x86_64/k/%,$$(X86_64_OBJS)) $$(X86_64_LIB) \
-		$(B)/x86_64/libmbedtls.a
+		$(B)/x86_64/libmbedtls.a $(B)/x86_64/libsqlite.a
 	@mkdir -p $(@D); echo "  LD [x86_64]  $@"
 	$(Q)$(call x86_64_link,0)
 

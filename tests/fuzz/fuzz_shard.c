@@ -63,10 +63,11 @@ static bool b_room(void *ctx, size_t bytes)
 	(void)ctx;
 	return dp_shard_fanout_room(S, bytes);
 }
-static void b_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r)
+static uint32_t b_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r,
+			 uint32_t ticket)
 {
 	(void)ctx;
-	dp_shard_fanout(S, t, tl, p, pl, q, r);
+	return dp_shard_fanout(S, t, tl, p, pl, q, r, ticket);
 }
 static void c_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n)
 {
@@ -75,6 +76,17 @@ static void c_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size
 static void c_close(void *ctx, uint32_t conn, uint32_t gen)
 {
 	(void)ctx, (void)conn, (void)gen;
+}
+/* No storage here: routed messages with a ticket are answered by the shard (DONE). */
+static int c_barrier(void *ctx, uint32_t origin, uint32_t ticket)
+{
+	(void)ctx, (void)origin, (void)ticket;
+	return -E_NOSYS;
+}
+static void c_done(void *ctx, uint32_t ticket, bool ok)
+{
+	(void)ctx;
+	mqtt_broker_durable(B, ticket, ok); /* unknown tickets are counted, never trusted */
 }
 
 static const char *const ids[] = { "d0", "d1", "svc", "admin" };
@@ -126,11 +138,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	struct dp_shard_config sc = {
 		.n_cores = 3, .self = 1, .payload_max = 128, .backlog_bytes = 1024, .out_window = 200,
-		.max_proxies = 4, .max_conns = 4, .max_packet = 300, .mesh = { m_send, NULL },
+		.max_proxies = 4, .max_conns = 4, .max_packet = 300, .max_done = 8, .mesh = { m_send, NULL },
 	};
 	size_t sneed = dp_shard_mem_size(&sc);
 	void *smem = aligned_alloc(8, (sneed + 7) & ~(size_t)7);
-	const struct dp_shard_conn_ops co = { c_out, c_close, NULL };
+	const struct dp_shard_conn_ops co = { c_out, c_close, c_barrier, c_done, NULL };
 	if (!sneed || !smem || dp_shard_init(&S, smem, sneed, &sc, B, &co))
 		abort();
 	struct in in = { data, size };
@@ -144,7 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		put32(msg, conn);
 		put32(msg + 4, gen);
 		uint32_t len = 8;
-		uint16_t kind = (uint16_t)(DP_SHARD_KIND_FIRST + ((op >> 1) & 7u));
+		uint16_t kind = (uint16_t)(DP_SHARD_KIND_FIRST + ((op >> 1) % 9u)); /* OPEN .. DONE */
 		switch ((op >> 4) & 7u) {
 		case 0: { /* OPEN with a known identity */
 			const char *id = ids[take(&in) & 3u];
@@ -189,8 +201,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		case 4: /* a local fan-out (as a local PUBLISH would) */
 			if (dp_shard_fanout_room(S, 40))
-				dp_shard_fanout(S, (const uint8_t *)topics[conn], strlen(topics[conn]), msg, take(&in) % 200u,
-						(uint8_t)(gen + 1), (op & 2) != 0);
+				(void)dp_shard_fanout(S, (const uint8_t *)topics[conn], strlen(topics[conn]), msg,
+						      take(&in) % 200u, (uint8_t)(gen + 1), (op & 2) != 0,
+						      (op & 4) ? 0x80000000u | take(&in) : 0);
 			check();
 			continue;
 		case 5:

@@ -4,11 +4,12 @@
 # `-kernel`) on QEMU q35 (ECAM from the MCFG), KVM when a probe guest ran on it, TCG otherwise.
 #  drivers   virtio-blk + virtio-scsi/scsi-hd (raw scratch disks under the build dir),
 #            virtio-rng and virtio-net: every device in the banner with its features, the
-#            block self-test PASS on both disks, the W^X audit still PASS.
+#            block read test PASS on both disks (read only: nothing is written to a disk
+#            before storage recognised it), the W^X audit still PASS.
 #  blk-grow  virtio-blk on a 16 MiB disk with a QMP socket: once the loop runs, QMP
 #            block_resize grows it to 32 MiB; the configuration-change interrupt (MSI-X to
 #            core 0) makes the guest log the growth with the right sector counts and pass
-#            the self-test again on the new last 4 KiB; then a resize to 24 MiB is logged
+#            the read test again on the new last 4 KiB; then a resize to 24 MiB is logged
 #            as a shrink (an error: I/O beyond the new end fails).
 #  net-user  user-mode networking with a host forward to port 8883: a DHCP lease, and a
 #            host client (dev-1's certificate) completing TLS 1.3 with client
@@ -162,8 +163,8 @@ else
 	pats="pci: [0-9]+ functions over ECAM;;pci 00:[0-9a-f]{2}\\.[0-7] 1af4:[0-9a-f]{4} .*virtio-blk"
 	pats+=";;pci 00:[0-9a-f]{2}\\.[0-7] 1af4:[0-9a-f]{4} .*virtio-scsi;;pci 00:[0-9a-f]{2}\\.[0-7] 1af4:[0-9a-f]{4} .*virtio-rng"
 	pats+=";;pci 00:[0-9a-f]{2}\\.[0-7] 1af4:[0-9a-f]{4} .*virtio-net"
-	pats+=";;virtio-blk0: features 0x[0-9a-f]+;;virtio-blk0: 32768 blocks of 512 B.*self-test on the last 4 KiB: PASS"
-	pats+=";;virtio-scsi0: features 0x[0-9a-f]+;;virtio-scsi0: 65536 blocks of 512 B.*self-test on the last 4 KiB: PASS"
+	pats+=";;virtio-blk0: features 0x[0-9a-f]+;;virtio-blk0: 32768 blocks of 512 B.*block read test on the last 4 KiB \\(nothing written\\): PASS"
+	pats+=";;virtio-scsi0: features 0x[0-9a-f]+;;virtio-scsi0: 65536 blocks of 512 B.*block read test on the last 4 KiB \\(nothing written\\): PASS"
 	pats+=";;virtio-rng: features 0x[0-9a-f]+; 48 bytes mixed into the CSPRNG of each of 2 core\\(s\\)"
 	pats+=";;virtio-net: MAC 52:54:00:12:34:56, features 0x[0-9a-f]+ \\(EVENT_IDX MAC STATUS"
 	pats+=";;W\\^X audit: PASS;;scenario drivers: 2 block device\\(s\\), 0 failure\\(s\\)"
@@ -174,7 +175,7 @@ else
 	elif m=$(missing "$log" "$pats"); then
 		fail $name "missing /$m/" "$log"
 	else
-		pass $name "blk + scsi self-tests PASS"
+		pass $name "blk + scsi read tests PASS (nothing written: storage writes only a disk it recognised)"
 	fi
 fi
 
@@ -228,11 +229,11 @@ else
 	qpid=$!
 	pids+=("$qpid")
 	grew="virtio-blk0: capacity grew from 32768 to 65536 sectors \\(32 MiB\\)"
-	retest="virtio-blk0: block self-test on the new last 4 KiB \\(block 65528\\): PASS"
+	retest="virtio-blk0: block read test on the new last 4 KiB \\(block 65528\\): PASS"
 	shrank="virtio-blk0: capacity SHRANK from 65536 to 49152 sectors"
 	if ! wait_log "$log" "ms from entry to the loop" "$qpid" 30; then
 		fail $name "no boot to the loop" "$log"
-	elif m=$(missing "$log" "virtio-blk0: features 0x[0-9a-f]+; configuration changes by MSI-X to core 0;;virtio-blk0: 32768 blocks of 512 B.*self-test on the last 4 KiB: PASS"); then
+	elif m=$(missing "$log" "virtio-blk0: features 0x[0-9a-f]+; configuration changes by MSI-X to core 0;;virtio-blk0: 32768 blocks of 512 B.*block read test on the last 4 KiB \\(nothing written\\): PASS"); then
 		fail $name "missing /$m/" "$log"
 	elif ! qmp "$qmp_sock" block_resize '{"device": "g0", "size": 33554432}' >>"$log.qmp" 2>&1; then
 		fail $name "QMP block_resize to 32 MiB failed" "$log"
@@ -247,7 +248,7 @@ else
 	elif [ "$(tr -d '\r' <"$log" | grep -Ec 'virtio-blk0: capacity')" != 2 ]; then
 		fail $name "not exactly one line per change" "$log"
 	else
-		pass $name "16 -> 32 MiB logged by MSI-X, self-test PASS on the new end, shrink to 24 MiB reported"
+		pass $name "16 -> 32 MiB logged by MSI-X, read test PASS on the new end, shrink to 24 MiB reported"
 	fi
 	kill "$qpid" 2>/dev/null
 	wait "$qpid" 2>/dev/null

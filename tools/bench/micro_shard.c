@@ -92,9 +92,10 @@ static bool f_room(void *ctx, size_t bytes)
 {
 	return dp_shard_fanout_room(S[(uintptr_t)ctx], bytes);
 }
-static void f_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r)
+static uint32_t f_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r,
+			 uint32_t ticket)
 {
-	dp_shard_fanout(S[(uintptr_t)ctx], t, tl, p, pl, q, r);
+	return dp_shard_fanout(S[(uintptr_t)ctx], t, tl, p, pl, q, r, ticket);
 }
 static void c_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n)
 {
@@ -103,6 +104,15 @@ static void c_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size
 static void c_close(void *ctx, uint32_t conn, uint32_t gen)
 {
 	(void)ctx, (void)conn, (void)gen;
+}
+static int c_barrier(void *ctx, uint32_t origin, uint32_t ticket)
+{
+	(void)ctx, (void)origin, (void)ticket;
+	return -1; /* no storage in this benchmark: tickets are never given */
+}
+static void c_done(void *ctx, uint32_t ticket, bool ok)
+{
+	(void)ctx, (void)ticket, (void)ok;
 }
 
 static const char *const svc_pub[] = { "devices/+/cmd/#" };
@@ -187,7 +197,7 @@ static int build(bool sharded)
 		.n_cores = 2, .payload_max = SLOT, .backlog_bytes = 1u << 20, .out_window = 65536,
 		.max_proxies = 16, .max_conns = 16, .max_packet = 8192, .mesh = { m_send, NULL },
 	};
-	const struct dp_shard_conn_ops co = { c_out, c_close, NULL };
+	const struct dp_shard_conn_ops co = { c_out, c_close, c_barrier, c_done, NULL };
 	for (uintptr_t i = 0; i < 2; i++) {
 		struct mqtt_broker_ops ops = { .send = t_send, .close = t_close, .heap = { h_alloc, h_free, NULL },
 					       .ctx = (void *)i };

@@ -21,9 +21,9 @@ CFLAGS_tools_bench_micro_dpbench = $(TLS_TEST_INC)
 $(B)/hostrel/tools/bench/micro_dpbench: $(B)/hostrel/libmbedtls.a
 endif
 
-$(B)/hostrel/urmqtt: $$(BENCH_HOSTED_OBJS) $$(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a
+$(B)/hostrel/urmqtt: $$(BENCH_HOSTED_OBJS) $$(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a $(B)/hostrel/libsqlite.a
 	@mkdir -p $(@D); echo "  LD [hostrel] $@"
-	$(Q)$(HOST_CC) -o $@ $(BENCH_HOSTED_OBJS) $(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a
+	$(Q)$(HOST_CC) -o $@ $(BENCH_HOSTED_OBJS) $(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a $(B)/hostrel/libsqlite.a
 
 $(B)/hostrel/tools/loadgen: $$(call objs,hostrel,t,$$(BENCH_LOADGEN_SRCS))
 	@mkdir -p $(@D); echo "  LD [hostrel] $@"

@@ -202,6 +202,39 @@ for b in (U, M):
             ("; heap peak %s B (own accounting)" % max(r.get("heap_peak") or 0 for r in rs))
             if b == U else ""))
 
+# ---- durability: urMQTT with storage vs Mosquitto with persistence (autosave) ------------------
+UD, UM, MD, MM = "urmqtt-disk", "urmqtt-mem", "mosquitto-persist", "mosquitto-mem"
+
+
+def per_commit(r):
+    return r["msgs_in"] / r["commits"] if r.get("commits") else None
+
+
+def bytes_per_queued(r):
+    return (r["bytes1"] - r["bytes0"]) / r["queued"] if r.get("queued") else None
+
+
+d_ud, d_um = med(UD, "d_q1", "msgs_per_s"), med(UM, "d_q1", "msgs_per_s")
+d_md, d_mm = med(MD, "d_q1", "msgs_per_s"), med(MM, "d_q1", "msgs_per_s")
+figs += [
+    ("durable_q1_msgs_per_s", "durable: QoS 1 msgs/s to a persistent sub (urMQTT storage | Mosq persistence*)",
+     "1/s", d_ud, d_md, "higher"),
+    ("durable_off_q1_msgs_per_s", "the same without storage | Mosq persistence false", "1/s", d_um, d_mm, "higher"),
+    ("durable_share", "durable rate / rate without storage (same run; aim >= 0.5)", "1",
+     d_ud / d_um if d_ud and d_um else None, d_md / d_mm if d_md and d_mm else None, "none"),
+    ("durable_msgs_per_commit", "durable: PUBLISHes per commit (urMQTT)", "1", medf(UD, "d_store", per_commit),
+     None, "none"),
+    ("durable_commit_p50_us", "durable: commit latency p50, write + fdatasync (urMQTT)", "us",
+     med(UD, "d_store", "p50_us"), None, "none"),
+    ("durable_commit_p99_us", "durable: commit latency p99 (urMQTT; histogram bucket bound)", "us",
+     med(UD, "d_store", "p99_us"), None, "none"),
+    ("durable_bytes_per_queued", "disk bytes per queued QoS 1 message, 64 B payload", "B",
+     medf(UD, "d_bytes", bytes_per_queued), medf(MD, "d_bytes", bytes_per_queued), "lower"),
+]
+durable_note = ("durable: * Mosquitto's `persistence true` saves its database by autosave (every "
+                "1800 s by default) and at exit, not per message: a message it acknowledged is not on "
+                "its disk until the next save. urMQTT acknowledges after the commit's fdatasync.")
+
 # ---- boot time and image size ---------------------------------------------------------------
 bu, bm = runs(U, "boot"), runs(M, "boot")
 acc = bu[-1].get("accel", "?").upper() if bu else "?"
@@ -269,6 +302,8 @@ for key, label, unit, u, m, better in figs:
                                   ("%.2fx" % ratio) if ratio is not None else "n/a"))
 for n_ in storm_note:
     print("storm: " + n_)
+if any(runs(b, "d_q1") for b in (UD, MD)):
+    print(durable_note)
 if floor:
     print("crypto floor (openssl speed, this machine): X25519 %.0f op/s, P-256 sign %.0f/s verify %.0f/s"
           % (floor.get("x25519_ops_per_s", 0), floor.get("p256_sign_per_s", 0),

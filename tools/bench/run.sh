@@ -42,8 +42,16 @@
 # measured) and their runs alternate, like the two brokers above.
 # Usage: run.sh TREE OUT [IMAGE]   (TREE: the bench build tree; OUT: results directory;
 #        IMAGE: the x86_64 urmqtt.elf for boot time and size, skipped when absent)
-# BENCH_ONLY="hs idle pubsub lat storm boot dpbench micro vm" picks figure groups (default:
-# all).
+# Durability (group durable): QoS 1 flat out (64 B, P publishers) to one persistent subscriber
+# (clean session 0) against four brokers started alone in turn, each run on a fresh state:
+# urMQTT with storage (a 256 MiB disk file, the same layout and engine as the image: a PUBACK
+# only after the commit's fdatasync) and without, Mosquitto with `persistence true` (autosave:
+# NOT a flush per message) and without; urMQTT's commits, records and commit latency from its
+# storage line; then bytes on disk per queued message (BENCH_DURABLE_QUEUED, 100, QoS 1
+# messages into an offline persistent session: urMQTT's database pages, Mosquitto's
+# mosquitto.db after SIGUSR1).
+# BENCH_ONLY="hs idle pubsub lat storm durable boot dpbench micro vm" picks figure groups
+# (default: all).
 # dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
 # with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
 set -uo pipefail
@@ -55,7 +63,8 @@ secs=${BENCH_SECONDS:-5}
 idle_list=${BENCH_IDLE:-1000 10000}
 idle_list=${idle_list//,/ }
 rate=${BENCH_RATE:-1000}
-only=" ${BENCH_ONLY:-hs idle pubsub lat storm boot dpbench micro vm} "
+only=" ${BENCH_ONLY:-hs idle pubsub lat storm durable boot dpbench micro vm} "
+durable_queued=${BENCH_DURABLE_QUEUED:-100}
 # Storm: devices, cap on new connection attempts per second, seconds of storm, each
 # attempt's deadline (ms), how long a connected storm device stays before it drops (ms).
 storm_dev=${BENCH_STORM_DEV:-1500}
@@ -149,12 +158,12 @@ use() {
 	name=$1
 	bns=$ns
 	case $1 in
-	urmqtt) host=$our_ip srcs=$srcs_tap ;;
+	urmqtt | urmqtt-disk | urmqtt-mem) host=$our_ip srcs=$srcs_tap ;;
 	urmqtt-vm | linux-guest) host=$our_ip srcs=$srcs_tap bns=${ns_of[$1]} ;;
 	*) host=127.0.0.1 srcs=$srcs_lo ;;
 	esac
 	blog=$out/$1.log
-	bpid=${pid_of[$1]}
+	bpid=${pid_of[$1]:-}
 }
 # each CMD ARGS...: CMD once per running broker, urMQTT then Mosquitto — the two brokers'
 # runs of a figure alternate, so both see the same (shared, noisy) machine
@@ -411,6 +420,108 @@ if want hs || want idle || want pubsub || want lat || want storm; then
 	start_brokers 0
 	[ ${#brokers[@]} -gt 0 ] && measure
 	stop_brokers
+fi
+# ---- durability: each broker alone, fresh state per run ----------------------------------------
+# dstart NAME: start NAME on the broker core with an empty state (pid_of[NAME]); 0 when it serves
+dstart() {
+	local b=$1 log=$out/$1.log up=0
+	case $b in
+	urmqtt-disk | urmqtt-mem)
+		local disk=()
+		rm -f "$out/durable-disk.img"
+		[ "$b" = urmqtt-disk ] && disk=(--disk "$out/durable-disk.img" --disk-mib 256)
+		local n0
+		n0=$(grep -c '^stats broker' "$log" 2>/dev/null || echo 0)
+		ip netns exec "$ns" taskset -c "$bcpu" "$broker" --tap "$tap" --ip "$our_ip/24" --broker \
+			--broker-stats-ms 1000 --stats-ms 0 --max-conn "$max_conn" "${disk[@]}" >>"$log" 2>&1 &
+		pid_of[$b]=$!
+		for _ in $(seq 100); do
+			[ "$(grep -c '^stats broker' "$log")" -gt "$n0" ] && { up=1; break; }
+			kill -0 "${pid_of[$b]}" 2>/dev/null || break
+			sleep 0.2
+		done ;;
+	mosquitto-persist | mosquitto-mem)
+		local conf=$out/$b.conf
+		rm -rf "$out/mosq-db"
+		mkdir -p "$out/mosq-db"
+		if [ "$b" = mosquitto-persist ]; then
+			sed -e 's|^persistence false|persistence true|' "$out/mosquitto.conf" >"$conf"
+			echo "persistence_location $(realpath "$out/mosq-db")/" >>"$conf"
+		else
+			cp "$out/mosquitto.conf" "$conf"
+		fi
+		ip netns exec "$ns" taskset -c "$bcpu" "$mosq" -c "$conf" >>"$log" 2>&1 &
+		pid_of[$b]=$!
+		for _ in $(seq 50); do
+			in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8883' 2>/dev/null && { up=1; break; }
+			kill -0 "${pid_of[$b]}" 2>/dev/null || break
+			sleep 0.2
+		done ;;
+	esac
+	[ $up = 1 ] || { say "$b did not start"; tail -n 5 "$log"; }
+	[ $up = 1 ]
+}
+dstop() { # NAME
+	local p=${pid_of[$1]:-}
+	[ -n "$p" ] || return 0
+	kill -TERM "$p" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	unset "pid_of[$1]"
+}
+# store_line FIELD: the newest storage line's field of the current urMQTT log
+store_field() { grep '^stats store ' "$blog" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# dsize NAME: bytes of NAME's stored state now (urMQTT: database pages from a fresh storage
+# line; Mosquitto: mosquitto.db after SIGUSR1 made it write it)
+dsize() {
+	if [ "$1" = urmqtt-disk ]; then
+		sleep 1.5
+		echo $(($(store_field db_kb) * 1024))
+	else
+		local f=$out/mosq-db/mosquitto.db m0
+		m0=$(stat -c %Y.%s "$f" 2>/dev/null || echo none)
+		kill -USR1 "${pid_of[$1]}" 2>/dev/null
+		for _ in $(seq 50); do [ "$(stat -c %Y.%s "$f" 2>/dev/null || echo none)" != "$m0" ] && break; sleep 0.1; done
+		sleep 0.5
+		stat -c %s "$f" 2>/dev/null || echo 0
+	fi
+}
+durable_group() {
+	local b r
+	say "durability: QoS 1 flat out, 64 B, $pubs publishers -> 1 persistent subscriber; each broker alone, fresh state"
+	for r in $(seq "$runs"); do
+		for b in urmqtt-disk urmqtt-mem mosquitto-persist mosquitto-mem; do
+			dstart "$b" || continue
+			use "$b"
+			lg d_q1 pubsub --pubs "$pubs" --subs 1 --qos 1 --payload 64 --k "$k" --seconds "$secs" --persistent
+			if [ "$b" = urmqtt-disk ]; then
+				sleep 1.5 # a storage line after the run
+				local f st="" msgs
+				msgs=$(grep '^stats dp' "$blog" | tail -n 1 | tr ' ' '\n' | sed -n 's/^msgs_in=//p')
+				for f in commits records p50_us p99_us max_us batch_max; do st+="\"$f\":$(store_field $f),"; done
+				echo "{\"broker\":\"$b\",\"figure\":\"d_store\",${st}\"msgs_in\":${msgs:-0}}" >>"$raw"
+				echo "    storage: ${st%,} msgs_in=$msgs"
+			fi
+			dstop "$b"
+		done
+	done
+	say "durability: bytes on disk per queued message ($durable_queued QoS 1 messages, 64 B, into an offline persistent session)"
+	for b in urmqtt-disk mosquitto-persist; do
+		dstart "$b" || continue
+		use "$b"
+		local s0 s1
+		lg d_queue_1 queue --subs 1 --pubs 1 --n 1 --persistent --window 16 # the session and its subscription
+		s0=$(dsize "$b")
+		lg d_queue queue --subs 1 --pubs "$pubs" --n "$durable_queued" --persistent --window 16
+		s1=$(dsize "$b")
+		echo "{\"broker\":\"$b\",\"figure\":\"d_bytes\",\"queued\":$durable_queued,\"bytes0\":$s0,\"bytes1\":$s1}" >>"$raw"
+		echo "    $b: stored state $s0 -> $s1 bytes for $durable_queued queued messages"
+		dstop "$b"
+	done
+}
+if want durable; then
+	durable_group
 fi
 if want boot; then
 	say "Mosquitto: process start to accepting on 8883 (a Linux process, no OS boot), $boots times"

@@ -19,7 +19,12 @@
  *              msgs/s and latency; for the storm: attempts, completions and failures by
  *              stage (no SYN-ACK, refused/reset, TLS, MQTT), and the time back to steady
  *              latency after it
+ *   queue      S persistent subscribers (pubsub's, clean session 0) subscribe and leave;
+ *              then P publishers send N QoS 1 messages in all, each acknowledged: the
+ *              messages wait in the subscribers' offline queues (the broker's stored
+ *              bytes per queued message are measured around it by the caller)
  *   mkcerts    cache N device certificates signed by the development CA (certs.c)
+ * pubsub and queue take --persistent: subscribers connect with clean session 0.
  * A progress line per second on stderr, one JSON object at the end on stdout. Every loop
  * is bounded in count and time (deadlines below). Host tool only; never linked into the
  * image; it measures, it never asserts anything about the broker.
@@ -57,7 +62,7 @@
 #define CONN_TIMEOUT_NS (15ull * 1000000000ull)
 #define LAT_BUCKETS (64 * 16)
 
-enum mode { M_HANDSHAKE, M_HOLD, M_PUBSUB, M_STORM };
+enum mode { M_HANDSHAKE, M_HOLD, M_PUBSUB, M_STORM, M_QUEUE };
 enum st { S_FREE, S_TCP, S_TLS, S_CONNACK, S_SUBACK, S_READY, S_CLOSING };
 enum role { R_HS, R_HOLD, R_PUB, R_SUB, R_STORM };
 
@@ -70,6 +75,7 @@ struct opts {
 	unsigned n, k, pubs, subs, qos, payload, keepalive, window;
 	double seconds, rate;
 	bool resume;
+	bool persistent; /* subscribers with clean session 0 */
 	/* storm */
 	unsigned storm_n, storm_rate, attempt_ms, hold_ms;
 	double before_s, after_s;
@@ -230,7 +236,7 @@ static void out_connect(struct conn *c)
 	char nb[48];
 	size_t n = put_str(b, "MQTT");
 	b[n++] = 4;
-	b[n++] = 0x02; /* clean session */
+	b[n++] = c->role == R_SUB && o.persistent ? 0x00 : 0x02; /* clean session, or a persistent one */
 	b[n++] = (uint8_t)(o.keepalive >> 8);
 	b[n++] = (uint8_t)o.keepalive;
 	n += put_str(b + n, conn_name(c, nb, sizeof(nb)));
@@ -1003,6 +1009,58 @@ static void emit_phase(const char *name, const struct phase_st *w, double secs)
 	       lat_pct(w, 0.999), (unsigned long long)w->n_lat);
 }
 
+/* queue: the subscribers make their persistent sessions and leave; the publishers then
+ * send o.n QoS 1 messages in all, at most o.window in flight each, until every one is
+ * acknowledged (bounded: 120 s). */
+static int run_queue(void)
+{
+	uint64_t t0 = now_ns(), dl = t0 + 120ull * 1000000000ull;
+	unsigned s = o.subs, p = o.pubs;
+	if (!open_all(0, s, R_SUB, 0, "queue-subs", t0, dl)) {
+		printf("{\"mode\":\"queue\",\"error\":\"connect subscribers\",\"failed\":%llu}\n",
+		       (unsigned long long)n_failed);
+		return 1;
+	}
+	for (unsigned i = 0; i < s; i++) { /* gone: what comes now waits in their queues */
+		(void)out_pkt(&conns[i], 0xE0, NULL, 0);
+		(void)conn_flush(&conns[i]);
+		conn_close(&conns[i], true);
+	}
+	if (!open_all(s, s + p, R_PUB, 0, "queue-pubs", t0, dl)) {
+		printf("{\"mode\":\"queue\",\"error\":\"connect publishers\",\"failed\":%llu}\n",
+		       (unsigned long long)n_failed);
+		return 1;
+	}
+	uint64_t sent = 0, acked = 0, t1 = now_ns();
+	while (!stop && acked < o.n && now_ns() < dl) {
+		acked = 0;
+		for (unsigned i = s; i < s + p; i++) {
+			struct conn *c = &conns[i];
+			acked += c->acked;
+			if (c->st != S_READY)
+				continue;
+			bool any = false;
+			while (sent < o.n && c->inflight < o.window && out_publish(c)) {
+				sent++;
+				any = true;
+			}
+			if (any)
+				conn_drive(c);
+		}
+		poll_once(1);
+	}
+	double e = (double)(now_ns() - t1) / 1e9;
+	for (unsigned i = s; i < s + p; i++)
+		if (conns[i].st != S_FREE) {
+			(void)out_pkt(&conns[i], 0xE0, NULL, 0);
+			(void)conn_flush(&conns[i]);
+			conn_close(&conns[i], true);
+		}
+	printf("{\"mode\":\"queue\",\"queued\":%u,\"sent\":%llu,\"acked\":%llu,\"seconds\":%.3f,\"failed\":%llu}\n",
+	       o.n, (unsigned long long)sent, (unsigned long long)acked, e, (unsigned long long)n_failed);
+	return acked == o.n ? 0 : 1;
+}
+
 /* pubsub (storm = false): warm-up 1 s, the measured window (o.seconds), 1 s to drain.
  * storm: warm-up 1 s, before (o.before_s), storm (o.seconds), after (o.after_s), drain 1 s. */
 static int run_pubsub(bool storm)
@@ -1146,13 +1204,13 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: loadgen MODE [options]\n"
-		"  MODE: handshake | hold | pubsub | storm | mkcerts\n"
+		"  MODE: handshake | hold | pubsub | storm | queue | mkcerts\n"
 		"  --host IP --port N        broker (default 127.0.0.1:8883)\n"
 		"  --src IP[,IP...]          source addresses, round robin (max %d)\n"
 		"  --ca FILE                 CA certificate the server chain is verified against\n"
 		"  --devdir DIR              device certificates load-<i>.crt + load.key\n"
 		"  --svcdir DIR              service identity ops.crt/ops.key (pubsub subscribers)\n"
-		"  --n N                     identities / connections (hold, mkcerts)\n"
+		"  --n N                     identities / connections (hold, mkcerts); messages (queue)\n"
 		"  --k K                     connections in flight (handshake; connect phases)\n"
 		"  --seconds T               measured time (handshake, hold, pubsub window)\n"
 		"  --resume                  handshake: resume with the ticket of the previous one\n"
@@ -1160,6 +1218,8 @@ static void usage(void)
 		"  storm: pubsub's options, --seconds T (storm), --before T --after T (windows, 3 s),\n"
 		"         --storm-n D (devices, 1000) --storm-rate R (attempts/s cap, 2000)\n"
 		"         --attempt-ms A (per attempt, 3000) --hold-ms H (held after CONNACK, 2000)\n"
+		"  --persistent              pubsub, queue: subscribers with clean session 0\n"
+		"  queue: --subs S --pubs P --n N --window W (QoS 1 into S offline queues)\n"
 		"  --keepalive S             MQTT keepalive; PINGREQ at that period (default 60)\n"
 		"  --ready-file F            hold: written with the held count once all are up\n"
 		"  mkcerts: --cadir DIR (ca.crt + ca.key) --out DIR --n N\n",
@@ -1208,6 +1268,8 @@ int main(int argc, char **argv)
 		o.mode = M_HOLD;
 	else if (!strcmp(m, "pubsub"))
 		o.mode = M_PUBSUB;
+	else if (!strcmp(m, "queue"))
+		o.mode = M_QUEUE;
 	else if (!strcmp(m, "storm"))
 		o.mode = M_STORM;
 	else if (!strcmp(m, "mkcerts"))
@@ -1221,6 +1283,10 @@ int main(int argc, char **argv)
 		bool ok = true;
 		if (!strcmp(a, "--resume")) {
 			o.resume = true;
+			continue;
+		}
+		if (!strcmp(a, "--persistent")) {
+			o.persistent = true;
 			continue;
 		}
 		if (!v) {
@@ -1297,7 +1363,7 @@ int main(int argc, char **argv)
 		}
 		return loadgen_mkcerts(cadir, out, o.n) ? 1 : 0;
 	}
-	if (!o.ca || !o.devdir || ((o.mode == M_PUBSUB || o.mode == M_STORM) && !o.svcdir)) {
+	if (!o.ca || !o.devdir || ((o.mode == M_PUBSUB || o.mode == M_STORM || o.mode == M_QUEUE) && !o.svcdir)) {
 		fprintf(stderr, "loadgen: --ca and --devdir (and --svcdir for pubsub, storm) are required\n");
 		return 2;
 	}
@@ -1323,7 +1389,7 @@ int main(int argc, char **argv)
 			  : o.mode == M_STORM ? o.pubs + o.storm_n : o.pubs;
 	if (!load_ids(need_ids))
 		return 1;
-	if (o.mode == M_PUBSUB || o.mode == M_STORM) {
+	if (o.mode == M_PUBSUB || o.mode == M_STORM || o.mode == M_QUEUE) {
 		char crt[512], key[512];
 		snprintf(crt, sizeof(crt), "%s/ops.crt", o.svcdir);
 		snprintf(key, sizeof(key), "%s/ops.key", o.svcdir);
@@ -1342,7 +1408,7 @@ int main(int argc, char **argv)
 		conns[i].fd = -1;
 	srandom((unsigned)now_ns());
 	int rc = o.mode == M_HANDSHAKE ? run_handshake() : o.mode == M_HOLD ? run_hold()
-		 : run_pubsub(o.mode == M_STORM);
+		 : o.mode == M_QUEUE ? run_queue() : run_pubsub(o.mode == M_STORM);
 	fflush(stdout);
 	return rc;
 }

@@ -7,9 +7,10 @@
 # lines that work with the development certificates next to the image's build directory
 # (BUILD_DIR/dev/certs, made by `make certs`, which building the image runs). Ctrl-C stops
 # QEMU and the script. URMQTT_SMP / URMQTT_MEM choose vCPUs / MiB.
-# The data disk BUILD_DIR/run/data.img (URMQTT_DISK_MB, default 64, sparse) is created when
-# absent and attached as virtio-blk; the kernel's block self-test uses its last 4 KiB (the
-# storage issue puts the database there).
+# The data disk BUILD_DIR/run/data.img (URMQTT_DISK_MB, default 256, sparse) is created when
+# absent and attached as virtio-blk; the broker formats it on first boot and keeps its
+# sessions, queued messages and retained messages there (docs/DURABILITY.md), so they
+# survive a restart. Delete the file to start from nothing.
 # URMQTT_NET=tap (root) boots instead with a TAP device inside a network namespace this
 # script creates and removes (10.79.0.1/24 on the host side, the guest at 10.79.0.2 by the
 # development command line's ip=): host tools then talk to our own TCP stack (user-mode
@@ -63,8 +64,8 @@ logdir=$build/run
 mkdir -p "$logdir"
 disk=$logdir/data.img
 if [ ! -f "$disk" ]; then
-	truncate -s "${URMQTT_DISK_MB:-64}M" "$disk" || { echo "run.sh: cannot create $disk" >&2; exit 1; }
-	echo "urMQTT: created data disk $disk (${URMQTT_DISK_MB:-64} MiB, sparse)"
+	truncate -s "${URMQTT_DISK_MB:-256}M" "$disk" || { echo "run.sh: cannot create $disk" >&2; exit 1; }
+	echo "urMQTT: created data disk $disk (${URMQTT_DISK_MB:-256} MiB, sparse)"
 fi
 log=$logdir/serial.log
 : >"$log"
@@ -127,7 +128,9 @@ In one terminal, device dev-1 waits for commands:
   ${pre}mosquitto_sub -h $host -p $port $tls --cert $certs/dev-1.crt --key $certs/dev-1.key -i dev-1 -t 'devices/dev-1/cmd/#' -q 1 -v
 In another, the service identity ops sends one:
   ${pre}mosquitto_pub -h $host -p $port $tls --cert $certs/ops.crt --key $certs/ops.key -i ops -t devices/dev-1/cmd/reboot -m now -q 1
-Every 10 s the console shows "broker: core 0: conns=..." (heap per connection).
+Every 10 s the console shows "broker: core 0: conns=..." (heap per connection) and, with a data
+disk, "store: state=..." (commits, latency). Sessions, queued and retained messages are kept on
+$disk across restarts (delete the file to start from nothing).
 ================================================================================
 
 MSG

@@ -201,6 +201,111 @@ elif mode == "mkcerts":  # N DIR: load-<i> device certificates signed by the dev
         open("%s/%s.crt" % (d, name), "wb").write(c.public_bytes(serialization.Encoding.PEM))
         open("%s/%s.key" % (d, name), "wb").write(key_pem)
     print("made", n)
+elif mode == "persist-sub":  # NAME TOPIC: a persistent session subscribed at QoS 1, then gone
+    name, topic = args[0], args[1]
+    body = mstr("MQTT") + bytes([4, 0x00]) + struct.pack(">H", 60) + mstr(name)  # clean 0
+    s = tls_conn(*crt(name))
+    s.sendall(pkt(0x10, body))
+    h, b = read_pkt(s)
+    s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr(topic) + b"\x01"))
+    h2, b2 = read_pkt(s)
+    s.sendall(pkt(0xE0, b""))
+    s.close()
+    print("connack %d sp %d suback 0x%02x" % (b[1], b[0] & 1, b2[2] if h2 == 0x90 else 0xFF))
+elif mode == "acked-pub":  # NAME TOPIC COUNT ACKFILE: QoS 1 publishes, each PUBACKed payload
+    # appended to ACKFILE at once (the broker may die mid-way: what was acked is on file).
+    name, topic, count, ackfile = args[0], args[1], int(args[2]), args[3]
+    acked = 0
+    with open(ackfile, "a") as out:
+        try:
+            s = tls_conn(*crt(name))
+            s.sendall(connect_pkt(name, 60))
+            h, b = read_pkt(s)
+            assert h == 0x20 and b[1] == 0, b
+            window, sent, pending = 16, 0, {}
+            while acked < count:
+                while sent < count and len(pending) < window:
+                    sent += 1
+                    payload = "m-%d" % sent
+                    pending[sent] = payload
+                    s.sendall(pkt(0x32, mstr(topic) + struct.pack(">H", sent) + payload.encode()))
+                h, b = read_pkt(s)
+                if h == 0x40 and len(b) == 2:
+                    pid = struct.unpack(">H", b)[0]
+                    if pid in pending:
+                        out.write(pending.pop(pid) + "\n")
+                        out.flush()
+                        acked += 1
+            s.sendall(pkt(0xE0, b""))
+            s.close()
+        except (ssl.SSLError, EOFError, ConnectionError, OSError) as e:
+            print("acked %d ended %s" % (acked, type(e).__name__), flush=True)
+            sys.exit(0)
+    print("acked %d ended complete" % acked, flush=True)
+elif mode == "drain":  # NAME ACKFILE QUIET QUEUE: resume the persistent session, PUBACK what
+    # comes until QUIET seconds pass without a message. The session's queue keeps the newest
+    # QUEUE messages (offline_queue_policy drop_oldest), so every acknowledged payload m-i
+    # with i > (newest received) - QUEUE must be among them.
+    name, ackfile = args[0], args[1]
+    quiet = float(args[2])
+    queue = int(args[3])
+    body = mstr("MQTT") + bytes([4, 0x00]) + struct.pack(">H", 60) + mstr(name)  # clean 0
+    s = tls_conn(*crt(name))
+    s.sendall(pkt(0x10, body))
+    h, b = read_pkt(s)
+    code, sp = b[1], b[0] & 1
+    got = set()
+    n = 0
+    s.settimeout(quiet)
+    try:
+        while True:
+            h, b = read_pkt(s)
+            if h & 0xF0 != 0x30:
+                continue
+            tl = struct.unpack(">H", b[:2])[0]
+            qos = (h >> 1) & 3
+            off = 2 + tl + (2 if qos else 0)
+            if qos == 1:
+                s.sendall(pkt(0x40, b[2 + tl:4 + tl]))
+            got.add(b[off:].decode(errors="replace"))
+            n += 1
+    except (socket.timeout, TimeoutError):
+        pass
+    s.sendall(pkt(0xE0, b""))
+    s.close()
+    idx = lambda p: int(p[2:]) if p.startswith("m-") and p[2:].isdigit() else -1
+    newest = max([idx(p) for p in got] + [0])
+    acked = [l.strip() for l in open(ackfile) if l.strip()]
+    want = [a for a in acked if idx(a) > newest - queue]
+    if acked and not got:
+        want = acked
+    missing = [w for w in want if w not in got]
+    print("connack %d sp %d received %d distinct %d acked %d in_window %d missing %d%s" % (
+        code, sp, n, len(got), len(acked), len(want), len(missing),
+        (" first-missing " + missing[0]) if missing else ""))
+elif mode == "retained-get":  # NAME TOPIC: a clean session subscribes; prints the retained payload
+    name, topic = args[0], args[1]
+    s = tls_conn(*crt(name))
+    s.sendall(connect_pkt(name, 60))
+    read_pkt(s)
+    s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr(topic) + b"\x01"))
+    s.settimeout(5)
+    payload = None
+    try:
+        while payload is None:
+            h, b = read_pkt(s)
+            if h & 0xF0 == 0x30:
+                tl = struct.unpack(">H", b[:2])[0]
+                qos = (h >> 1) & 3
+                payload = b[2 + tl + (2 if qos else 0):].decode(errors="replace")
+                if qos == 1:
+                    s.sendall(pkt(0x40, b[2 + tl:4 + tl]))
+                retain = h & 1
+    except (socket.timeout, TimeoutError):
+        pass
+    s.sendall(pkt(0xE0, b""))
+    s.close()
+    print("retained %s" % payload if payload is not None else "retained none")
 else:
     print("unknown mode")
     sys.exit(2)

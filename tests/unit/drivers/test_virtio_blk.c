@@ -446,6 +446,30 @@ static void test_selftest(void **state)
 	assert_int_equal(blk_selftest(&vb.blk, tb, sizeof tb, 7, 100, &why), -E_INVAL);
 }
 
+/* The read-only run reads the last 4 KiB and writes nothing, even on a writable disk. */
+static void test_readtest(void **state)
+{
+	(void)state;
+	static uint8_t tb[2 * 8192] __attribute__((aligned(4096)));
+	const char *why;
+	assert_int_equal(up(ALL, FAKE_DISK_SECTORS, 512, 8), 0);
+	static uint8_t before[4096];
+	memcpy(before, &fake_vio.disk[(FAKE_DISK_SECTORS - 8) * 512], sizeof before);
+	for (size_t i = 0; i < sizeof before; i++) /* something to read back */
+		fake_vio.disk[(FAKE_DISK_SECTORS - 8) * 512 + i] = (uint8_t)(i * 7u);
+	memcpy(before, &fake_vio.disk[(FAKE_DISK_SECTORS - 8) * 512], sizeof before);
+	assert_int_equal(blk_readtest(&vb.blk, tb, sizeof tb, 100, &why), 0);
+	assert_null(why);
+	assert_int_equal(fake_vio.n_flush, 0);
+	assert_memory_equal(&fake_vio.disk[(FAKE_DISK_SECTORS - 8) * 512], before, sizeof before);
+	assert_memory_equal(tb + 4096, before, sizeof before); /* what was read */
+	/* a read-only disk may be read-tested */
+	setup(NULL);
+	assert_int_equal(up(ALL | VIRTIO_BLK_F_RO, FAKE_DISK_SECTORS, 512, 8), 0);
+	assert_int_equal(blk_readtest(&vb.blk, tb, sizeof tb, 100, &why), 0);
+	assert_int_equal(blk_readtest(&vb.blk, tb, 4096, 100, &why), -E_INVAL); /* buffer too small */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +485,7 @@ int main(void)
 		cmocka_unit_test_setup(test_config_vector, setup),
 		cmocka_unit_test_setup(test_selftest_steps, setup),
 		cmocka_unit_test_setup(test_selftest, setup),
+		cmocka_unit_test_setup(test_readtest, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

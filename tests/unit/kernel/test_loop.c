@@ -113,9 +113,46 @@ static void test_watchdog_within_budget(void **state)
 	assert_int_equal(lp.n_overruns, 0);
 }
 
+/* A handler that waits in steps of 50 ms, saying it is alive between them: 30 steps
+ * (1.5 s, far past the 100 ms hard limit) and never stopped; without progress, stopped. */
+struct waiter {
+	int steps;
+	bool alive;
+	enum kloop_wd worst;
+};
+static int wait_poll(void *ctx)
+{
+	struct waiter *w = ctx;
+	for (int i = 0; i < w->steps; i++) {
+		const char *name;
+		uint64_t ran;
+		now += 50000000u;
+		enum kloop_wd v = kloop_watchdog_tick(&lp, now, &name, &ran);
+		if (v == KLOOP_WD_HARD)
+			w->worst = v;
+		if (w->alive)
+			kloop_progress(&lp);
+	}
+	return 1;
+}
+
+static void test_progress_restarts_the_clock(void **state)
+{
+	(void)state;
+	struct waiter w = { 30, true, KLOOP_WD_OK };
+	assert_int_equal(kloop_add(&lp, "waiter", wait_poll, &w), 0);
+	(void)kloop_run_once(&lp);
+	assert_int_equal(w.worst, KLOOP_WD_OK);
+	assert_int_equal(lp.n_progress, 30);
+	w.alive = false;
+	(void)kloop_run_once(&lp);
+	assert_int_equal(w.worst, KLOOP_WD_HARD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_progress_restarts_the_clock, setup),
 		cmocka_unit_test_setup(test_init_and_add_reject, setup),
 		cmocka_unit_test_setup(test_idles_only_without_work, setup),
 		cmocka_unit_test_setup(test_watchdog_reports_once_then_hard, setup),

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The hosted broker's storage: store/service.h over the file disk (hosted/blk_file.h), on
+ * the process's one loop. With one core the data plane's link hands its records to the
+ * service's local queue and the service's messages go straight into the data plane (from
+ * the loop, never from inside a data-plane call), as the kernel does with one core.
+ * Memory is malloc under storage.db_heap_mb (SQLite's bound is the service's); the clock
+ * is CLOCK_MONOTONIC, randomness getrandom. Storage that cannot be used stops the process
+ * when storage.required is true and otherwise serves without persistence, as the image.
+ * Host code; never linked into the image. Single-threaded.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "dp/dp.h"
+#include "hosted/hosted.h"
+#include "lib/err.h"
+#include "store/ops.h"
+#include "store/service.h"
+#include "urmqtt_config.h"
+
+#define HS_BOUNCE_BYTES (128u * 1024u)
+#define HS_PAYLOAD_MAX 4096u           /* bytes per link message (a mesh slot's size class) */
+#define HS_OUT_PER_HELD 16u            /* answer-queue bytes per held acknowledgement */
+
+struct hosted_store {
+	struct store_service svc;
+	struct dp *dp;                  /* linked by hosted_store_bind */
+	struct store_serial serials[HOSTED_BROKER_MAX_REVOKED];
+	uint8_t bounce[HS_BOUNCE_BYTES] ALIGNED(4096);
+};
+
+static uint64_t hs_now_ns(void *ctx)
+{
+	(void)ctx;
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		abort();
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t hs_wall_s(void *ctx)
+{
+	(void)ctx;
+	return (int64_t)time(NULL);
+}
+
+static void hs_random(void *ctx, void *buf, size_t len)
+{
+	(void)ctx;
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n <= 0) {
+			fprintf(stderr, "hosted: store: getrandom failed\n");
+			abort();
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void *hs_alloc(void *ctx, size_t len)
+{
+	(void)ctx;
+	return len ? malloc(len) : NULL; /* 16-byte aligned: more than the 8 asked */
+}
+
+static void hs_free(void *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	(void)len;
+	free(p);
+}
+
+static void hs_log(void *ctx, const char *line)
+{
+	(void)ctx;
+	printf("store: %s\n", line);
+}
+
+static void hs_unusable(void *ctx, const char *what)
+{
+	(void)ctx;
+	if (!CONF_STORAGE_REQUIRED)
+		return;
+	fprintf(stderr, "store: storage is required (storage.required) but unusable: %s\n", what);
+	exit(3);
+}
+
+static int hs_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	struct hosted_store *st = ctx;
+	if (dst != 0 || !st->dp)
+		return -E_INVAL;
+	dp_store_recv(st->dp, kind, data, len);
+	return 0;
+}
+
+static uint32_t hs_home(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len)
+{
+	(void)ctx;
+	(void)id_kind;
+	(void)id;
+	(void)len;
+	return 0; /* one data plane: every session lives here */
+}
+
+/* The data plane's link: records into the service's local queue. */
+static int hs_link_send(void *ctx, uint16_t kind, const void *data, uint32_t len)
+{
+	struct hosted_store *st = ctx;
+	return store_service_local(&st->svc, kind, data, len);
+}
+
+int hosted_store_create(struct hosted_store **out, struct blk_dev *blk, const char *name,
+			const struct tls_revoke_list *revoked)
+{
+	*out = NULL;
+	struct hosted_store *st = aligned_alloc(4096, sizeof *st);
+	if (!st)
+		return -E_NOMEM;
+	memset(st, 0, sizeof *st);
+	size_t n_rev = MIN(revoked->n, (size_t)HOSTED_BROKER_MAX_REVOKED);
+	for (size_t i = 0; i < n_rev; i++)
+		st->serials[i] = (struct store_serial){ revoked->entries[i].serial, revoked->entries[i].len };
+	const struct store_service_config sc = {
+		.blk = blk, .disk_name = name, .bounce = st->bounce, .bounce_len = sizeof st->bounce,
+		.io_timeout_ms = CONF_STORAGE_IO_TIMEOUT_MS,
+		.layout = { .esp_bytes = (uint64_t)CONF_STORAGE_ESP_MB << 20, .wal_bytes = (uint64_t)CONF_STORAGE_WAL_MB << 20,
+			    .telemetry_pct = CONF_STORAGE_TELEMETRY_PCT },
+		.cache_kb = CONF_STORAGE_PAGE_CACHE_KB, .checkpoint_pages = CONF_STORAGE_CHECKPOINT_PAGES,
+		.sqlite_heap = (size_t)CONF_STORAGE_DB_HEAP_MB << 20,
+		.engine = {
+			.n_data = 1, .payload_max = HS_PAYLOAD_MAX,
+			.max_record = STORE_REC_HDR + 255u + UINT16_MAX + CONF_MQTT_MAX_PACKET_BYTES,
+			.out_bytes = CONF_STORAGE_HELD_ACKS * HS_OUT_PER_HELD + 8u * HS_PAYLOAD_MAX,
+			.local_bytes = CONF_STORAGE_LINK_BACKLOG_BYTES,
+			.batch_ms = CONF_STORAGE_BATCH_MS, .batch_ops = CONF_STORAGE_BATCH_OPS,
+			.lag_commit_ms = CONF_STORAGE_LAG_COMMIT_MS,
+		},
+		.pass_budget_us = CONF_STORAGE_PASS_BUDGET_US,
+		.revoked = st->serials, .n_revoked = (uint32_t)n_rev,
+	};
+	const struct store_service_port port = {
+		hs_alloc, hs_free, hs_now_ns, hs_wall_s, hs_random, NULL, hs_log, hs_unusable, hs_send, hs_home, st,
+	};
+	int err = store_service_init(&st->svc, &sc, &port);
+	if (err) {
+		free(st);
+		return err;
+	}
+	*out = st;
+	return 0;
+}
+
+void hosted_store_link(struct hosted_store *st, struct dp_config *g)
+{
+	g->store.on = true;
+	g->store.self = 0;
+	g->store.link.send = hs_link_send;
+	g->store.link.ctx = st;
+	g->store.link.payload_max = HS_PAYLOAD_MAX;
+}
+
+void hosted_store_bind(struct hosted_store *st, struct dp *dp)
+{
+	st->dp = dp;
+}
+
+uint32_t hosted_store_poll(struct hosted_store *st)
+{
+	return store_service_poll(&st->svc);
+}
+
+uint64_t hosted_store_due_ms(const struct hosted_store *st)
+{
+	uint64_t ns = store_service_due_ns(&st->svc);
+	return ns == UINT64_MAX ? UINT64_MAX : ns / 1000000u;
+}
+
+void hosted_store_stats(struct hosted_store *st, const char *tag)
+{
+	char line[320];
+	if (store_service_line(&st->svc, line, sizeof line))
+		printf("%s store %s\n", tag, line);
+}
+
+void hosted_store_finish(struct hosted_store *st)
+{
+	store_service_fini(&st->svc);
+}
+
+void hosted_store_destroy(struct hosted_store *st)
+{
+	if (!st)
+		return;
+	store_service_fini(&st->svc);
+	free(st);
+}

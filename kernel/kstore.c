@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * kernel/kstore.h: the kernel's port of store/service.h.
+ * Design note. The service owns the states (bring-up, RUNNING, OFF); this file gives it
+ * the kernel's memory (heap tag "store"; page runs for the engine's one large block), the
+ * clocks, the CSPRNG, the console and the mesh, and turns "storage unusable" into a stop
+ * when storage.required is true.
+ *  Invariants: 1. only the storage core touches the service (and through it the engine,
+ *  the database, the device and SQLite, built single-threaded); 2. the storage core starts
+ *  the service only after kstore_go published the number of data cores (release/acquire).
+ */
+#include "kernel/kstore.h"
+
+#include <stdatomic.h>
+
+#include "dp/shard.h"
+#include "kernel/csprng.h"
+#include "kernel/heap.h"
+#include "kernel/log.h"
+#include "kernel/panic.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "store/ops.h"
+#include "store/service.h"
+#include "tls/revoke.h"
+#include "urmqtt_certs.h"
+#include "urmqtt_config.h"
+
+#define KS_BOUNCE_BYTES (128u * 1024u) /* DMA bounce buffer of the synchronous I/O */
+#define KS_MAX_REVOKED 64u
+#define KS_OUT_PER_HELD 16u            /* out-queue bytes per held acknowledgement (a DONE entry + room) */
+#define KS_PAGES_ABOVE ((size_t)256 * 1024) /* blocks larger than this come as page runs */
+
+static struct {
+	struct kstore_config cfg;
+	struct kloop *loop;
+	struct store_service svc;
+	uint8_t *bounce;      /* KS_BOUNCE_BYTES of DMA memory when there is a disk */
+	struct tls_revoke_entry rev[KS_MAX_REVOKED];
+	uint8_t rev_bytes[KS_MAX_REVOKED][TLS_REVOKE_SERIAL_MAX];
+	struct tls_revoke_set revokes;
+	struct store_serial serials[KS_MAX_REVOKED];
+	uint64_t next_report_ms;
+	bool inited, started;
+	_Atomic bool go;      /* core 0's kstore_go: cfg.n_data is final */
+} ks;
+
+/* ---- the service's port ------------------------------------------------------------------ */
+
+static void *ks_alloc(void *ctx, size_t len)
+{
+	(void)ctx;
+	void *p = NULL;
+	uint64_t pa;
+	if (len > KS_PAGES_ABOVE)
+		return kheap_pages_alloc((uint32_t)((len + HEAP_PAGE_SIZE - 1u) / HEAP_PAGE_SIZE), 1, &p, &pa) == 0 ? p
+														    : NULL;
+	return kheap_alloc(len, HEAP_TAG_STORE, &p) == 0 ? p : NULL;
+}
+
+static void ks_free(void *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	if (!p)
+		return;
+	if (len > KS_PAGES_ABOVE)
+		kheap_pages_free(p, (uint32_t)((len + HEAP_PAGE_SIZE - 1u) / HEAP_PAGE_SIZE));
+	else
+		kheap_free(p);
+}
+
+static uint64_t ks_now_ns(void *ctx)
+{
+	(void)ctx;
+	return ks.cfg.now_ns();
+}
+
+static int64_t ks_wall_s(void *ctx)
+{
+	(void)ctx;
+	return ks.cfg.wall_s();
+}
+
+static void ks_alive(void *ctx)
+{
+	(void)ctx;
+	if (ks.loop)
+		kloop_progress(ks.loop);
+}
+
+static void ks_random(void *ctx, void *buf, size_t len)
+{
+	(void)ctx;
+	if (csprng_kernel_bytes(buf, len) != 0)
+		PANIC("store: the CSPRNG failed");
+}
+
+static void ks_log(void *ctx, const char *line)
+{
+	(void)ctx;
+	LOG_INFO("store", "%s", line);
+}
+
+static void ks_unusable(void *ctx, const char *what)
+{
+	(void)ctx;
+	if (CONF_STORAGE_REQUIRED)
+		PANIC("storage is required (storage.required) but unusable: %s", what);
+}
+
+static int ks_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	(void)ctx;
+	return ks.cfg.send(dst, kind, data, len);
+}
+
+static uint32_t ks_home(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len)
+{
+	(void)ctx;
+	return dp_shard_home_of(ks.cfg.home_key, ks.cfg.n_data, id_kind ? MQTT_ID_SERVICE : MQTT_ID_DEVICE, id, len);
+}
+
+static void ks_start(void)
+{
+	const struct store_service_config sc = {
+		.blk = ks.cfg.blk, .disk_name = ks.cfg.disk_name,
+		.bounce = ks.bounce, .bounce_len = ks.bounce ? KS_BOUNCE_BYTES : 0,
+		.io_timeout_ms = CONF_STORAGE_IO_TIMEOUT_MS,
+		.layout = { .esp_bytes = (uint64_t)CONF_STORAGE_ESP_MB << 20, .wal_bytes = (uint64_t)CONF_STORAGE_WAL_MB << 20,
+			    .telemetry_pct = CONF_STORAGE_TELEMETRY_PCT },
+		.cache_kb = CONF_STORAGE_PAGE_CACHE_KB, .checkpoint_pages = CONF_STORAGE_CHECKPOINT_PAGES,
+		.sqlite_heap = (size_t)CONF_STORAGE_DB_HEAP_MB << 20,
+		.engine = {
+			.n_data = ks.cfg.n_data, .payload_max = ks.cfg.payload_max,
+			.max_record = STORE_REC_HDR + 255u + UINT16_MAX + CONF_MQTT_MAX_PACKET_BYTES,
+			.out_bytes = CONF_STORAGE_HELD_ACKS * KS_OUT_PER_HELD + 8u * ks.cfg.payload_max,
+			.local_bytes = ks.cfg.dedicated ? 0 : CONF_STORAGE_LINK_BACKLOG_BYTES,
+			.batch_ms = CONF_STORAGE_BATCH_MS, .batch_ops = CONF_STORAGE_BATCH_OPS,
+			.lag_commit_ms = CONF_STORAGE_LAG_COMMIT_MS,
+		},
+		/* a dedicated core has nothing else to do: a pass may run to a commit's end */
+		.pass_budget_us = ks.cfg.dedicated ? 1000000u : CONF_STORAGE_PASS_BUDGET_US,
+		.revoked = ks.serials, .n_revoked = (uint32_t)ks.revokes.list.n,
+	};
+	const struct store_service_port port = {
+		ks_alloc, ks_free, ks_now_ns, ks_wall_s, ks_random, ks_alive, ks_log, ks_unusable, ks_send, ks_home, NULL,
+	};
+	if (store_service_init(&ks.svc, &sc, &port) != 0)
+		PANIC("store: bad service configuration");
+	ks.started = true;
+}
+
+/* ---- the loop ---------------------------------------------------------------------------- */
+
+static int ks_poll(void *ctx)
+{
+	(void)ctx;
+	if (!ks.started) {
+		/* acquire: pairs with kstore_go's release; cfg.n_data is then final */
+		if (!atomic_load_explicit(&ks.go, memory_order_acquire))
+			return 0;
+		ks_start();
+	}
+	uint32_t work = store_service_poll(&ks.svc);
+	uint64_t now_ms = ks.cfg.now_ns() / 1000000u;
+	if (ks.cfg.report_ms && now_ms >= ks.next_report_ms) {
+		ks.next_report_ms = now_ms + ks.cfg.report_ms;
+		kstore_report();
+	}
+	return work ? 1 : 0;
+}
+
+void kstore_go(uint32_t n_data)
+{
+	if (!ks.inited)
+		return;
+	ks.cfg.n_data = n_data ? n_data : 1;
+	/* release: the storage core reads cfg.n_data after its acquire of `go` */
+	atomic_store_explicit(&ks.go, true, memory_order_release);
+}
+
+void kstore_loop_add(struct kloop *l)
+{
+	if (!ks.inited)
+		return;
+	ks.loop = l;
+	if (kloop_add(l, "store", ks_poll, NULL) != 0)
+		PANIC("core %u: loop full", (unsigned)ks.cfg.core);
+}
+
+void kstore_input(uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
+{
+	if (ks.started)
+		store_service_input(&ks.svc, src, kind, data, len);
+}
+
+int kstore_local(uint16_t kind, const void *data, uint32_t len)
+{
+	return ks.started ? store_service_local(&ks.svc, kind, data, len) : -E_AGAIN;
+}
+
+void kstore_report(void)
+{
+	char line[320];
+	if (ks.started && store_service_line(&ks.svc, line, sizeof line))
+		LOG_INFO("store", "%s", line);
+}
+
+int kstore_init(const struct kstore_config *cfg)
+{
+	if (!cfg->send || !cfg->now_ns || !cfg->wall_s || !cfg->n_data || cfg->n_data > STORE_ENGINE_MAX_DATA ||
+	    cfg->payload_max < 64u)
+		return -E_INVAL;
+	memset(&ks.cfg, 0, sizeof ks.cfg);
+	ks.cfg = *cfg;
+	tls_revoke_set_init(&ks.revokes, ks.rev, ks.rev_bytes, KS_MAX_REVOKED);
+	int err = tls_revoke_set_add_hex(&ks.revokes, urmqtt_revoked_serials);
+	if (err)
+		return err;
+	for (size_t i = 0; i < ks.revokes.list.n; i++)
+		ks.serials[i] = (struct store_serial){ ks.revokes.list.entries[i].serial, ks.revokes.list.entries[i].len };
+	if (cfg->blk) {
+		uint64_t pa;
+		void *va;
+		err = kheap_pages_alloc(KS_BOUNCE_BYTES / HEAP_PAGE_SIZE, 1, &va, &pa);
+		if (err) {
+			LOG_ERR("store", "no DMA memory for the disk's bounce buffer (%s)", err_name(err));
+			return err;
+		}
+		ks.bounce = va;
+	}
+	ks.next_report_ms = cfg->report_ms ? cfg->now_ns() / 1000000u + cfg->report_ms : UINT64_MAX;
+	ks.inited = true;
+	return 0;
+}

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * store/service.h.
+ * Design note. States:
+ *   IDLE -(first pass: bring_up)-> RUNNING (the engine restores, then serves)
+ *        -> OFF (no usable disk; port.unusable returned: STORE_K_OFF to every data core)
+ *   (port.unusable may stop the machine instead: storage.required.)
+ *  Invariants: 1. in RUNNING the database is open, the VFS registered and SQLite set up;
+ *  in OFF none of them is. 2. every data core hears exactly one of RESTORE_END (from the
+ *  engine) or OFF, so none waits forever with its port shut.
+ */
+#include "store/service.h"
+
+#include "lib/err.h"
+#include "lib/fmt.h"
+#include "lib/mem.h"
+#include "store/sqlite/vfs.h"
+
+#define OFF_TRIES 1000000u /* sends of OFF to a data core before giving up (a bug) */
+
+static void say(struct store_service *s, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static void say(struct store_service *s, const char *fmt, ...)
+{
+	char line[240];
+	va_list ap;
+	va_start(ap, fmt);
+	(void)fmt_vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	s->port.log(s->port.ctx, line);
+}
+
+/* ---- ports handed to the layers below ---------------------------------------------------- */
+
+static uint64_t p_now_ns(void *ctx)
+{
+	struct store_service *s = ctx;
+	return s->port.now_ns(s->port.ctx);
+}
+
+static uint64_t p_now_us(void *ctx)
+{
+	return p_now_ns(ctx) / 1000u;
+}
+
+static int64_t p_wall_s(void *ctx)
+{
+	struct store_service *s = ctx;
+	return s->port.wall_s(s->port.ctx);
+}
+
+static int64_t p_wall_ms(void *ctx)
+{
+	struct store_service *s = ctx;
+	int64_t w = s->port.wall_s(s->port.ctx);
+	return w ? w * 1000 + (int64_t)((p_now_ns(ctx) / 1000000u) % 1000u) : 0;
+}
+
+static void p_alive(void *ctx)
+{
+	struct store_service *s = ctx;
+	if (s->port.progress)
+		s->port.progress(s->port.ctx);
+}
+
+static void p_random(void *ctx, void *buf, size_t len)
+{
+	struct store_service *s = ctx;
+	s->port.random(s->port.ctx, buf, len);
+}
+
+static void p_log(void *ctx, const char *line)
+{
+	struct store_service *s = ctx;
+	s->port.log(s->port.ctx, line);
+}
+
+static int p_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	struct store_service *s = ctx;
+	return s->port.send(s->port.ctx, dst, kind, data, len);
+}
+
+static uint32_t p_home(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len)
+{
+	struct store_service *s = ctx;
+	return s->port.home(s->port.ctx, id_kind, id, len);
+}
+
+/* ---- bring-up ---------------------------------------------------------------------------- */
+
+static void go_off(struct store_service *s, const char *what)
+{
+	s->port.unusable(s->port.ctx, what); /* may not return (storage.required) */
+	say(s, "%s", what); /* the reason and the consequence: two lines, each within a log line */
+	say(s, "serving WITHOUT persistence: a restart forgets sessions, queued and retained messages");
+	for (uint32_t d = 0; d < s->cfg.engine.n_data; d++) {
+		uint32_t tries = 0;
+		while (s->port.send(s->port.ctx, d, STORE_K_OFF, NULL, 0) != 0 && ++tries < OFF_TRIES)
+			;
+		if (tries == OFF_TRIES)
+			say(s, "core %u never took the storage-off message", (unsigned)d);
+	}
+	s->state = STORE_SVC_OFF;
+}
+
+static void bring_up(struct store_service *s)
+{
+	char why[200];
+	if (!s->cfg.blk) {
+		go_off(s, "this machine has no data disk (virtio-blk or virtio-scsi)");
+		return;
+	}
+	const struct store_dev_port dport = { p_now_ns, p_alive, s };
+	int err = store_dev_init(&s->dev, s->cfg.blk, s->cfg.bounce, s->cfg.bounce_len, s->cfg.io_timeout_ms, &dport);
+	/* SQLite's bound is the glue's (store/sqlite/glue.c): never more than sqlite_heap. */
+	const struct store_sqlite_mem mem = { s->port.alloc, s->port.free, s->port.ctx, s->cfg.sqlite_heap };
+	if (!err)
+		err = store_sqlite_init(&mem);
+	if (err) {
+		(void)fmt_snprintf(why, sizeof why, "the storage layer could not be set up (%s)", err_name(err));
+		go_off(s, why);
+		return;
+	}
+	uint8_t guids[48];
+	p_random(s, guids, sizeof guids);
+	const struct store_boot_config bc = {
+		.layout = s->cfg.layout, .cache_kb = s->cfg.cache_kb, .checkpoint_pages = s->cfg.checkpoint_pages,
+		.guids = guids, .now_s = p_wall_s(s), .scratch = s->scratch, .scratch_len = sizeof s->scratch,
+		.io_buf = s->io_buf, .io_buf_len = sizeof s->io_buf, .random = p_random, .wall_ms = p_wall_ms,
+		.wall_s = p_wall_s, .progress = p_alive, .ctx = s, .revoked = s->cfg.revoked,
+		.n_revoked = s->cfg.n_revoked,
+	};
+	uint64_t t0 = p_now_ns(s);
+	err = store_boot(&s->dev, &bc, &s->db, &s->boot);
+	mem_wipe(guids, sizeof guids);
+	s->bring_up_ms = (p_now_ns(s) - t0) / 1000000u;
+	if (err) {
+		(void)!store_sqlite_fini(); /* nothing is open: only the library goes */
+		(void)fmt_snprintf(why, sizeof why, "%s: %s", s->cfg.disk_name, s->boot.what);
+		go_off(s, why);
+		return;
+	}
+	const struct store_super *sb = &s->boot.sb;
+	say(s, "%s: %s (%lu ms); layout v%u, superblock generation %lu, %u regions, data partition %lu MiB",
+	    s->cfg.disk_name, s->boot.what, (unsigned long)s->bring_up_ms, (unsigned)sb->version,
+	    (unsigned long)sb->generation, (unsigned)sb->n_regions,
+	    (unsigned long)((sb->part_blocks * sb->block_size) >> 20));
+	const struct store_engine_port ep = { p_send, p_now_us, p_wall_s, p_home, p_log, s };
+	s->eng_len = store_engine_mem_size(&s->cfg.engine);
+	s->eng_mem = s->eng_len ? s->port.alloc(s->port.ctx, s->eng_len) : NULL;
+	err = s->eng_mem ? store_engine_init(&s->eng, s->eng_mem, s->eng_len, &s->cfg.engine, &ep, &s->db,
+					     s->boot.generation)
+			 : -E_NOMEM;
+	if (err) {
+		if (s->eng_mem)
+			s->port.free(s->port.ctx, s->eng_mem, s->eng_len);
+		s->eng_mem = NULL;
+		store_boot_close(&s->db);
+		(void)!store_sqlite_fini();
+		(void)fmt_snprintf(why, sizeof why, "the storage engine could not start (%s)", err_name(err));
+		go_off(s, why);
+		return;
+	}
+	s->state = STORE_SVC_RUNNING;
+}
+
+/* ---- the service ------------------------------------------------------------------------ */
+
+int store_service_init(struct store_service *s, const struct store_service_config *cfg,
+		       const struct store_service_port *port)
+{
+	memset(s, 0, sizeof *s);
+	if (!port->alloc || !port->free || !port->now_ns || !port->wall_s || !port->random || !port->log ||
+	    !port->unusable || !port->send || !port->home || !cfg->engine.n_data ||
+	    (cfg->blk && (!cfg->bounce || !cfg->bounce_len)))
+		return -E_INVAL;
+	s->cfg = *cfg;
+	s->port = *port;
+	s->state = STORE_SVC_IDLE;
+	return 0;
+}
+
+uint32_t store_service_poll(struct store_service *s)
+{
+	if (s->state == STORE_SVC_IDLE) {
+		bring_up(s);
+		return 1;
+	}
+	if (s->state != STORE_SVC_RUNNING)
+		return 0;
+	return store_engine_poll(s->eng, s->cfg.pass_budget_us);
+}
+
+uint64_t store_service_due_ns(const struct store_service *s)
+{
+	if (s->state == STORE_SVC_IDLE)
+		return 0;
+	if (s->state != STORE_SVC_RUNNING)
+		return UINT64_MAX;
+	uint64_t us = store_engine_due_us(s->eng);
+	return us == UINT64_MAX ? UINT64_MAX : us * 1000u;
+}
+
+void store_service_input(struct store_service *s, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
+{
+	if (s->state == STORE_SVC_RUNNING)
+		store_engine_input(s->eng, src, kind, data, len);
+}
+
+int store_service_local(struct store_service *s, uint16_t kind, const void *data, uint32_t len)
+{
+	return s->state == STORE_SVC_RUNNING ? store_engine_local(s->eng, kind, data, len) : -E_AGAIN;
+}
+
+size_t store_service_line(struct store_service *s, char *out, size_t cap)
+{
+	if (s->state != STORE_SVC_RUNNING) {
+		if (cap)
+			out[0] = 0;
+		return 0;
+	}
+	const struct store_engine_stats *e = store_engine_stats(s->eng);
+	struct store_sqlite_mem_stats m;
+	store_sqlite_mem_stats(&m);
+	enum store_engine_state st = store_engine_state(s->eng);
+	int n = fmt_snprintf(out, cap,
+			     "state=%s gen=%lu records=%lu barriers=%lu ok=%lu refused=%lu commits=%lu p50_us=%lu "
+			     "p99_us=%lu max_us=%lu batch_max=%lu ckpt=%lu lag=%u restored=%lu heap=%lu/%lu db_kb=%lu",
+			     st == STORE_ENG_SERVING ? "serving" : st == STORE_ENG_RESTORING ? "restoring" : "FAILED",
+			     (unsigned long)s->boot.generation, (unsigned long)e->records, (unsigned long)e->barriers,
+			     (unsigned long)e->answered_ok, (unsigned long)e->answered_fail, (unsigned long)e->commits,
+			     (unsigned long)store_engine_commit_us(s->eng, 50),
+			     (unsigned long)store_engine_commit_us(s->eng, 99), (unsigned long)e->commit_us_max,
+			     (unsigned long)e->batch_ops_max, (unsigned long)e->checkpoints, (unsigned)e->lagging,
+			     (unsigned long)e->restore_records, (unsigned long)m.used,
+			     (unsigned long)m.peak, (unsigned long)(store_db_pages(&s->db) * 4u));
+	return n > 0 ? (size_t)n : 0;
+}
+
+void store_service_fini(struct store_service *s)
+{
+	if (s->state != STORE_SVC_RUNNING)
+		return;
+	store_engine_finish(s->eng);
+	store_boot_close(&s->db);
+	(void)!store_sqlite_fini();
+	s->port.free(s->port.ctx, s->eng_mem, s->eng_len);
+	s->eng_mem = NULL;
+	s->state = STORE_SVC_OFF;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Storage as a service of one core (store/): the storage core's whole job, for any
+ * platform. Its first pass brings storage up (store/boot.h: recognise, format a blank
+ * disk, create or check the database), starts the engine (store/engine.h: restore every
+ * data core's sessions, then apply records in batches and answer barriers); when the disk
+ * is missing or unusable it tells every data core to serve without persistence
+ * (STORE_K_OFF) unless the platform stops first (storage.required). The platform gives a
+ * small port (memory, clock, randomness, the messages to data cores) and calls
+ * store_service_poll from the storage core's loop.
+ *
+ * The kernel's adapter is kernel/kstore.c, the hosted broker's hosted/store.c. Lives in
+ * caller memory (the struct); the engine's and SQLite's memory come from the port.
+ * Single core (the storage core); never from an interrupt handler.
+ */
+#ifndef STORE_SERVICE_H
+#define STORE_SERVICE_H
+
+#include "lib/compiler.h"
+#include "store/boot.h"
+#include "store/dev.h"
+#include "store/engine.h"
+
+struct store_service_port {
+	/* Memory for SQLite (8-byte aligned; the service bounds it by sqlite_heap) and, once,
+	 * for the engine (large: store_engine_mem_size). free gets alloc's length. */
+	void *(*alloc)(void *ctx, size_t len);
+	void (*free)(void *ctx, void *p, size_t len);
+	uint64_t (*now_ns)(void *ctx);
+	int64_t (*wall_s)(void *ctx);          /* Unix seconds, 0 unknown */
+	void (*random)(void *ctx, void *buf, size_t len);
+	void (*progress)(void *ctx);           /* long waits for the disk are alive (may be NULL) */
+	void (*log)(void *ctx, const char *line);
+	/* Storage cannot be used (what says why): return to serve without persistence (the
+	 * service then tells every data core so), or stop the machine and never return. */
+	void (*unusable)(void *ctx, const char *what);
+	/* One message to data core dst: 0 or -E_AGAIN (no mesh credit). */
+	int (*send)(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len);
+	uint32_t (*home)(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len);
+	void *ctx;                             /* linked */
+};
+
+struct store_service_config {
+	struct blk_dev *blk;        /* the data disk (linked), or NULL */
+	const char *disk_name;      /* linked, for the console */
+	uint8_t *bounce;            /* linked: DMA memory for the disk's I/O */
+	size_t bounce_len;
+	uint32_t io_timeout_ms;
+	struct store_layout_config layout;
+	uint32_t cache_kb, checkpoint_pages;
+	size_t sqlite_heap;         /* bytes SQLite may hold */
+	struct store_engine_config engine; /* n_data and payload_max from the platform */
+	uint64_t pass_budget_us;    /* work per pass beyond a commit in progress */
+	const struct store_serial *revoked; /* the image's serials (linked) */
+	uint32_t n_revoked;
+};
+
+enum store_service_state { STORE_SVC_IDLE, STORE_SVC_RUNNING, STORE_SVC_OFF };
+
+struct store_service {
+	struct store_service_config cfg;
+	struct store_service_port port;
+	enum store_service_state state;
+	struct store_dev dev;
+	struct store_db db;
+	struct store_boot_result boot;
+	struct store_engine *eng;
+	void *eng_mem;
+	size_t eng_len;
+	uint64_t bring_up_ms;
+	uint8_t scratch[STORE_LAYOUT_SCRATCH] ALIGNED(8);
+	uint8_t io_buf[64 * 1024] ALIGNED(8);
+};
+
+/* Remember the configuration (both copied; linked pointers inside). No I/O. 0 or -E_INVAL. */
+MUST_CHECK int store_service_init(struct store_service *s, const struct store_service_config *cfg,
+				  const struct store_service_port *port);
+/* The storage core's pass: the first brings storage up; later ones run the engine.
+ * Returns > 0 when it did work. */
+uint32_t store_service_poll(struct store_service *s);
+/* When the next pass has work (the port's now_ns clock): 0 now, UINT64_MAX not before
+ * new input. For a platform whose loop sleeps until a deadline. */
+uint64_t store_service_due_ns(const struct store_service *s);
+/* A message from data core src (kinds 0x0300-0x037f; borrowed). */
+void store_service_input(struct store_service *s, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len);
+/* One core: the data core's link (queued for the next pass). 0 or -E_AGAIN. */
+MUST_CHECK int store_service_local(struct store_service *s, uint16_t kind, const void *data, uint32_t len);
+/* One line of figures (NUL-terminated) for the periodic report; 0 chars when not running.
+ * Reads the database's page count (storage core only). */
+size_t store_service_line(struct store_service *s, char *out, size_t cap);
+/* Close the database cleanly (tests and the hosted broker's exit). */
+void store_service_fini(struct store_service *s);
+
+#endif
