@@ -104,7 +104,7 @@ static void ks_log(void *ctx, const char *line)
 static void ks_unusable(void *ctx, const char *what)
 {
 	(void)ctx;
-	if (CONF_STORAGE_REQUIRED)
+	if (ks.cfg.required)
 		PANIC("storage is required (storage.required) but unusable: %s", what);
 }
 

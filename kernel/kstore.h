@@ -30,6 +30,7 @@ struct kstore_config {
 	uint32_t core;             /* the storage core */
 	uint32_t n_data;           /* data cores 0 .. n_data - 1 (their shards' count) */
 	bool dedicated;            /* the storage core runs nothing else */
+	bool required;             /* storage unusable: stop the machine (storage.required) */
 	/* One message to data core dst: 0, or -E_AGAIN without mesh credit. */
 	int (*send)(uint32_t dst, uint16_t kind, const void *data, uint32_t len);
 	uint32_t payload_max;      /* bytes one message carries */

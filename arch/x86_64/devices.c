@@ -512,6 +512,16 @@ static uint32_t dev_report_ms(const char *cmdline, size_t len)
 	return DEV_BROKER_REPORT_MS;
 }
 
+/* storage.required, or "storage_required=1" on the command line: it can only make a build
+ * stricter (a prod image requires storage already), so every build honours it. */
+static bool dev_storage_required(const char *cmdline, size_t len)
+{
+	char v[8];
+	if (CONF_STORAGE_REQUIRED)
+		return true;
+	return cmdline_get(cmdline, len, "storage_required", v, sizeof v) == 0 && v[0] == '1' && v[1] == 0;
+}
+
 /* ---- the multicore data plane ----
  * Wake-up protocol (a core halts only when its loop found no work; a mesh message must
  * not wait for its tick): a core about to halt stores sleeping = true, issues a seq_cst
@@ -966,6 +976,13 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 	/* Storage: with a data disk, the highest core runs it and nothing else (one core:
 	 * core 0 runs it from its loop); the data cores are the others (ADR-031). */
 	struct blk_dev *disk = dev_data_disk(&dev_store_disk_name);
+	bool required = dev_storage_required(cmdline, cmdline_len);
+	if (!disk && required)
+		PANIC("storage is required (storage.required) but unusable: this machine has no data disk "
+		      "(virtio-blk or virtio-scsi)");
+	if (!disk)
+		LOG_WARN("boot", "storage: no data disk (virtio-blk or virtio-scsi): serving WITHOUT persistence (a "
+				 "restart forgets sessions, queued and retained messages)");
 	dev_store_on = disk != NULL;
 	dev_store_dedicated = dev_store_on && n > 1;
 	uint32_t n_data = dev_store_dedicated ? n - 1 : n;
@@ -988,7 +1005,8 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 		bc.store_payload_max = bc.mesh_payload_max;
 		const struct kstore_config ks = {
 			.blk = disk, .disk_name = dev_store_disk_name, .core = dev_store_core, .n_data = n_data,
-			.dedicated = dev_store_dedicated, .send = dev_store_out, .payload_max = bc.mesh_payload_max,
+			.dedicated = dev_store_dedicated, .required = required, .send = dev_store_out,
+			.payload_max = bc.mesh_payload_max,
 			.now_ns = x86_now_ns, .wall_s = dev_wall_s, .report_ms = bc.report_ms,
 		};
 		struct kstore_config kcfg = ks;

@@ -8,6 +8,9 @@
 # tests/smoke/lib/store-scenarios.sh (shared with hosted-store.sh); here also:
 #   x86_64-store/storage-core   the console names the storage core (the highest core with
 #                               several, core 0's loop with one)
+#   x86_64-store/required-foreign  with storage_required=1 (storage.required = true, as in
+#                               prod) the ext4 disk stops the machine with the reason; unwritten
+#   x86_64-store/required-no-disk  the same without any data disk
 # Every wait is bounded; QEMU and every client die on exit. ~1-2 min on TCG.
 # X86_64_STORE_TAG names the results (x86_64-store).
 # Usage: x86_64-store.sh BUILD_DIR
@@ -107,10 +110,49 @@ pub() { # NAME ARGS...
 		--key "$certs/$name.key" -i "$name" -d "$@" 2>&1
 }
 
+# required_boot NAME DRIVE_ARGS...: boot with storage_required=1 (what storage.required = true
+# does in a prod image) and the isa-debug-exit device; 0 when the machine stopped by itself
+# within 120 s (its console in $console)
+required_boot() {
+	boots=$((boots + 1))
+	console=$logs/guest-$boots-$1.log
+	shift
+	: >"$console"
+	timeout 120 qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp "$smp" -display none -no-reboot -nodefaults \
+		-serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 -netdev user,id=n0 \
+		-device virtio-net-pci,netdev=n0,romfile= "$@" -kernel "$img" -append "storage_required=1" \
+		</dev/null >"$console" 2>&1
+	[ $? -ne 124 ]
+}
+
 # shellcheck source=tests/smoke/lib/store-scenarios.sh
 . "$here/lib/store-scenarios.sh"
 store_scenarios
 broker_stop
+
+# storage.required: a foreign disk or no disk stops the machine with the reason (the
+# foreign disk still unwritten).
+foreign=$tmp/foreign.img
+if [ ! -f "$foreign" ]; then
+	fail required-foreign "no foreign disk from the scenarios"
+else
+	before=$(sha256sum <"$foreign")
+	if ! required_boot foreign -drive "file=$foreign,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0; then
+		fail required-foreign "the machine did not stop within 120 s"
+	elif line=$(tr -d '\r' <"$console" | grep -a "PANIC: storage is required (storage.required) but unusable: virtio-blk0: the disk holds an ext2/3/4") &&
+		[ "$before" = "$(sha256sum <"$foreign")" ]; then
+		pass required-foreign "${line##*PANIC: }; sha256 unchanged"
+	else
+		fail required-foreign "no PANIC naming the ext4 disk, or the disk changed"
+	fi
+fi
+if ! required_boot nodisk; then
+	fail required-no-disk "the machine did not stop within 120 s"
+elif line=$(tr -d '\r' <"$console" | grep -a "PANIC: storage is required (storage.required) but unusable: this machine has no data disk"); then
+	pass required-no-disk "${line##*PANIC: }"
+else
+	fail required-no-disk "no PANIC naming the missing disk"
+fi
 
 console=$logs/guest-1.log
 want="storage: virtio-blk0, run by core $((smp - 1))"
