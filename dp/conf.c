@@ -98,9 +98,17 @@ void dp_config_from_conf(struct dp_config *g)
 	m->log_per_min = CONF_MQTT_LOG_LINES_PER_MIN;
 	m->services = dp_acl_services;
 	m->n_services = 1;
+	/* Telemetry: what the storage core keeps in its log (recorded only when storage is on). */
+	m->telemetry_filters = conf_storage_telemetry_topics;
+	m->n_telemetry_filters = (uint16_t)CONF_STORAGE_TELEMETRY_TOPICS_N;
+	m->telemetry_readers = conf_storage_telemetry_readers;
+	m->n_telemetry_readers = (uint16_t)CONF_STORAGE_TELEMETRY_READERS_N;
+	m->max_queries = (uint16_t)CONF_STORAGE_TELEMETRY_QUERIES;
+	m->query_limit = CONF_STORAGE_TELEMETRY_QUERY_LIMIT;
 
 	/* Storage: sizes only; the platform says whether it is on and links the send op. */
 	g->store.held_acks = CONF_STORAGE_HELD_ACKS;
+	g->store.max_queries = CONF_STORAGE_TELEMETRY_QUERIES;
 	g->store.link.backlog_bytes = CONF_STORAGE_LINK_BACKLOG_BYTES;
 	g->store.link.lag_bytes = CONF_STORAGE_LAG_BACKLOG_BYTES;
 	g->store.link.max_record = STORE_REC_HDR + 255u + UINT16_MAX + CONF_MQTT_MAX_PACKET_BYTES;

@@ -91,6 +91,7 @@ struct dp_config {
 		bool on;
 		uint32_t self;               /* this core's index: the origin of its tickets */
 		uint32_t held_acks;          /* acknowledgements waiting for a commit */
+		uint32_t max_queries;        /* telemetry queries at once (the broker's slots) */
 		struct store_link_config link; /* send and ctx from the platform (linked) */
 		/* A revoked certificate serial from storage (borrowed), for the revocation
 		 * list; may be NULL. */

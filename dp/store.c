@@ -6,9 +6,13 @@
  * different cores and boots never meet.
  * States: CLOSED -(RESTORE_BEGIN)-> RESTORING -(RESTORE_END)-> SERVING;
  *         CLOSED -(OFF: no usable disk)-> SERVING without persistence.
+ * Telemetry queries: per broker slot, at most one ROWS message at a time (the storage core
+ * sends the next after the broker took every row: query_more), kept here until the reader's
+ * connection took its rows; the END after it is delivered once the rows are.
  */
 #include "dp/dp_store.h"
 
+#include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
@@ -16,9 +20,19 @@
 #define KEY_CORE_SHIFT 34u
 #define RESTORE_LOG_MAX 8u /* refused restore records named one by one, then counted */
 
+/* A telemetry query's rows waiting for the reader (one ROWS message), and its end. */
+struct dp_tlq {
+	uint32_t len, off;        /* ROWS bytes held, the next row's offset (0: none held) */
+	bool end_due;             /* END arrived: deliver once the rows are out */
+	uint32_t end_flags;
+	uint64_t end_matched;
+	uint8_t *rows;            /* link.payload_max bytes */
+};
+
 struct dp_store {
 	struct dp_store_config cfg;
 	struct store_link *link;
+	struct dp_tlq *tlq;       /* cfg.max_queries */
 	struct mqtt_broker *broker;
 	void (*log)(void *ctx, const char *line);
 	void *log_ctx;
@@ -34,7 +48,9 @@ static size_t align8(size_t n)
 size_t dp_store_mem_size(const struct dp_store_config *cfg)
 {
 	size_t l = store_link_mem_size(&cfg->link);
-	return l ? align8(sizeof(struct dp_store)) + align8(l) : 0;
+	return l ? align8(sizeof(struct dp_store)) + align8(l) +
+			   (size_t)cfg->max_queries * (align8(sizeof(struct dp_tlq)) + align8(cfg->link.payload_max))
+		 : 0;
 }
 
 static void say(struct dp_store *st, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -144,6 +160,107 @@ static void up_lag(void *ctx, bool lagging)
 		    (unsigned)st->cfg.self);
 }
 
+/* ---- telemetry queries ---------------------------------------------------------------------- */
+
+#define TLQ_BATCH 32u /* rows offered to the broker per call */
+
+/* Hand what the slot holds to the broker: its rows, then its end. */
+static void tlq_deliver(struct dp_store *st, uint32_t slot)
+{
+	struct dp_tlq *q = &st->tlq[slot];
+	while (q->len && q->off < q->len) {
+		struct mqtt_trow rows[TLQ_BATCH];
+		size_t offs[TLQ_BATCH + 1];
+		uint32_t n = 0;
+		size_t off = q->off;
+		struct store_rec r;
+		int rc = 0;
+		while (n < TLQ_BATCH && (rc = store_tlq_rows_next(q->rows, q->len, &off, &r)) == 1) {
+			rows[n] = (struct mqtt_trow){ .wall_ms = (int64_t)r.seq, .qos = r.qos, .id_kind = r.id_kind,
+						      .id = r.id, .id_len = (uint8_t)r.id_len, .topic = r.topic,
+						      .topic_len = r.topic_len, .payload = r.payload,
+						      .payload_len = r.payload_len };
+			offs[n++] = off;
+		}
+		if (rc < 0) {
+			say(st, "store: core %u: telemetry query rows that do not decode: dropped", (unsigned)st->cfg.self);
+			off = q->len; /* the rest of this message cannot be trusted */
+		}
+		uint32_t took = n ? mqtt_broker_query_rows(st->broker, slot, rows, n) : 0;
+		if (took < n) {
+			q->off = (uint32_t)(took ? offs[took - 1] : q->off);
+			return; /* the reader is full: again at the next poll */
+		}
+		q->off = (uint32_t)off;
+	}
+	q->len = q->off = 0;
+	if (q->end_due && mqtt_broker_query_end(st->broker, slot, q->end_matched, q->end_flags & STORE_TLQ_TRUNCATED,
+						(q->end_flags & STORE_TLQ_FAILED) ? "the telemetry log could not be read"
+										  : NULL))
+		q->end_due = false;
+}
+
+static void up_tlq(void *ctx, uint16_t kind, const uint8_t *d, uint32_t len)
+{
+	struct dp_store *st = ctx;
+	uint32_t slot = ld_le32(d);
+	if (slot >= st->cfg.max_queries) {
+		say(st, "store: core %u: telemetry rows for query slot %u: no such slot", (unsigned)st->cfg.self,
+		    (unsigned)slot);
+		return;
+	}
+	struct dp_tlq *q = &st->tlq[slot];
+	if (kind == STORE_K_TLQ_END) {
+		if (len != STORE_TLQ_END_LEN)
+			return;
+		q->end_due = true;
+		q->end_matched = ld_le64(d + 4);
+		q->end_flags = ld_le32(d + 12);
+	} else {
+		if (q->len || len > st->cfg.link.payload_max || len < STORE_TLQ_ROWS_HDR)
+			return; /* one ROWS at a time: the storage core waits for query_more */
+		memcpy(q->rows, d, len);
+		q->len = len;
+		q->off = STORE_TLQ_ROWS_HDR;
+	}
+	tlq_deliver(st, slot);
+}
+
+static int op_query(void *ctx, uint32_t slot, const struct mqtt_tquery *mq)
+{
+	struct dp_store *st = ctx;
+	if (slot >= st->cfg.max_queries)
+		return -E_INVAL;
+	uint8_t m[STORE_TLQ_HDR + 255u + MQTT_TQUERY_TOPIC_MAX];
+	const struct store_tlq q = { .slot = slot, .limit = mq->limit, .since_ms = mq->since_ms, .until_ms = mq->until_ms,
+				     .id = mq->identity, .id_len = mq->identity_len, .topic = mq->topic,
+				     .topic_len = mq->topic_len };
+	size_t n = store_tlq_encode(&q, m, sizeof m);
+	if (!n)
+		return -E_INVAL;
+	st->tlq[slot].len = st->tlq[slot].off = 0;
+	st->tlq[slot].end_due = false;
+	return store_link_control(st->link, STORE_K_TLQ, m, (uint32_t)n);
+}
+
+static void tlq_flow(struct dp_store *st, uint16_t kind, uint32_t slot)
+{
+	uint8_t m[4];
+	st_le32(m, slot);
+	if (store_link_control(st->link, kind, m, sizeof m) != 0)
+		say(st, "store: core %u: a telemetry query's flow message found the link full", (unsigned)st->cfg.self);
+}
+
+static void op_query_more(void *ctx, uint32_t slot)
+{
+	tlq_flow(ctx, STORE_K_TLQ_MORE, slot);
+}
+
+static void op_query_cancel(void *ctx, uint32_t slot)
+{
+	tlq_flow(ctx, STORE_K_TLQ_CANCEL, slot);
+}
+
 /* ---- the broker's store ops -------------------------------------------------------------- */
 
 static int op_record(void *ctx, const struct mqtt_pev *ev)
@@ -166,6 +283,8 @@ static int op_record(void *ctx, const struct mqtt_pev *ev)
 		.payload = ev->payload,
 		.payload_len = (uint32_t)ev->payload_len,
 	};
+	if (ev->kind == MQTT_PEV_DLV_PUT && ev->pid)
+		r.state = STORE_DLV_SENT; /* queued and sent before it was recorded: one record */
 	if (ev->id_len > 255u || ev->topic_len > UINT16_MAX || ev->payload_len > UINT32_MAX)
 		return -E_INVAL;
 	return store_link_record(st->link, &r);
@@ -190,12 +309,14 @@ STATIC_ASSERT((int)MQTT_PEV_SESS_PUT == (int)STORE_REC_SESS_PUT && (int)MQTT_PEV
 		      (int)MQTT_PEV_DLV_DEL == (int)STORE_REC_DLV_DEL && (int)MQTT_PEV_DLV_DONE == (int)STORE_REC_DLV_DONE &&
 		      (int)MQTT_PEV_RX2_PUT == (int)STORE_REC_RX2_PUT && (int)MQTT_PEV_RX2_DEL == (int)STORE_REC_RX2_DEL &&
 		      (int)MQTT_PEV_RET_PUT == (int)STORE_REC_RET_PUT && (int)MQTT_PEV_RET_DEL == (int)STORE_REC_RET_DEL &&
-		      (int)MQTT_PEV_SEEN == (int)STORE_REC_SEEN,
+		      (int)MQTT_PEV_SEEN == (int)STORE_REC_SEEN && (int)MQTT_PEV_TLOG == (int)STORE_REC_TLOG,
 	      "broker events and storage records are the same kinds");
 
 struct mqtt_store_ops dp_store_broker_ops(struct dp_store *st)
 {
-	return (struct mqtt_store_ops){ op_record, op_barrier, op_room, st };
+	return (struct mqtt_store_ops){ .record = op_record, .barrier = op_barrier, .room = op_room,
+					.query = st->cfg.max_queries ? op_query : NULL, .query_more = op_query_more,
+					.query_cancel = op_query_cancel, .ctx = st };
 }
 
 /* ---- life cycle ----------------------------------------------------------------------------- */
@@ -214,11 +335,20 @@ int dp_store_init(struct dp_store **out, void *mem, size_t len, const struct dp_
 	st->cfg = *cfg;
 	st->log = log;
 	st->log_ctx = log_ctx;
-	const struct store_link_upcalls up = { up_done, up_restore_begin, up_restored, up_restore_end, up_lag, up_off,
-						st };
-	int err = store_link_init(&st->link, p, store_link_mem_size(&cfg->link), &cfg->link, &up);
+	const struct store_link_upcalls up = { .done = up_done, .restore_begin = up_restore_begin,
+						.restored = up_restored, .restore_end = up_restore_end, .lag = up_lag,
+						.off = up_off, .tlq = up_tlq, .ctx = st };
+	size_t ll = store_link_mem_size(&cfg->link);
+	int err = store_link_init(&st->link, p, ll, &cfg->link, &up);
 	if (err)
 		return err;
+	p += align8(ll);
+	st->tlq = (struct dp_tlq *)(void *)p;
+	p += (size_t)cfg->max_queries * align8(sizeof(struct dp_tlq));
+	for (uint32_t i = 0; i < cfg->max_queries; i++) {
+		st->tlq[i].rows = p;
+		p += align8(cfg->link.payload_max);
+	}
 	*out = st;
 	return 0;
 }
@@ -240,6 +370,9 @@ void dp_store_in(struct dp_store *st, uint16_t kind, const uint8_t *data, uint32
 
 uint32_t dp_store_poll(struct dp_store *st)
 {
+	for (uint32_t i = 0; i < st->cfg.max_queries; i++)
+		if (st->tlq[i].len || st->tlq[i].end_due)
+			tlq_deliver(st, i); /* a reader that was full may take more now */
 	return store_link_poll(st->link);
 }
 

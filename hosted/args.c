@@ -108,7 +108,9 @@ void hosted_opts_usage(const char *prog)
 		"  --run-ms N                exit after N ms (default: until SIGINT/SIGTERM)\n"
 		"  --broker                  MQTT over TLS 1.3 (mTLS) on the configured port\n"
 		"                            instead of the echo service\n"
-		"  --broker-stats-ms N       broker stats line period, 0: off (default 10000)\n",
+		"  --broker-stats-ms N       broker stats line period, 0: off (default 10000)\n"
+		"  --no-telemetry-log        do not keep storage.telemetry_topics in the telemetry log\n"
+		"                            (make bench: the same broker with the log off)\n",
 		prog);
 }
 
@@ -142,6 +144,9 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 			takes = false;
 		} else if (!strcmp(opt, "--broker")) {
 			o->broker = true;
+			takes = false;
+		} else if (!strcmp(opt, "--no-telemetry-log")) {
+			o->no_telemetry_log = true;
 			takes = false;
 		} else if (!val) {
 			*err = "missing value";

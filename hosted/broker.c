@@ -124,7 +124,8 @@ static void hb_revoked_add(void *ctx, const uint8_t *serial, size_t len)
 			err_name(err));
 }
 
-int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk, const char *disk_name)
+int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk, const char *disk_name,
+		       bool telemetry_log)
 {
 	int rc;
 	memset(hb, 0, sizeof *hb);
@@ -155,6 +156,8 @@ int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_d
 	g.lower = dp_lower_tcp;
 	g.log = hb_log;
 	g.now_ms = hb_dp_now;
+	if (!telemetry_log)
+		g.mqtt.n_telemetry_filters = 0;
 	if (disk) {
 		rc = hosted_store_create(&hb->store, disk, disk_name, &hb->revokes.list);
 		if (rc) {

@@ -113,7 +113,7 @@ struct hosted_broker {
 /* Create the handshake env and the data plane for max_conn connections, with storage on
  * disk (linked; its name for the log) when disk is not NULL. 0 or -E_*. */
 MUST_CHECK int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk,
-				  const char *disk_name);
+				  const char *disk_name, bool telemetry_log);
 /* Link the TCP stack (created with dp_tcp_upper and the dp as ctx). */
 void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp);
 /* Safe point of the loop (after tcp_poll): reap, handshake deadlines, broker tick, then
@@ -176,6 +176,7 @@ struct hosted_opts {
 	const char *disk;      /* file behind the block interface, NULL: none */
 	uint32_t disk_mib;     /* create/extend the disk file to this size (0: as is) */
 	bool broker;           /* MQTT over TLS on CONF_TCP_PORT instead of echo */
+	bool no_telemetry_log; /* the broker keeps no telemetry log (benchmarks) */
 	uint32_t broker_stats_ms; /* broker line period (default 10000), 0: off */
 };
 /* Parse argv into `o` (defaults first). 0, or -E_INVAL with `err` (a static message)

@@ -42,10 +42,13 @@ static uint64_t hs_now_ns(void *ctx)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int64_t hs_wall_s(void *ctx)
+static int64_t hs_wall_ms(void *ctx)
 {
 	(void)ctx;
-	return (int64_t)time(NULL);
+	struct timespec ts;
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void hs_random(void *ctx, void *buf, size_t len)
@@ -141,12 +144,18 @@ int hosted_store_create(struct hosted_store **out, struct blk_dev *blk, const ch
 			.local_bytes = CONF_STORAGE_LINK_BACKLOG_BYTES,
 			.batch_ms = CONF_STORAGE_BATCH_MS, .batch_ops = CONF_STORAGE_BATCH_OPS,
 			.lag_commit_ms = CONF_STORAGE_LAG_COMMIT_MS,
+			.tlog_flush_ms = CONF_STORAGE_TELEMETRY_FLUSH_MS, .tlog_flush_bytes = CONF_STORAGE_TELEMETRY_FLUSH_BYTES,
 		},
+		/* the telemetry log, when storage.telemetry_topics names anything to keep */
+		.tlog = { .enabled = CONF_STORAGE_TELEMETRY_TOPICS_N > 0, .partitions = CONF_STORAGE_TELEMETRY_PARTITIONS,
+			  .segment_bytes = CONF_STORAGE_TELEMETRY_SEGMENT_KB << 10,
+			  .retention_days = CONF_STORAGE_TELEMETRY_RETENTION_DAYS,
+			  .queries = CONF_STORAGE_TELEMETRY_QUERIES },
 		.pass_budget_us = CONF_STORAGE_PASS_BUDGET_US,
 		.revoked = st->serials, .n_revoked = (uint32_t)n_rev,
 	};
 	const struct store_service_port port = {
-		hs_alloc, hs_free, hs_now_ns, hs_wall_s, hs_random, NULL, hs_log, hs_unusable, hs_send, hs_home, st,
+		hs_alloc, hs_free, hs_now_ns, hs_wall_ms, hs_random, NULL, hs_log, hs_unusable, hs_send, hs_home, st,
 	};
 	int err = store_service_init(&st->svc, &sc, &port);
 	if (err) {
@@ -186,6 +195,8 @@ void hosted_store_stats(struct hosted_store *st, const char *tag)
 {
 	char line[320];
 	if (store_service_line(&st->svc, line, sizeof line))
+		printf("%s store %s\n", tag, line);
+	if (store_service_tlog_line(&st->svc, line, sizeof line))
 		printf("%s store %s\n", tag, line);
 }
 

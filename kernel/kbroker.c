@@ -204,12 +204,13 @@ void kbroker_report(struct kbroker *b)
 	if (dp_store_stats(b->dp, &ls)) {
 		const struct mqtt_broker_stats *bs = mqtt_broker_stats(dp_broker(b->dp));
 		LOG_INFO("broker", "core %u: store serving=%u held=%u held_total=%lu held_failed=%lu records=%lu "
-				   "link_waited=%lu link_refused=%lu refused_syn=%lu restored_dlvs=%lu restored_sessions=%lu",
+				   "link_waited=%lu link_refused=%lu refused_syn=%lu restored_dlvs=%lu restored_sessions=%lu "
+				   "telemetry=%lu telemetry_lost=%lu",
 			 (unsigned)b->cfg.core, (unsigned)dp_serving(b->dp), (unsigned)mqtt_broker_held(dp_broker(b->dp)),
 			 (unsigned long)bs->held, (unsigned long)bs->held_failed, (unsigned long)ls.records,
 			 (unsigned long)ls.backlogged, (unsigned long)ls.refused,
 			 (unsigned long)(s.refused_not_serving + s.refused_store_lag), (unsigned long)bs->restored_dlvs,
-			 (unsigned long)bs->restored_sessions);
+			 (unsigned long)bs->restored_sessions, (unsigned long)bs->tlog_records, (unsigned long)bs->tlog_lost);
 	}
 	/* The shard's line: sessions homed here, retained replicas, wills published here,
 	 * connections of this core forwarded to their home core, routed messages in/out. */

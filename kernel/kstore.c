@@ -75,10 +75,10 @@ static uint64_t ks_now_ns(void *ctx)
 	return ks.cfg.now_ns();
 }
 
-static int64_t ks_wall_s(void *ctx)
+static int64_t ks_wall_ms(void *ctx)
 {
 	(void)ctx;
-	return ks.cfg.wall_s();
+	return ks.cfg.wall_ms();
 }
 
 static void ks_alive(void *ctx)
@@ -137,13 +137,19 @@ static void ks_start(void)
 			.local_bytes = ks.cfg.dedicated ? 0 : CONF_STORAGE_LINK_BACKLOG_BYTES,
 			.batch_ms = CONF_STORAGE_BATCH_MS, .batch_ops = CONF_STORAGE_BATCH_OPS,
 			.lag_commit_ms = CONF_STORAGE_LAG_COMMIT_MS,
+			.tlog_flush_ms = CONF_STORAGE_TELEMETRY_FLUSH_MS, .tlog_flush_bytes = CONF_STORAGE_TELEMETRY_FLUSH_BYTES,
 		},
+		/* the telemetry log, when storage.telemetry_topics names anything to keep */
+		.tlog = { .enabled = CONF_STORAGE_TELEMETRY_TOPICS_N > 0, .partitions = CONF_STORAGE_TELEMETRY_PARTITIONS,
+			  .segment_bytes = CONF_STORAGE_TELEMETRY_SEGMENT_KB << 10,
+			  .retention_days = CONF_STORAGE_TELEMETRY_RETENTION_DAYS,
+			  .queries = CONF_STORAGE_TELEMETRY_QUERIES },
 		/* a dedicated core has nothing else to do: a pass may run to a commit's end */
 		.pass_budget_us = ks.cfg.dedicated ? 1000000u : CONF_STORAGE_PASS_BUDGET_US,
 		.revoked = ks.serials, .n_revoked = (uint32_t)ks.revokes.list.n,
 	};
 	const struct store_service_port port = {
-		ks_alloc, ks_free, ks_now_ns, ks_wall_s, ks_random, ks_alive, ks_log, ks_unusable, ks_send, ks_home, NULL,
+		ks_alloc, ks_free, ks_now_ns, ks_wall_ms, ks_random, ks_alive, ks_log, ks_unusable, ks_send, ks_home, NULL,
 	};
 	if (store_service_init(&ks.svc, &sc, &port) != 0)
 		PANIC("store: bad service configuration");
@@ -204,11 +210,13 @@ void kstore_report(void)
 	char line[320];
 	if (ks.started && store_service_line(&ks.svc, line, sizeof line))
 		LOG_INFO("store", "%s", line);
+	if (ks.started && store_service_tlog_line(&ks.svc, line, sizeof line))
+		LOG_INFO("store", "%s", line);
 }
 
 int kstore_init(const struct kstore_config *cfg)
 {
-	if (!cfg->send || !cfg->now_ns || !cfg->wall_s || !cfg->n_data || cfg->n_data > STORE_ENGINE_MAX_DATA ||
+	if (!cfg->send || !cfg->now_ns || !cfg->wall_ms || !cfg->n_data || cfg->n_data > STORE_ENGINE_MAX_DATA ||
 	    cfg->payload_max < 64u)
 		return -E_INVAL;
 	memset(&ks.cfg, 0, sizeof ks.cfg);

@@ -36,7 +36,7 @@ struct kstore_config {
 	uint32_t payload_max;      /* bytes one message carries */
 	uint8_t home_key[16];      /* the shards' home-core key (copied) */
 	uint64_t (*now_ns)(void);
-	int64_t (*wall_s)(void);   /* Unix seconds, 0 unknown */
+	int64_t (*wall_ms)(void);  /* Unix milliseconds, 0 unknown */
 	uint32_t report_ms;        /* the storage line's period; 0 never */
 };
 

@@ -356,6 +356,14 @@ static int send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_
 	return rc;
 }
 
+int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
+		       const uint8_t *payload, size_t plen)
+{
+	if (tlen > UINT16_MAX)
+		return -E_OVERFLOW;
+	return send_publish(b, c, topic, (uint16_t)tlen, payload, plen, 0, false, false, 0);
+}
+
 static int send_dlv(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_dlv *d, bool dup)
 {
 	const struct mqtt_msg *m = d->msg;
@@ -367,13 +375,16 @@ static int send_dlv(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqt
 
 static uint8_t dlv_state(const struct mqtt_dlv *d)
 {
-	return (uint8_t)(d->state & ~MQTT_DLV_RETAIN);
+	return (uint8_t)(d->state & ~(MQTT_DLV_RETAIN | MQTT_DLV_FRESH));
 }
 
 static void dlv_set_state(struct mqtt_dlv *d, uint8_t st)
 {
-	d->state = (uint8_t)((d->state & MQTT_DLV_RETAIN) | st);
+	d->state = (uint8_t)((d->state & (MQTT_DLV_RETAIN | MQTT_DLV_FRESH)) | st);
 }
+
+static void record_queued(struct mqtt_broker *b, const struct mqtt_session *s, const struct mqtt_dlv *r,
+			  uint16_t sent_pid);
 
 static bool pid_in_flight(const struct mqtt_broker *b, const struct mqtt_session *s, uint16_t pid)
 {
@@ -425,8 +436,12 @@ static void pump(struct mqtt_broker *b, uint32_t si)
 			s->n_inflight--;
 			return;
 		}
-		if (mqtt_persistent(s))
+		if (r->state & MQTT_DLV_FRESH) { /* recorded now, as sent */
+			r->state = (uint8_t)(r->state & ~MQTT_DLV_FRESH);
+			record_queued(b, s, r, r->pid);
+		} else if (mqtt_persistent(s)) {
 			mqtt_rec_dlv(b, MQTT_PEV_DLV_SENT, s, r);
+		}
 	}
 }
 
@@ -458,8 +473,10 @@ struct msg_view {
 };
 
 /* A persistent session's new delivery: its message once per shard (MSG_PUT), then the
- * delivery (DLV_PUT), both before anything can send it. */
-static void record_queued(struct mqtt_broker *b, const struct mqtt_session *s, const struct mqtt_dlv *r)
+ * delivery (DLV_PUT), queued, or sent already with sent_pid (not 0) when the pump sent it
+ * before it was recorded. */
+static void record_queued(struct mqtt_broker *b, const struct mqtt_session *s, const struct mqtt_dlv *r,
+			  uint16_t sent_pid)
 {
 	struct mqtt_msg *m = r->msg;
 	if (!m->mkey) {
@@ -470,7 +487,7 @@ static void record_queued(struct mqtt_broker *b, const struct mqtt_session *s, c
 		mqtt_rec(b, &ev);
 	}
 	struct mqtt_pev ev = { .kind = MQTT_PEV_DLV_PUT, .skey = s->skey, .mkey = m->mkey,
-			       .seq = mqtt_key_new(b), .qos = r->qos,
+			       .seq = mqtt_key_new(b), .qos = r->qos, .pid = sent_pid,
 			       .retain = (r->state & MQTT_DLV_RETAIN) ? 1 : 0 };
 	mqtt_rec(b, &ev);
 }
@@ -523,8 +540,9 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 	v->msg->refs++;
 	r->qos = qos;
 	r->state = (uint8_t)(MQTT_DLV_QUEUED | (retain ? MQTT_DLV_RETAIN : 0));
-	if (mqtt_persistent(s) && b->store_on)
-		record_queued(b, s, r);
+	bool fresh = mqtt_persistent(s) && b->store_on;
+	if (fresh)
+		r->state |= MQTT_DLV_FRESH; /* the pump records it if it sends it now */
 	if (s->q_tail == MQTT_NIL)
 		s->q_head = d;
 	else
@@ -532,6 +550,10 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 	s->q_tail = d;
 	s->n_queued++;
 	pump(b, si);
+	if (fresh && (r->state & MQTT_DLV_FRESH)) { /* not sent: recorded queued */
+		r->state = (uint8_t)(r->state & ~MQTT_DLV_FRESH);
+		record_queued(b, s, r, 0);
+	}
 }
 
 /* ---- routing ----------------------------------------------------------------------------- */
@@ -666,36 +688,6 @@ static void route(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
 
 /* ---- ACL ------------------------------------------------------------------------------- */
 
-/* Does the filter (pattern) match the topic? Both validated; no recursion. */
-static bool match_str(const uint8_t *f, size_t fl, const uint8_t *t, size_t tl)
-{
-	size_t i = 0, j = 0;
-	if (tl && t[0] == '$' && fl && (f[0] == '+' || f[0] == '#'))
-		return false; /* [MQTT-4.7.2-1] */
-	for (;;) {
-		size_t fe = i, te = j;
-		while (fe < fl && f[fe] != '/')
-			fe++;
-		if (fe - i == 1 && f[i] == '#')
-			return true;
-		if (j > tl)
-			return false;
-		while (te < tl && t[te] != '/')
-			te++;
-		if (!(fe - i == 1 && f[i] == '+') && !bytes_eq(f + i, fe - i, t + j, te - j))
-			return false;
-		bool fend = fe >= fl, tend = te >= tl;
-		if (fend || tend) {
-			if (fend && tend)
-				return true;
-			/* "a/#" matches "a" */
-			return tend && !fend && fl - fe == 2 && f[fe + 1] == '#';
-		}
-		i = fe + 1;
-		j = te + 1;
-	}
-}
-
 /* Is every topic matched by `filter` also matched by `pattern`? */
 static bool covered(const uint8_t *p, size_t pl, const uint8_t *f, size_t fl)
 {
@@ -750,7 +742,7 @@ static bool acl_pub(const struct mqtt_broker *b, const struct mqtt_conn *c,
 		return false;
 	const struct mqtt_acl_service *r = &b->cfg.services[c->acl];
 	for (uint16_t i = 0; i < r->n_pub; i++)
-		if (match_str((const uint8_t *)r->pub[i], strlen(r->pub[i]), t, tl))
+		if (mqtt_filter_match((const uint8_t *)r->pub[i], strlen(r->pub[i]), t, tl))
 			return true;
 	return false;
 }
@@ -795,7 +787,7 @@ bool mqtt_acl_may_read(const struct mqtt_broker *b, enum mqtt_id_kind kind,
 		return false;
 	const struct mqtt_acl_service *r = &b->cfg.services[c.acl];
 	for (uint16_t i = 0; i < r->n_sub; i++)
-		if (match_str((const uint8_t *)r->sub[i], strlen(r->sub[i]), topic, topic_len))
+		if (mqtt_filter_match((const uint8_t *)r->sub[i], strlen(r->sub[i]), topic, topic_len))
 			return true;
 	return false;
 }
@@ -809,6 +801,7 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 	void *user = c->user;
 	uint32_t si = c->session;
 	mqtt_held_forget(b, conn_idx(b, c), si); /* its held acknowledgements go nowhere now */
+	mqtt_tq_conn_end(b, conn_idx(b, c));
 	if (si != MQTT_NIL)
 		b->sess[si].conn = MQTT_NIL;
 	if (c->rate != MQTT_NIL)
@@ -1031,6 +1024,33 @@ static int violation(struct mqtt_broker *b, struct mqtt_conn *c)
 	return 0;
 }
 
+/* Is this topic kept in the telemetry log (storage.telemetry_topics)? */
+static bool telemetry_topic(const struct mqtt_broker *b, const uint8_t *t, size_t tlen)
+{
+	for (uint16_t i = 0; i < b->cfg.n_telemetry_filters; i++) {
+		const char *f = b->cfg.telemetry_filters[i];
+		if (mqtt_filter_match((const uint8_t *)f, strlen(f), t, tlen))
+			return true;
+	}
+	return false;
+}
+
+/* The telemetry record of an accepted PUBLISH: who, what, when (this core's clock; the
+ * storage core turns it into wall-clock time). Its acknowledgement, if any, waits for it. */
+static void record_telemetry(struct mqtt_broker *b, const struct mqtt_session *s, const struct mqtt_publish *p,
+			     uint64_t now_ms)
+{
+	struct mqtt_pev ev = { .kind = MQTT_PEV_TLOG, .qos = p->qos,
+			       .id_kind = (s->flags & MQTT_SESS_SERVICE) ? MQTT_ID_SERVICE : MQTT_ID_DEVICE,
+			       .id = s->id, .id_len = s->id_len, .topic = p->topic.p, .topic_len = p->topic.len,
+			       .payload = p->payload, .payload_len = p->payload_len, .seq = now_ms * 1000000u };
+	uint64_t lost = b->st.store_lost;
+	mqtt_rec(b, &ev);
+	b->st.tlog_records++;
+	if (b->st.store_lost != lost)
+		b->st.tlog_lost++;
+}
+
 static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_publish *p,
 			  size_t pkt_len, uint64_t now_ms)
 {
@@ -1040,15 +1060,28 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 	b->st.bytes_in += pkt_len;
 	bool drop = false;
 	if (!rate_ok(b, c, p->payload_len, now_ms)) {
-		b->st.rate_dropped++;
 		if (b->cfg.rate_disconnect) {
+			b->st.rate_dropped++;
 			b->st.rate_closes++;
 			say(b, MQTT_LOG_RATE, c, "over the rate limit: closed");
 			conn_end(b, c, true, true);
 			return -E_CLOSED;
 		}
+		if (p->qos) {
+			/* Never acknowledge what is dropped (docs/DURABILITY.md): a QoS 1/2 PUBLISH
+			 * over the limit closes the connection unacknowledged, a transient error
+			 * [MQTT-4.8.0-2]; the client sends it again. */
+			b->st.rate_closes++;
+			say(b, MQTT_LOG_RATE, c, "over the rate limit: QoS %u PUBLISH not acknowledged, closed",
+			    (unsigned)p->qos);
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		b->st.rate_dropped++;
 		say(b, MQTT_LOG_RATE, c, "over the rate limit: PUBLISH dropped");
 		drop = true;
+	} else if (mqtt_tq_publish(b, c, p->topic.p, p->topic.len, p->payload, p->payload_len)) {
+		drop = true; /* a telemetry query: answered on its reply topic, never routed */
 	} else if (!acl_pub(b, c, s->id, s->id_len, p->topic.p, p->topic.len)) {
 		b->st.acl_denied_pub++;
 		char t[LOG_ID_MAX + 1];
@@ -1109,9 +1142,12 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		if (mqtt_persistent(s))
 			mqtt_rec_dlv(b, MQTT_PEV_RX2_PUT, s, &b->dlvs[d]);
 	}
-	if (!drop)
+	if (!drop) {
 		route(b, p->topic.p, p->topic.len, p->payload, p->payload_len, p->qos, p->retain,
 		      true);
+		if (b->store_on && telemetry_topic(b, p->topic.p, p->topic.len))
+			record_telemetry(b, s, p, now_ms);
+	}
 	if (p->qos == 1) /* [MQTT-4.3.2-2], once durable (docs/DURABILITY.md) */
 		return mqtt_ack(b, c, MQTT_PUBACK, p->pid, NULL, 0);
 	if (p->qos == 2) /* [MQTT-4.3.3-2], once durable */
@@ -1490,6 +1526,10 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 	if (g->max_held) {
 		b->held_mask = pow2_at_least(g->max_held) - 1;
 		TAKE(held, struct mqtt_held, b->held_mask + 1);
+	}
+	if (g->max_queries) {
+		TAKE(tq, struct mqtt_tq, g->max_queries);
+		TAKE(tq_json, uint8_t, g->max_packet);
 	}
 	if (rate_on(g)) {
 		b->rate_cap = g->max_conns + g->rate_idle_ids;

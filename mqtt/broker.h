@@ -12,6 +12,7 @@
 #define MQTT_BROKER_H
 
 #include "lib/compiler.h"
+#include "mqtt/tquery.h"
 #include "mqtt/codec.h"
 
 struct mqtt_broker;
@@ -77,6 +78,17 @@ struct mqtt_broker_config {
 	uint16_t n_services;
 	uint8_t hash_key[16];    /* siphash key for tables keyed by peer-chosen strings */
 	uint32_t max_held;       /* with store ops: acknowledgements waiting for their commit */
+	/* Telemetry (storage.telemetry_topics): an accepted PUBLISH whose topic matches one of
+	 * these valid filters is also recorded for the telemetry log (MQTT_PEV_TLOG), when
+	 * storage is on; its acknowledgement then waits for the log like any promise. Linked. */
+	const char *const *telemetry_filters;
+	uint16_t n_telemetry_filters;
+	/* Telemetry queries (mqtt/tquery.h): service identities (exact names) that may query the
+	 * log; at most max_queries at once on this shard, each at most query_limit records. */
+	const char *const *telemetry_readers;
+	uint16_t n_telemetry_readers;
+	uint16_t max_queries;
+	uint32_t query_limit;
 };
 
 /* ---- durability (storage: docs/DURABILITY.md) --------------------------------------
@@ -105,6 +117,9 @@ enum mqtt_pev_kind {
 	MQTT_PEV_RET_PUT,      /* topic, payload, qos: the retained message of a topic */
 	MQTT_PEV_RET_DEL,      /* topic: no retained message any more */
 	MQTT_PEV_SEEN,         /* id_kind, id: an identity connected (device registry) */
+	/* (16 is storage's own REVOKED: the kinds stay storage's numbers) */
+	MQTT_PEV_TLOG = 17,    /* id_kind, id, topic, qos, payload, seq = monotonic ns: a
+				* telemetry PUBLISH accepted here (storage.telemetry_topics) */
 	MQTT_PEV__END
 };
 
@@ -136,6 +151,12 @@ struct mqtt_store_ops {
 	/* Is there room for about `bytes` of events? Asked before a PUBLISH whose
 	 * acknowledgement will wait is accepted. */
 	bool (*room)(void *ctx, size_t bytes);
+	/* Telemetry queries (may be NULL: none). query: start query slot `slot` (q borrowed);
+	 * 0, or an error (the reader is told). more: slot may send its next rows. cancel: the
+	 * reader left; the slot's rows and end are ignored from now on. */
+	int (*query)(void *ctx, uint32_t slot, const struct mqtt_tquery *q);
+	void (*query_more)(void *ctx, uint32_t slot);
+	void (*query_cancel)(void *ctx, uint32_t slot);
 	void *ctx; /* linked */
 };
 
@@ -169,6 +190,8 @@ struct mqtt_broker_stats {
 	uint64_t msgs_in, msgs_out, bytes_in;
 	uint64_t acl_denied_pub, acl_denied_sub, acl_closes;
 	uint64_t rate_dropped, rate_closes;
+	uint64_t tlog_records, tlog_lost; /* telemetry records handed to storage / refused by its link */
+	uint64_t queries, query_refused, query_rows, query_rows_skipped; /* telemetry queries */
 	uint64_t queue_dropped_oldest, queue_refused, qos0_offline_dropped;
 	uint64_t qos2_dups, unknown_acks, send_again;
 	uint64_t nomem, pool_exhausted, retained_refused;
@@ -223,6 +246,17 @@ void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms)
 MUST_CHECK int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
 					const uint8_t *payload, size_t plen, uint8_t qos,
 					bool retain, bool *recorded /* out: events were recorded */);
+
+/* ---- telemetry queries (mqtt/tq.c) ----
+ * Rows of query slot `slot` for its reader, in order: each sent as one QoS 0 PUBLISH on
+ * "$telemetry/reply/<id>" (JSON, mqtt/tquery.h). Returns how many were taken: fewer than n
+ * when the reader's connection cannot take more now (offer the rest again after
+ * mqtt_conn_writable or a pass), n when the reader left (they are dropped). */
+uint32_t mqtt_broker_query_rows(struct mqtt_broker *b, uint32_t slot, const struct mqtt_trow *rows, uint32_t n);
+/* The query ended: matched rows in all, truncated by its limit, or failed (error: a
+ * static reason, else NULL). Sends the end message; the slot is free again. false when the
+ * reader's connection cannot take it now (call again later). */
+bool mqtt_broker_query_end(struct mqtt_broker *b, uint32_t slot, uint64_t matched, bool truncated, const char *error);
 
 /* ---- durability ---- */
 /* Ticket t (of this broker's acknowledgements) completed on one of the parties it waited

@@ -64,6 +64,36 @@ bool mqtt_topic_valid(const uint8_t *p, size_t len)
 	return true;
 }
 
+bool mqtt_filter_match(const uint8_t *f, size_t fl, const uint8_t *t, size_t tl)
+{
+	size_t i = 0, j = 0;
+	if (tl && t[0] == '$' && fl && (f[0] == '+' || f[0] == '#'))
+		return false; /* [MQTT-4.7.2-1] */
+	for (;;) {
+		size_t fe = i, te = j;
+		while (fe < fl && f[fe] != '/')
+			fe++;
+		if (fe - i == 1 && f[i] == '#')
+			return true;
+		if (j > tl)
+			return false;
+		while (te < tl && t[te] != '/')
+			te++;
+		bool plus = fe - i == 1 && f[i] == '+';
+		if (!plus && (fe - i != te - j || (fe > i && memcmp(f + i, t + j, fe - i) != 0)))
+			return false;
+		bool fend = fe >= fl, tend = te >= tl;
+		if (fend || tend) {
+			if (fend && tend)
+				return true;
+			/* "a/#" matches "a" */
+			return tend && !fend && fl - fe == 2 && f[fe + 1] == '#';
+		}
+		i = fe + 1;
+		j = te + 1;
+	}
+}
+
 bool mqtt_filter_valid(const uint8_t *p, size_t len)
 {
 	if (len == 0)

@@ -115,6 +115,10 @@ bool mqtt_filters_next(struct mqtt_filters *it, struct mqtt_str *filter /* out *
 bool mqtt_utf8_valid(const uint8_t *p, size_t len); /* no U+0000, no surrogates */
 bool mqtt_topic_valid(const uint8_t *p, size_t len);  /* non-empty, no + or # */
 bool mqtt_filter_valid(const uint8_t *p, size_t len); /* non-empty, wildcard placement */
+/* Does the valid filter f match the valid topic t? '+' one level, '#' the rest (also the
+ * parent level); a topic starting with '$' is not matched by a leading wildcard
+ * [MQTT-4.7.2-1]. String form, no topic tree: ACL patterns and configured filter lists. */
+bool mqtt_filter_match(const uint8_t *f, size_t flen, const uint8_t *t, size_t tlen);
 
 /* Encoders: write one whole packet at w->pos. 0, or -E_OVERFLOW (w->err set, nothing
  * meaningful written) when the buffer is too small. Arguments are borrowed. */

@@ -155,6 +155,9 @@ struct mqtt_broker {
 	uint32_t route_owed;    /* shards that will answer the ticket */
 	uint32_t route_events;  /* events recorded since the acknowledgement's tracking began */
 	bool route_lost;        /* one of them could not be carried */
+	/* telemetry queries (tq.c) */
+	struct mqtt_tq *tq;     /* cfg.max_queries slots */
+	uint8_t *tq_json;       /* a row's JSON (cfg.max_packet bytes) */
 	/* restore */
 	uint32_t restore_sess;  /* the session restored last, or MQTT_NIL */
 	struct mqtt_restore_slot *restore_map; /* mkey -> message cache, restore_mask + 1 */
@@ -171,6 +174,16 @@ struct mqtt_held {
 	uint16_t pkt_len;
 	uint8_t type;     /* enum mqtt_type of the acknowledgement */
 	uint8_t failed;   /* some party could not store its part */
+};
+
+/* A telemetry query in progress: its reader's connection (MQTT_NIL: free, or the reader
+ * left and storage has not ended it yet: cancelled) and its reply topic's last level. */
+struct mqtt_tq {
+	uint32_t conn;
+	bool busy, cancelled;
+	uint8_t req_len;
+	char req[MQTT_TQUERY_REQ_MAX + 1];
+	uint64_t sent, skipped;
 };
 
 struct mqtt_restore_slot {
@@ -208,6 +221,14 @@ bool mqtt_ack_room(struct mqtt_broker *b, size_t bytes);
 void mqtt_held_forget(struct mqtt_broker *b, uint32_t conn, uint32_t sess);
 void mqtt_held_fini(struct mqtt_broker *b);
 
+/* tq.c: telemetry queries. Is this PUBLISH a query (handled: true)? A reader's connection
+ * ended: its query is cancelled. */
+bool mqtt_tq_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
+		     const uint8_t *payload, size_t plen);
+void mqtt_tq_conn_end(struct mqtt_broker *b, uint32_t conn);
+/* broker.c, for tq.c: one QoS 0 PUBLISH on a connection (0, -E_AGAIN, -E_OVERFLOW). */
+int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
+		       const uint8_t *payload, size_t plen);
 /* broker.c, for durable.c: send prepared bytes / an ack; end a connection. */
 int mqtt_send_bytes(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p, size_t n);
 int mqtt_send_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid);

@@ -47,6 +47,10 @@ struct mqtt_dlv {
 };
 
 #define MQTT_DLV_RETAIN 0x80u
+/* A persistent session's new delivery not yet recorded: recorded once, queued (at the end
+ * of its routing) or already sent (by the pump that sent it), so a delivery sent at once
+ * costs one record instead of two. Never set outside one call of deliver(). */
+#define MQTT_DLV_FRESH 0x40u
 #define MQTT_SESS_USED 0x01u
 #define MQTT_SESS_SERVICE 0x02u
 #define MQTT_SESS_CLEAN 0x04u

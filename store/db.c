@@ -58,15 +58,17 @@ static const char *const sql[DB__STMTS] = {
 	[DB_SUB_PUT] = "INSERT OR REPLACE INTO sub(skey,filter,qos) VALUES(?1,?2,?3)",
 	[DB_SUB_DEL] = "DELETE FROM sub WHERE skey=?1 AND filter=?2",
 	[DB_MSG_PUT] = "INSERT OR IGNORE INTO msg(mkey,qos,refs,topic,payload) VALUES(?1,?2,0,?3,?4)",
-	[DB_DLV_PUT] = "INSERT OR REPLACE INTO dlv(skey,seq,mkey,qos,state,pid,retain) VALUES(?1,?2,?3,?4,0,0,?5)",
+	[DB_DLV_PUT] = "INSERT OR REPLACE INTO dlv(skey,seq,mkey,qos,state,pid,retain) VALUES(?1,?2,?3,?4,?6,?7,?5)",
 	[DB_MSG_REF] = "UPDATE msg SET refs=refs+1 WHERE mkey=?1",
 	[DB_DLV_SENT] = "UPDATE dlv SET state=1,pid=?3 WHERE skey=?1 AND seq=?2",
 	[DB_DLV_FIND] = "SELECT seq FROM dlv WHERE skey=?1 AND mkey=?2 AND pid=?3 AND state=?4 ORDER BY seq LIMIT 1",
 	[DB_DLV_FIND_ANY] = "SELECT seq FROM dlv WHERE skey=?1 AND mkey=?2 AND state<2 ORDER BY seq LIMIT 1",
 	[DB_DLV_REL] = "UPDATE dlv SET state=2 WHERE skey=?1 AND seq=?2",
+	/* an acknowledged delivery: its packet id is unique among the session's sent ones */
+	[DB_DLV_DEL_SENT] = "DELETE FROM dlv WHERE skey=?1 AND mkey=?2 AND pid=?3 AND state=1",
+	[DB_MSG_DROP_LAST] = "DELETE FROM msg WHERE mkey=?1 AND refs<=1",
 	[DB_DLV_DEL] = "DELETE FROM dlv WHERE skey=?1 AND seq=?2",
 	[DB_MSG_UNREF] = "UPDATE msg SET refs=refs-1 WHERE mkey=?1",
-	[DB_MSG_DROP] = "DELETE FROM msg WHERE mkey=?1 AND refs<=0",
 	[DB_DLV_DONE] = "DELETE FROM dlv WHERE skey=?1 AND pid=?2 AND state=2",
 	[DB_RX2_PUT] = "INSERT OR IGNORE INTO rx2(skey,pid) VALUES(?1,?2)",
 	[DB_RX2_DEL] = "DELETE FROM rx2 WHERE skey=?1 AND pid=?2",
@@ -478,14 +480,15 @@ static int find_dlv(struct store_db *db, uint64_t skey, uint64_t mkey, uint16_t 
 /* The delivery's message is no longer needed by it (invariant 2). */
 static int unref_msg(struct store_db *db, uint64_t mkey)
 {
-	struct sqlite3_stmt *s = stmt(db, DB_MSG_UNREF);
+	/* The last reference (the common case): one statement drops the message. */
+	struct sqlite3_stmt *s = stmt(db, DB_MSG_DROP_LAST);
 	bind_u64(s, 1, mkey);
-	int err = run(db, s, "unref message");
-	if (err)
+	int err = run(db, s, "drop message");
+	if (err || sqlite3_changes(db->h) > 0)
 		return err;
-	s = stmt(db, DB_MSG_DROP);
+	s = stmt(db, DB_MSG_UNREF);
 	bind_u64(s, 1, mkey);
-	return run(db, s, "drop message");
+	return run(db, s, "unref message");
 }
 
 /* A delivery (skey, seq) changes: to SENT with pid, RELEASED, or deleted. */
@@ -513,7 +516,15 @@ static int apply_dlv(struct store_db *db, const struct store_rec *r)
 			err = dlv_change(db, DB_DLV_REL, r->skey, seq, 0);
 		return err || !seq ? err : unref_msg(db, r->mkey);
 	case STORE_REC_DLV_DEL: /* acknowledged (SENT, its pid) or dropped from the queue (pid 0) */
-		err = find_dlv(db, r->skey, r->mkey, r->pid, r->pid ? STORE_DLV_SENT : STORE_DLV_QUEUED, &seq);
+		if (r->pid) {
+			struct sqlite3_stmt *s = stmt(db, DB_DLV_DEL_SENT);
+			bind_u64(s, 1, r->skey);
+			bind_u64(s, 2, r->mkey);
+			(void)sqlite3_bind_int(s, 3, r->pid);
+			err = run(db, s, "delivery");
+			return err || sqlite3_changes(db->h) == 0 ? err : unref_msg(db, r->mkey);
+		}
+		err = find_dlv(db, r->skey, r->mkey, 0, STORE_DLV_QUEUED, &seq);
 		if (!err && seq)
 			err = dlv_change(db, DB_DLV_DEL, r->skey, seq, 0);
 		return err || !seq ? err : unref_msg(db, r->mkey);
@@ -579,6 +590,8 @@ int store_db_apply(struct store_db *db, const struct store_rec *r, int64_t now_s
 		bind_u64(s, 3, r->mkey);
 		(void)sqlite3_bind_int(s, 4, r->qos);
 		(void)sqlite3_bind_int(s, 5, r->retain);
+		(void)sqlite3_bind_int(s, 6, r->state); /* queued, or sent already (with its pid) */
+		(void)sqlite3_bind_int(s, 7, r->pid);
 		err = run(db, s, "delivery");
 		if (!err) {
 			s = stmt(db, DB_MSG_REF);

@@ -4,13 +4,17 @@
  * Design note.
  *  States: RESTORING -(every record sent, RESTORE_END queued to every data core)->
  *          SERVING -(a commit or a record failed on a broken device)-> FAILED.
- *  A batch: the first record after a commit opens a transaction (BEGIN); records are
- *  applied as they come; a barrier joins the batch's answer list; the batch commits when
+ *  A batch: the first record after a commit opens a transaction (BEGIN) — a telemetry
+ *  record goes to the log's buffer instead (store/tlog.h) — ; records are applied as they
+ *  come; a barrier joins the batch's answer list; the batch commits when
  *  batch_ops records are in it or batch_ms passed since it opened (or at once when only
- *  barriers wait and nothing is open: what they cover is committed already).
+ *  barriers wait and nothing is open: what they cover is committed already); and at once
+ *  when a barrier waits and nothing is queued behind it (the pass saw every record that
+ *  had arrived: holding the commit would only hold acknowledgements).
  *  Invariants (store_engine_check):
- *   1. in_txn iff the database has a transaction open iff n_batch > 0 or a record failed
- *      in it; answers[] holds only barriers that arrived while it was open.
+ *   1. in_txn iff the database has a transaction open; tlog_open iff telemetry was
+ *      appended since the last write-out (then a log is attached); the batch is open iff
+ *      either; answers[] holds only barriers that arrived while it was open.
  *   2. dirty[src] is set iff src sent a record since its last barrier that is not known
  *      committed; lost[src] iff one of those was lost (a failed commit or record): the next
  *      barrier of src is answered "not stored" and clears it.
@@ -24,6 +28,7 @@
 #include "lib/fmt.h"
 #include "lib/mem.h"
 #include "lib/msgq.h"
+#include "store/tlq.h"
 
 #define KEY_GEN_SHIFT 40u
 #define MAX_ANSWERS 65536u /* barriers in one batch (the data cores' held acks bound them) */
@@ -43,9 +48,14 @@ struct store_engine {
 	struct store_asm in[STORE_ENGINE_MAX_DATA];
 	struct msgq local;
 	uint8_t *scratch;          /* max_record bytes: a record or a local message */
-	/* the batch */
+	/* the batch: a database transaction and/or telemetry appended since the last write-out */
 	bool in_txn;
 	uint64_t txn_start_us;
+	struct store_tlog *tlog;   /* NULL: no telemetry log */
+	struct store_tlq_runner *tlq; /* NULL: no telemetry queries */
+	struct store_dev *tlog_dev;
+	bool tlog_open;
+	uint64_t tlog_start_us, retain_us;
 	uint32_t n_batch;
 	struct answer *answers;    /* MAX_ANSWERS */
 	uint32_t n_answers;
@@ -100,6 +110,12 @@ static void say(struct store_engine *e, const char *fmt, ...)
 static uint64_t now_us(const struct store_engine *e)
 {
 	return e->port.now_us(e->port.ctx);
+}
+
+/* A batch is open while a transaction is or telemetry waits for its write-out. */
+static bool batch_open(const struct store_engine *e)
+{
+	return e->in_txn || e->tlog_open;
 }
 
 /* ---- output -------------------------------------------------------------------------- */
@@ -201,30 +217,42 @@ static void send_answers(struct store_engine *e, const struct answer *a, uint32_
 	}
 }
 
-static void lat_note(struct store_engine *e, uint64_t us)
+static void lat_note(struct store_engine *e, uint64_t us, bool tlog)
 {
 	uint32_t b = 0;
 	while (b + 1 < STORE_ENGINE_LAT_BUCKETS && us >= (UINT64_C(1) << b))
 		b++;
 	e->st.lat[b]++;
+	if (tlog)
+		e->st.tlog_lat[b]++;
 	if (us > e->st.commit_us_max)
 		e->st.commit_us_max = us;
 }
 
-uint64_t store_engine_commit_us(const struct store_engine *e, uint32_t p)
+static uint64_t hist_pct(const uint64_t *h, uint32_t p)
 {
 	uint64_t total = 0, seen = 0;
 	for (uint32_t b = 0; b < STORE_ENGINE_LAT_BUCKETS; b++)
-		total += e->st.lat[b];
+		total += h[b];
 	if (!total)
 		return 0;
 	uint64_t want = (total * MIN(p, 100u) + 99u) / 100u;
 	for (uint32_t b = 0; b < STORE_ENGINE_LAT_BUCKETS; b++) {
-		seen += e->st.lat[b];
+		seen += h[b];
 		if (seen >= want && seen)
 			return UINT64_C(1) << b;
 	}
 	return UINT64_C(1) << (STORE_ENGINE_LAT_BUCKETS - 1);
+}
+
+uint64_t store_engine_commit_us(const struct store_engine *e, uint32_t p)
+{
+	return hist_pct(e->st.lat, p);
+}
+
+uint64_t store_engine_tlog_us(const struct store_engine *e, uint32_t p)
+{
+	return hist_pct(e->st.tlog_lat, p);
 }
 
 static void fail_state(struct store_engine *e, const char *what)
@@ -238,16 +266,31 @@ static void fail_state(struct store_engine *e, const char *what)
 	send_lag(e, true);
 }
 
-/* Commit the open batch (if any) and answer its barriers. */
+/* Commit the open batch (if any) and answer its barriers: the telemetry written out first,
+ * then the transaction, whose commit's FLUSH makes both durable (a batch of telemetry alone
+ * flushes the device itself). */
 static void commit(struct store_engine *e)
 {
-	if (!e->in_txn)
+	if (!batch_open(e))
 		return;
 	uint64_t t0 = now_us(e);
-	int err = store_db_commit(e->db);
+	int err = 0;
+	bool tlog = e->tlog_open;
+	if (e->tlog_open) {
+		err = store_tlog_write_out(e->tlog);
+		e->tlog_open = false;
+		if (err)
+			say(e, "the telemetry write-out failed (%s)", err_name(err));
+	}
+	if (e->in_txn) {
+		int db_err = store_db_commit(e->db); /* committed even after a failed write-out */
+		err = err ? err : db_err;
+	} else if (!err) {
+		err = store_dev_flush(e->tlog_dev);
+	}
 	uint64_t dt = now_us(e) - t0;
 	e->in_txn = false;
-	lat_note(e, dt);
+	lat_note(e, dt, tlog);
 	if (e->n_batch > e->st.batch_ops_max)
 		e->st.batch_ops_max = e->n_batch;
 	if (err) {
@@ -256,7 +299,7 @@ static void commit(struct store_engine *e)
 			if (e->dirty[s])
 				e->lost[s] = true; /* invariant 2 */
 		say(e, "commit of %u records failed (%s): %s", (unsigned)e->n_batch, err_name(err), e->db->why);
-		if (err == -E_IO || err == -E_CORRUPT)
+		if (err == -E_IO || err == -E_CORRUPT || err == -E_TIMEOUT || err == -E_CLOSED)
 			fail_state(e, "the database could not commit");
 	} else {
 		e->st.commits++;
@@ -289,6 +332,43 @@ static void commit(struct store_engine *e)
 
 /* ---- input ------------------------------------------------------------------------------- */
 
+/* A telemetry record into the log's buffer of src's partition; a full buffer is written out
+ * (the batch commits) first. Its wall-clock time: now, less its age on this clock (data
+ * cores and this core share the monotonic clock). */
+static void apply_tlog(struct store_engine *e, uint32_t src, const struct store_rec *r)
+{
+	if (!e->tlog) {
+		e->st.tlog_ignored++;
+		return;
+	}
+	uint64_t now = now_us(e), at_us = r->seq / 1000u;
+	int64_t wall = e->port.wall_ms ? e->port.wall_ms(e->port.ctx) : 0;
+	if (wall > 0 && at_us <= now)
+		wall -= (int64_t)((now - at_us) / 1000u);
+	const struct store_tlog_rec t = {
+		.wall_ms = wall, .mono_ns = r->seq, .qos = r->qos, .id_kind = r->id_kind, .id = r->id,
+		.id_len = (uint8_t)r->id_len, .topic = r->topic, .topic_len = r->topic_len, .payload = r->payload,
+		.payload_len = r->payload_len,
+	};
+	int err = store_tlog_append(e->tlog, src, &t);
+	if (err == -E_AGAIN) {
+		commit(e);
+		err = store_tlog_append(e->tlog, src, &t);
+	}
+	if (err) {
+		e->st.tlog_dropped++;
+		e->lost[src] = true; /* its barrier must not claim it */
+		return;
+	}
+	e->st.tlog_records++;
+	if (!e->tlog_open) {
+		e->tlog_open = true;
+		e->tlog_start_us = now_us(e);
+	}
+	e->n_batch++;
+	e->dirty[src] = true;
+}
+
 static void apply(struct store_engine *e, uint32_t src, const uint8_t *rec, uint32_t len)
 {
 	struct store_rec r;
@@ -300,6 +380,10 @@ static void apply(struct store_engine *e, uint32_t src, const uint8_t *rec, uint
 	e->st.records++;
 	if (e->state == STORE_ENG_FAILED) {
 		e->lost[src] = true;
+		return;
+	}
+	if (r.kind == STORE_REC_TLOG) {
+		apply_tlog(e, src, &r);
 		return;
 	}
 	if (!e->in_txn) {
@@ -340,17 +424,69 @@ static void barrier(struct store_engine *e, uint32_t src, const uint8_t *d, uint
 	 * (the batch's commit), so later barriers of src do not inherit it. */
 	e->lost[src] = false;
 	e->dirty[src] = false;
-	if (!e->in_txn) {
+	if (!batch_open(e)) {
 		send_answers(e, &a, 1, true); /* what it covers was committed (or lost: a.ok) */
 		return;
 	}
 	if (e->n_answers == MAX_ANSWERS)
 		commit(e); /* the batch is full of barriers: close it now */
-	if (!e->in_txn) {
+	if (!batch_open(e)) {
 		send_answers(e, &a, 1, true);
 		return;
 	}
 	e->answers[e->n_answers++] = a;
+}
+
+/* Telemetry queries: to the runner, or ended at once (as failed) when there is none. */
+static void tlq_input(struct store_engine *e, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
+{
+	if (e->tlq) {
+		store_tlq_input(e->tlq, src, kind, data, len);
+		return;
+	}
+	if (kind != STORE_K_TLQ || len < 4u)
+		return;
+	uint8_t m[STORE_TLQ_END_LEN];
+	memcpy(m, data, 4);
+	st_le64(m + 4, 0);
+	st_le32(m + 12, STORE_TLQ_FAILED);
+	(void)emit(e, src, STORE_K_TLQ_END, m, sizeof m);
+}
+
+static int tlq_emit(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	return emit(ctx, dst, kind, data, len);
+}
+
+static bool tlq_room(void *ctx, uint32_t dst, uint32_t bytes)
+{
+	struct store_engine *e = ctx;
+	return dst < e->cfg.n_data && out_room(e, dst, msgq_entry_size(bytes));
+}
+
+static int64_t tlq_wall_ms(void *ctx)
+{
+	struct store_engine *e = ctx;
+	return e->port.wall_ms ? e->port.wall_ms(e->port.ctx) : 0;
+}
+
+size_t store_engine_tlq_mem_size(const struct store_engine *e, uint32_t runs)
+{
+	return e->tlog ? store_tlq_mem_size(store_tlog_geometry(e->tlog), runs, e->cfg.payload_max) : 0;
+}
+
+int store_engine_tlq_attach(struct store_engine *e, void *mem, size_t len, uint32_t runs, uint64_t region_lba)
+{
+	if (!e->tlog)
+		return -E_INVAL;
+	const struct store_tlq_port port = { tlq_emit, tlq_room, tlq_wall_ms, e };
+	return store_tlq_init(&e->tlq, mem, len, store_tlog_geometry(e->tlog), runs, e->cfg.payload_max, e->tlog_dev,
+			      region_lba, &port);
+}
+
+const struct store_tlq_stats *store_engine_tlq_stats(const struct store_engine *e)
+{
+	return e->tlq ? store_tlq_stats(e->tlq) : NULL;
 }
 
 void store_engine_input(struct store_engine *e, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
@@ -361,6 +497,10 @@ void store_engine_input(struct store_engine *e, uint32_t src, uint16_t kind, con
 	}
 	if (kind == STORE_K_BARRIER) {
 		barrier(e, src, data, len);
+		return;
+	}
+	if (kind == STORE_K_TLQ || kind == STORE_K_TLQ_MORE || kind == STORE_K_TLQ_CANCEL) {
+		tlq_input(e, src, kind, data, len);
 		return;
 	}
 	const uint8_t *rec;
@@ -479,10 +619,27 @@ uint32_t store_engine_poll(struct store_engine *e, uint64_t budget_us)
 		if (now_us(e) >= deadline)
 			break;
 	}
-	if (e->in_txn && (e->n_batch >= e->cfg.batch_ops ||
-			  now_us(e) - e->txn_start_us >= (uint64_t)e->cfg.batch_ms * 1000u)) {
+	/* Commit when the batch is full, when it is batch_ms old, or at once when a barrier
+	 * waits and no record is waiting to join it: the data cores then have nothing more in
+	 * flight, and waiting out batch_ms would only hold their acknowledgements (records keep
+	 * arriving during a commit, so batches still grow with the load). */
+	bool waiting = e->n_answers && msgq_empty(&e->local);
+	uint64_t now = now_us(e);
+	bool txn_due = e->in_txn && (e->n_batch >= e->cfg.batch_ops ||
+				     now - e->txn_start_us >= (uint64_t)e->cfg.batch_ms * 1000u);
+	bool tlog_due = e->tlog_open && (store_tlog_pending(e->tlog) >= e->cfg.tlog_flush_bytes ||
+					 now - e->tlog_start_us >= (uint64_t)e->cfg.tlog_flush_ms * 1000u);
+	if (batch_open(e) && (waiting || txn_due || tlog_due)) {
 		commit(e);
 		work++;
+	}
+	if (e->tlq && e->state == STORE_ENG_SERVING)
+		work += store_tlq_poll(e->tlq); /* at most one segment read per query */
+	if (e->tlog && !batch_open(e) && now - e->retain_us >= 1000000u) { /* retention: once a second */
+		e->retain_us = now;
+		int64_t wall = e->port.wall_ms ? e->port.wall_ms(e->port.ctx) : 0;
+		if (wall > 0)
+			work += store_tlog_retain(e->tlog, wall);
 	}
 	return work + flush_out(e);
 }
@@ -537,8 +694,7 @@ void store_engine_finish(struct store_engine *e)
 		msgq_pop(&e->local);
 		store_engine_input(e, 0, kind, e->scratch, len);
 	}
-	if (e->in_txn)
-		commit(e);
+	commit(e);
 	(void)flush_out(e);
 }
 
@@ -549,7 +705,18 @@ uint64_t store_engine_due_us(const struct store_engine *e)
 	for (uint32_t d = 0; d < e->cfg.n_data; d++)
 		if (!msgq_empty(&e->out[d]))
 			return 0; /* waiting for credit: the platform retries soon */
-	return e->in_txn ? e->txn_start_us + (uint64_t)e->cfg.batch_ms * 1000u : UINT64_MAX;
+	if (batch_open(e) && e->n_answers)
+		return 0; /* a barrier waits: the next pass commits */
+	uint64_t due = e->in_txn ? e->txn_start_us + (uint64_t)e->cfg.batch_ms * 1000u : UINT64_MAX;
+	if (e->tlog_open)
+		due = MIN(due, e->tlog_start_us + (uint64_t)e->cfg.tlog_flush_ms * 1000u);
+	return due;
+}
+
+void store_engine_attach_tlog(struct store_engine *e, struct store_tlog *t, struct store_dev *dev)
+{
+	e->tlog = t;
+	e->tlog_dev = dev;
 }
 
 enum store_engine_state store_engine_state(const struct store_engine *e)
@@ -566,8 +733,10 @@ int store_engine_check(const struct store_engine *e)
 {
 	if (e->in_txn != e->db->in_txn)
 		return -E_CORRUPT; /* 1 */
-	if (!e->in_txn && e->n_answers)
+	if (!batch_open(e) && e->n_answers)
 		return -E_CORRUPT; /* 1, 3 */
+	if (e->tlog_open && !e->tlog)
+		return -E_CORRUPT;
 	if (msgq_check(&e->local))
 		return -E_CORRUPT;
 	for (uint32_t d = 0; d < e->cfg.n_data; d++)

@@ -20,6 +20,8 @@
 #include "lib/compiler.h"
 #include "store/db.h"
 #include "store/ops.h"
+#include "store/tlog.h"
+#include "store/tlq.h"
 
 #define STORE_ENGINE_MAX_DATA 64u
 
@@ -30,6 +32,9 @@ struct store_engine_config {
 	uint32_t out_bytes;      /* per data core: answers and restore records waiting */
 	uint32_t local_bytes;    /* one core: records queued for the next pass (0: none) */
 	uint32_t batch_ms, batch_ops, lag_commit_ms;
+	/* The telemetry log (store_engine_attach_tlog): a batch with telemetry records is also
+	 * written out when they reach tlog_flush_bytes or are tlog_flush_ms old. */
+	uint32_t tlog_flush_ms, tlog_flush_bytes;
 };
 
 struct store_engine_port {
@@ -40,6 +45,7 @@ struct store_engine_port {
 	/* The data core a session lives on (its home core: dp/shard.h). */
 	uint32_t (*home)(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len);
 	void (*log)(void *ctx, const char *line); /* may be NULL */
+	int64_t (*wall_ms)(void *ctx);     /* Unix ms, 0 unknown; may be NULL (telemetry times 0) */
 	void *ctx;                          /* linked */
 };
 
@@ -53,7 +59,9 @@ struct store_engine_stats {
 	uint64_t checkpoints, checkpoint_pages, checkpoint_us_max;
 	uint64_t out_waited, bad_in, lost_answers;
 	uint64_t commit_us_max, batch_ops_max;
+	uint64_t tlog_records, tlog_dropped, tlog_ignored; /* appended; refused (lost); no log to take them */
 	uint64_t lat[STORE_ENGINE_LAT_BUCKETS];
+	uint64_t tlog_lat[STORE_ENGINE_LAT_BUCKETS]; /* commits that wrote telemetry out */
 	bool lagging;
 };
 
@@ -66,6 +74,16 @@ size_t store_engine_mem_size(const struct store_engine_config *cfg); /* 0 if inv
 MUST_CHECK int store_engine_init(struct store_engine **out /* out */, void *mem, size_t len,
 				 const struct store_engine_config *cfg, const struct store_engine_port *port,
 				 struct store_db *db, uint64_t gen);
+/* The telemetry log (opened, linked) and the device it is on (for a batch with telemetry
+ * only, whose write-out needs its own FLUSH). Without one, telemetry records are counted
+ * (tlog_ignored) and promise nothing. Before the first record. */
+void store_engine_attach_tlog(struct store_engine *e, struct store_tlog *t, struct store_dev *dev);
+/* Telemetry queries over the attached log: memory for `runs` at once, then attach (the log's
+ * region's first block for the reads). Without them a query ends at once as failed. */
+size_t store_engine_tlq_mem_size(const struct store_engine *e, uint32_t runs);
+MUST_CHECK int store_engine_tlq_attach(struct store_engine *e, void *mem, size_t len, uint32_t runs,
+				       uint64_t region_lba);
+const struct store_tlq_stats *store_engine_tlq_stats(const struct store_engine *e); /* NULL: none */
 /* A message from data core src (kinds 0x0300-0x037f; borrowed): applied now. */
 void store_engine_input(struct store_engine *e, uint32_t src, uint16_t kind, const uint8_t *data,
 			uint32_t len);
@@ -85,6 +103,8 @@ enum store_engine_state store_engine_state(const struct store_engine *e);
 const struct store_engine_stats *store_engine_stats(const struct store_engine *e);
 /* p-th percentile (0..100) of commit latency in microseconds (bucket upper bound). */
 uint64_t store_engine_commit_us(const struct store_engine *e, uint32_t p);
+/* The same for the commits that wrote telemetry out (its flush latency). */
+uint64_t store_engine_tlog_us(const struct store_engine *e, uint32_t p);
 MUST_CHECK int store_engine_check(const struct store_engine *e);
 
 #endif

@@ -148,6 +148,16 @@ int store_link_barrier(struct store_link *l, uint32_t origin, uint32_t ticket)
 	return emit(l, STORE_K_BARRIER, b, sizeof b);
 }
 
+int store_link_control(struct store_link *l, uint16_t kind, const void *data, uint32_t len)
+{
+	if (len > l->cfg.payload_max ||
+	    (!msgq_empty(&l->q) && l->q.used + msgq_entry_size(len) > l->q.cap)) {
+		l->st.refused++;
+		return -E_NOMEM;
+	}
+	return emit(l, kind, data, len);
+}
+
 uint32_t store_link_poll(struct store_link *l)
 {
 	uint16_t kind;
@@ -228,6 +238,14 @@ void store_link_recv(struct store_link *l, uint16_t kind, const uint8_t *d, uint
 			return;
 		}
 		l->up.off(l->up.ctx);
+		return;
+	case STORE_K_TLQ_ROWS:
+	case STORE_K_TLQ_END:
+		if (!l->up.tlq || len < 4u) {
+			l->st.bad_in++;
+			return;
+		}
+		l->up.tlq(l->up.ctx, kind, d, len);
 		return;
 	default:
 		l->st.bad_in++;

@@ -37,6 +37,8 @@ struct store_link_upcalls {
 	void (*restore_end)(void *ctx, uint64_t records);
 	void (*lag)(void *ctx, bool lagging);
 	void (*off)(void *ctx);  /* storage is off: serve without persistence */
+	/* A telemetry query's rows or end (STORE_K_TLQ_ROWS / _END; data borrowed; may be NULL). */
+	void (*tlq)(void *ctx, uint16_t kind, const uint8_t *data, uint32_t len);
 	void *ctx;               /* linked */
 };
 
@@ -59,6 +61,9 @@ MUST_CHECK int store_link_record(struct store_link *l, const struct store_rec *r
 /* Ask the storage core to answer (origin, ticket) once everything sent before is
  * committed. Control: it may use the backlog's last quarter. 0 or -E_NOMEM. */
 MUST_CHECK int store_link_barrier(struct store_link *l, uint32_t origin, uint32_t ticket);
+/* A control message in order behind the records (a telemetry query and its flow, at most
+ * payload_max bytes): like a barrier, it may use the backlog's last quarter. 0 or -E_NOMEM. */
+MUST_CHECK int store_link_control(struct store_link *l, uint16_t kind, const void *data, uint32_t len);
 /* Room for about `bytes` more of records? */
 bool store_link_room(const struct store_link *l, size_t bytes);
 /* Backlog above lag_bytes, or the storage core said it lags. */

@@ -19,3 +19,7 @@ $(B)/host/tests/unit/store/test_crash: $(B)/host/libsqlite.a
 # The service over the simulated disk: no disk, foreign, blank, too small, restart.
 TEST_LIBS_store_test_service = $(B)/host/libsqlite.a
 $(B)/host/tests/unit/store/test_service: $(B)/host/libsqlite.a
+# tlog.c: the telemetry log (docs/DISK-FORMAT.md section 8): codec, writer, recovery, retention.
+PORTABLE_SRCS += store/tlog.c
+# tlog_scan.c: reading the log back (urmqtt-disk, queries); tlq.c: queries on the storage core.
+PORTABLE_SRCS += store/tlog_scan.c store/tlq.c

@@ -6,6 +6,7 @@
  */
 #include "store/ops.h"
 
+#include "lib/bytes.h"
 #include "lib/cursor.h"
 #include "lib/err.h"
 #include "lib/mem.h"
@@ -44,6 +45,7 @@ static bool rec_valid(const struct store_rec *r)
 	case STORE_REC_RET_DEL: return topic;
 	case STORE_REC_SEEN:
 	case STORE_REC_REVOKED: return id;
+	case STORE_REC_TLOG: return id && topic;
 	default: return false;
 	}
 }
@@ -144,4 +146,54 @@ int store_asm_feed(struct store_asm *a, uint16_t kind, const uint8_t *data, uint
 	*rec_len = a->total;
 	a->total = a->have = 0;
 	return 0;
+}
+
+/* ---- telemetry queries ---------------------------------------------------------------------- */
+
+size_t store_tlq_encode(const struct store_tlq *q, uint8_t *out, size_t cap)
+{
+	size_t need = STORE_TLQ_HDR + (size_t)q->id_len + q->topic_len;
+	if (!q->limit || cap < need || (q->id_len && !q->id) || (q->topic_len && !q->topic))
+		return 0;
+	struct wcur w = wcur_make(out, need);
+	wcur_le32(&w, q->slot);
+	wcur_le32(&w, q->limit);
+	wcur_le64(&w, (uint64_t)q->since_ms);
+	wcur_le64(&w, (uint64_t)q->until_ms);
+	wcur_u8(&w, q->id_len);
+	wcur_u8(&w, q->topic_len);
+	wcur_bytes(&w, q->id, q->id_len);
+	wcur_bytes(&w, q->topic, q->topic_len);
+	return wcur_ok(&w) ? need : 0;
+}
+
+int store_tlq_decode(const uint8_t *in, size_t len, struct store_tlq *out)
+{
+	struct cur c = cur_make(in, len);
+	memset(out, 0, sizeof *out);
+	out->slot = cur_le32(&c);
+	out->limit = cur_le32(&c);
+	out->since_ms = (int64_t)cur_le64(&c);
+	out->until_ms = (int64_t)cur_le64(&c);
+	out->id_len = cur_u8(&c);
+	out->topic_len = cur_u8(&c);
+	out->id = out->id_len ? cur_ptr(&c, out->id_len) : NULL;
+	out->topic = out->topic_len ? cur_ptr(&c, out->topic_len) : NULL;
+	if (!cur_ok(&c) || cur_left(&c) || !out->limit || out->since_ms < 0 || out->until_ms < 0 ||
+	    (out->since_ms && out->until_ms && out->since_ms > out->until_ms))
+		return -E_INVAL;
+	return 0;
+}
+
+int store_tlq_rows_next(const uint8_t *in, size_t len, size_t *off, struct store_rec *r)
+{
+	if (*off >= len)
+		return 0;
+	if (len - *off < 4u)
+		return -E_INVAL;
+	uint32_t n = ld_le32(in + *off);
+	if (n > len - *off - 4u || store_rec_decode(in + *off + 4u, n, r) != 0 || r->kind != STORE_REC_TLOG)
+		return -E_INVAL;
+	*off += 4u + n;
+	return 1;
 }

@@ -26,6 +26,9 @@ enum store_kind {
 	STORE_K_REC_MORE = 0x0302,     /* the next bytes of it */
 	STORE_K_BARRIER = 0x0303,      /* [origin u32][ticket u32]: answer origin once every
 					* record sent before this is committed */
+	STORE_K_TLQ = 0x0304,          /* a telemetry query (struct store_tlq) */
+	STORE_K_TLQ_MORE = 0x0305,     /* [slot u32]: the query's next rows may come */
+	STORE_K_TLQ_CANCEL = 0x0306,   /* [slot u32]: its reader left: end it */
 	/* storage core -> data core */
 	STORE_K_DONE = 0x0380,         /* [ticket u32][ok u32] ...: tickets committed (ok 1)
 					* or not stored (ok 0) */
@@ -37,6 +40,10 @@ enum store_kind {
 	STORE_K_LAG = 0x0386,          /* [lagging u32]: commits slower than allowed, or not */
 	STORE_K_OFF = 0x0387,          /* (empty): no usable disk and storage.required false:
 					* serve from memory, record nothing */
+	STORE_K_TLQ_ROWS = 0x0388,     /* [slot u32][n u32] then n x ([len u32][a TLOG record
+					* with seq = its wall-clock ms]) */
+	STORE_K_TLQ_END = 0x0389,      /* [slot u32][matched u64][flags u32: 1 truncated by the
+					* limit, 2 failed, 4 cancelled]: the query ended */
 };
 #define STORE_KIND_FIRST 0x0300u
 #define STORE_KIND_LAST 0x03ffu
@@ -62,6 +69,8 @@ enum store_rec_kind {
 	STORE_REC_RET_DEL,      /* topic */
 	STORE_REC_SEEN,         /* id_kind, id */
 	STORE_REC_REVOKED,      /* restored only: id = a revoked certificate serial */
+	STORE_REC_TLOG,         /* a telemetry record (store/tlog.h): id_kind, id, topic, qos,
+				 * payload; seq = the accepting core's monotonic ns */
 	STORE_REC__END
 };
 
@@ -88,6 +97,28 @@ struct store_rec {
 	const uint8_t *payload;
 	uint32_t payload_len;
 };
+
+/* A telemetry query (STORE_K_TLQ): [slot u32][limit u32][since i64][until i64][id_len u8]
+ * [topic_len u8][id][topic]; times in Unix ms (0: open), topic a valid filter or empty. */
+struct store_tlq {
+	uint32_t slot, limit;
+	int64_t since_ms, until_ms;
+	const uint8_t *id;     /* borrowed; id_len 0: any publisher */
+	uint8_t id_len;
+	const uint8_t *topic;  /* borrowed; topic_len 0: any topic */
+	uint8_t topic_len;
+};
+#define STORE_TLQ_HDR 26u
+#define STORE_TLQ_END_LEN 16u
+#define STORE_TLQ_ROWS_HDR 8u
+enum { STORE_TLQ_TRUNCATED = 1u, STORE_TLQ_FAILED = 2u, STORE_TLQ_CANCELLED = 4u };
+/* Encode into out: the bytes written, or 0 (out too small, limit 0). */
+size_t store_tlq_encode(const struct store_tlq *q, uint8_t *out, size_t cap);
+/* 0, or -E_INVAL (lengths that do not add up, limit 0, since after until). */
+MUST_CHECK int store_tlq_decode(const uint8_t *in, size_t len, struct store_tlq *out /* out */);
+/* The next row of a ROWS message: *off starts at STORE_TLQ_ROWS_HDR. 1 and *r (pointers into
+ * in), 0 at the end, -E_INVAL (a row that does not decode as a TLOG record). */
+int store_tlq_rows_next(const uint8_t *in, size_t len, size_t *off, struct store_rec *r /* out */);
 
 /* Bytes the encoded record takes (no validation). */
 size_t store_rec_size(const struct store_rec *r);

@@ -42,18 +42,17 @@ static uint64_t p_now_us(void *ctx)
 	return p_now_ns(ctx) / 1000u;
 }
 
-static int64_t p_wall_s(void *ctx)
-{
-	struct store_service *s = ctx;
-	return s->port.wall_s(s->port.ctx);
-}
-
 static int64_t p_wall_ms(void *ctx)
 {
 	struct store_service *s = ctx;
-	int64_t w = s->port.wall_s(s->port.ctx);
-	return w ? w * 1000 + (int64_t)((p_now_ns(ctx) / 1000000u) % 1000u) : 0;
+	return s->port.wall_ms(s->port.ctx);
 }
+
+static int64_t p_wall_s(void *ctx)
+{
+	return p_wall_ms(ctx) / 1000;
+}
+
 
 static void p_alive(void *ctx)
 {
@@ -84,6 +83,59 @@ static uint32_t p_home(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len
 {
 	struct store_service *s = ctx;
 	return s->port.home(s->port.ctx, id_kind, id, len);
+}
+
+/* ---- the telemetry log ------------------------------------------------------------------- */
+
+static void tlog_close(struct store_service *s)
+{
+	if (s->tlog_mem)
+		s->port.free(s->port.ctx, s->tlog_mem, s->tlog_len);
+	if (s->tlog_io)
+		s->port.free(s->port.ctx, s->tlog_io, s->tlog_io_len);
+	if (s->tlq_mem)
+		s->port.free(s->port.ctx, s->tlq_mem, s->tlq_len);
+	s->tlog = NULL;
+	s->tlog_mem = s->tlog_io = s->tlq_mem = NULL;
+}
+
+/* Open the log on the TELEMETRY region, if the layout has one and configuration wants it.
+ * A region that cannot be used is said and left as it is: the broker serves without it. */
+static void tlog_open(struct store_service *s)
+{
+	const struct store_super *sb = &s->boot.sb;
+	const struct store_region *r = store_super_region(sb, STORE_REGION_TELEMETRY);
+	if (!s->cfg.tlog.enabled)
+		return;
+	if (!r || !r->blocks) {
+		say(s, "telemetry log: off (the layout has no telemetry region)");
+		return;
+	}
+	struct store_tlog_config tc = {
+		.dev = &s->dev, .lba = sb->part_start + r->start, .blocks = r->blocks, /* region */
+		.partitions = s->cfg.tlog.partitions ? s->cfg.tlog.partitions : s->cfg.engine.n_data,
+		.segment_bytes = s->cfg.tlog.segment_bytes,
+		.flush_bytes = s->cfg.engine.tlog_flush_bytes, .retention_days = s->cfg.tlog.retention_days,
+	};
+	s->tlog_io_len = s->cfg.tlog.segment_bytes;
+	s->tlog_io = s->port.alloc(s->port.ctx, s->tlog_io_len);
+	tc.io = s->tlog_io;
+	tc.io_len = s->tlog_io_len;
+	s->tlog_len = store_tlog_mem_size(&tc);
+	s->tlog_mem = s->tlog_len && s->tlog_io ? s->port.alloc(s->port.ctx, s->tlog_len) : NULL;
+	int err = s->tlog_mem ? store_tlog_open(&s->tlog, s->tlog_mem, s->tlog_len, &tc, p_wall_ms(s)) : -E_NOMEM;
+	if (err) {
+		say(s, "telemetry log: off: %s (the region is left as it is)", err == -E_CORRUPT ? "its header is damaged"
+			 : err == -E_NOSYS ? "another version of its format" : err_name(err));
+		tlog_close(s);
+		return;
+	}
+	s->tlog_lba = tc.lba;
+	const struct store_tlog_geom *g = store_tlog_geometry(s->tlog);
+	const struct store_tlog_stats *ts = store_tlog_stats(s->tlog);
+	say(s, "telemetry log: %u partitions x %u segments of %u KiB; %lu records recovered, %lu bytes of torn tail cut",
+	    (unsigned)g->partitions, (unsigned)g->segments, (unsigned)(g->segment_bytes >> 10),
+	    (unsigned long)ts->recovered_records, (unsigned long)ts->cut_bytes);
 }
 
 /* ---- bring-up ---------------------------------------------------------------------------- */
@@ -141,11 +193,13 @@ static void bring_up(struct store_service *s)
 		return;
 	}
 	const struct store_super *sb = &s->boot.sb;
+	tlog_open(s);
 	say(s, "%s: %s (%lu ms); layout v%u, superblock generation %lu, %u regions, data partition %lu MiB",
 	    s->cfg.disk_name, s->boot.what, (unsigned long)s->bring_up_ms, (unsigned)sb->version,
 	    (unsigned long)sb->generation, (unsigned)sb->n_regions,
 	    (unsigned long)((sb->part_blocks * sb->block_size) >> 20));
-	const struct store_engine_port ep = { p_send, p_now_us, p_wall_s, p_home, p_log, s };
+	const struct store_engine_port ep = { .send = p_send, .now_us = p_now_us, .wall_s = p_wall_s, .home = p_home,
+					      .log = p_log, .wall_ms = p_wall_ms, .ctx = s };
 	s->eng_len = store_engine_mem_size(&s->cfg.engine);
 	s->eng_mem = s->eng_len ? s->port.alloc(s->port.ctx, s->eng_len) : NULL;
 	err = s->eng_mem ? store_engine_init(&s->eng, s->eng_mem, s->eng_len, &s->cfg.engine, &ep, &s->db,
@@ -155,11 +209,20 @@ static void bring_up(struct store_service *s)
 		if (s->eng_mem)
 			s->port.free(s->port.ctx, s->eng_mem, s->eng_len);
 		s->eng_mem = NULL;
+		tlog_close(s);
 		store_boot_close(&s->db);
 		(void)!store_sqlite_fini();
 		(void)fmt_snprintf(why, sizeof why, "the storage engine could not start (%s)", err_name(err));
 		go_off(s, why);
 		return;
+	}
+	if (s->tlog) {
+		store_engine_attach_tlog(s->eng, s->tlog, &s->dev);
+		s->tlq_len = s->cfg.tlog.queries ? store_engine_tlq_mem_size(s->eng, s->cfg.tlog.queries) : 0;
+		s->tlq_mem = s->tlq_len ? s->port.alloc(s->port.ctx, s->tlq_len) : NULL;
+		if (s->tlq_len && (!s->tlq_mem || store_engine_tlq_attach(s->eng, s->tlq_mem, s->tlq_len,
+									   s->cfg.tlog.queries, s->tlog_lba) != 0))
+			say(s, "telemetry queries: off (no memory for %u of them)", (unsigned)s->cfg.tlog.queries);
 	}
 	s->state = STORE_SVC_RUNNING;
 }
@@ -170,7 +233,7 @@ int store_service_init(struct store_service *s, const struct store_service_confi
 		       const struct store_service_port *port)
 {
 	memset(s, 0, sizeof *s);
-	if (!port->alloc || !port->free || !port->now_ns || !port->wall_s || !port->random || !port->log ||
+	if (!port->alloc || !port->free || !port->now_ns || !port->wall_ms || !port->random || !port->log ||
 	    !port->unusable || !port->send || !port->home || !cfg->engine.n_data ||
 	    (cfg->blk && (!cfg->bounce || !cfg->bounce_len)))
 		return -E_INVAL;
@@ -237,11 +300,31 @@ size_t store_service_line(struct store_service *s, char *out, size_t cap)
 	return n > 0 ? (size_t)n : 0;
 }
 
+size_t store_service_tlog_line(const struct store_service *s, char *out, size_t cap)
+{
+	if (cap)
+		out[0] = 0;
+	if (s->state != STORE_SVC_RUNNING || !s->tlog)
+		return 0;
+	const struct store_engine_stats *e = store_engine_stats(s->eng);
+	const struct store_tlog_stats *t = store_tlog_stats(s->tlog);
+	int n = fmt_snprintf(out, cap,
+			     "telemetry appended=%lu written=%lu bytes=%lu write_outs=%lu segments=%lu dropped=%lu "
+			     "ignored=%lu flush_p50_us=%lu flush_p99_us=%lu expired=%lu",
+			     (unsigned long)e->tlog_records, (unsigned long)t->written, (unsigned long)t->bytes_written,
+			     (unsigned long)t->write_outs, (unsigned long)t->segments_started,
+			     (unsigned long)(e->tlog_dropped + t->dropped_too_big + t->dropped_full),
+			     (unsigned long)e->tlog_ignored, (unsigned long)store_engine_tlog_us(s->eng, 50),
+			     (unsigned long)store_engine_tlog_us(s->eng, 99), (unsigned long)t->expired_segments);
+	return n > 0 ? (size_t)n : 0;
+}
+
 void store_service_fini(struct store_service *s)
 {
 	if (s->state != STORE_SVC_RUNNING)
 		return;
 	store_engine_finish(s->eng);
+	tlog_close(s);
 	store_boot_close(&s->db);
 	(void)!store_sqlite_fini();
 	s->port.free(s->port.ctx, s->eng_mem, s->eng_len);

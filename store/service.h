@@ -20,6 +20,7 @@
 #include "store/boot.h"
 #include "store/dev.h"
 #include "store/engine.h"
+#include "store/tlog.h"
 
 struct store_service_port {
 	/* Memory for SQLite (8-byte aligned; the service bounds it by sqlite_heap) and, once,
@@ -27,7 +28,7 @@ struct store_service_port {
 	void *(*alloc)(void *ctx, size_t len);
 	void (*free)(void *ctx, void *p, size_t len);
 	uint64_t (*now_ns)(void *ctx);
-	int64_t (*wall_s)(void *ctx);          /* Unix seconds, 0 unknown */
+	int64_t (*wall_ms)(void *ctx);         /* Unix milliseconds, 0 unknown */
 	void (*random)(void *ctx, void *buf, size_t len);
 	void (*progress)(void *ctx);           /* long waits for the disk are alive (may be NULL) */
 	void (*log)(void *ctx, const char *line);
@@ -53,6 +54,14 @@ struct store_service_config {
 	uint64_t pass_budget_us;    /* work per pass beyond a commit in progress */
 	const struct store_serial *revoked; /* the image's serials (linked) */
 	uint32_t n_revoked;
+	/* The telemetry log on the TELEMETRY region (enabled false: none). partitions and
+	 * segment_bytes apply to a region never used; flush times and sizes are in engine. */
+	struct {
+		bool enabled;
+		uint32_t partitions; /* 0: one per data core (engine.n_data) */
+		uint32_t segment_bytes, retention_days;
+		uint32_t queries;    /* telemetry queries run at once (each holds a segment buffer) */
+	} tlog;
 };
 
 enum store_service_state { STORE_SVC_IDLE, STORE_SVC_RUNNING, STORE_SVC_OFF };
@@ -67,6 +76,10 @@ struct store_service {
 	struct store_engine *eng;
 	void *eng_mem;
 	size_t eng_len;
+	struct store_tlog *tlog;    /* NULL: no telemetry log */
+	void *tlog_mem, *tlog_io, *tlq_mem;
+	size_t tlog_len, tlog_io_len, tlq_len;
+	uint64_t tlog_lba;
 	uint64_t bring_up_ms;
 	uint8_t scratch[STORE_LAYOUT_SCRATCH] ALIGNED(8);
 	uint8_t io_buf[64 * 1024] ALIGNED(8);
@@ -88,6 +101,8 @@ MUST_CHECK int store_service_local(struct store_service *s, uint16_t kind, const
 /* One line of figures (NUL-terminated) for the periodic report; 0 chars when not running.
  * Reads the database's page count (storage core only). */
 size_t store_service_line(struct store_service *s, char *out, size_t cap);
+/* The telemetry log's line (0 chars without a log). */
+size_t store_service_tlog_line(const struct store_service *s, char *out, size_t cap);
 /* Close the database cleanly (tests and the hosted broker's exit). */
 void store_service_fini(struct store_service *s);
 

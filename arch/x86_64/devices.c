@@ -491,6 +491,14 @@ static int64_t dev_wall_s(void)
 	return (int64_t)(dev_wall_base_s + (x86_now_ns() - dev_wall_base_ns) / 1000000000u);
 }
 
+/* The same clock in milliseconds (storage's time stamps: the registry, telemetry). */
+static int64_t dev_wall_ms(void)
+{
+	if (!dev_wall_base_s)
+		return 0;
+	return (int64_t)(dev_wall_base_s * 1000u + (x86_now_ns() - dev_wall_base_ns) / 1000000u);
+}
+
 /* Development builds: "broker_report_ms=N" (1000..600000) changes the memory line's
  * period (the smoke test reads it every second instead of every 10 s). */
 static uint32_t dev_report_ms(const char *cmdline, size_t len)
@@ -1007,7 +1015,7 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 			.blk = disk, .disk_name = dev_store_disk_name, .core = dev_store_core, .n_data = n_data,
 			.dedicated = dev_store_dedicated, .required = required, .send = dev_store_out,
 			.payload_max = bc.mesh_payload_max,
-			.now_ns = x86_now_ns, .wall_s = dev_wall_s, .report_ms = bc.report_ms,
+			.now_ns = x86_now_ns, .wall_ms = dev_wall_ms, .report_ms = bc.report_ms,
 		};
 		struct kstore_config kcfg = ks;
 		memcpy(kcfg.home_key, bc.home_key, sizeof kcfg.home_key);

@@ -26,6 +26,7 @@ mkdir -p "$logs"
 rm -f "$logs"/broker-*.log
 load_s=2
 queue_len=100 # offline_queue_len of config/dev.conf
+disktool=$build/host/tools/urmqtt-disk
 broker_pid=""
 boots=0
 console=""

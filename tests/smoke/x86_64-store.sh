@@ -29,6 +29,7 @@ rm -f "$logs"/guest-*.log
 tmp=$(mktemp -d /tmp/urmqtt-x86-store.XXXXXX)
 load_s=4
 queue_len=100 # offline_queue_len of config/dev.conf
+disktool=$build/host/tools/urmqtt-disk
 qpid=""
 boots=0
 console=""

@@ -50,7 +50,11 @@
 # storage line; then bytes on disk per queued message (BENCH_DURABLE_QUEUED, 100, QoS 1
 # messages into an offline persistent session: urMQTT's database pages, Mosquitto's
 # mosquitto.db after SIGUSR1).
-# BENCH_ONLY="hs idle pubsub lat storm durable boot dpbench micro vm" picks figure groups
+# Telemetry (group telemetry): QoS 1 telemetry (tools/loadgen telemetry: publishers only,
+# 64-byte payloads) flat out into urMQTT with storage, with its telemetry log on and off
+# (--no-telemetry-log); records written out per second, disk bytes per record, the log's
+# flush latency.
+# BENCH_ONLY="hs idle pubsub lat storm durable telemetry boot dpbench micro vm" picks figure groups
 # (default: all).
 # dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
 # with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
@@ -63,7 +67,7 @@ secs=${BENCH_SECONDS:-5}
 idle_list=${BENCH_IDLE:-1000 10000}
 idle_list=${idle_list//,/ }
 rate=${BENCH_RATE:-1000}
-only=" ${BENCH_ONLY:-hs idle pubsub lat storm durable boot dpbench micro vm} "
+only=" ${BENCH_ONLY:-hs idle pubsub lat storm durable telemetry boot dpbench micro vm} "
 durable_queued=${BENCH_DURABLE_QUEUED:-100}
 # Storm: devices, cap on new connection attempts per second, seconds of storm, each
 # attempt's deadline (ms), how long a connected storm device stays before it drops (ms).
@@ -158,7 +162,7 @@ use() {
 	name=$1
 	bns=$ns
 	case $1 in
-	urmqtt | urmqtt-disk | urmqtt-mem) host=$our_ip srcs=$srcs_tap ;;
+	urmqtt | urmqtt-disk | urmqtt-mem | urmqtt-tlog | urmqtt-notlog) host=$our_ip srcs=$srcs_tap ;;
 	urmqtt-vm | linux-guest) host=$our_ip srcs=$srcs_tap bns=${ns_of[$1]} ;;
 	*) host=127.0.0.1 srcs=$srcs_lo ;;
 	esac
@@ -426,10 +430,11 @@ fi
 dstart() {
 	local b=$1 log=$out/$1.log up=0
 	case $b in
-	urmqtt-disk | urmqtt-mem)
+	urmqtt-disk | urmqtt-mem | urmqtt-tlog | urmqtt-notlog)
 		local disk=()
 		rm -f "$out/durable-disk.img"
-		[ "$b" = urmqtt-disk ] && disk=(--disk "$out/durable-disk.img" --disk-mib 256)
+		[ "$b" != urmqtt-mem ] && disk=(--disk "$out/durable-disk.img" --disk-mib 1024)
+		[ "$b" = urmqtt-notlog ] && disk+=(--no-telemetry-log)
 		local n0
 		n0=$(grep -c '^stats broker' "$log" 2>/dev/null || echo 0)
 		ip netns exec "$ns" taskset -c "$bcpu" "$broker" --tap "$tap" --ip "$our_ip/24" --broker \
@@ -470,8 +475,10 @@ dstop() { # NAME
 	wait "$p" 2>/dev/null
 	unset "pid_of[$1]"
 }
-# store_line FIELD: the newest storage line's field of the current urMQTT log
-store_field() { grep '^stats store ' "$blog" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# store_field FIELD: the newest storage line's field of the current urMQTT log (tlog_field:
+# of its telemetry line)
+store_field() { grep '^stats store state=' "$blog" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+tlog_field() { grep '^stats store telemetry ' "$blog" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # dsize NAME: bytes of NAME's stored state now (urMQTT: database pages from a fresh storage
 # line; Mosquitto: mosquitto.db after SIGUSR1 made it write it)
 dsize() {
@@ -520,8 +527,30 @@ durable_group() {
 		dstop "$b"
 	done
 }
+telemetry_group() {
+	local b r
+	say "telemetry log: QoS 1 telemetry flat out, $pubs publishers (64-byte payloads), the log on and off; fresh disks"
+	for r in $(seq "$runs"); do
+		for b in urmqtt-tlog urmqtt-notlog; do
+			dstart "$b" || continue
+			use "$b"
+			lg t_q1 telemetry --pubs "$pubs" --n 100000000 --window 64 --seconds "$secs" --payload 64
+			if [ "$b" = urmqtt-tlog ]; then
+				sleep 1.5 # a storage line after the run
+				local f st=""
+				for f in appended written bytes write_outs flush_p50_us flush_p99_us; do st+="\"$f\":$(tlog_field $f),"; done
+				echo "{\"broker\":\"$b\",\"figure\":\"t_store\",${st%,}}" >>"$raw"
+				echo "    telemetry: ${st%,}"
+			fi
+			dstop "$b"
+		done
+	done
+}
 if want durable; then
 	durable_group
+fi
+if want telemetry; then
+	telemetry_group
 fi
 if want boot; then
 	say "Mosquitto: process start to accepting on 8883 (a Linux process, no OS boot), $boots times"

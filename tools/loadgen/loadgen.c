@@ -24,6 +24,11 @@
  *              messages wait in the subscribers' offline queues (the broker's stored
  *              bytes per queued message are measured around it by the caller)
  *   mkcerts    cache N device certificates signed by the development CA (certs.c)
+ *   telemetry  P publishers send N QoS 1 messages in all (16-byte payloads: send time, then
+ *              the publisher's sequence number from 1), flat out within --window each, no
+ *              reconnect; a connection that fails ends its publisher. --out FILE gets one line
+ *              "identity acked" per publisher, rewritten every second and at the end: with
+ *              acknowledgements in order, messages 1..acked of each were acknowledged.
  * pubsub and queue take --persistent: subscribers connect with clean session 0.
  * A progress line per second on stderr, one JSON object at the end on stdout. Every loop
  * is bounded in count and time (deadlines below). Host tool only; never linked into the
@@ -62,7 +67,7 @@
 #define CONN_TIMEOUT_NS (15ull * 1000000000ull)
 #define LAT_BUCKETS (64 * 16)
 
-enum mode { M_HANDSHAKE, M_HOLD, M_PUBSUB, M_STORM, M_QUEUE };
+enum mode { M_HANDSHAKE, M_HOLD, M_PUBSUB, M_STORM, M_QUEUE, M_TELEMETRY };
 enum st { S_FREE, S_TCP, S_TLS, S_CONNACK, S_SUBACK, S_READY, S_CLOSING };
 enum role { R_HS, R_HOLD, R_PUB, R_SUB, R_STORM };
 
@@ -71,7 +76,7 @@ struct opts {
 	struct sockaddr_in dst;
 	struct in_addr src[MAX_SRC];
 	unsigned n_src;
-	const char *ca, *devdir, *svcdir, *ready_file;
+	const char *ca, *devdir, *svcdir, *ready_file, *out;
 	unsigned n, k, pubs, subs, qos, payload, keepalive, window;
 	double seconds, rate;
 	bool resume;
@@ -265,9 +270,11 @@ static bool out_publish(struct conn *c)
 		b[n++] = (uint8_t)(c->pid >> 8);
 		b[n++] = (uint8_t)c->pid;
 	}
-	uint64_t t = now_ns();
+	uint64_t t = now_ns(), seqno = c->sent + 1;
 	memset(b + n, 'x', o.payload);
 	memcpy(b + n, &t, sizeof(t));
+	if (o.payload >= 16)
+		memcpy(b + n + 8, &seqno, sizeof(seqno)); /* the publisher's sequence (telemetry's oracle) */
 	n += o.payload;
 	if (!out_pkt(c, (uint8_t)(0x30 | (o.qos << 1)), b, n))
 		return false;
@@ -1016,6 +1023,7 @@ static int run_queue(void)
 {
 	uint64_t t0 = now_ns(), dl = t0 + 120ull * 1000000000ull;
 	unsigned s = o.subs, p = o.pubs;
+	o.qos = 1; /* QoS 1 both ways: the subscription and every message */
 	if (!open_all(0, s, R_SUB, 0, "queue-subs", t0, dl)) {
 		printf("{\"mode\":\"queue\",\"error\":\"connect subscribers\",\"failed\":%llu}\n",
 		       (unsigned long long)n_failed);
@@ -1059,6 +1067,81 @@ static int run_queue(void)
 	printf("{\"mode\":\"queue\",\"queued\":%u,\"sent\":%llu,\"acked\":%llu,\"seconds\":%.3f,\"failed\":%llu}\n",
 	       o.n, (unsigned long long)sent, (unsigned long long)acked, e, (unsigned long long)n_failed);
 	return acked == o.n ? 0 : 1;
+}
+
+static void telemetry_oracle(unsigned p)
+{
+	if (!o.out)
+		return;
+	char tmp[600];
+	snprintf(tmp, sizeof tmp, "%s.tmp", o.out);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return;
+	for (unsigned i = 0; i < p; i++)
+		fprintf(f, "%s %llu\n", ids[conns[i].id].name, (unsigned long long)conns[i].acked);
+	if (fclose(f) == 0)
+		(void)rename(tmp, o.out);
+}
+
+/* telemetry: P publishers, o.n QoS 1 messages in all, flat out within the window. */
+static int run_telemetry(void)
+{
+	uint64_t t0 = now_ns(), dl = t0 + 600ull * 1000000000ull;
+	unsigned p = o.pubs;
+	o.qos = 1;
+	if (o.payload < 16)
+		o.payload = 16;
+	if (!open_all(0, p, R_PUB, 0, "telemetry-pubs", t0, dl)) {
+		printf("{\"mode\":\"telemetry\",\"error\":\"connect\",\"failed\":%llu}\n",
+		       (unsigned long long)n_failed);
+		return 1;
+	}
+	uint64_t sent = 0, acked = 0, t1 = now_ns(), last = t1;
+	uint64_t end = o.seconds > 0 ? t1 + (uint64_t)(o.seconds * 1e9) : dl;
+	double per_pub = o.rate > 0 ? o.rate / p : 0; /* under the broker's per-identity rate limit */
+	unsigned alive = p;
+	while (!stop && acked < o.n && alive && now_ns() < end) {
+		acked = 0;
+		alive = 0;
+		for (unsigned i = 0; i < p; i++) {
+			struct conn *c = &conns[i];
+			acked += c->acked;
+			if (c->st != S_READY)
+				continue;
+			alive++;
+			bool any = false;
+			uint64_t allowed = per_pub > 0 ? (uint64_t)((double)(now_ns() - t1) / 1e9 * per_pub) + 1u : UINT64_MAX;
+			while (sent < o.n && c->inflight < o.window && c->sent < allowed && out_publish(c)) {
+				sent++;
+				any = true;
+			}
+			if (any)
+				conn_drive(c);
+		}
+		poll_once(1);
+		if (now_ns() - last >= 1000000000ull) {
+			last = now_ns();
+			telemetry_oracle(p);
+			progress("telemetry", t0);
+		}
+	}
+	acked = 0;
+	for (unsigned i = 0; i < p; i++)
+		acked += conns[i].acked;
+	telemetry_oracle(p);
+	double e = (double)(now_ns() - t1) / 1e9;
+	for (unsigned i = 0; i < p; i++)
+		if (conns[i].st != S_FREE) {
+			(void)out_pkt(&conns[i], 0xE0, NULL, 0);
+			(void)conn_flush(&conns[i]);
+			conn_close(&conns[i], true);
+		}
+	printf("{\"mode\":\"telemetry\",\"publishers\":%u,\"sent\":%llu,\"acked\":%llu,\"seconds\":%.3f,"
+	       "\"msgs_per_s\":%.1f,\"failed\":%llu}\n",
+	       p, (unsigned long long)sent, (unsigned long long)acked, e, e > 0 ? (double)acked / e : 0,
+	       (unsigned long long)n_failed);
+	return 0;
 }
 
 /* pubsub (storm = false): warm-up 1 s, the measured window (o.seconds), 1 s to drain.
@@ -1204,7 +1287,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: loadgen MODE [options]\n"
-		"  MODE: handshake | hold | pubsub | storm | queue | mkcerts\n"
+		"  MODE: handshake | hold | pubsub | storm | queue | telemetry | mkcerts\n"
 		"  --host IP --port N        broker (default 127.0.0.1:8883)\n"
 		"  --src IP[,IP...]          source addresses, round robin (max %d)\n"
 		"  --ca FILE                 CA certificate the server chain is verified against\n"
@@ -1220,6 +1303,7 @@ static void usage(void)
 		"         --attempt-ms A (per attempt, 3000) --hold-ms H (held after CONNACK, 2000)\n"
 		"  --persistent              pubsub, queue: subscribers with clean session 0\n"
 		"  queue: --subs S --pubs P --n N --window W (QoS 1 into S offline queues)\n"
+		"  telemetry: --pubs P --n N --window W [--rate R] [--seconds T] [--out FILE] (QoS 1, the oracle)\n"
 		"  --keepalive S             MQTT keepalive; PINGREQ at that period (default 60)\n"
 		"  --ready-file F            hold: written with the held count once all are up\n"
 		"  mkcerts: --cadir DIR (ca.crt + ca.key) --out DIR --n N\n",
@@ -1270,6 +1354,8 @@ int main(int argc, char **argv)
 		o.mode = M_PUBSUB;
 	else if (!strcmp(m, "queue"))
 		o.mode = M_QUEUE;
+	else if (!strcmp(m, "telemetry"))
+		o.mode = M_TELEMETRY;
 	else if (!strcmp(m, "storm"))
 		o.mode = M_STORM;
 	else if (!strcmp(m, "mkcerts"))
@@ -1314,11 +1400,11 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--cadir"))
 			cadir = v;
 		else if (!strcmp(a, "--out"))
-			out = v;
+			out = o.out = v;
 		else if (!strcmp(a, "--ready-file"))
 			o.ready_file = v;
 		else if (!strcmp(a, "--n"))
-			ok = parse_u(v, 1, 100000, &o.n);
+			ok = parse_u(v, 1, 100000000, &o.n);
 		else if (!strcmp(a, "--k"))
 			ok = parse_u(v, 1, 4096, &o.k);
 		else if (!strcmp(a, "--pubs"))
@@ -1363,6 +1449,10 @@ int main(int argc, char **argv)
 		}
 		return loadgen_mkcerts(cadir, out, o.n) ? 1 : 0;
 	}
+	if (o.mode == M_HOLD && o.n > 100000) {
+		fprintf(stderr, "loadgen: hold: --n at most 100000\n");
+		return 2;
+	}
 	if (!o.ca || !o.devdir || ((o.mode == M_PUBSUB || o.mode == M_STORM || o.mode == M_QUEUE) && !o.svcdir)) {
 		fprintf(stderr, "loadgen: --ca and --devdir (and --svcdir for pubsub, storm) are required\n");
 		return 2;
@@ -1398,7 +1488,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	n_conns = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n
+	n_conns = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n : o.mode == M_TELEMETRY ? o.pubs
 		: o.pubs + o.subs + (o.mode == M_STORM ? o.storm_n : 0);
 	conns = calloc(n_conns, sizeof(*conns));
 	ep = epoll_create1(EPOLL_CLOEXEC);
@@ -1408,7 +1498,8 @@ int main(int argc, char **argv)
 		conns[i].fd = -1;
 	srandom((unsigned)now_ns());
 	int rc = o.mode == M_HANDSHAKE ? run_handshake() : o.mode == M_HOLD ? run_hold()
-		 : o.mode == M_QUEUE ? run_queue() : run_pubsub(o.mode == M_STORM);
+		 : o.mode == M_QUEUE ? run_queue() : o.mode == M_TELEMETRY ? run_telemetry()
+		 : run_pubsub(o.mode == M_STORM);
 	fflush(stdout);
 	return rc;
 }

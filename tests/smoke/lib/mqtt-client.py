@@ -212,9 +212,12 @@ elif mode == "persist-sub":  # NAME TOPIC: a persistent session subscribed at Qo
     s.sendall(pkt(0xE0, b""))
     s.close()
     print("connack %d sp %d suback 0x%02x" % (b[1], b[0] & 1, b2[2] if h2 == 0x90 else 0xFF))
-elif mode == "acked-pub":  # NAME TOPIC COUNT ACKFILE: QoS 1 publishes, each PUBACKed payload
-    # appended to ACKFILE at once (the broker may die mid-way: what was acked is on file).
+elif mode == "acked-pub":  # NAME TOPIC COUNT ACKFILE [RATE]: QoS 1 publishes (at most RATE per
+    # second, 0 = flat out), each PUBACKed payload appended to ACKFILE at once (the broker may
+    # die mid-way: what was acked is on file).
     name, topic, count, ackfile = args[0], args[1], int(args[2]), args[3]
+    rate = float(args[4]) if len(args) > 4 else 0.0
+    t_start = time.time()
     acked = 0
     with open(ackfile, "a") as out:
         try:
@@ -225,10 +228,16 @@ elif mode == "acked-pub":  # NAME TOPIC COUNT ACKFILE: QoS 1 publishes, each PUB
             window, sent, pending = 16, 0, {}
             while acked < count:
                 while sent < count and len(pending) < window:
+                    if rate > 0 and sent >= (time.time() - t_start) * rate:
+                        if pending:
+                            break  # read an acknowledgement while the pace holds us
+                        time.sleep(1.0 / rate)
+                        continue
                     sent += 1
                     payload = "m-%d" % sent
-                    pending[sent] = payload
-                    s.sendall(pkt(0x32, mstr(topic) + struct.pack(">H", sent) + payload.encode()))
+                    pid = (sent - 1) % 65535 + 1
+                    pending[pid] = payload
+                    s.sendall(pkt(0x32, mstr(topic) + struct.pack(">H", pid) + payload.encode()))
                 h, b = read_pkt(s)
                 if h == 0x40 and len(b) == 2:
                     pid = struct.unpack(">H", b)[0]
@@ -280,6 +289,8 @@ elif mode == "drain":  # NAME ACKFILE QUIET QUEUE: resume the persistent session
     if acked and not got:
         want = acked
     missing = [w for w in want if w not in got]
+    if os.environ.get("DRAIN_DEBUG"):
+        print("received", sorted(idx(p) for p in got), file=sys.stderr)
     print("connack %d sp %d received %d distinct %d acked %d in_window %d missing %d%s" % (
         code, sp, n, len(got), len(acked), len(want), len(missing),
         (" first-missing " + missing[0]) if missing else ""))
@@ -306,6 +317,33 @@ elif mode == "retained-get":  # NAME TOPIC: a clean session subscribes; prints t
     s.sendall(pkt(0xE0, b""))
     s.close()
     print("retained %s" % payload if payload is not None else "retained none")
+elif mode == "tquery":  # NAME QUERY: a telemetry query (key=value lines, '\n' written as
+    # ';'); prints every reply row as a JSON line to stdout, then the end object.
+    import json
+    name, query = args[0], args[1].replace(";", "\n")
+    s = tls_conn(*crt(name))
+    s.sendall(connect_pkt(name, 60))
+    read_pkt(s)
+    s.sendall(pkt(0x30, mstr("$telemetry/query") + query.encode()))
+    s.settimeout(TIMEOUT)
+    rows = 0
+    try:
+        while True:
+            h, b = read_pkt(s)
+            if h & 0xF0 != 0x30:
+                continue
+            tl = struct.unpack(">H", b[:2])[0]
+            body = b[2 + tl + (2 if (h >> 1) & 3 else 0):]
+            d = json.loads(body)
+            if "end" in d or "error" in d:
+                print(json.dumps(d), flush=True)
+                break
+            print(json.dumps(d))
+            rows += 1
+    except (socket.timeout, TimeoutError):
+        print('{"timeout":true,"rows":%d}' % rows)
+    s.sendall(pkt(0xE0, b""))
+    s.close()
 else:
     print("unknown mode")
     sys.exit(2)

@@ -11,7 +11,8 @@
 #   client_bg OUT ARGS...    the same in the background, pid in client_pid
 #   pub NAME ARGS...         mosquitto_pub as NAME
 # and the variables tmp (scratch directory), load_s (seconds of QoS 1 load before the
-# kill), queue_len (offline_queue_len of the image's configuration). Every wait is bounded.
+# kill), queue_len (offline_queue_len of the image's configuration), disktool (the
+# urmqtt-disk tool). Every wait is bounded.
 #
 # Scenarios (names as passed to pass/fail):
 #   store-format           a blank disk: formatted, database created
@@ -26,6 +27,10 @@
 #   subscription-survives  a message published after the restart reaches the session
 #                          through the subscription restored from disk
 #   stop-keeps-queued      a message queued just before a stop is there after the next boot
+#   telemetry-query        40 QoS 1 telemetry PUBLISHes acknowledged, then the online query
+#                          ($telemetry/query as ops) returns every one of them
+#   telemetry-offline      the broker killed; urmqtt-disk telemetry reads the same 40 back
+#                          from the disk file (CSV)
 #   foreign-untouched      a disk holding an ext4 file system: the broker says what it found,
 #                          serves without persistence, and the disk's bytes are unchanged
 
@@ -57,7 +62,9 @@ store_scenarios() {
 
 	# QoS 1 load to the offline session, then SIGKILL while it runs.
 	: >"$tmp/acked.txt"
-	MQTT_CLIENT_TIMEOUT=5 client_bg "$tmp/load.out" acked-pub ops devices/dev-1/cmd/load 1000000 "$tmp/acked.txt"
+	# 700 msgs/s: under the profile's rate limit (mqtt.rate_msgs_per_s 1000), so the load runs
+	# until the kill (over it, a QoS 1 PUBLISH closes the connection unacknowledged).
+	MQTT_CLIENT_TIMEOUT=5 client_bg "$tmp/load.out" acked-pub ops devices/dev-1/cmd/load 1000000 "$tmp/acked.txt" 700
 	local lp=$client_pid i
 	for ((i = 0; i < 600 && $(wc -l <"$tmp/acked.txt") < 20; i++)); do sleep 0.1; done
 	sleep "$load_s"
@@ -117,6 +124,35 @@ store_scenarios() {
 				fail stop-keeps-queued "$out"
 			fi
 			broker_stop
+		fi
+	fi
+
+	# The telemetry log: acknowledged telemetry read back online and offline.
+	if ! broker_start "$disk"; then
+		fail telemetry-query "the broker did not start on its disk again"
+		fail telemetry-offline "the broker did not start on its disk again"
+	else
+		: >"$tmp/tacked.txt"
+		out=$(client acked-pub dev-2 devices/dev-2/telemetry 40 "$tmp/tacked.txt" 200)
+		local q
+		q=$(client tquery ops "id=smoke;identity=dev-2")
+		broker_kill
+		local rows
+		rows=$(grep -c '"identity": "dev-2"' <<<"$q")
+		if [ "$(wc -l <"$tmp/tacked.txt")" = 40 ] && [ "$rows" = 40 ] &&
+			grep -q '"end": true, "records": 40, "matched": 40' <<<"$q" &&
+			grep -q '"payload": "m-40"' <<<"$q"; then
+			pass telemetry-query "40 QoS 1 telemetry records acknowledged; the query as ops returned all 40, m-1..m-40"
+		else
+			fail telemetry-query "$out / $rows rows / $(tail -n 1 <<<"$q")"
+		fi
+		local offline
+		offline=$("$disktool" telemetry "$disk" --identity dev-2 --format csv 2>"$tmp/disk.err")
+		if [ "$(grep -c ',"dev-2",device,"devices/dev-2/telemetry",1,' <<<"$offline")" = 40 ] &&
+			grep -q '"m-1"$' <<<"$offline" && grep -q '"m-40"$' <<<"$offline"; then
+			pass telemetry-offline "urmqtt-disk telemetry: 40 records of dev-2 read back from the image; $(sed 's/^urmqtt-disk: //' "$tmp/disk.err")"
+		else
+			fail telemetry-offline "$(head -c 300 <<<"$offline") / $(cat "$tmp/disk.err")"
 		fi
 	fi
 

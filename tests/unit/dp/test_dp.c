@@ -20,6 +20,7 @@
 #include <sys/random.h>
 
 #include "dp/dp.h"
+#include "store/ops.h"
 #include "lib/err.h"
 
 #include "tests/unit/tls/certs_der.h"
@@ -662,6 +663,74 @@ static void t_sizes(void **state)
 	assert_int_equal(s.bytes_per_conn, s.fixed_per_conn);
 }
 
+/* ---- storage: the port opens at RESTORE_END and shuts while storage lags ---- */
+static uint32_t link_sent;
+static int t_link_send(void *ctx, uint16_t kind, const void *data, uint32_t len)
+{
+	(void)ctx, (void)kind, (void)data, (void)len;
+	link_sent++;
+	return 0;
+}
+
+static int setup_store(void **state)
+{
+	assert_int_equal(setup(state), 0); /* the environment; its dp is replaced below */
+	dp_fini(D);
+	free(mem);
+	struct dp_config g = cfg_make();
+	g.store.on = true;
+	g.store.self = 0;
+	g.store.held_acks = 64;
+	g.store.link = (struct store_link_config){ .backlog_bytes = 65536, .lag_bytes = 16384, .payload_max = 1024,
+						   .max_record = 8192, .send = t_link_send, .ctx = NULL };
+	link_sent = 0;
+	size_t need = dp_mem_size(&g);
+	assert_true(need > 0);
+	mem = aligned_alloc(8, (need + 7) & ~(size_t)7);
+	assert_non_null(mem);
+	assert_int_equal(dp_init(&D, mem, need, &g), 0);
+	baseline = heap_used;
+	return 0;
+}
+
+static void store_msg(uint16_t kind, uint64_t v, uint32_t len)
+{
+	uint8_t m[8];
+	for (int i = 0; i < 8; i++)
+		m[i] = (uint8_t)(v >> (8 * i));
+	dp_store_recv(D, kind, m, len);
+}
+
+static void t_storage_admission(void **state)
+{
+	(void)state;
+	struct dp_stats s;
+	assert_false(dp_serving(D));
+	assert_false(admit(0x0a000001, 8883)); /* no SYN before this core's sessions are back */
+	store_msg(STORE_K_RESTORE_BEGIN, UINT64_C(3) << 40, 8);
+	assert_false(admit(0x0a000001, 8883));
+	store_msg(STORE_K_RESTORE_END, 0, 8);
+	assert_true(dp_serving(D));
+	assert_true(admit(0x0a000001, 8883));
+	store_msg(STORE_K_LAG, 1, 4); /* commits too slow: refused before any cryptography */
+	assert_false(admit(0x0a000002, 8883));
+	store_msg(STORE_K_LAG, 0, 4);
+	assert_true(admit(0x0a000002, 8883));
+	dp_stats_get(D, &s);
+	assert_int_equal(s.refused_not_serving, 2);
+	assert_int_equal(s.refused_store_lag, 1);
+}
+
+/* No usable disk (storage.required false): OFF opens the port without persistence. */
+static void t_storage_off_serves(void **state)
+{
+	(void)state;
+	assert_false(admit(0x0a000001, 8883));
+	dp_store_recv(D, STORE_K_OFF, NULL, 0);
+	assert_true(dp_serving(D));
+	assert_true(admit(0x0a000001, 8883));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +744,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_send_refused_then_fini, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_in_place_decryption, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_storage_admission, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(t_storage_off_serves, setup_store, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -521,6 +521,31 @@ static void test_rate_bytes_slow_refill(void **state)
 	cl_free(d);
 }
 
+/* Over the limit under rate_policy "drop", a QoS 1 PUBLISH is never acknowledged and lost:
+ * the connection closes without a PUBACK (the client sends it again); QoS 0 is dropped. */
+static void test_rate_qos1_never_acknowledged_and_dropped(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.rate_msgs_per_s = 2;
+	g.rate_burst_msgs = 2;
+	teardown(NULL);
+	start(&g);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	assert_int_equal(cl_pub(d, "devices/d1/t", "x", 1, false, 1, false), 0);
+	assert_int_equal(expect_ack(d, MQTT_PUBACK), 1);
+	assert_int_equal(cl_pub(d, "devices/d1/t", "x", 0, false, 0, false), 0);
+	assert_int_equal(cl_pub(d, "devices/d1/t", "x", 0, false, 0, false), 0); /* QoS 0: dropped */
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+	assert_int_equal(cl_pub(d, "devices/d1/t", "x", 1, false, 2, false), -E_CLOSED);
+	assert_true(d->closed);
+	expect_none(d);
+	assert_int_equal(mqtt_broker_stats(B)->rate_closes, 1);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+	cl_free(d);
+}
+
 /* Buckets belong to the identity: reconnecting (even with a clean session) does not
  * refill, and a takeover shares the bucket of the connection it replaces. */
 static void test_rate_per_identity(void **state)
@@ -873,6 +898,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rate_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_bytes_slow_refill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_per_identity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_qos1_never_acknowledged_and_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_table_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_rate_limited, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subscription_limits, setup, teardown),

@@ -267,6 +267,29 @@ static void test_utf8_and_filters(void **state)
 		assert_false(mqtt_filter_valid((const uint8_t *)bad[i], strlen(bad[i])));
 }
 
+/* String-form matching (configured filter lists): the spec's examples and the edges. */
+static void test_filter_match(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *f, *t;
+		bool match;
+	} cases[] = {
+		{ "#", "a/b", true },       { "a/#", "a", true },        { "a/#", "a/b/c", true },
+		{ "a/#", "ab", false },     { "+", "a", true },          { "+", "a/b", false },
+		{ "+/+", "/a", true },      { "a/+", "a/", true },       { "a/+/c", "a/b/c", true },
+		{ "a/+/c", "a/b/d", false }, { "a/b", "a/bc", false },   { "a/bc", "a/b", false },
+		{ "a/b", "a/b", true },     { "a/b", "a/b/", false },    { "#", "$SYS/x", false },
+		{ "+/x", "$SYS/x", false }, { "$SYS/#", "$SYS/x", true }, { "devices/+/telemetry/#", "devices/d1/telemetry", true },
+		{ "devices/+/telemetry/#", "devices/d1/telemetry/t/x", true },
+		{ "devices/+/telemetry/#", "devices/d1/status", false },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		if (mqtt_filter_match((const uint8_t *)cases[i].f, strlen(cases[i].f), (const uint8_t *)cases[i].t,
+				      strlen(cases[i].t)) != cases[i].match)
+			fail_msg("filter %s topic %s: want %d", cases[i].f, cases[i].t, cases[i].match);
+}
+
 /* Counting allocator: the framer must give back everything it takes. */
 static size_t g_live, g_allocs;
 static void *t_alloc(void *ctx, size_t n)
@@ -396,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_simple_and_server_packets),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_utf8_and_filters),
+		cmocka_unit_test(test_filter_match),
 		cmocka_unit_test(test_framer_every_split),
 		cmocka_unit_test(test_framer_rejects),
 	};

@@ -245,7 +245,7 @@ static int node_up(struct node *n, struct fake_blk *disk)
 	const struct store_engine_config ec = { .n_data = 1, .payload_max = 2048, .max_record = MAX_REC,
 						.out_bytes = 1u << 20, .local_bytes = 1u << 20, .batch_ms = 5,
 						.batch_ops = 16, .lag_commit_ms = 1000 };
-	const struct store_engine_port ep = { eng_send, now_us, wall_s, eng_home, NULL, NULL };
+	const struct store_engine_port ep = { .send = eng_send, .now_us = now_us, .wall_s = wall_s, .home = eng_home };
 	size_t el = store_engine_mem_size(&ec);
 	n->emem = aligned_alloc(8, (el + 7) & ~(size_t)7);
 	assert_int_equal(store_engine_init(&n->eng, n->emem, el, &ec, &ep, &n->db, n->boot.generation), 0);

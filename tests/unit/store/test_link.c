@@ -102,7 +102,8 @@ static int setup(void **state)
 	g_lag = -1;
 	struct store_link_config c = { .backlog_bytes = 8192, .lag_bytes = 2048, .payload_max = 256,
 				       .max_record = 65600, .send = m_send };
-	const struct store_link_upcalls up = { u_done, u_begin, u_restored, u_end, u_lag, u_off, NULL };
+	const struct store_link_upcalls up = { .done = u_done, .restore_begin = u_begin, .restored = u_restored,
+						.restore_end = u_end, .lag = u_lag, .off = u_off };
 	size_t n = store_link_mem_size(&c);
 	assert_true(n > 0);
 	g_mem = aligned_alloc(8, (n + 7) & ~(size_t)7);

@@ -32,6 +32,14 @@ static struct store_rec valid(uint8_t kind)
 		r.topic = TOPIC;
 		r.topic_len = sizeof TOPIC - 1;
 		break;
+	case STORE_REC_TLOG:
+		r.id = ID;
+		r.id_len = 5;
+		r.topic = TOPIC;
+		r.topic_len = sizeof TOPIC - 1;
+		r.payload = PAY;
+		r.payload_len = sizeof PAY - 1;
+		break;
 	case STORE_REC_MSG_PUT:
 	case STORE_REC_RET_PUT:
 	case STORE_REC_DLV_PUT:

@@ -50,10 +50,10 @@ static uint64_t p_now_ns(void *ctx)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + g.fake_ns;
 }
-static int64_t p_wall_s(void *ctx)
+static int64_t p_wall_ms(void *ctx)
 {
 	(void)ctx;
-	return 1796000000;
+	return INT64_C(1796000000000);
 }
 static void p_random(void *ctx, void *buf, size_t len)
 {
@@ -94,7 +94,7 @@ static uint32_t p_home(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len
 }
 
 static const struct store_service_port port = {
-	p_alloc, p_free, p_now_ns, p_wall_s, p_random, NULL, p_log, p_unusable, p_send, p_home, NULL,
+	p_alloc, p_free, p_now_ns, p_wall_ms, p_random, NULL, p_log, p_unusable, p_send, p_home, NULL,
 };
 
 static uint8_t bounce[128 * 1024] __attribute__((aligned(4096)));
