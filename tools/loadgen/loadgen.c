@@ -1099,21 +1099,33 @@ static int run_telemetry(void)
 	}
 	uint64_t sent = 0, acked = 0, t1 = now_ns(), last = t1;
 	uint64_t end = o.seconds > 0 ? t1 + (uint64_t)(o.seconds * 1e9) : dl;
-	double per_pub = o.rate > 0 ? o.rate / p : 0; /* under the broker's per-identity rate limit */
+	/* Under the broker's per-identity rate limit: a token bucket per publisher holding at
+	 * most 32 messages, so a stall (the broker pausing reads) is never followed by a
+	 * catch-up burst above the rate. */
+	static double tokens[4096]; /* --pubs is at most 4096 */
+	double per_pub = o.rate > 0 ? o.rate / p : 0;
+	uint64_t refill_ns = t1;
+	for (unsigned i = 0; i < p; i++)
+		tokens[i] = per_pub > 0 ? 1 : 0;
 	unsigned alive = p;
 	while (!stop && acked < o.n && alive && now_ns() < end) {
 		acked = 0;
 		alive = 0;
+		uint64_t tnow = now_ns();
+		double add = per_pub * (double)(tnow - refill_ns) / 1e9;
+		refill_ns = tnow;
 		for (unsigned i = 0; i < p; i++) {
 			struct conn *c = &conns[i];
 			acked += c->acked;
+			if (per_pub > 0)
+				tokens[i] = tokens[i] + add > 32 ? 32 : tokens[i] + add;
 			if (c->st != S_READY)
 				continue;
 			alive++;
 			bool any = false;
-			uint64_t allowed = per_pub > 0 ? (uint64_t)((double)(now_ns() - t1) / 1e9 * per_pub) + 1u : UINT64_MAX;
-			while (sent < o.n && c->inflight < o.window && c->sent < allowed && out_publish(c)) {
+			while (sent < o.n && c->inflight < o.window && (per_pub <= 0 || tokens[i] >= 1) && out_publish(c)) {
 				sent++;
+				tokens[i] -= per_pub > 0 ? 1 : 0;
 				any = true;
 			}
 			if (any)
