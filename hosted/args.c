@@ -110,7 +110,11 @@ void hosted_opts_usage(const char *prog)
 		"                            instead of the echo service\n"
 		"  --broker-stats-ms N       broker stats line period, 0: off (default 10000)\n"
 		"  --no-telemetry-log        do not keep storage.telemetry_topics in the telemetry log\n"
-		"                            (make bench: the same broker with the log off)\n",
+		"                            (make bench: the same broker with the log off)\n"
+		"  --backup-s FIRST,INTERVAL the database backup's first delay and period in seconds\n"
+		"                            (tests; default: the configuration's)\n"
+		"  --scrub-kb-s N            the scrubber's budget in KiB/s, 0: off (make bench;\n"
+		"                            default: storage.scrub_kb_per_s)\n",
 		prog);
 }
 
@@ -146,7 +150,7 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 			o->broker = true;
 			takes = false;
 		} else if (!strcmp(opt, "--no-telemetry-log")) {
-			o->no_telemetry_log = true;
+			o->storage.no_telemetry_log = true;
 			takes = false;
 		} else if (!val) {
 			*err = "missing value";
@@ -209,6 +213,20 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 			o->seed = strtoull(val, &end, 0);
 			if (errno || !*val || *end)
 				return -E_INVAL;
+		} else if (!strcmp(opt, "--backup-s")) {
+			const char *comma = strchr(val, ',');
+			char first[16];
+			if (!comma || (size_t)(comma - val) >= sizeof first)
+				return -E_INVAL;
+			memcpy(first, val, (size_t)(comma - val));
+			first[comma - val] = 0;
+			if (!parse_u32(first, 1, 604800, &o->storage.backup_first_s) ||
+			    !parse_u32(comma + 1, 1, 604800, &o->storage.backup_interval_s))
+				return -E_INVAL;
+		} else if (!strcmp(opt, "--scrub-kb-s")) {
+			if (!parse_u32(val, 0, 1u << 20, &o->storage.scrub_kb_per_s))
+				return -E_INVAL;
+			o->storage.scrub_set = true;
 		} else if (!strcmp(opt, "--disk")) {
 			o->disk = val;
 		} else if (!strcmp(opt, "--disk-mib")) {

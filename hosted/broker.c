@@ -125,7 +125,7 @@ static void hb_revoked_add(void *ctx, const uint8_t *serial, size_t len)
 }
 
 int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk, const char *disk_name,
-		       bool telemetry_log)
+		       const struct hosted_storage_opts *so)
 {
 	int rc;
 	memset(hb, 0, sizeof *hb);
@@ -156,10 +156,10 @@ int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_d
 	g.lower = dp_lower_tcp;
 	g.log = hb_log;
 	g.now_ms = hb_dp_now;
-	if (!telemetry_log)
+	if (so->no_telemetry_log)
 		g.mqtt.n_telemetry_filters = 0;
 	if (disk) {
-		rc = hosted_store_create(&hb->store, disk, disk_name, &hb->revokes.list);
+		rc = hosted_store_create(&hb->store, disk, disk_name, &hb->revokes.list, so);
 		if (rc) {
 			fprintf(stderr, "hosted: storage: %s\n", err_name(rc));
 			return rc;

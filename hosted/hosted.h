@@ -112,8 +112,16 @@ struct hosted_broker {
 };
 /* Create the handshake env and the data plane for max_conn connections, with storage on
  * disk (linked; its name for the log) when disk is not NULL. 0 or -E_*. */
+/* Storage knobs the command line may change (tests and benchmarks): the configuration's
+ * values otherwise. */
+struct hosted_storage_opts {
+	bool no_telemetry_log;
+	uint32_t backup_first_s, backup_interval_s; /* 0: the configuration's */
+	bool scrub_set;             /* scrub_kb_per_s given (0 turns the scrubber off) */
+	uint32_t scrub_kb_per_s;
+};
 MUST_CHECK int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk,
-				  const char *disk_name, bool telemetry_log);
+				  const char *disk_name, const struct hosted_storage_opts *so);
 /* Link the TCP stack (created with dp_tcp_upper and the dp as ctx). */
 void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp);
 /* Safe point of the loop (after tcp_poll): reap, handshake deadlines, broker tick, then
@@ -134,7 +142,7 @@ void hosted_broker_fini(struct hosted_broker *hb);
  * data plane's configuration. bind: the data plane, once it exists. finish: commit what
  * is queued and close the database (a clean stop). */
 MUST_CHECK int hosted_store_create(struct hosted_store **out /* out */, struct blk_dev *blk, const char *name,
-				   const struct tls_revoke_list *revoked);
+				   const struct tls_revoke_list *revoked, const struct hosted_storage_opts *so);
 void hosted_store_link(struct hosted_store *st, struct dp_config *g /* in/out */);
 void hosted_store_bind(struct hosted_store *st, struct dp *dp);
 uint32_t hosted_store_poll(struct hosted_store *st);
@@ -176,7 +184,7 @@ struct hosted_opts {
 	const char *disk;      /* file behind the block interface, NULL: none */
 	uint32_t disk_mib;     /* create/extend the disk file to this size (0: as is) */
 	bool broker;           /* MQTT over TLS on CONF_TCP_PORT instead of echo */
-	bool no_telemetry_log; /* the broker keeps no telemetry log (benchmarks) */
+	struct hosted_storage_opts storage; /* --no-telemetry-log, --backup-s, --scrub-kb-s */
 	uint32_t broker_stats_ms; /* broker line period (default 10000), 0: off */
 };
 /* Parse argv into `o` (defaults first). 0, or -E_INVAL with `err` (a static message)

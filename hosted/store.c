@@ -120,7 +120,7 @@ static int hs_link_send(void *ctx, uint16_t kind, const void *data, uint32_t len
 }
 
 int hosted_store_create(struct hosted_store **out, struct blk_dev *blk, const char *name,
-			const struct tls_revoke_list *revoked)
+			const struct tls_revoke_list *revoked, const struct hosted_storage_opts *so)
 {
 	*out = NULL;
 	struct hosted_store *st = aligned_alloc(4096, sizeof *st);
@@ -130,7 +130,7 @@ int hosted_store_create(struct hosted_store **out, struct blk_dev *blk, const ch
 	size_t n_rev = MIN(revoked->n, (size_t)HOSTED_BROKER_MAX_REVOKED);
 	for (size_t i = 0; i < n_rev; i++)
 		st->serials[i] = (struct store_serial){ revoked->entries[i].serial, revoked->entries[i].len };
-	const struct store_service_config sc = {
+	struct store_service_config sc = {
 		.blk = blk, .disk_name = name, .bounce = st->bounce, .bounce_len = sizeof st->bounce,
 		.io_timeout_ms = CONF_STORAGE_IO_TIMEOUT_MS,
 		.layout = { .esp_bytes = (uint64_t)CONF_STORAGE_ESP_MB << 20, .wal_bytes = (uint64_t)CONF_STORAGE_WAL_MB << 20,
@@ -149,11 +149,20 @@ int hosted_store_create(struct hosted_store **out, struct blk_dev *blk, const ch
 		/* the telemetry log, when storage.telemetry_topics names anything to keep */
 		.tlog = { .enabled = CONF_STORAGE_TELEMETRY_TOPICS_N > 0, .partitions = CONF_STORAGE_TELEMETRY_PARTITIONS,
 			  .segment_bytes = CONF_STORAGE_TELEMETRY_SEGMENT_KB << 10,
-			  .retention_days = CONF_STORAGE_TELEMETRY_RETENTION_DAYS,
+			  .retention_s = (uint64_t)CONF_STORAGE_TELEMETRY_RETENTION_DAYS * 86400u,
 			  .queries = CONF_STORAGE_TELEMETRY_QUERIES },
+		.backup = { .interval_s = CONF_STORAGE_BACKUP_INTERVAL_S, .first_s = CONF_STORAGE_BACKUP_FIRST_S,
+			    .step_pages = CONF_STORAGE_BACKUP_STEP_PAGES },
+		.scrub_kb_per_s = CONF_STORAGE_SCRUB_KB_PER_S,
 		.pass_budget_us = CONF_STORAGE_PASS_BUDGET_US,
 		.revoked = st->serials, .n_revoked = (uint32_t)n_rev,
 	};
+	if (so->backup_interval_s) {
+		sc.backup.first_s = so->backup_first_s;
+		sc.backup.interval_s = so->backup_interval_s;
+	}
+	if (so->scrub_set)
+		sc.scrub_kb_per_s = so->scrub_kb_per_s;
 	const struct store_service_port port = {
 		hs_alloc, hs_free, hs_now_ns, hs_wall_ms, hs_random, NULL, hs_log, hs_unusable, hs_send, hs_home, st,
 	};
@@ -197,6 +206,8 @@ void hosted_store_stats(struct hosted_store *st, const char *tag)
 	if (store_service_line(&st->svc, line, sizeof line))
 		printf("%s store %s\n", tag, line);
 	if (store_service_tlog_line(&st->svc, line, sizeof line))
+		printf("%s store %s\n", tag, line);
+	if (store_service_scrub_line(&st->svc, line, sizeof line))
 		printf("%s store %s\n", tag, line);
 }
 

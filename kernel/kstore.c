@@ -142,8 +142,11 @@ static void ks_start(void)
 		/* the telemetry log, when storage.telemetry_topics names anything to keep */
 		.tlog = { .enabled = CONF_STORAGE_TELEMETRY_TOPICS_N > 0, .partitions = CONF_STORAGE_TELEMETRY_PARTITIONS,
 			  .segment_bytes = CONF_STORAGE_TELEMETRY_SEGMENT_KB << 10,
-			  .retention_days = CONF_STORAGE_TELEMETRY_RETENTION_DAYS,
+			  .retention_s = (uint64_t)CONF_STORAGE_TELEMETRY_RETENTION_DAYS * 86400u,
 			  .queries = CONF_STORAGE_TELEMETRY_QUERIES },
+		.backup = { .interval_s = CONF_STORAGE_BACKUP_INTERVAL_S, .first_s = CONF_STORAGE_BACKUP_FIRST_S,
+			    .step_pages = CONF_STORAGE_BACKUP_STEP_PAGES },
+		.scrub_kb_per_s = CONF_STORAGE_SCRUB_KB_PER_S,
 		/* a dedicated core has nothing else to do: a pass may run to a commit's end */
 		.pass_budget_us = ks.cfg.dedicated ? 1000000u : CONF_STORAGE_PASS_BUDGET_US,
 		.revoked = ks.serials, .n_revoked = (uint32_t)ks.revokes.list.n,
@@ -151,7 +154,22 @@ static void ks_start(void)
 	const struct store_service_port port = {
 		ks_alloc, ks_free, ks_now_ns, ks_wall_ms, ks_random, ks_alive, ks_log, ks_unusable, ks_send, ks_home, NULL,
 	};
-	if (store_service_init(&ks.svc, &sc, &port) != 0)
+	struct store_service_config c = sc;
+	const struct kstore_knobs *k = &ks.cfg.knobs;
+	if (k->backup_first_s)
+		c.backup.first_s = k->backup_first_s;
+	if (k->backup_interval_s)
+		c.backup.interval_s = k->backup_interval_s;
+	if (k->retention_s)
+		c.tlog.retention_s = k->retention_s;
+	if (k->checkpoint_pages)
+		c.checkpoint_pages = k->checkpoint_pages;
+	if (k->backup_first_s || k->backup_interval_s || k->retention_s || k->checkpoint_pages)
+		LOG_WARN("store", "development knobs: first backup after %lu s, then every %lu s; telemetry kept %lu s; "
+				  "checkpoint at %lu WAL pages",
+			 (unsigned long)c.backup.first_s, (unsigned long)c.backup.interval_s,
+			 (unsigned long)c.tlog.retention_s, (unsigned long)c.checkpoint_pages);
+	if (store_service_init(&ks.svc, &c, &port) != 0)
 		PANIC("store: bad service configuration");
 	ks.started = true;
 }
@@ -205,12 +223,20 @@ int kstore_local(uint16_t kind, const void *data, uint32_t len)
 	return ks.started ? store_service_local(&ks.svc, kind, data, len) : -E_AGAIN;
 }
 
+void kstore_disk_grew(void)
+{
+	if (ks.started)
+		store_service_disk_grew(&ks.svc);
+}
+
 void kstore_report(void)
 {
 	char line[320];
 	if (ks.started && store_service_line(&ks.svc, line, sizeof line))
 		LOG_INFO("store", "%s", line);
 	if (ks.started && store_service_tlog_line(&ks.svc, line, sizeof line))
+		LOG_INFO("store", "%s", line);
+	if (ks.started && store_service_scrub_line(&ks.svc, line, sizeof line))
 		LOG_INFO("store", "%s", line);
 }
 

@@ -38,6 +38,11 @@ struct kstore_config {
 	uint64_t (*now_ns)(void);
 	int64_t (*wall_ms)(void);  /* Unix milliseconds, 0 unknown */
 	uint32_t report_ms;        /* the storage line's period; 0 never */
+	struct kstore_knobs {      /* development builds' command line; 0: the configuration's */
+		uint32_t backup_first_s, backup_interval_s; /* storage.backup_first_s / _interval_s */
+		uint32_t retention_s;  /* storage.telemetry_retention_days, in seconds */
+		uint32_t checkpoint_pages; /* storage.checkpoint_pages */
+	} knobs;
 };
 
 /* Memory and settings (boot core, before the cores start; no disk I/O). 0, -E_INVAL,
@@ -54,6 +59,9 @@ void kstore_input(uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len
 /* One core: the data core's link hands its messages here (queued for the next pass).
  * 0 or -E_AGAIN (full). */
 MUST_CHECK int kstore_local(uint16_t kind, const void *data, uint32_t len);
+/* The data disk's capacity grew (the storage core's configuration-change handler): the
+ * layout grows to it without a restart. */
+void kstore_disk_grew(void);
 /* Log the storage line now (storage core). */
 void kstore_report(void);
 

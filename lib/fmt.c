@@ -204,3 +204,27 @@ int fmt_snprintf(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 	return n;
 }
+
+/* Days since 1970-01-01 to a civil date: shift the year to start in March (the leap day
+ * then ends it), split into 400-year eras of 146097 days, and read the year of the era,
+ * the day of that year and the month from the day count. */
+int fmt_utc(char *buf, size_t len, int64_t unix_ms)
+{
+	/* 0000-01-01 and 10000-01-01 in Unix seconds */
+	if (unix_ms == 0 || unix_ms < INT64_C(-62167219200000) || unix_ms >= INT64_C(253402300800000))
+		return fmt_snprintf(buf, len, "unknown");
+	int64_t secs = unix_ms / 1000 - (unix_ms % 1000 < 0);
+	int64_t days = secs / 86400 - (secs % 86400 < 0);
+	int64_t sod = secs - days * 86400;
+	int64_t z = days + 719468;              /* days since 0000-03-01 */
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;         /* [0, 146096] */
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
+	int64_t mp = (5 * doy + 2) / 153;       /* March = 0 */
+	int64_t day = doy - (153 * mp + 2) / 5 + 1;
+	int64_t month = mp < 10 ? mp + 3 : mp - 9;
+	int64_t year = yoe + era * 400 + (month <= 2);
+	return fmt_snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ", (int)year, (int)month, (int)day,
+			    (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
+}

@@ -5,13 +5,16 @@
  * database is created only while the superblock says FRESH (from zeroed regions again, so
  * a creation interrupted earlier starts over), and the superblock says READY only after
  * the creation committed. A READY database is never recreated: if it fails quick_check it
- * is refused and left as it is.
+ * is refused and left as it is. A disk that grew is grown (store/grow.h) right after the
+ * probe, before anything reads the regions: the GPT first, the superblock last, so a cut
+ * leaves the old layout or a growth the next boot finishes.
  */
 #include "store/boot.h"
 
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
+#include "store/backup.h"
 #include "store/sqlite/vfs.h"
 
 #define REGION_HEAD_BYTES (64u * 1024u) /* a fresh database's and WAL's first bytes, zeroed */
@@ -97,6 +100,13 @@ int store_boot(struct store_dev *dev, const struct store_boot_config *cfg, struc
 			   "the disk (%lu MiB) is smaller than its layout says (%lu MiB): refused, nothing written",
 			   (unsigned long)(out->disk_bytes >> 20),
 			   (unsigned long)(((sb->part_start + sb->part_blocks) * (uint64_t)bs) >> 20));
+	if (!out->formatted) {
+		/* Our disk, maybe larger than its layout (or a growth cut short): grown before
+		 * anything reads the regions. A GPT this image cannot rewrite keeps the layout. */
+		err = store_grow(dev, sb, cfg->scratch, cfg->scratch_len, &out->grow);
+		if (err && err != -E_NOSYS)
+			return say(out, err, "%s", out->grow.what);
+	}
 	const struct store_region *rdb = need_region(sb, STORE_REGION_DB), *rwal = need_region(sb, STORE_REGION_WAL);
 	if (!rdb || !rwal)
 		return say(out, -E_CORRUPT, "the superblock names no database or WAL region: refused");
@@ -119,27 +129,62 @@ int store_boot(struct store_dev *dev, const struct store_boot_config *cfg, struc
 		if (err)
 			return say(out, err, "preparing the database regions failed (%s)", err_name(err));
 	}
-	const struct store_vfs_config vc = { dev, db_lba, rdb->blocks, wal_lba, rwal->blocks, cfg->io_buf, cfg->io_buf_len,
-					     cfg->random, cfg->wall_ms, cfg->ctx };
-	err = store_vfs_register(&vc);
+	struct store_vfs_config vc = { .dev = dev, .io_buf = cfg->io_buf, .io_buf_len = cfg->io_buf_len,
+				       .random = cfg->random, .wall_ms = cfg->wall_ms, .ctx = cfg->ctx };
+	err = store_boot_vfs_map(sb, &vc);
+	if (!err)
+		err = store_vfs_register(&vc);
 	if (err)
 		return say(out, err, "the database's file layer refused the regions (%s)", err_name(err));
-	const struct store_db_config dc = { cfg->cache_kb, cfg->checkpoint_pages, fresh, cfg->wall_s, cfg->progress,
-					    cfg->ctx };
+	/* The WAL's region in frames (a 4096-byte page and its 24-byte header; the log's own
+	 * 32-byte header). A checkpoint starts once a quarter of it is used, whatever
+	 * storage.checkpoint_pages says: a commit then always finds room (one batch is bounded
+	 * by another quarter, store_engine_config.batch_bytes; padding frames and the b-tree's
+	 * own pages by the rest). */
+	out->wal_frames = (rwal->blocks * bs - 32u) / (4096u + 24u);
+	uint32_t ckpt = (uint32_t)MIN((uint64_t)cfg->checkpoint_pages, MAX(out->wal_frames / 4u, (uint64_t)1));
+	const struct store_db_config dc = { cfg->cache_kb, ckpt, fresh, cfg->wall_s, cfg->progress, cfg->ctx };
 	err = store_db_open(db, &dc);
+	if (err == -E_CORRUPT && !fresh && sb->backup_slot) {
+		/* Damaged: the newest backup replaces it; the damaged copy is kept in the other slot. */
+		char damaged[sizeof db->why];
+		memcpy(damaged, db->why, sizeof damaged);
+		store_vfs_unregister();
+		err = store_backup_restore(dev, sb, cfg->scratch, cfg->scratch_len, &out->restored_pages,
+					   &out->kept_damaged);
+		if (err)
+			return say(out, -E_CORRUPT, "the database is damaged (%s) and its backup could not be restored (%s)",
+				   damaged, err_name(err));
+		err = store_vfs_register(&vc);
+		if (!err)
+			err = store_db_open(db, &dc);
+		if (err) {
+			store_vfs_unregister();
+			return say(out, err, "the database is damaged (%s) and so is its backup (%s)", damaged, db->why);
+		}
+		out->restored_slot = sb->backup_slot;
+		if (store_db_meta(db, "backup_ms", &out->restored_backup_ms) != 0 || out->restored_backup_ms < 0)
+			out->restored_backup_ms = 0; /* said as "unknown" */
+		memcpy(out->damaged, damaged, sizeof out->damaged);
+	}
 	if (err) {
 		store_vfs_unregister();
 		if (err == -E_CORRUPT)
-			return say(out, err, "the database is damaged: %s; the disk is left as it is", db->why);
+			return say(out, err, "the database is damaged: %s; %s", db->why,
+				   sb->backup_slot ? "the disk is left as it is" : "no backup to restore; the disk is left as it is");
 		return say(out, err, "opening the database failed (%s): %s", err_name(err), db->why);
 	}
+	/* The configured revocations are recorded at every boot (a serial added to the
+	 * configuration later is kept too); the table only grows. */
+	for (uint32_t i = 0; i < cfg->n_revoked && !err; i++)
+		err = store_db_revoked_put(db, cfg->revoked[i].bytes, cfg->revoked[i].len);
+	if (err) {
+		store_boot_close(db);
+		return say(out, err, "recording the revoked serials failed (%s): %s", err_name(err), db->why);
+	}
 	if (fresh) {
-		for (uint32_t i = 0; i < cfg->n_revoked && !err; i++)
-			err = store_db_revoked_put(db, cfg->revoked[i].bytes, cfg->revoked[i].len);
-		if (!err) {
-			uint32_t pages;
-			err = store_db_maintain(db, true, &pages); /* the new database whole in its region */
-		}
+		uint32_t pages;
+		err = store_db_maintain(db, true, &pages); /* the new database whole in its region */
 		if (!err) {
 			sb->db_state = STORE_DB_READY;
 			err = store_super_commit(dev, sb, cfg->scratch, cfg->scratch_len);
@@ -157,10 +202,18 @@ int store_boot(struct store_dev *dev, const struct store_boot_config *cfg, struc
 		store_boot_close(db);
 		return say(out, err, "starting the database failed (%s): %s", err_name(err), db->why);
 	}
+	if (out->restored_slot) {
+		char when[24];
+		(void)fmt_utc(when, sizeof when, out->restored_backup_ms);
+		return say(out, 0, "our disk; database damaged, RESTORED the backup of %s from slot %c (generation %lu, %lu pages)%s",
+			   when, out->restored_slot == 1u ? 'A' : 'B', (unsigned long)sb->backup_generation,
+			   (unsigned long)out->restored_pages, out->kept_damaged ? "; damaged copy kept" : "");
+	}
+	const char *disk = out->grow.outcome != STORE_GROW_NONE ? "our disk, grown" : "our disk";
 	return say(out, 0, "%s; database %s, boot generation %lu%s",
 		   out->formatted ? (info.kind == STORE_DISK_BLANK ? "blank disk formatted"
 								 : "an interrupted format done again")
-				  : "our disk",
+				  : disk,
 		   out->created ? "created" : "opened and checked (quick_check ok)", (unsigned long)out->generation,
 		   out->tidied ? ", unreachable rows removed" : "");
 }
@@ -169,4 +222,44 @@ void store_boot_close(struct store_db *db)
 {
 	store_db_close(db);
 	store_vfs_unregister();
+}
+
+STATIC_ASSERT(STORE_VFS_MAX_EXTENTS >= STORE_MAX_REGIONS, "every extent of a file fits the VFS");
+
+int store_boot_vfs_map(const struct store_super *sb, struct store_vfs_config *vc)
+{
+	const struct store_region *wal = need_region(sb, STORE_REGION_WAL);
+	if (!wal || !need_region(sb, STORE_REGION_DB))
+		return -E_CORRUPT;
+	vc->wal_lba = sb->part_start + wal->start;
+	vc->wal_blocks = wal->blocks;
+	static const uint32_t kinds[3] = { STORE_REGION_DB, STORE_REGION_BACKUP_A, STORE_REGION_BACKUP_B };
+	for (uint32_t f = 0; f < 3u; f++) {
+		struct store_vfs_extents *x = f == 0 ? &vc->db : &vc->backup[f - 1u];
+		memset(x, 0, sizeof *x);
+		const struct store_region *r;
+		for (uint32_t i = 0; (r = store_super_extent(sb, (enum store_region_kind)kinds[f], i)) != NULL; i++)
+			x->ext[x->n++] = (struct store_vfs_extent){ sb->part_start + r->start, r->blocks };
+	}
+	return 0;
+}
+
+int store_boot_grow(struct store_dev *dev, struct store_super *sb, uint8_t *scratch, size_t scratch_len,
+		    struct store_grow_result *out)
+{
+	int err = store_grow(dev, sb, scratch, scratch_len, out);
+	if (err || out->outcome != STORE_GROW_FILES)
+		return err;
+	/* The superblock names the new extents now: the open files get them too. */
+	for (uint32_t i = 0; i < out->n_parts && !err; i++) {
+		const struct store_grow_part *p = &out->parts[i];
+		err = store_vfs_extend(p->kind == STORE_REGION_DB ? STORE_VFS_FILE_DB : STORE_VFS_FILE_BACKUP,
+				       p->kind == STORE_REGION_BACKUP_B ? 1u : 0u, sb->part_start + p->start, p->blocks);
+	}
+	if (err) {
+		size_t n = strnlen(out->what, sizeof out->what);
+		(void)fmt_snprintf(out->what + n, sizeof out->what - n,
+				   "; the running database gets the new space at the next boot (%s)", err_name(err));
+	}
+	return err;
 }

@@ -3,8 +3,9 @@
  * Storage bring-up at boot (store/): from the machine's data disk to an open database.
  * It recognises the disk (store/layout.h) and formats it only when it is blank or a format
  * of ours was interrupted; refuses anything else without writing a byte and says what it
- * found; runs the block self-test on our own scratch block only; registers the SQLite VFS
- * over the database and WAL regions; creates the database (and marks the superblock READY)
+ * found; grows our layout when the disk grew (store/grow.h: it finishes a growth a power
+ * cut interrupted too); runs the block self-test on our own scratch block only; registers
+ * the SQLite VFS over every extent of the database, its WAL and the backup slots; creates the database (and marks the superblock READY)
  * or opens the existing one after PRAGMA quick_check; takes a new boot generation; tidies
  * rows nothing can reach. The SQLite library must be initialised (store_sqlite_init).
  *
@@ -17,7 +18,10 @@
 #include "lib/compiler.h"
 #include "store/db.h"
 #include "store/dev.h"
+#include "store/grow.h"
 #include "store/layout.h"
+
+struct store_vfs_config;
 
 struct store_serial {
 	const uint8_t *bytes; /* linked */
@@ -49,9 +53,20 @@ struct store_boot_result {
 	int selftest;                /* the self-test on the scratch block: 0 or the error */
 	uint64_t generation;         /* this boot's */
 	uint64_t tidied;             /* unreachable rows removed */
+	uint64_t wal_frames;         /* 4096-byte pages the WAL's region holds */
 	uint64_t disk_bytes, min_bytes;
+	/* quick_check failed and the backup replaced the database: its slot (1 A, 2 B), pages,
+	 * whether the damaged copy was kept (in the other slot), and what quick_check said */
+	uint32_t restored_slot;
+	uint64_t restored_pages;
+	int64_t restored_backup_ms;  /* when that backup was taken (Unix ms; 0 unknown) */
+	bool kept_damaged;
+	char damaged[128];
 	struct store_super sb;
-	char what[200];              /* one line for the console: what was found, what was done */
+	char what[320];              /* one line for the console: what was found, what was done */
+	/* our disk: what the growth to the disk's size did; grow.what is a second console
+	 * line (empty when the disk was formatted by this boot) */
+	struct store_grow_result grow;
 };
 
 /* 0 with db open (and the VFS registered) and *out filled; else, with *out->what saying
@@ -62,5 +77,22 @@ MUST_CHECK int store_boot(struct store_dev *dev, const struct store_boot_config 
 			  struct store_boot_result *out /* out */);
 /* Undo a successful store_boot (close the database, unregister the VFS). */
 void store_boot_close(struct store_db *db);
+
+/* The files of layout sb for the VFS (store/sqlite/vfs.h): every DB, BACKUP_A and BACKUP_B
+ * extent in superblock order and the WAL region, as absolute LBAs, into vc->db, vc->backup,
+ * vc->wal_lba and vc->wal_blocks (the rest of *vc untouched; sb borrowed). 0, or
+ * -E_CORRUPT (no DB or WAL region). */
+MUST_CHECK int store_boot_vfs_map(const struct store_super *sb, struct store_vfs_config *vc /* out */);
+
+/* Run-time growth: the device's capacity grew (the virtio-blk configuration change). Runs
+ * store_grow on *sb (the superblock in charge: updated on success), then appends the new
+ * extents to the open database and backup files (store_vfs_extend), so the space is used
+ * without a restart. The storage core calls it between transactions (no backup step in
+ * between, though a backup may be running: its file grows too). scratch:
+ * STORE_LAYOUT_SCRATCH bytes (borrowed). 0 (out->what: the console line), or store_grow's
+ * error, or store_vfs_extend's (the disk is grown; the database sees the space from the
+ * next boot; out->what says so). */
+MUST_CHECK int store_boot_grow(struct store_dev *dev, struct store_super *sb, uint8_t *scratch, size_t scratch_len,
+			       struct store_grow_result *out /* out */);
 
 #endif

@@ -31,7 +31,9 @@
 #include "store/sqlite/sqlite_int.h"
 #include "store/sqlite/vfs.h"
 
-#define SCHEMA_VERSION 1
+#define SQL_NUMBER_(n) #n
+#define SQL_NUMBER(n) SQL_NUMBER_(n)
+
 
 /* A session's undelivered messages lose its references (before its dlv rows go). */
 static const char unref_all_sql[] = "UPDATE msg SET refs=refs-(SELECT count(*) FROM dlv WHERE dlv.skey=?1 AND "
@@ -101,12 +103,14 @@ static const char schema[] =
 	" PRIMARY KEY(skey,seq)) WITHOUT ROWID;"
 	"CREATE INDEX dlv_mkey ON dlv(skey,mkey);"
 	"CREATE TABLE rx2(skey INTEGER NOT NULL, pid INTEGER NOT NULL, PRIMARY KEY(skey,pid)) WITHOUT ROWID;"
-	"INSERT INTO meta(k,v) VALUES('schema',1),('generation',0);";
+	"INSERT INTO meta(k,v) VALUES('schema'," SQL_NUMBER(STORE_DB_SCHEMA_VERSION) "),('generation',0);";
 
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static int map_rc(int rc)
 {
+	if (rc == SQLITE_IOERR_DATA) /* cksumvfs: a page's checksum does not match */
+		return -E_CORRUPT;
 	switch (rc & 0xff) {
 	case SQLITE_OK:
 	case SQLITE_DONE:
@@ -202,8 +206,20 @@ static int pragmas(struct store_db *db, const struct store_db_config *cfg)
 	 * fresh file switches to WAL through an in-memory journal, so no rollback journal is
 	 * ever opened (the VFS has no file for one). */
 	int err = exec(db, "PRAGMA locking_mode=EXCLUSIVE", "locking_mode");
+	if (!err && cfg->fresh) {
+		/* Every page of a new file reserves room for the checksum the cksumvfs layer
+		 * keeps (a corrupted page is then an I/O error, not a wrong answer). This must
+		 * precede the first write of page 1. */
+		int reserve = STORE_VFS_RESERVE_BYTES;
+		if (sqlite3_file_control(db->h, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve) != SQLITE_OK)
+			err = fail(db, SQLITE_ERROR, "reserve bytes");
+	}
 	if (!err && cfg->fresh)
-		err = exec(db, "PRAGMA page_size=4096; PRAGMA journal_mode=MEMORY; PRAGMA journal_mode=WAL", "fresh file");
+		/* auto_vacuum before the first table so freed pages can be given back
+		 * (store_db_maintain's incremental vacuum; the VFS discards the tail); it follows
+		 * the in-memory journal because setting it may write page 1. */
+		err = exec(db, "PRAGMA page_size=4096; PRAGMA journal_mode=MEMORY; PRAGMA auto_vacuum=INCREMENTAL; "
+			       "PRAGMA journal_mode=WAL", "fresh file");
 	/* An existing database is never converted: check_wal refuses one that is not WAL. */
 	if (!err && sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL) != SQLITE_OK)
 		err = fail(db, SQLITE_ERROR, "defensive");
@@ -235,16 +251,34 @@ static int check_wal(struct store_db *db)
 	return 0;
 }
 
-static int schema_version(struct store_db *db, int64_t *v)
+/* what: the words for the log when SQLite fails. */
+static int meta_get(struct store_db *db, const char *key, int64_t *v, const char *what)
 {
 	struct sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(db->h, "SELECT v FROM meta WHERE k='schema'", -1, &s, NULL);
+	*v = -1;
+	int rc = sqlite3_prepare_v2(db->h, "SELECT v FROM meta WHERE k=?1", -1, &s, NULL);
 	if (rc != SQLITE_OK)
-		return fail(db, rc, "not our schema");
-	rc = sqlite3_step(s);
-	*v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+		return fail(db, rc, what);
+	rc = sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(s);
+	int err = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -E_NOENT : fail(db, rc, what);
+	if (!err)
+		*v = sqlite3_column_int64(s, 0);
 	(void)sqlite3_finalize(s);
-	return 0;
+	return err;
+}
+
+int store_db_meta(struct store_db *db, const char *key, int64_t *v)
+{
+	return meta_get(db, key, v, "meta");
+}
+
+/* *v -1 when the row is missing (refused by the caller as not ours). */
+static int schema_version(struct store_db *db, int64_t *v)
+{
+	int err = meta_get(db, "schema", v, "not our schema");
+	return err == -E_NOENT ? 0 : err;
 }
 
 static int wal_hook(void *ctx, struct sqlite3 *h, const char *name, int pages)
@@ -293,9 +327,9 @@ int store_db_open(struct store_db *db, const struct store_db_config *cfg)
 	int64_t v = -1;
 	if (!err)
 		err = schema_version(db, &v);
-	if (!err && v != SCHEMA_VERSION) {
+	if (!err && v != STORE_DB_SCHEMA_VERSION) {
 		(void)fmt_snprintf(db->why, sizeof db->why, "database schema version %ld (this image reads %d)",
-				   (long)v, SCHEMA_VERSION);
+				   (long)v, STORE_DB_SCHEMA_VERSION);
 		err = -E_CORRUPT;
 	}
 	for (int i = 0; !err && i < DB__STMTS; i++) {
@@ -337,7 +371,18 @@ int store_db_quick_check(struct store_db *db)
 	} else {
 		const unsigned char *m = sqlite3_column_text(s, 0);
 		if (!m || m[0] != 'o' || m[1] != 'k' || m[2]) {
-			(void)fmt_snprintf(db->why, sizeof db->why, "quick_check: %.100s", m ? (const char *)m : "?");
+			/* One console line: without SQLite's "*** in database main ***" heading,
+			 * control characters as spaces. */
+			static const char heading[] = "*** in database main ***";
+			const char *t = m ? (const char *)m : "?";
+			if (!strncmp(t, heading, sizeof heading - 1))
+				t += sizeof heading - 1;
+			while (*t == '\n' || *t == ' ')
+				t++;
+			(void)fmt_snprintf(db->why, sizeof db->why, "quick_check: %.100s", t);
+			for (char *c = db->why; *c; c++)
+				if ((unsigned char)*c < 0x20)
+					*c = ' ';
 			err = -E_CORRUPT;
 		}
 	}
@@ -642,6 +687,26 @@ int store_db_apply(struct store_db *db, const struct store_rec *r, int64_t now_s
 	return err;
 }
 
+/* Give free pages back: with more than VACUUM_FREE_PAGES on the freelist, move pages into
+ * the holes and truncate the file (the VFS hands the tail back to the device). */
+#define VACUUM_FREE_PAGES 256
+static int vacuum(struct store_db *db)
+{
+	struct sqlite3_stmt *s = NULL;
+	uint64_t free_pages = 0;
+	if (sqlite3_prepare_v2(db->h, "PRAGMA freelist_count", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		free_pages = col_u64(s, 0);
+	(void)sqlite3_finalize(s);
+	if (free_pages <= VACUUM_FREE_PAGES)
+		return 0;
+	int err = exec(db, "PRAGMA incremental_vacuum", "incremental vacuum");
+	if (!err) {
+		db->st_.vacuums++;
+		db->st_.vacuum_pages += free_pages;
+	}
+	return err;
+}
+
 int store_db_maintain(struct store_db *db, bool force, uint32_t *pages)
 {
 	*pages = 0;
@@ -655,7 +720,7 @@ int store_db_maintain(struct store_db *db, bool force, uint32_t *pages)
 	db->st_.checkpoints++;
 	db->st_.checkpoint_pages += *pages;
 	db->wal_pages = 0; /* the next writer starts the WAL over */
-	return 0;
+	return vacuum(db);
 }
 
 /* ---- restore -------------------------------------------------------------------------------- */

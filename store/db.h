@@ -26,6 +26,9 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
+/* The schema this build creates and opens (meta 'schema'); any other is refused. */
+#define STORE_DB_SCHEMA_VERSION 1
+
 enum store_db_stmt {
 	DB_SESS_FIND, DB_SESS_PUT, DB_SESS_DEL, DB_SUB_DEL_ALL, DB_RX2_DEL_ALL, DB_DLV_UNREF_ALL,
 	DB_DLV_DEL_ALL, DB_MSG_GC, DB_SUB_PUT, DB_SUB_DEL, DB_MSG_PUT, DB_DLV_PUT, DB_MSG_REF,
@@ -42,6 +45,7 @@ enum store_db_restore_phase { DB_RP_SESS, DB_RP_SUB, DB_RP_RX2, DB_RP_DLV, DB_RP
 struct store_db_stats {
 	uint64_t applied, apply_failed, commits, commit_failed, checkpoints, checkpoint_pages;
 	uint64_t skipped_restore; /* rows the restore could not use (orphans, missing messages) */
+	uint64_t vacuums, vacuum_pages; /* incremental vacuums and the free pages they gave back */
 };
 
 struct store_db {
@@ -77,6 +81,9 @@ MUST_CHECK int store_db_open(struct store_db *db, const struct store_db_config *
 void store_db_close(struct store_db *db);
 /* PRAGMA quick_check: 0 or -E_CORRUPT (why says the first problem). */
 MUST_CHECK int store_db_quick_check(struct store_db *db);
+/* The meta table's value for key: 0, -E_NOENT (no such row; *v = -1), or SQLite's error
+ * mapped. */
+MUST_CHECK int store_db_meta(struct store_db *db, const char *key, int64_t *v /* out */);
 /* The boot generation: the stored one plus one, committed before it is returned. */
 MUST_CHECK int store_db_next_generation(struct store_db *db, uint64_t *gen /* out */);
 /* Put the image's revoked serials in (kept: they come back at every restore). */

@@ -42,35 +42,35 @@ struct store_engine {
 	struct store_engine_config cfg;
 	struct store_engine_port port;
 	struct store_db *db;
-	enum store_engine_state state;
 	uint64_t gen;
 	/* input */
 	struct store_asm in[STORE_ENGINE_MAX_DATA];
 	struct msgq local;
 	uint8_t *scratch;          /* max_record bytes: a record or a local message */
 	/* the batch: a database transaction and/or telemetry appended since the last write-out */
-	bool in_txn;
 	uint64_t txn_start_us;
 	struct store_tlog *tlog;   /* NULL: no telemetry log */
 	struct store_tlq_runner *tlq; /* NULL: no telemetry queries */
 	struct store_dev *tlog_dev;
-	bool tlog_open;
 	uint64_t tlog_start_us, retain_us;
-	uint32_t n_batch;
+	uint64_t batch_bytes;      /* database record bytes in the open batch */
 	struct answer *answers;    /* MAX_ANSWERS */
-	uint32_t n_answers;
-	bool dirty[STORE_ENGINE_MAX_DATA], lost[STORE_ENGINE_MAX_DATA];
 	/* output */
 	struct msgq out[STORE_ENGINE_MAX_DATA];
 	uint8_t *part;             /* payload_max bytes */
 	/* restore: the record being sent (copied, with its destinations) */
 	uint8_t *pending;          /* max_record bytes */
+	uint64_t restore_t0;
+	struct store_engine_stats st;
+	/* the narrow fields last (no padding between the wide ones) */
+	enum store_engine_state state;
+	uint32_t n_batch;
+	uint32_t n_answers;
 	uint32_t pending_len;
 	int32_t pending_dst;       /* a data core, -1 all, -2 none */
 	uint32_t cur_home;
-	bool restore_done;
-	uint64_t restore_t0;
-	struct store_engine_stats st;
+	bool in_txn, tlog_open, restore_done;
+	bool dirty[STORE_ENGINE_MAX_DATA], lost[STORE_ENGINE_MAX_DATA];
 };
 
 static size_t align8(size_t n)
@@ -309,6 +309,7 @@ static void commit(struct store_engine *e)
 	send_answers(e, e->answers, e->n_answers, err == 0);
 	e->n_answers = 0;
 	e->n_batch = 0;
+	e->batch_bytes = 0;
 	bool slow = dt > (uint64_t)e->cfg.lag_commit_ms * 1000u;
 	if (slow != e->st.lagging && (slow || dt * 2u < (uint64_t)e->cfg.lag_commit_ms * 1000u) &&
 	    e->state != STORE_ENG_FAILED) {
@@ -397,6 +398,7 @@ static void apply(struct store_engine *e, uint32_t src, const uint8_t *rec, uint
 	}
 	int err = store_db_apply(e->db, &r, e->port.wall_s(e->port.ctx));
 	e->n_batch++;
+	e->batch_bytes += len;
 	e->dirty[src] = true;
 	if (err) {
 		e->st.apply_failed++;
@@ -405,6 +407,8 @@ static void apply(struct store_engine *e, uint32_t src, const uint8_t *rec, uint
 			say(e, "a record of kind %u from core %u was not stored (%s): %s", (unsigned)r.kind,
 			    (unsigned)src, err_name(err), e->db->why);
 	}
+	if (e->cfg.batch_bytes && e->batch_bytes >= e->cfg.batch_bytes)
+		commit(e); /* the WAL's region bounds a batch (its barriers are answered as usual) */
 }
 
 static void barrier(struct store_engine *e, uint32_t src, const uint8_t *d, uint32_t len)
@@ -717,6 +721,11 @@ void store_engine_attach_tlog(struct store_engine *e, struct store_tlog *t, stru
 {
 	e->tlog = t;
 	e->tlog_dev = dev;
+}
+
+bool store_engine_busy(const struct store_engine *e)
+{
+	return batch_open(e);
 }
 
 enum store_engine_state store_engine_state(const struct store_engine *e)

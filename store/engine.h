@@ -32,6 +32,10 @@ struct store_engine_config {
 	uint32_t out_bytes;      /* per data core: answers and restore records waiting */
 	uint32_t local_bytes;    /* one core: records queued for the next pass (0: none) */
 	uint32_t batch_ms, batch_ops, lag_commit_ms;
+	/* Record bytes that close a database batch at once (0: no bound): a batch must fit the
+	 * write-ahead log's region whatever storage.batch_ops says (store_boot_result.wal_frames:
+	 * the service takes a quarter of it). */
+	uint32_t batch_bytes;
 	/* The telemetry log (store_engine_attach_tlog): a batch with telemetry records is also
 	 * written out when they reach tlog_flush_bytes or are tlog_flush_ms old. */
 	uint32_t tlog_flush_ms, tlog_flush_bytes;
@@ -100,6 +104,8 @@ void store_engine_finish(struct store_engine *e);
  * (for a platform whose loop sleeps until a deadline). */
 uint64_t store_engine_due_us(const struct store_engine *e);
 enum store_engine_state store_engine_state(const struct store_engine *e);
+/* A batch (a transaction or telemetry) is open: the database is being written. */
+bool store_engine_busy(const struct store_engine *e);
 const struct store_engine_stats *store_engine_stats(const struct store_engine *e);
 /* p-th percentile (0..100) of commit latency in microseconds (bucket upper bound). */
 uint64_t store_engine_commit_us(const struct store_engine *e, uint32_t p);

@@ -191,6 +191,28 @@ int store_gpt_header_encode(const struct store_gpt_new *g, bool backup, uint32_t
 	return 0;
 }
 
+int store_gpt_entry_resize(uint8_t *arr, size_t len, uint32_t index, uint64_t last_lba, uint32_t *crc)
+{
+	*crc = 0;
+	if (!arr || len < STORE_GPT_ARRAY_BYTES || index >= STORE_GPT_N_ENTRIES)
+		return -E_INVAL;
+	struct cur c = cur_make(arr, STORE_GPT_ARRAY_BYTES);
+	cur_skip(&c, (size_t)index * STORE_GPT_ENTRY_BYTES);
+	uint8_t type[16];
+	cur_bytes(&c, type, 16);
+	cur_skip(&c, STORE_GPT_ENT_OFF_FIRST - 16u);
+	uint64_t first = cur_le64(&c);
+	if (!cur_ok(&c) || all_zero(type, 16) || last_lba < first)
+		return -E_INVAL;
+	struct wcur w = wcur_make(arr, STORE_GPT_ARRAY_BYTES);
+	(void)wcur_reserve(&w, (size_t)index * STORE_GPT_ENTRY_BYTES + STORE_GPT_ENT_OFF_LAST); /* kept */
+	wcur_le64(&w, last_lba);
+	if (!wcur_ok(&w))
+		return -E_INVAL;
+	*crc = crc32_ieee(0, arr, STORE_GPT_ARRAY_BYTES);
+	return 0;
+}
+
 /* ---- decoding ---- */
 
 static int reject(enum store_gpt_rej *rej, enum store_gpt_rej why)

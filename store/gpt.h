@@ -3,8 +3,9 @@
  * Private to store/: the GPT (UEFI 2.10 section 5.3) as layout.c uses it. Build a
  * protective MBR, headers and an entry array of 128 entries of 128 bytes; decode and
  * validate a header and its entry array; load the GPT of a disk through a read callback,
- * falling back to the backup when the primary fails its checks; and recognise what an
- * interrupted GPT write of ours leaves behind. Wire offsets are in store/wire_disk.h.
+ * falling back to the backup when the primary fails its checks; recognise what an
+ * interrupted GPT write of ours leaves behind; and move one entry's last LBA (a growth of
+ * the disk, store/grow.c). Wire offsets are in store/wire_disk.h.
  *
  * Every byte read is hostile: header and entries are decoded through lib/cursor, every
  * LBA is range-checked against the disk before any arithmetic that could overflow, and
@@ -94,6 +95,15 @@ MUST_CHECK int store_gpt_entries_encode(const struct store_gpt_new *g, uint8_t *
  * (len >= block_size, the whole block written). 0 or -E_INVAL. */
 MUST_CHECK int store_gpt_header_encode(const struct store_gpt_new *g, bool backup, uint32_t entries_crc,
 				       uint8_t *out, size_t len);
+
+/* Move the last LBA of used entry `index` of an entry array of 128 entries (arr: len >=
+ * STORE_GPT_ARRAY_BYTES bytes as read from a disk, borrowed) to last_lba, keeping every
+ * other byte (types, GUIDs, names, attributes, the other entries); *crc: the array's new
+ * CRC-32. What a growth of the disk writes (store/grow.c): the caller decodes the result
+ * against the new header before writing it. 0 or -E_INVAL (index >= 128, an unused entry,
+ * last_lba before its first LBA). */
+MUST_CHECK int store_gpt_entry_resize(uint8_t *arr, size_t len, uint32_t index, uint64_t last_lba,
+				      uint32_t *crc /* out */);
 
 /* ---- decoding ---- */
 /* Decode the header in blk (the block read at at_lba, len bytes) of a disk of

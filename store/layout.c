@@ -16,6 +16,9 @@
  *       v                                            |    | store_super_commit
  *     INTERRUPTED ------ store_disk_format ----------+    v
  *                                                    OURS (generation g + 1)
+ *     OURS on a larger disk --store_grow (store/grow.h): GPT, then superblock--> OURS
+ *       (cut after the GPT: OURS with grow_pending, the GPT's data partition longer by
+ *        whole units; store_grow run again finishes it)
  *     FOREIGN, OTHER_VERSION, DAMAGED: nothing here ever writes them.
  *
  * Invariants:
@@ -34,6 +37,10 @@
  *     superblock found in the other slot, so the two slots never hold one generation.
  *  5. Nothing is written that our own decoders would reject: format and commit decode
  *     the GPT and the superblock they are about to write first (-E_INVAL if not).
+ *  6. A superblock names at most one WAL and one TELEMETRY region; DB, BACKUP_A and
+ *     BACKUP_B may have several extents (superblock order = file order), all disjoint.
+ *     The probe calls a GPT data entry longer than the superblock's partition by whole
+ *     units OURS (grow_pending), never one that is shorter.
  */
 #include "store/layout.h"
 
@@ -155,11 +162,13 @@ static int sb_reject(enum store_layout_rej *rej, enum store_layout_rej why)
 static enum store_layout_rej check_regions(const struct store_super *sb)
 {
 	uint64_t ab = sb->align_bytes / sb->block_size; /* >= 16: align >= 1 MiB, block <= 64 KiB */
+	/* the kinds whose file may have several extents (a growth appends them) */
+	const uint32_t repeats = 1u << STORE_REGION_DB | 1u << STORE_REGION_BACKUP_A | 1u << STORE_REGION_BACKUP_B;
 	uint32_t seen = 0;
 	for (uint32_t i = 0; i < sb->n_regions; i++) {
 		const struct store_region *r = &sb->regions[i];
-		if (r->kind == STORE_REGION_NONE || r->kind >= STORE_REGION__KINDS || (seen & (1u << r->kind)) ||
-		    r->flags != 0)
+		if (r->kind == STORE_REGION_NONE || r->kind >= STORE_REGION__KINDS ||
+		    (seen & ~repeats & (1u << r->kind)) || r->flags != 0)
 			return STORE_REJ_REGION;
 		seen |= 1u << r->kind;
 		if (r->blocks == 0 || r->start % ab || r->blocks % ab)
@@ -259,12 +268,31 @@ int store_super_decode(const uint8_t *in, size_t len, struct store_super *out, e
 
 const struct store_region *store_super_region(const struct store_super *sb, enum store_region_kind k)
 {
+	return store_super_extent(sb, k, 0);
+}
+
+const struct store_region *store_super_extent(const struct store_super *sb, enum store_region_kind k, uint32_t i)
+{
 	if (!sb)
 		return NULL;
-	for (uint32_t i = 0; i < sb->n_regions && i < STORE_MAX_REGIONS; i++)
-		if (sb->regions[i].kind == (uint32_t)k)
-			return &sb->regions[i];
+	for (uint32_t j = 0; j < sb->n_regions && j < STORE_MAX_REGIONS; j++)
+		if (sb->regions[j].kind == (uint32_t)k && i-- == 0)
+			return &sb->regions[j];
 	return NULL;
+}
+
+uint32_t store_super_extents(const struct store_super *sb, enum store_region_kind k, uint64_t *blocks)
+{
+	uint32_t n = 0;
+	uint64_t total = 0;
+	for (uint32_t j = 0; sb && j < sb->n_regions && j < STORE_MAX_REGIONS; j++)
+		if (sb->regions[j].kind == (uint32_t)k) {
+			n++;
+			total += sb->regions[j].blocks; /* decoded: each inside the partition, disjoint */
+		}
+	if (blocks)
+		*blocks = total;
+	return n;
 }
 
 /* ---- the plan ---- */
@@ -472,7 +500,11 @@ static int probe_gpt(struct store_dev *d, uint8_t *scratch, const struct store_g
 	if (ok0 || ok1) {
 		int w = ok0 && (!ok1 || s[0].generation > s[1].generation) ? 0 : 1;
 		const struct store_super *sb = &s[w];
-		if (sb->part_start != out->part_start || sb->part_blocks != out->part_blocks ||
+		/* A GPT entry longer by whole units: a growth cut before its superblock commit
+		 * (store/grow.h writes the GPT first); shorter or otherwise different: damaged. */
+		uint64_t ab = sb->align_bytes / sb->block_size;
+		bool longer = out->part_blocks > sb->part_blocks && (out->part_blocks - sb->part_blocks) % ab == 0;
+		if (sb->part_start != out->part_start || (sb->part_blocks != out->part_blocks && !longer) ||
 		    memcmp(sb->part_guid, g->data.guid, 16) != 0 || sb->block_size != bs) {
 			say(out, STORE_DISK_DAMAGED,
 			    "superblock %c (generation %llu) disagrees with the GPT about the data partition",
@@ -481,8 +513,10 @@ static int probe_gpt(struct store_dev *d, uint8_t *scratch, const struct store_g
 		}
 		out->sb = *sb;
 		out->super_slot = w;
-		say(out, STORE_DISK_OURS, "urMQTT layout version %u, generation %llu (slot %c)", sb->version,
-		    (unsigned long long)sb->generation, w ? 'B' : 'A');
+		out->grow_pending = longer;
+		say(out, STORE_DISK_OURS, "urMQTT layout version %u, generation %llu (slot %c)%s", sb->version,
+		    (unsigned long long)sb->generation, w ? 'B' : 'A',
+		    longer ? "; a growth of the partition to finish" : "");
 		return 0;
 	}
 	for (int i = 0; i < 2; i++)

@@ -53,7 +53,11 @@ enum store_region_kind {
 	STORE_REGION__KINDS
 };
 
-/* A region: blocks are logical blocks counted from the partition's first block. */
+/* A region: blocks are logical blocks counted from the partition's first block. The
+ * database (DB) and the two backup slots (BACKUP_A, BACKUP_B) may have several regions of
+ * their kind, its extents: the file's bytes run through them in superblock order (what a
+ * growth of the disk appends, store/grow.h). WAL and TELEMETRY have one region each and
+ * never grow. */
 struct store_region {
 	uint32_t kind;  /* enum store_region_kind */
 	uint32_t flags; /* 0 in version 2 */
@@ -87,8 +91,9 @@ enum store_layout_rej {
 	STORE_REJ_VERSION,      /* ours, another layout version (kept in *version) */
 	STORE_REJ_CRC,
 	STORE_REJ_FIELD,        /* a field out of range (sizes, alignment, generation 0...) */
-	STORE_REJ_REGION,       /* a region outside the partition, misaligned, overlapping, or
-				 * a required one (DB, WAL) missing */
+	STORE_REJ_REGION,       /* a region outside the partition, misaligned, overlapping, a
+				 * WAL or TELEMETRY region twice, or a required one (DB, WAL)
+				 * missing */
 	STORE_REJ__COUNT
 };
 const char *store_layout_rej_name(enum store_layout_rej r);
@@ -150,6 +155,11 @@ struct store_disk_info {
 	uint64_t esp_start, esp_blocks;    /* from the GPT, when it is ours */
 	uint64_t part_start, part_blocks;
 	struct store_super sb;   /* OURS: the winning superblock */
+	/* OURS: the GPT's data partition (same start and GUID) is longer than sb.part_blocks,
+	 * by whole alignment units: a growth of ours (store/grow.h) wrote the GPT and was cut
+	 * before its superblock commit. Boot finishes it (store_grow) before anything else
+	 * uses the layout. A GPT entry SHORTER than the superblock's partition is DAMAGED. */
+	bool grow_pending;
 };
 
 /* Read what is needed to classify the disk (GPT areas, superblock slots, and for a disk
@@ -175,7 +185,12 @@ MUST_CHECK int store_disk_format(struct store_dev *d, const struct store_plan *p
 MUST_CHECK int store_super_commit(struct store_dev *d, struct store_super *sb, uint8_t *scratch,
 				  size_t scratch_len);
 
-/* The region of this kind in sb, or NULL. */
+/* The first region (extent) of this kind in sb, or NULL. */
 const struct store_region *store_super_region(const struct store_super *sb, enum store_region_kind k);
+/* Extent i (0: the first) of kind k, in superblock order (the order of the file's bytes),
+ * or NULL when there are not that many. Borrowed: points into sb. */
+const struct store_region *store_super_extent(const struct store_super *sb, enum store_region_kind k, uint32_t i);
+/* How many extents kind k has in sb; *blocks (may be NULL): their total length. */
+uint32_t store_super_extents(const struct store_super *sb, enum store_region_kind k, uint64_t *blocks /* out */);
 
 #endif

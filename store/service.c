@@ -115,7 +115,7 @@ static void tlog_open(struct store_service *s)
 		.dev = &s->dev, .lba = sb->part_start + r->start, .blocks = r->blocks, /* region */
 		.partitions = s->cfg.tlog.partitions ? s->cfg.tlog.partitions : s->cfg.engine.n_data,
 		.segment_bytes = s->cfg.tlog.segment_bytes,
-		.flush_bytes = s->cfg.engine.tlog_flush_bytes, .retention_days = s->cfg.tlog.retention_days,
+		.flush_bytes = s->cfg.engine.tlog_flush_bytes, .retention_s = s->cfg.tlog.retention_s,
 	};
 	s->tlog_io_len = s->cfg.tlog.segment_bytes;
 	s->tlog_io = s->port.alloc(s->port.ctx, s->tlog_io_len);
@@ -153,6 +153,56 @@ static void go_off(struct store_service *s, const char *what)
 			say(s, "core %u never took the storage-off message", (unsigned)d);
 	}
 	s->state = STORE_SVC_OFF;
+}
+
+/* ---- the scrubber ----------------------------------------------------------------------- */
+
+/* Findings reported per pass on the console; the rest only counted (the scrub line). */
+#define SCRUB_SAID_PER_PASS 8u
+
+static void p_scrub_found(void *ctx, const struct store_scrub_finding *f)
+{
+	struct store_service *s = ctx;
+	uint64_t n = store_scrub_stats(&s->scrub)->pass_findings;
+	char line[240];
+	if (n <= SCRUB_SAID_PER_PASS) {
+		(void)store_scrub_finding_text(f, line, sizeof line);
+		s->port.log(s->port.ctx, line);
+	} else if (n == SCRUB_SAID_PER_PASS + 1u) {
+		say(s, "scrub: more damage in pass %lu; the rest is only counted (the scrub line)", (unsigned long)f->pass);
+	}
+}
+
+/* The scrubber reads through the telemetry writer's segment buffer when there is a log (it
+ * needs a segment), else the service's scratch: both are used only inside their owners'
+ * calls, never across a scrub step. */
+static void scrub_start(struct store_service *s)
+{
+	if (!s->cfg.scrub_kb_per_s)
+		return;
+	const struct store_scrub_config c = {
+		.bytes_per_s = (uint64_t)s->cfg.scrub_kb_per_s * 1024u, .dev = &s->dev, .sb = &s->boot.sb, .db = &s->db,
+		.telemetry = s->tlog != NULL, .buf = s->tlog ? s->tlog_io : s->scratch,
+		.buf_len = s->tlog ? s->tlog_io_len : sizeof s->scratch, .found = p_scrub_found, .ctx = s,
+	};
+	int err = store_scrub_init(&s->scrub, &c);
+	if (err)
+		say(s, "scrub: off (%s)", err_name(err));
+	s->scrub_on = !err;
+}
+
+static uint32_t scrub_poll(struct store_service *s)
+{
+	if (!s->scrub_on || store_engine_state(s->eng) != STORE_ENG_SERVING)
+		return 0;
+	return store_scrub_step(&s->scrub, p_now_ns(s)) > 0;
+}
+
+size_t store_service_scrub_line(const struct store_service *s, char *out, size_t cap)
+{
+	if (cap)
+		out[0] = 0;
+	return s->state == STORE_SVC_RUNNING && s->scrub_on ? store_scrub_line(&s->scrub, out, cap) : 0;
 }
 
 static void bring_up(struct store_service *s)
@@ -193,13 +243,28 @@ static void bring_up(struct store_service *s)
 		return;
 	}
 	const struct store_super *sb = &s->boot.sb;
+	if (s->boot.restored_slot)
+		say(s, "the damage quick_check found: %s", s->boot.damaged);
 	tlog_open(s);
 	say(s, "%s: %s (%lu ms); layout v%u, superblock generation %lu, %u regions, data partition %lu MiB",
 	    s->cfg.disk_name, s->boot.what, (unsigned long)s->bring_up_ms, (unsigned)sb->version,
 	    (unsigned long)sb->generation, (unsigned)sb->n_regions,
 	    (unsigned long)((sb->part_blocks * sb->block_size) >> 20));
+	if (s->boot.grow.what[0])
+		say(s, "%s", s->boot.grow.what);
+	/* What bring-up cost the disk, whatever its size: the probe, the database's open and
+	 * check, the telemetry log's recovery (ADR-043: bounded, not a scan). */
+	const struct store_dev_stats *io = &s->dev.st;
+	uint32_t bs = store_dev_block_size(&s->dev);
+	say(s, "bring-up: %lu ms in all; read %lu KiB in %lu requests, wrote %lu KiB",
+	    (unsigned long)((p_now_ns(s) - t0) / 1000000u),
+	    (unsigned long)((io->blocks[STORE_DEV_READ] * bs) >> 10), (unsigned long)io->ops[STORE_DEV_READ],
+	    (unsigned long)((io->blocks[STORE_DEV_WRITE] * bs) >> 10));
 	const struct store_engine_port ep = { .send = p_send, .now_us = p_now_us, .wall_s = p_wall_s, .home = p_home,
 					      .log = p_log, .wall_ms = p_wall_ms, .ctx = s };
+	/* A batch's records fill at most a quarter of the WAL's region (store/boot.c: a
+	 * checkpoint starts at another quarter). */
+	s->cfg.engine.batch_bytes = (uint32_t)MIN(s->boot.wal_frames * 4096u / 4u, (uint64_t)UINT32_MAX);
 	s->eng_len = store_engine_mem_size(&s->cfg.engine);
 	s->eng_mem = s->eng_len ? s->port.alloc(s->port.ctx, s->eng_len) : NULL;
 	err = s->eng_mem ? store_engine_init(&s->eng, s->eng_mem, s->eng_len, &s->cfg.engine, &ep, &s->db,
@@ -224,6 +289,7 @@ static void bring_up(struct store_service *s)
 									   s->cfg.tlog.queries, s->tlog_lba) != 0))
 			say(s, "telemetry queries: off (no memory for %u of them)", (unsigned)s->cfg.tlog.queries);
 	}
+	scrub_start(s);
 	s->state = STORE_SVC_RUNNING;
 }
 
@@ -243,6 +309,76 @@ int store_service_init(struct store_service *s, const struct store_service_confi
 	return 0;
 }
 
+/* The A/B backup: started when due, one step per pass while the database is not being
+ * written (SQLite refuses a step then), its outcome said on the console. */
+static uint32_t backup_poll(struct store_service *s)
+{
+	if (!s->cfg.backup.interval_s || store_engine_state(s->eng) != STORE_ENG_SERVING || store_engine_busy(s->eng))
+		return 0;
+	uint64_t now = p_now_us(s);
+	if (!s->next_backup_us) {
+		s->next_backup_us = now + (uint64_t)s->cfg.backup.first_s * 1000000u;
+		return 0;
+	}
+	if (s->backup.state == STORE_BACKUP_IDLE) {
+		if (now < s->next_backup_us)
+			return 0;
+		s->next_backup_us = now + (uint64_t)s->cfg.backup.interval_s * 1000000u;
+		if (s->scrub_on) /* the VFS opens one backup file at a time */
+			store_scrub_hold_backups(&s->scrub, true);
+		int err = store_backup_start(&s->backup, &s->db, &s->boot.sb);
+		if (err) {
+			if (s->scrub_on)
+				store_scrub_hold_backups(&s->scrub, false);
+			say(s, "backup: not started: %s", s->backup.why);
+			return 0;
+		}
+		s->backup_started_us = now;
+		return 1;
+	}
+	int err = store_backup_step(&s->backup, s->cfg.backup.step_pages, &s->dev, &s->boot.sb, s->scratch,
+				    sizeof s->scratch, now, p_wall_ms(s));
+	uint64_t dt = p_now_us(s) - now;
+	if (dt > s->backup.st.longest_step_us)
+		s->backup.st.longest_step_us = dt;
+	if (err == -E_AGAIN)
+		return 1;
+	if (s->scrub_on)
+		store_scrub_hold_backups(&s->scrub, false);
+	if (err) {
+		say(s, "backup into slot %c FAILED: %s (the previous backup stays in charge)",
+		    s->backup.slot == 1u ? 'A' : 'B', s->backup.why);
+		return 1;
+	}
+	s->backup.st.last_us = p_now_us(s) - s->backup_started_us;
+	say(s, "backup: slot %c now holds the database (%lu pages in %lu ms, longest step %lu us), superblock generation %lu",
+	    s->backup.slot == 1u ? 'A' : 'B', (unsigned long)s->backup.st.last_pages,
+	    (unsigned long)(s->backup.st.last_us / 1000u), (unsigned long)s->backup.st.longest_step_us,
+	    (unsigned long)s->boot.sb.generation);
+	return 1;
+}
+
+void store_service_disk_grew(struct store_service *s)
+{
+	s->grow_pending = true;
+}
+
+/* A capacity change the platform reported: grown between transactions, never inside a
+ * backup step (the superblock is shared with the backup's commit). */
+static uint32_t grow_poll(struct store_service *s)
+{
+	if (!s->grow_pending || store_engine_state(s->eng) != STORE_ENG_SERVING || store_engine_busy(s->eng))
+		return 0;
+	s->grow_pending = false;
+	struct store_grow_result r;
+	int err = store_boot_grow(&s->dev, &s->boot.sb, s->scratch, sizeof s->scratch, &r);
+	if (err)
+		say(s, "growth at run time FAILED (%s): %s", err_name(err), r.what);
+	else
+		say(s, "%s (at run time, superblock generation %lu)", r.what, (unsigned long)s->boot.sb.generation);
+	return 1;
+}
+
 uint32_t store_service_poll(struct store_service *s)
 {
 	if (s->state == STORE_SVC_IDLE) {
@@ -251,7 +387,8 @@ uint32_t store_service_poll(struct store_service *s)
 	}
 	if (s->state != STORE_SVC_RUNNING)
 		return 0;
-	return store_engine_poll(s->eng, s->cfg.pass_budget_us);
+	uint32_t work = store_engine_poll(s->eng, s->cfg.pass_budget_us);
+	return work + grow_poll(s) + backup_poll(s) + scrub_poll(s);
 }
 
 uint64_t store_service_due_ns(const struct store_service *s)
@@ -261,6 +398,13 @@ uint64_t store_service_due_ns(const struct store_service *s)
 	if (s->state != STORE_SVC_RUNNING)
 		return UINT64_MAX;
 	uint64_t us = store_engine_due_us(s->eng);
+	if (s->cfg.backup.interval_s)
+		us = MIN(us, s->backup.state == STORE_BACKUP_RUNNING || !s->next_backup_us ? 0 : s->next_backup_us);
+	if (s->grow_pending)
+		us = 0;
+	uint64_t scrub_ns = s->scrub_on ? store_scrub_due_ns(&s->scrub) : UINT64_MAX;
+	if (scrub_ns != UINT64_MAX)
+		us = MIN(us, scrub_ns / 1000u);
 	return us == UINT64_MAX ? UINT64_MAX : us * 1000u;
 }
 
@@ -323,6 +467,10 @@ void store_service_fini(struct store_service *s)
 {
 	if (s->state != STORE_SVC_RUNNING)
 		return;
+	store_backup_abort(&s->backup);
+	if (s->scrub_on)
+		store_scrub_fini(&s->scrub);
+	s->scrub_on = false;
 	store_engine_finish(s->eng);
 	tlog_close(s);
 	store_boot_close(&s->db);

@@ -17,9 +17,11 @@
 #define STORE_SERVICE_H
 
 #include "lib/compiler.h"
+#include "store/backup.h"
 #include "store/boot.h"
 #include "store/dev.h"
 #include "store/engine.h"
+#include "store/scrub.h"
 #include "store/tlog.h"
 
 struct store_service_port {
@@ -59,9 +61,16 @@ struct store_service_config {
 	struct {
 		bool enabled;
 		uint32_t partitions; /* 0: one per data core (engine.n_data) */
-		uint32_t segment_bytes, retention_days;
+		uint32_t segment_bytes;
+		uint64_t retention_s; /* 0: by size only */
 		uint32_t queries;    /* telemetry queries run at once (each holds a segment buffer) */
 	} tlog;
+	/* The A/B backup (store/backup.h): every interval_s (0: never), step_pages per step
+	 * while no batch is open; the first one first_s after the service started. */
+	struct {
+		uint32_t interval_s, first_s, step_pages;
+	} backup;
+	uint32_t scrub_kb_per_s;    /* the scrubber's budget (store/scrub.h); 0: off */
 };
 
 enum store_service_state { STORE_SVC_IDLE, STORE_SVC_RUNNING, STORE_SVC_OFF };
@@ -81,6 +90,11 @@ struct store_service {
 	size_t tlog_len, tlog_io_len, tlq_len;
 	uint64_t tlog_lba;
 	uint64_t bring_up_ms;
+	struct store_backup backup;
+	uint64_t next_backup_us, backup_started_us;
+	struct store_scrub scrub;   /* on when scrub_on (storage.scrub_kb_per_s > 0) */
+	bool scrub_on;
+	bool grow_pending;          /* the device's capacity grew: store_boot_grow when idle */
 	uint8_t scratch[STORE_LAYOUT_SCRATCH] ALIGNED(8);
 	uint8_t io_buf[64 * 1024] ALIGNED(8);
 };
@@ -103,6 +117,11 @@ MUST_CHECK int store_service_local(struct store_service *s, uint16_t kind, const
 size_t store_service_line(struct store_service *s, char *out, size_t cap);
 /* The telemetry log's line (0 chars without a log). */
 size_t store_service_tlog_line(const struct store_service *s, char *out, size_t cap);
+/* The platform saw the disk's capacity grow (storage core): the layout grows to it at the
+ * next pass where no transaction is open, and the console says what it did. */
+void store_service_disk_grew(struct store_service *s);
+/* The scrubber's line (0 chars when it is off). */
+size_t store_service_scrub_line(const struct store_service *s, char *out, size_t cap);
 /* Close the database cleanly (tests and the hosted broker's exit). */
 void store_service_fini(struct store_service *s);
 

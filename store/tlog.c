@@ -66,7 +66,6 @@
 #define FLUSH_MIN (64u << 10)
 #define FLUSH_MAX (64u << 20)
 #define SEQ_MAX (UINT64_C(1) << 62)  /* open refuses to continue above this */
-#define MS_PER_DAY INT64_C(86400000)
 
 STATIC_ASSERT(STORE_TLOG_SEG_HDR == 64u && SEG_OFF_CRC + 4u == STORE_TLOG_SEG_HDR, "segment header layout");
 STATIC_ASSERT(STORE_TLOG_REC_HDR == 8u && STORE_TLOG_BODY_FIXED == 28u, "record layout");
@@ -1041,9 +1040,9 @@ static uint32_t retain_partition(struct store_tlog *t, uint32_t p, int64_t cutof
 
 uint32_t store_tlog_retain(struct store_tlog *t, int64_t now_wall_ms)
 {
-	if (!t->cfg.retention_days)
+	if (!t->cfg.retention_s || t->cfg.retention_s > (uint64_t)INT64_MAX / 1000u)
 		return 0;
-	int64_t keep_ms = (int64_t)t->cfg.retention_days * MS_PER_DAY;
+	int64_t keep_ms = (int64_t)t->cfg.retention_s * 1000;
 	if (now_wall_ms < INT64_MIN + keep_ms)
 		return 0;
 	int64_t cutoff = now_wall_ms - keep_ms;

@@ -154,7 +154,7 @@ struct store_tlog_config {
 	uint32_t segment_bytes;       /* wanted likewise */
 	uint32_t flush_bytes;         /* a partition's buffer: pending bytes at most (64 KiB ..
 				       * 64 MiB; the writer uses min(this, S - 64)) */
-	uint32_t retention_days;      /* 0: by size only */
+	uint64_t retention_s;         /* 0: by size only (storage.telemetry_retention_days in seconds) */
 	uint8_t *io;                  /* linked: segment_bytes of scratch for recovery, hints,
 				       * and retention's header reads */
 	size_t io_len;
@@ -210,7 +210,7 @@ size_t store_tlog_pending(const struct store_tlog *t);
 MUST_CHECK int store_tlog_write_out(struct store_tlog *t);
 /* Retention by age, a bounded step: look at (at most) one oldest segment per partition
  * (reading at most two segment headers each, none while the answer is known) and discard
- * it when its successor's first record is older than retention_days (or skip it when the
+ * it when its successor's first record is older than retention_s (or skip it when the
  * device cannot discard: -E_NOSYS). Never the newest segment, nor one a pending write-out
  * starts. Returns segments handled (expired). */
 uint32_t store_tlog_retain(struct store_tlog *t, int64_t now_wall_ms);

@@ -18,8 +18,9 @@
  * IPI (see the wake-up protocol below); the block and rng queues
  * are polled (boot-time use only so far). Each virtio-blk device's configuration-change
  * interrupt goes through MSI-X to core 0, whose loop ("blk" handler) then re-reads the
- * capacity: growth is logged and the self-test runs again, stepwise, on the new last
- * 4 KiB; a shrink is logged as an error and I/O beyond the new end fails. Without MSI-X
+ * capacity: growth is logged and handed to the storage service when the disk is its data
+ * disk (kstore_disk_grew: the layout grows), else the self-test runs again, stepwise, on the
+ * new last 4 KiB; a shrink is logged as an error and I/O beyond the new end fails. Without MSI-X
  * the loop looks at the configuration generation once a second instead. The TLS
  * self-test (tls_selftest.c) runs before the broker is built (the broker's handshake
  * env then owns mbedTLS's hooks). Everything found goes into the boot banner.
@@ -499,25 +500,54 @@ static int64_t dev_wall_ms(void)
 	return (int64_t)(dev_wall_base_s * 1000u + (x86_now_ns() - dev_wall_base_ns) / 1000000u);
 }
 
-/* Development builds: "broker_report_ms=N" (1000..600000) changes the memory line's
- * period (the smoke test reads it every second instead of every 10 s). */
-static uint32_t dev_report_ms(const char *cmdline, size_t len)
+/* Development builds: the whole number "key=N" of the command line when it lies in
+ * [lo, hi] (true, *out set); absent or out of range (said on the console): false, *out
+ * unchanged. A production build has no such knobs: always false. */
+static bool dev_knob_u32(const char *cmdline, size_t len, const char *key, uint32_t lo, uint32_t hi,
+			 uint32_t *out)
 {
 #ifndef URMQTT_PROD
 	char v[16];
-	uint32_t ms = 0;
-	if (cmdline_get(cmdline, len, "broker_report_ms", v, sizeof v) == 0) {
-		for (const char *c = v; *c && ms <= 600000u; c++)
-			ms = (*c >= '0' && *c <= '9') ? ms * 10u + (uint32_t)(*c - '0') : UINT32_MAX;
-		if (ms >= 1000u && ms <= 600000u)
-			return ms;
-		LOG_WARN("boot", "ignoring broker_report_ms= (want 1000..600000)");
+	uint64_t n = 0;
+	if (cmdline_get(cmdline, len, key, v, sizeof v) != 0)
+		return false;
+	for (const char *c = v; *c && n <= hi; c++)
+		n = (*c >= '0' && *c <= '9') ? n * 10u + (uint64_t)(*c - '0') : UINT64_MAX;
+	if (v[0] && n >= lo && n <= hi) {
+		*out = (uint32_t)n;
+		return true;
 	}
+	LOG_WARN("boot", "ignoring %s= (want %lu..%lu)", key, (unsigned long)lo, (unsigned long)hi);
 #else
 	(void)cmdline;
 	(void)len;
+	(void)key;
+	(void)lo;
+	(void)hi;
+	(void)out;
 #endif
-	return DEV_BROKER_REPORT_MS;
+	return false;
+}
+
+/* "broker_report_ms=N" (1000..600000) changes the memory line's period (the smoke test
+ * reads it every second instead of every 10 s). */
+static uint32_t dev_report_ms(const char *cmdline, size_t len)
+{
+	uint32_t ms = DEV_BROKER_REPORT_MS;
+	(void)dev_knob_u32(cmdline, len, "broker_report_ms", 1000u, 600000u, &ms);
+	return ms;
+}
+
+/* The storage knobs of development builds, for tests that cannot wait for the
+ * configuration's hours and days (0: the configuration's value): the first backup and
+ * the interval (seconds), telemetry retention (seconds), the WAL pages that make the
+ * storage core checkpoint (1: after every commit, so the database region is current). */
+static void dev_store_knobs(const char *cmdline, size_t len, struct kstore_knobs *k)
+{
+	(void)dev_knob_u32(cmdline, len, "store_backup_first_s", 1u, 86400u, &k->backup_first_s);
+	(void)dev_knob_u32(cmdline, len, "store_backup_interval_s", 1u, 86400u * 30u, &k->backup_interval_s);
+	(void)dev_knob_u32(cmdline, len, "store_retention_s", 1u, 86400u * 3650u, &k->retention_s);
+	(void)dev_knob_u32(cmdline, len, "store_checkpoint_pages", 1u, 1000000u, &k->checkpoint_pages);
 }
 
 /* storage.required, or "storage_required=1" on the command line: it can only make a build
@@ -1019,6 +1049,7 @@ static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_co
 		};
 		struct kstore_config kcfg = ks;
 		memcpy(kcfg.home_key, bc.home_key, sizeof kcfg.home_key);
+		dev_store_knobs(cmdline, cmdline_len, &kcfg.knobs);
 		if (kstore_init(&kcfg) != 0) {
 			LOG_ERR("broker", "storage could not be set up; no network service");
 			return;
@@ -1273,7 +1304,13 @@ static void dev_blk_config(uint32_t i)
 		LOG_INFO("blk", "virtio-blk%u: capacity grew from %lu to %lu sectors (%lu MiB)", (unsigned)i,
 			 (unsigned long)ev.old_sectors, (unsigned long)ev.new_sectors,
 			 (unsigned long)(ev.new_sectors >> 11));
-		if (st->running)
+		/* The data disk (dev_data_disk) belongs to the storage service, whose requests share
+		 * its one queue: a read test there would take the service's completions. Its growth
+		 * writes and flushes the new end itself (the backup GPT), which tests it. This loop
+		 * runs on the storage core. */
+		if (dev_store_on && i == 0)
+			kstore_disk_grew();
+		else if (st->running)
 			st->retest = true;
 		else
 			dev_blk_retest_start(i);

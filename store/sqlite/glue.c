@@ -186,7 +186,10 @@ int store_sqlite_fini(void)
 {
 	if (!sg.up)
 		return 0;
-	/* A connection, a statement or a string SQLite returned is still alive. */
+	/* The VFS stack goes first (it holds cksumvfs's auto-extension list); it stays while a
+	 * file is open. Then a connection, a statement or a string SQLite returned may still
+	 * be alive. */
+	store_vfs_unregister();
 	if (store_vfs_open_files() || sg.live)
 		return -E_CLOSED;
 	if (sqlite3_shutdown() != SQLITE_OK)

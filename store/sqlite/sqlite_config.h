@@ -59,7 +59,10 @@
 
 /* Kept on purpose (never omit): WAL; the progress handler (the kernel tells its watchdog a
  * long query is alive); PRAGMA quick_check and integrity_check; the online backup API
- * (sqlite3_backup_*); auto-vacuum and incremental vacuum; ATTACH in the parser (our VFS
+ * (sqlite3_backup_*); auto-vacuum and incremental vacuum (the VFS hands a truncated tail
+ * back to the device); the auto-extension list (cksumvfs, compiled next to the
+ * amalgamation by module.mk, adds verify_checksum() to each connection through it: no
+ * code is ever loaded); ATTACH in the parser (our VFS
  * refuses the file: SQLITE_CANTOPEN); the date and time functions (UTC, through
  * xCurrentTimeInt64); EXPLAIN (tests check query plans); lookaside (cheap small
  * allocations, about 48 KiB for our one connection).

@@ -18,7 +18,8 @@
 
 /* glue.c: has store_sqlite_init run (and not store_sqlite_fini since)? */
 bool store_sqlite_up(void);
-/* vfs.c: how many files SQLite holds open through the VFS (0, 1 or 2). */
+/* vfs.c: how many files SQLite holds open through the VFS (0 to 3: the DB, its WAL, one
+ * backup). */
 uint32_t store_vfs_open_files(void);
 
 /* Numbered invariants of glue.c and vfs.c; 0 or -E_CORRUPT (tests). */

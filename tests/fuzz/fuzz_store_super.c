@@ -3,8 +3,10 @@
  * superblock slot's bytes, zero-padded to 512. Pass 1 decodes them as they are; pass 2
  * with the CRC-32C recomputed, so mutations reach the field and region checks. Never
  * crashes; whenever a decode succeeds, encoding the result gives back the same 512
- * bytes, the decoded fields are in range and the database and WAL regions are there;
- * a VERSION verdict never names version 2. Inputs longer than 512 bytes are also decoded
+ * bytes, the decoded fields are in range, the database has one extent or more and the
+ * WAL exactly one, the telemetry region is there at most once, every region lies inside
+ * the partition and no two overlap (the extents of one file included); a VERSION verdict
+ * never names version 2. Inputs longer than 512 bytes are also decoded
  * in place (ASan sees any read past the 512 bytes). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,12 +35,24 @@ static void check(const uint8_t *buf, size_t len)
 	}
 	if (rej != STORE_REJ_NONE || sb.version != STORE_LAYOUT_VERSION || sb.generation == 0 || sb.n_regions == 0 ||
 	    sb.n_regions > STORE_MAX_REGIONS || sb.align_bytes % sb.block_size != 0 ||
-	    !store_super_region(&sb, STORE_REGION_DB) || !store_super_region(&sb, STORE_REGION_WAL))
+	    !store_super_region(&sb, STORE_REGION_DB) || store_super_extents(&sb, STORE_REGION_WAL, NULL) != 1 ||
+	    store_super_extents(&sb, STORE_REGION_TELEMETRY, NULL) > 1)
+		abort();
+	uint32_t n = 0;
+	for (uint32_t k = STORE_REGION_DB; k < STORE_REGION__KINDS; k++)
+		n += store_super_extents(&sb, (enum store_region_kind)k, NULL);
+	if (n != sb.n_regions)
 		abort();
 	for (uint32_t i = 0; i < sb.n_regions; i++) {
 		const struct store_region *r = &sb.regions[i];
-		if (r->start < sb.align_bytes / sb.block_size || r->blocks > sb.part_blocks - r->start)
+		if (r->start < sb.align_bytes / sb.block_size || r->start > sb.part_blocks ||
+		    r->blocks > sb.part_blocks - r->start)
 			abort();
+		for (uint32_t j = 0; j < i; j++) {
+			const struct store_region *o = &sb.regions[j];
+			if (r->start < o->start + o->blocks && o->start < r->start + r->blocks)
+				abort();
+		}
 	}
 	if (store_super_encode(&sb, again, sizeof again) != 0 || memcmp(again, buf, STORE_SUPER_BYTES) != 0)
 		abort();

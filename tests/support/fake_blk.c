@@ -307,6 +307,24 @@ void fake_blk_set(struct fake_blk *f, uint64_t off, const void *data, size_t len
 		memcpy(f->cur + f->log[i].off, f->log[i].data, f->log[i].len);
 }
 
+void fake_blk_grow(struct fake_blk *f, uint64_t blocks)
+{
+	if (blocks < f->cfg.blocks || blocks > (UINT64_C(1) << 40) / f->cfg.block_size)
+		fb_abort("fake_blk_grow: shrink or too large");
+	size_t size = (size_t)(blocks * f->cfg.block_size);
+	uint8_t *cur = realloc(f->cur, size), *dur = cur ? realloc(f->dur, size) : NULL;
+	if (cur)
+		f->cur = cur;
+	if (!cur || !dur)
+		fb_abort("no memory");
+	f->dur = dur;
+	memset(f->cur + f->size, 0, size - f->size);
+	memset(f->dur + f->size, 0, size - f->size);
+	f->size = size;
+	f->cfg.blocks = blocks;
+	f->dev.topo.capacity = blocks;
+}
+
 const uint8_t *fake_blk_durable(const struct fake_blk *f)
 {
 	return f->dur;

@@ -15,7 +15,8 @@
  * -E_IO, as a device that lost power would.
  *
  * Requests complete in submission order, one per poll (after `delay_polls` polls), or
- * never when stalled (to test timeouts). Counters let a test prove that a disk was never
+ * never when stalled (to test timeouts). The disk can grow (fake_blk_grow: a larger
+ * virtual disk, its new blocks zero), as a virtio-blk device whose capacity changed. Counters let a test prove that a disk was never
  * written. Single-threaded; every buffer is malloc'd at creation.
  */
 #ifndef TESTS_SUPPORT_FAKE_BLK_H
@@ -57,6 +58,10 @@ const uint8_t *fake_blk_durable(const struct fake_blk *f);
  * out of range. */
 void fake_blk_set(struct fake_blk *f, uint64_t off, const void *data, size_t len);
 void fake_blk_counts(const struct fake_blk *f, struct fake_blk_counts *out /* out */);
+/* The disk grows to `blocks` blocks (>= its size): the new blocks read as zeros and are
+ * durable zeros; the device's capacity (blk_topology.capacity) says the new size at once.
+ * Aborts when it would shrink or on no memory. Requests in flight are not affected. */
+void fake_blk_grow(struct fake_blk *f, uint64_t blocks);
 
 /* Request number n (counting accepted submissions from 0) completes with status err
  * (e.g. -E_IO) and does nothing else. One at a time: a new call replaces the last. */

@@ -256,6 +256,56 @@ figs += [
      med(UT, "t_store", "flush_p99_us"), None, "none"),
 ]
 
+# ---- the disk's lifecycle: backups, the scrubber, bring-up by disk size -----------------------
+KB, KN, KS, KT = "urmqtt-backup", "urmqtt-nobackup", "urmqtt-scrub", "urmqtt-boot"
+
+
+def medsel(broker, figure, key, **match):
+    v = [r[key] for r in runs(broker, figure)
+         if all(r.get(k) == x for k, x in match.items()) and isinstance(r.get(key), (int, float))]
+    return statistics.median(v) if v else None
+
+
+def maxsel(broker, figure, key):
+    v = [r[key] for r in runs(broker, figure) if isinstance(r.get(key), (int, float))]
+    return max(v) if v else None
+
+
+k_p99_on, k_p99_off = med(KB, "k_store", "p99_us"), med(KN, "k_store", "p99_us")
+k_q1_on, k_q1_off = med(KB, "k_q1", "msgs_per_s"), med(KN, "k_q1", "msgs_per_s")
+
+
+def scrub_rate(kb):
+    v = [r["bytes"] / r["secs"] / 2**20 for r in runs(KS, "k_scrub")
+         if r.get("budget_kb") == kb and r.get("secs")]
+    return statistics.median(v) if v else None
+
+
+figs += [
+    ("disk_backup_ms", "disk: a backup of the ~15 MB database under QoS 1 load, duration (median)", "ms",
+     med(KB, "k_backup", "ms"), None, "none"),
+    ("disk_backup_pages", "disk: pages per backup", "1", med(KB, "k_backup", "pages"), None, "none"),
+    ("disk_backup_step_us", "disk: longest backup step (the worst over every backup)", "us",
+     maxsel(KB, "k_backup", "step_us"), None, "none"),
+    ("disk_commit_p99_backup_us", "disk: commit latency p99 with a backup every 2 s", "us", k_p99_on, None, "none"),
+    ("disk_commit_p99_nobackup_us", "disk: commit latency p99 without backups (same run)", "us", k_p99_off, None,
+     "none"),
+    ("disk_commit_p99_ratio", "disk: commit p99 with backups / without", "x",
+     k_p99_on / k_p99_off if k_p99_on and k_p99_off else None, None, "none"),
+    ("disk_q1_share_pct", "disk: QoS 1 msgs/s with backups as % of without", "%",
+     100 * k_q1_on / k_q1_off if k_q1_on and k_q1_off else None, None, "none"),
+    ("disk_scrub_budget_mib_s", "disk: scrubber read rate at a budget of 4 MiB/s", "MiB/s", scrub_rate(4096), None,
+     "none"),
+    ("disk_scrub_max_mib_s", "disk: scrubber read rate at the largest budget, 1 GiB/s", "MiB/s",
+     scrub_rate(1048576), None, "none"),
+]
+for mib, label in ((64, "64 MiB"), (16384, "16 GiB")):
+    for phase in ("format", "reopen"):
+        figs += [("disk_bringup_%s_%s_ms" % (mib, phase), "disk: bring-up on a %s disk file, %s" % (label, phase),
+                  "ms", medsel(KT, "k_boot", "ms", mib=mib, phase=phase), None, "none"),
+                 ("disk_bringup_%s_%s_kib" % (mib, phase), "disk: KiB read at that bring-up", "KiB",
+                  medsel(KT, "k_boot", "read_kib", mib=mib, phase=phase), None, "none")]
+
 # ---- boot time and image size ---------------------------------------------------------------
 bu, bm = runs(U, "boot"), runs(M, "boot")
 acc = bu[-1].get("accel", "?").upper() if bu else "?"

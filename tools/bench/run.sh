@@ -54,7 +54,13 @@
 # 64-byte payloads) flat out into urMQTT with storage, with its telemetry log on and off
 # (--no-telemetry-log); records written out per second, disk bytes per record, the log's
 # flush latency.
-# BENCH_ONLY="hs idle pubsub lat storm durable telemetry boot dpbench micro vm" picks figure groups
+# Disk lifecycle (group disk): urMQTT with storage, its database filled with ~15 MB of retained
+# messages (4 publishers x 64 x 60 KB), QoS 1 flat out to a persistent subscriber while a backup
+# runs every 2 s and, alternating, without backups: commit latency p99 of both, the backups'
+# duration and longest step; the scrubber's read rate at a budget of 4 MiB/s and at an
+# unreachable one (its own speed); bring-up time and KiB read on a 64 MiB and a 16 GiB disk
+# file (format, then reopen).
+# BENCH_ONLY="hs idle pubsub lat storm durable telemetry disk boot dpbench micro vm" picks figure groups
 # (default: all).
 # dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
 # with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
@@ -67,7 +73,7 @@ secs=${BENCH_SECONDS:-5}
 idle_list=${BENCH_IDLE:-1000 10000}
 idle_list=${idle_list//,/ }
 rate=${BENCH_RATE:-1000}
-only=" ${BENCH_ONLY:-hs idle pubsub lat storm durable telemetry boot dpbench micro vm} "
+only=" ${BENCH_ONLY:-hs idle pubsub lat storm durable telemetry disk boot dpbench micro vm} "
 durable_queued=${BENCH_DURABLE_QUEUED:-100}
 # Storm: devices, cap on new connection attempts per second, seconds of storm, each
 # attempt's deadline (ms), how long a connected storm device stays before it drops (ms).
@@ -162,7 +168,8 @@ use() {
 	name=$1
 	bns=$ns
 	case $1 in
-	urmqtt | urmqtt-disk | urmqtt-mem | urmqtt-tlog | urmqtt-notlog) host=$our_ip srcs=$srcs_tap ;;
+	urmqtt | urmqtt-disk | urmqtt-mem | urmqtt-tlog | urmqtt-notlog | urmqtt-backup | urmqtt-nobackup | \
+		urmqtt-scrub | urmqtt-boot) host=$our_ip srcs=$srcs_tap ;;
 	urmqtt-vm | linux-guest) host=$our_ip srcs=$srcs_tap bns=${ns_of[$1]} ;;
 	*) host=127.0.0.1 srcs=$srcs_lo ;;
 	esac
@@ -426,15 +433,21 @@ if want hs || want idle || want pubsub || want lat || want storm; then
 	stop_brokers
 fi
 # ---- durability: each broker alone, fresh state per run ----------------------------------------
-# dstart NAME: start NAME on the broker core with an empty state (pid_of[NAME]); 0 when it serves
+# dstart NAME: start NAME on the broker core with an empty state (pid_of[NAME]); 0 when it serves.
+# The disk group's variants keep their disk file between starts when dkeep=1, on a disk of
+# dmib MiB, with the extra options dargs.
+dmib=1024
+dkeep=0
+dargs=()
 dstart() {
 	local b=$1 log=$out/$1.log up=0
 	case $b in
-	urmqtt-disk | urmqtt-mem | urmqtt-tlog | urmqtt-notlog)
+	urmqtt-disk | urmqtt-mem | urmqtt-tlog | urmqtt-notlog | urmqtt-backup | urmqtt-nobackup | urmqtt-scrub | urmqtt-boot)
 		local disk=()
-		rm -f "$out/durable-disk.img"
-		[ "$b" != urmqtt-mem ] && disk=(--disk "$out/durable-disk.img" --disk-mib 1024)
+		[ "$dkeep" = 1 ] || rm -f "$out/durable-disk.img"
+		[ "$b" != urmqtt-mem ] && disk=(--disk "$out/durable-disk.img" --disk-mib "$dmib")
 		[ "$b" = urmqtt-notlog ] && disk+=(--no-telemetry-log)
+		disk+=("${dargs[@]}")
 		local n0
 		n0=$(grep -c '^stats broker' "$log" 2>/dev/null || echo 0)
 		ip netns exec "$ns" taskset -c "$bcpu" "$broker" --tap "$tap" --ip "$our_ip/24" --broker \
@@ -546,8 +559,91 @@ telemetry_group() {
 		done
 	done
 }
+# fill_db: ~15 MB of retained messages into the current broker (4 device identities at once,
+# each under mqtt.rate_bytes_per_s); 0 when all were acknowledged
+fill_db() {
+	local i ok=0 pids=()
+	for i in 1 2 3 4; do
+		in_ns timeout 120 python3 tests/smoke/lib/mqtt-client.py "$our_ip" 8883 "$certs" retained-fill \
+			"dev-$i" "devices/dev-$i/fill" 64 60000 >"$out/fill-$i.txt" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i"; done
+	for i in 1 2 3 4; do grep -q "acked 64 of 64 .*complete" "$out/fill-$i.txt" && ok=$((ok + 1)); done
+	[ $ok = 4 ] || say "fill: only $ok of 4 publishers were acknowledged throughout: $(cat "$out"/fill-*.txt | tr '\n' ' ')"
+	[ $ok = 4 ]
+}
+# scrub_rate NAME SECONDS: bytes/s the scrubber read over SECONDS (two scrub lines apart)
+scrub_bytes() { grep '^stats store scrub ' "$blog" | tail -n 1 | tr ' ' '\n' | sed -n 's/^bytes=//p'; }
+disk_group() {
+	local b r n0 line
+	say "disk lifecycle: ~15 MB database; QoS 1 flat out, $pubs publishers -> 1 persistent subscriber, with a backup every 2 s and without (alternating)"
+	for r in $(seq "$runs"); do
+		for b in urmqtt-backup urmqtt-nobackup; do
+			dmib=1024 dkeep=0 dargs=(--scrub-kb-s 0)
+			[ "$b" = urmqtt-backup ] && dargs+=(--backup-s 1,2)
+			dstart "$b" || continue
+			use "$b"
+			fill_db || { dstop "$b"; continue; }
+			n0=$(grep -c "store: backup: slot" "$blog")
+			lg k_q1 pubsub --pubs "$pubs" --subs 1 --qos 1 --payload 64 --k "$k" --seconds "$secs" --persistent
+			sleep 1.5 # a storage line after the run
+			local f st=""
+			for f in commits p50_us p99_us max_us db_kb; do st+="\"$f\":$(store_field $f),"; done
+			echo "{\"broker\":\"$b\",\"figure\":\"k_store\",${st%,}}" >>"$raw"
+			echo "    storage: ${st%,}"
+			# the backups that completed during this run: pages, ms, longest step
+			grep "store: backup: slot" "$blog" | tail -n +$((n0 + 1)) |
+				sed -E 's/.*\(([0-9]+) pages in ([0-9]+) ms, longest step ([0-9]+) us\).*/\1 \2 \3/' |
+				while read -r pages ms step; do
+					echo "{\"broker\":\"$b\",\"figure\":\"k_backup\",\"pages\":$pages,\"ms\":$ms,\"step_us\":$step}" >>"$raw"
+				done
+			echo "    backups completed: $(($(grep -c "store: backup: slot" "$blog") - n0))"
+			dstop "$b"
+		done
+	done
+	say "disk lifecycle: the scrubber over the ~15 MB database and its backup, at a 4 MiB/s budget and at the largest, 1 GiB/s"
+	for r in $(seq "$runs"); do
+		for kb in 4096 1048576; do
+			dmib=1024 dkeep=0 dargs=(--scrub-kb-s "$kb" --backup-s 1,3600)
+			dstart urmqtt-scrub || continue
+			use urmqtt-scrub
+			fill_db || { dstop urmqtt-scrub; continue; }
+			sleep 3 # the backup of the filled database (1 s after start, then hourly)
+			local s0 s1 t0 t1
+			s0=$(scrub_bytes); t0=$(date +%s.%N)
+			sleep 5
+			s1=$(scrub_bytes); t1=$(date +%s.%N)
+			echo "{\"broker\":\"urmqtt-scrub\",\"figure\":\"k_scrub\",\"budget_kb\":$kb,\"bytes\":$((${s1:-0} - ${s0:-0})),\"secs\":$(awk "BEGIN{print $t1 - $t0}")}" >>"$raw"
+			echo "    scrub budget $kb KiB/s: $((${s1:-0} - ${s0:-0})) bytes in 5 s"
+			dstop urmqtt-scrub
+		done
+	done
+	say "disk lifecycle: bring-up on a 64 MiB and a 16 GiB sparse disk file (format, then reopen)"
+	for r in $(seq "$runs"); do
+		for mib in 64 16384; do
+			rm -f "$out/durable-disk.img"
+			for phase in format reopen; do
+				dmib=$mib dkeep=1 dargs=()
+				n0=$(grep -c "store: bring-up: " "$out/urmqtt-boot.log" 2>/dev/null || echo 0)
+				dstart urmqtt-boot || continue
+				line=$(grep "store: bring-up: " "$out/urmqtt-boot.log" | tail -n +$((n0 + 1)) | head -n 1)
+				dstop urmqtt-boot
+				local ms kib
+				ms=$(sed -E 's/.*bring-up: ([0-9]+) ms.*/\1/' <<<"$line")
+				kib=$(sed -E 's/.*read ([0-9]+) KiB.*/\1/' <<<"$line")
+				[ -n "$ms" ] && echo "{\"broker\":\"urmqtt-boot\",\"figure\":\"k_boot\",\"mib\":$mib,\"phase\":\"$phase\",\"ms\":$ms,\"read_kib\":$kib}" >>"$raw"
+				echo "    $mib MiB $phase: ${line#*bring-up: }"
+			done
+		done
+	done
+	rm -f "$out/durable-disk.img"
+}
 if want durable; then
 	durable_group
+fi
+if want disk; then
+	disk_group
 fi
 if want telemetry; then
 	telemetry_group

@@ -1,387 +1,223 @@
 /* SPDX-License-Identifier: MIT
  *
- * urmqtt-disk: read an urMQTT data disk offline (a disk image or a block device), never
- * writing it. Host tool (libc); the disk is reached through the same code the broker uses
- * (hosted/blk_file.h under store/dev.h, store/layout.h's probe, store/tlog_scan.h).
- *   urmqtt-disk info IMAGE
- *       what the disk holds: the layout, its superblock and regions, the telemetry log's
- *       geometry
- *   urmqtt-disk telemetry IMAGE [--since T] [--until T] [--identity ID] [--topic FILTER]
- *                         [--format jsonl|csv]
- *       every telemetry record that validates, oldest first per partition, filtered; T is
- *       Unix seconds, Unix milliseconds (13 digits) or YYYY-MM-DDTHH:MM:SS[.mmm]Z. Payloads
- *       are text when they are UTF-8, base64 otherwise. A summary (records, segments,
- *       records cut as torn, headers that did not validate) goes to stderr.
- * Exit: 0, 1 (the disk is not an urMQTT disk, or I/O failed), 2 (usage).
+ * urmqtt-disk: the operator's tool for an urMQTT data disk image (a file: what `make run` and
+ * the hosted broker use, or a copy of a machine's disk). Host tool (libc); the disk is reached
+ * through the code the broker runs (hosted/blk_file.h under store/dev.h, store/layout.h's
+ * probe and format, store/boot.h, the VFS of store/sqlite/, store/tlog*.h), never through a
+ * second reading of the format. Only `format`, `backup` and `restore` write an image; every
+ * other command opens it read only. This file: the command line and the help; the commands are
+ * in inspect.c, verify.c, format.c, telemetry.c and backup.c (tools/disk/disk.h). Manual:
+ * docs/DISK.md.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "hosted/blk_file.h"
-#include "lib/err.h"
 #include "mqtt/codec.h"
-#include "store/dev.h"
-#include "store/layout.h"
-#include "store/tlog_scan.h"
+#include "tools/disk/disk.h"
+#include "urmqtt_config.h"
 
-struct opts {
-	const char *cmd, *image, *identity, *topic;
-	int64_t since_ms, until_ms;
-	bool csv;
-};
-
-static uint64_t mono_ns(void *ctx)
+static void help(FILE *f)
 {
-	(void)ctx;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	fprintf(f,
+		"usage: urmqtt-disk COMMAND IMAGE [OPTIONS]\n"
+		"       urmqtt-disk --help | help\n"
+		"\n"
+		"The operator's tool for an urMQTT data disk image (docs/DISK.md). Only format, backup and\n"
+		"restore write; every other command opens the image read only and never changes a byte.\n"
+		"\n"
+		"commands:\n"
+		"  inspect IMAGE        what the disk holds: GPT, both superblock slots, the data partition\n"
+		"                       and its regions, the database (header, pages, schema version,\n"
+		"                       PRAGMA quick_check), the backup slots, the telemetry log per\n"
+		"                       partition. A disk that is not ours: what it is, exit 1.\n"
+		"  info IMAGE           the same as inspect\n"
+		"  verify IMAGE [--full] [--verbose]\n"
+		"                       check everything that can be checked: both GPT copies, the\n"
+		"                       superblock, PRAGMA quick_check of the database (--full:\n"
+		"                       integrity_check), the backup the superblock names, every\n"
+		"                       telemetry segment header, hint and record CRC. Prints every\n"
+		"                       place where validation stopped early (partition, slot, offset)\n"
+		"                       and a summary; --verbose also lists every hint and segment.\n"
+		"  format IMAGE [--force] [--esp-mib N] [--wal-mib N] [--telemetry-pct N]\n"
+		"                       lay out an all-zero image and create the database, with the\n"
+		"                       broker's own bring-up (store_boot: probe, format, create).\n"
+		"                       Anything but a blank image (or a format of ours that was\n"
+		"                       interrupted) is refused and named. --force first zeroes what\n"
+		"                       makes a disk recognisable (MBR and both GPTs: the first and last\n"
+		"                       MiB; any urMQTT superblock slots and, from a valid superblock,\n"
+		"                       its regions; the whole image when sampled data remains), and\n"
+		"                       after formatting the whole new telemetry region.\n"
+		"                       Defaults from this build's configuration: --esp-mib %u,\n"
+		"                       --wal-mib %u, --telemetry-pct %u (0..90).\n"
+		"  telemetry IMAGE [--since T] [--until T] [--identity ID] [--topic FILTER]\n"
+		"                  [--format jsonl|csv]\n"
+		"                       every telemetry record that validates, oldest first per\n"
+		"                       partition, filtered; T: Unix seconds, Unix milliseconds (13\n"
+		"                       digits) or YYYY-MM-DDTHH:MM:SS[.mmm]Z. Payloads are text when\n"
+		"                       UTF-8, base64 otherwise. A summary goes to stderr.\n"
+		"  backup IMAGE [--to FILE]\n"
+		"                       take a complete A/B backup, offline, exactly as the broker does\n"
+		"                       online: the database brought up with the broker's bring-up\n"
+		"                       (store_boot: quick_check, a new boot generation), copied into the\n"
+		"                       slot the superblock does not name, stamped, flushed, then named by\n"
+		"                       the next superblock generation. Prints the slot, its generation,\n"
+		"                       pages and when it was taken. --to FILE: also write that backup\n"
+		"                       as a plain SQLite file any sqlite3 opens (a new file: never an\n"
+		"                       existing one). A database that fails quick_check is refused\n"
+		"                       (restore it instead): the backups stay as they are.\n"
+		"  restore IMAGE [--slot A|B]\n"
+		"                       copy the backup the superblock names (or the slot given) over the\n"
+		"                       database, as the broker's boot does when quick_check fails: the\n"
+		"                       database as it was is kept in the other slot (not when that slot\n"
+		"                       holds the named backup), the WAL's head zeroed. Refused, with\n"
+		"                       nothing written, when the slot is empty or fails quick_check.\n"
+		"                       Prints the slot, its generation, when it was taken and pages.\n"
+		"\n"
+		"exit codes:\n"
+		"  0  done, and all is well (verify: nothing damaged; inspect: our disk, database ok;\n"
+		"     backup, restore: done, and the database passes quick_check)\n"
+		"  1  the image is not an urMQTT data disk, damage was found, format, backup or restore\n"
+		"     refused, or the image (or --to FILE) could not be opened, read or written (the\n"
+		"     message names the file and why)\n"
+		"  2  usage: unknown command or option, missing or bad value\n",
+		(unsigned)CONF_STORAGE_ESP_MB, (unsigned)CONF_STORAGE_WAL_MB, (unsigned)CONF_STORAGE_TELEMETRY_PCT);
 }
 
-static void usage(void)
+static int usage(const char *why, const char *arg)
 {
-	fprintf(stderr, "usage: urmqtt-disk info IMAGE\n"
-			"       urmqtt-disk telemetry IMAGE [--since T] [--until T] [--identity ID] [--topic FILTER]\n"
-			"                             [--format jsonl|csv]\n"
-			"  T: Unix seconds, Unix milliseconds, or YYYY-MM-DDTHH:MM:SS[.mmm]Z\n");
+	if (why)
+		fprintf(stderr, "urmqtt-disk: %s%s%s\n", why, arg ? ": " : "", arg ? arg : "");
+	fprintf(stderr, "usage: urmqtt-disk inspect|info|verify|format|telemetry|backup|restore IMAGE [OPTIONS]; "
+			"urmqtt-disk --help\n");
+	return DISK_EXIT_USAGE;
 }
 
-/* T as Unix milliseconds; -1 when it is not a time. */
-static int64_t parse_time(const char *v)
+enum cmd { CMD_INSPECT, CMD_VERIFY, CMD_FORMAT, CMD_TELEMETRY, CMD_BACKUP, CMD_RESTORE, CMD__N };
+
+/* Does option a belong to command c? (Each takes a value unless it is a flag.) */
+static bool opt_of(enum cmd c, const char *a, bool *flag)
 {
-	char *end;
-	errno = 0;
-	long long n = strtoll(v, &end, 10);
-	if (!*end && !errno && n >= 0)
-		return strlen(v) >= 13 ? (int64_t)n : (int64_t)n * 1000;
-	struct tm tm = { 0 };
-	const char *rest = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!rest)
-		return -1;
-	int ms = 0;
-	if (*rest == '.') {
-		rest++;
-		for (int i = 0; i < 3; i++) {
-			if (*rest < '0' || *rest > '9')
-				return -1;
-			ms = ms * 10 + (*rest++ - '0');
+	static const struct {
+		const char *name;
+		enum cmd cmd;
+		bool flag;
+	} t[] = {
+		{ "--full", CMD_VERIFY, true },		{ "--verbose", CMD_VERIFY, true },
+		{ "--force", CMD_FORMAT, true },	{ "--esp-mib", CMD_FORMAT, false },
+		{ "--wal-mib", CMD_FORMAT, false },	{ "--telemetry-pct", CMD_FORMAT, false },
+		{ "--since", CMD_TELEMETRY, false },	{ "--until", CMD_TELEMETRY, false },
+		{ "--identity", CMD_TELEMETRY, false }, { "--topic", CMD_TELEMETRY, false },
+		{ "--format", CMD_TELEMETRY, false },	{ "--to", CMD_BACKUP, false },
+		{ "--slot", CMD_RESTORE, false },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(t); i++) {
+		if (!strcmp(a, t[i].name)) {
+			*flag = t[i].flag;
+			return t[i].cmd == c;
 		}
 	}
-	if (strcmp(rest, "Z") != 0)
-		return -1;
-	return (int64_t)timegm(&tm) * 1000 + ms;
+	return false;
 }
 
-static void iso_time(int64_t ms, char *out, size_t cap)
+/* One option with its value (v: NULL for flags). DISK_EXIT_USAGE when the value is bad. */
+static int take(struct disk_opts *o, const char *a, const char *v)
 {
-	if (ms <= 0) {
-		snprintf(out, cap, "unknown");
-		return;
-	}
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, cap - n, ".%03dZ", (int)(ms % 1000));
-}
-
-static bool utf8_text(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
-			return false;
-	return mqtt_utf8_valid(p, n);
-}
-
-static void put_base64(FILE *f, const uint8_t *p, size_t n)
-{
-	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-		fputc(a[v >> 18 & 63], f);
-		fputc(a[v >> 12 & 63], f);
-		fputc(i + 1 < n ? a[v >> 6 & 63] : '=', f);
-		fputc(i + 2 < n ? a[v & 63] : '=', f);
-	}
-}
-
-/* A JSON string's contents (UTF-8 passed through, controls and quotes escaped). */
-static void put_json_text(FILE *f, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = p[i];
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-}
-
-/* A CSV field (RFC 4180: quoted, quotes doubled). */
-static void put_csv_text(FILE *f, const uint8_t *p, size_t n)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] == '"')
-			fputc('"', f);
-		fputc(p[i], f);
-	}
-	fputc('"', f);
-}
-
-static void print_record(const struct opts *o, uint32_t part, uint64_t seq, const struct store_tlog_rec *r)
-{
-	char when[40];
-	iso_time(r->wall_ms, when, sizeof when);
-	bool text = utf8_text(r->payload, r->payload_len);
-	if (o->csv) {
-		printf("%s,%" PRId64 ",", when, r->wall_ms);
-		put_csv_text(stdout, r->id, r->id_len);
-		printf(",%s,", r->id_kind ? "service" : "device");
-		put_csv_text(stdout, r->topic, r->topic_len);
-		printf(",%u,%u,%" PRIu64 ",", (unsigned)r->qos, (unsigned)part, seq);
-		if (text) {
-			put_csv_text(stdout, r->payload, r->payload_len);
-		} else {
-			fputs("\"base64:", stdout);
-			put_base64(stdout, r->payload, r->payload_len);
-			fputc('"', stdout);
-		}
-		fputc('\n', stdout);
-		return;
-	}
-	printf("{\"time\":\"%s\",\"wall_ms\":%" PRId64 ",\"identity\":\"", when, r->wall_ms);
-	put_json_text(stdout, r->id, r->id_len);
-	printf("\",\"kind\":\"%s\",\"topic\":\"", r->id_kind ? "service" : "device");
-	put_json_text(stdout, r->topic, r->topic_len);
-	printf("\",\"qos\":%u,\"partition\":%u,\"segment\":%" PRIu64 ",", (unsigned)r->qos, (unsigned)part, seq);
-	if (text) {
-		fputs("\"payload\":\"", stdout);
-		put_json_text(stdout, r->payload, r->payload_len);
-	} else {
-		fputs("\"payload_b64\":\"", stdout);
-		put_base64(stdout, r->payload, r->payload_len);
-	}
-	fputs("\"}\n", stdout);
-}
-
-static bool wanted(const struct opts *o, const struct store_tlog_rec *r)
-{
-	if (o->since_ms && r->wall_ms < o->since_ms)
-		return false;
-	if (o->until_ms && r->wall_ms > o->until_ms)
-		return false;
-	if (o->identity && (strlen(o->identity) != r->id_len || memcmp(o->identity, r->id, r->id_len) != 0))
-		return false;
-	if (o->topic && !mqtt_filter_match((const uint8_t *)o->topic, strlen(o->topic), r->topic, r->topic_len))
-		return false;
-	return true;
-}
-
-struct disk {
-	struct hosted_blk_file f;
-	struct store_dev dev;
-	uint8_t *bounce, *scratch;
-	struct store_disk_info info;
-};
-
-/* Open the image read only (512-byte blocks, or the layout's own block size) and probe it. */
-static int disk_open(struct disk *d, const char *path)
-{
-	static const struct store_dev_port port = { mono_ns, NULL, NULL };
-	uint32_t bs = 512;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		int err = hosted_blk_file_open(&d->f, path, 0, bs, 8, true);
-		if (err) {
-			fprintf(stderr, "urmqtt-disk: %s: cannot open (%s)\n", path, err_name(err));
-			return 1;
-		}
-		if (!d->bounce)
-			d->bounce = aligned_alloc(4096, 1u << 20);
-		if (!d->scratch)
-			d->scratch = aligned_alloc(4096, STORE_LAYOUT_SCRATCH);
-		if (!d->bounce || !d->scratch || store_dev_init(&d->dev, &d->f.dev, d->bounce, 1u << 20, 10000, &port)) {
-			fprintf(stderr, "urmqtt-disk: out of memory\n");
-			return 1;
-		}
-		err = store_disk_probe(&d->dev, d->scratch, STORE_LAYOUT_SCRATCH, &d->info);
-		if (err) {
-			fprintf(stderr, "urmqtt-disk: %s: reading failed (%s)\n", path, err_name(err));
-			return 1;
-		}
-		if (d->info.kind != STORE_DISK_OURS || d->info.sb.block_size == bs)
-			break;
-		bs = d->info.sb.block_size; /* formatted with other blocks: read it that way */
-		hosted_blk_file_close(&d->f);
-	}
-	if (d->info.kind != STORE_DISK_OURS) {
-		fprintf(stderr, "urmqtt-disk: %s: not an urMQTT data disk: %s\n", path, d->info.what);
-		return 1;
+	if (!strcmp(a, "--full")) {
+		o->full = true;
+	} else if (!strcmp(a, "--verbose")) {
+		o->verbose = true;
+	} else if (!strcmp(a, "--force")) {
+		o->force = true;
+	} else if (!strcmp(a, "--esp-mib") || !strcmp(a, "--wal-mib")) {
+		bool esp = a[2] == 'e';
+		if (disk_parse_u32(v, 1u << 20, esp ? &o->esp_mib : &o->wal_mib) != 0) /* at most 1 TiB */
+			return usage("not a size in MiB (0 .. 1048576)", v);
+		*(esp ? &o->esp_set : &o->wal_set) = true;
+	} else if (!strcmp(a, "--telemetry-pct")) {
+		if (disk_parse_u32(v, 90, &o->telemetry_pct) != 0)
+			return usage("--telemetry-pct: not a percentage 0 .. 90", v);
+		o->pct_set = true;
+	} else if (!strcmp(a, "--since") || !strcmp(a, "--until")) {
+		int64_t t = disk_parse_time(v);
+		if (t < 0)
+			return usage("not a time (Unix seconds or milliseconds, or YYYY-MM-DDTHH:MM:SS[.mmm]Z)", v);
+		*(a[2] == 's' ? &o->since_ms : &o->until_ms) = t;
+	} else if (!strcmp(a, "--identity")) {
+		o->identity = v;
+	} else if (!strcmp(a, "--topic")) {
+		if (!mqtt_filter_valid((const uint8_t *)v, strlen(v)))
+			return usage("--topic: not a topic filter", v);
+		o->topic = v;
+	} else if (!strcmp(a, "--to")) {
+		if (!*v)
+			return usage("--to: an empty file name", NULL);
+		o->to = v;
+	} else if (!strcmp(a, "--slot")) {
+		if (disk_parse_slot(v, &o->slot) != 0)
+			return usage("--slot: A or B", v);
+	} else if (!strcmp(a, "--format")) {
+		if (strcmp(v, "jsonl") != 0 && strcmp(v, "csv") != 0)
+			return usage("--format: jsonl or csv", v);
+		o->csv = !strcmp(v, "csv");
 	}
 	return 0;
-}
-
-static void disk_close(struct disk *d)
-{
-	hosted_blk_file_close(&d->f);
-	free(d->bounce);
-	free(d->scratch);
-}
-
-static int telemetry_geometry(struct disk *d, uint64_t *lba, struct store_tlog_geom *g)
-{
-	const struct store_super *sb = &d->info.sb;
-	const struct store_region *r = store_super_region(sb, STORE_REGION_TELEMETRY);
-	if (!r || !r->blocks) {
-		fprintf(stderr, "urmqtt-disk: the layout has no telemetry region\n");
-		return -E_NOENT;
-	}
-	*lba = sb->part_start + r->start;
-	int err = store_tlog_scan_geometry(&d->dev, *lba, r->blocks, d->scratch, g);
-	if (err == -E_NOENT)
-		fprintf(stderr, "urmqtt-disk: the telemetry log was never used\n");
-	else if (err)
-		fprintf(stderr, "urmqtt-disk: the telemetry log's header: %s\n", err_name(err));
-	return err;
-}
-
-static int cmd_info(const struct opts *o)
-{
-	struct disk d = { 0 };
-	if (disk_open(&d, o->image))
-		return 1;
-	const struct store_super *sb = &d.info.sb;
-	printf("%s: urMQTT data disk, layout v%u, superblock generation %" PRIu64 " (slot %c%s), %u-byte blocks\n",
-	       o->image, (unsigned)sb->version, sb->generation, d.info.super_slot ? 'B' : 'A',
-	       d.info.gpt_from_backup ? ", GPT from its backup" : "", (unsigned)sb->block_size);
-	printf("data partition: blocks %" PRIu64 "..%" PRIu64 " (%" PRIu64 " MiB); database %s\n", sb->part_start,
-	       sb->part_start + sb->part_blocks - 1, (sb->part_blocks * sb->block_size) >> 20,
-	       sb->db_state == STORE_DB_READY ? "ready" : "being created");
-	static const char *const names[] = { "none", "database", "wal", "telemetry", "backup-a", "backup-b" };
-	for (uint32_t i = 0; i < sb->n_regions; i++) {
-		const struct store_region *r = &sb->regions[i];
-		printf("  region %-9s blocks %" PRIu64 " + %" PRIu64 " (%" PRIu64 " MiB)\n",
-		       r->kind < STORE_REGION__KINDS ? names[r->kind] : "?", sb->part_start + r->start, r->blocks,
-		       (r->blocks * sb->block_size) >> 20);
-	}
-	uint64_t lba;
-	struct store_tlog_geom g;
-	if (telemetry_geometry(&d, &lba, &g) == 0)
-		printf("telemetry log: %u partitions x %u segments of %u KiB, %u-byte sectors\n", (unsigned)g.partitions,
-		       (unsigned)g.segments, (unsigned)(g.segment_bytes >> 10), (unsigned)g.sector);
-	disk_close(&d);
-	return 0;
-}
-
-static int cmd_telemetry(const struct opts *o)
-{
-	struct disk d = { 0 };
-	if (disk_open(&d, o->image))
-		return 1;
-	uint64_t lba;
-	struct store_tlog_geom g;
-	int err = telemetry_geometry(&d, &lba, &g);
-	if (err) {
-		disk_close(&d);
-		return err == -E_NOENT ? 0 : 1;
-	}
-	uint8_t *seg = aligned_alloc(4096, g.segment_bytes);
-	struct store_tlog_slot_ref *order = calloc(g.segments, sizeof *order);
-	if (!seg || !order) {
-		fprintf(stderr, "urmqtt-disk: out of memory\n");
-		return 1;
-	}
-	if (o->csv)
-		printf("time,wall_ms,identity,kind,topic,qos,partition,segment,payload\n");
-	uint64_t printed = 0, records = 0, segments = 0, torn = 0, bad = 0;
-	int rc = 0;
-	for (uint32_t p = 0; p < g.partitions && !rc; p++) {
-		struct store_tlog_scan s;
-		err = store_tlog_scan_start(&s, &d.dev, lba, &g, p, seg, order, o->since_ms);
-		struct store_tlog_rec r;
-		uint64_t seq;
-		int got;
-		while (!err && (got = store_tlog_scan_next(&s, &r, &seq)) == 1) {
-			if (wanted(o, &r)) {
-				print_record(o, p, seq, &r);
-				printed++;
-			}
-		}
-		if (!err && got < 0)
-			err = got;
-		if (err) {
-			fprintf(stderr, "urmqtt-disk: partition %u: reading failed (%s)\n", (unsigned)p, err_name(err));
-			rc = 1;
-		}
-		records += s.records;
-		segments += s.segments_read;
-		torn += s.torn_bytes;
-		bad += s.bad_headers;
-	}
-	fprintf(stderr,
-		"urmqtt-disk: %" PRIu64 " records printed of %" PRIu64 " valid in %" PRIu64 " segments (%u partitions); "
-		"%" PRIu64 " bytes of padding and of torn or stale tails skipped; %" PRIu64
-		" segment headers did not validate\n",
-		printed, records, segments, (unsigned)g.partitions, torn, bad);
-	free(seg);
-	free(order);
-	disk_close(&d);
-	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = { 0 };
-	if (argc < 3) {
-		usage();
-		return 2;
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+		help(stdout);
+		return DISK_EXIT_OK;
 	}
-	o.cmd = argv[1];
-	o.image = argv[2];
+	if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+		help(stdout);
+		return DISK_EXIT_OK;
+	}
+	if (argc < 3)
+		return usage(argc < 2 ? "no command" : "no IMAGE", NULL);
+	static const struct {
+		const char *name;
+		enum cmd cmd;
+	} cmds[] = { { "inspect", CMD_INSPECT },   { "info", CMD_INSPECT },	     { "verify", CMD_VERIFY },
+		     { "format", CMD_FORMAT },	   { "telemetry", CMD_TELEMETRY }, { "backup", CMD_BACKUP },
+		     { "restore", CMD_RESTORE } };
+	enum cmd c = CMD__N;
+	for (size_t i = 0; i < ARRAY_LEN(cmds); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			c = cmds[i].cmd;
+	if (c == CMD__N)
+		return usage("unknown command", argv[1]);
+	struct disk_opts o = { .cmd = argv[1], .image = argv[2] };
 	for (int i = 3; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v) {
-			usage();
-			return 2;
+		bool flag = false;
+		if (!opt_of(c, argv[i], &flag))
+			return usage(flag || argv[i][0] == '-' ? "not an option of this command" : "unexpected argument",
+				     argv[i]);
+		const char *v = NULL;
+		if (!flag) {
+			if (i + 1 >= argc)
+				return usage("this option needs a value", argv[i]);
+			v = argv[++i];
 		}
-		i++;
-		if (!strcmp(a, "--since") || !strcmp(a, "--until")) {
-			int64_t t = parse_time(v);
-			if (t < 0) {
-				fprintf(stderr, "urmqtt-disk: %s %s: not a time\n", a, v);
-				return 2;
-			}
-			*(a[2] == 's' ? &o.since_ms : &o.until_ms) = t;
-		} else if (!strcmp(a, "--identity")) {
-			o.identity = v;
-		} else if (!strcmp(a, "--topic")) {
-			if (!mqtt_filter_valid((const uint8_t *)v, strlen(v))) {
-				fprintf(stderr, "urmqtt-disk: --topic %s: not a topic filter\n", v);
-				return 2;
-			}
-			o.topic = v;
-		} else if (!strcmp(a, "--format")) {
-			if (strcmp(v, "jsonl") && strcmp(v, "csv")) {
-				fprintf(stderr, "urmqtt-disk: --format %s: jsonl or csv\n", v);
-				return 2;
-			}
-			o.csv = !strcmp(v, "csv");
-		} else {
-			usage();
-			return 2;
-		}
+		int rc = take(&o, argv[i - (flag ? 0 : 1)], v);
+		if (rc)
+			return rc;
 	}
-	if (!strcmp(o.cmd, "info"))
-		return cmd_info(&o);
-	if (!strcmp(o.cmd, "telemetry"))
-		return cmd_telemetry(&o);
-	usage();
-	return 2;
+	switch (c) {
+	case CMD_INSPECT:
+		return disk_cmd_inspect(&o);
+	case CMD_VERIFY:
+		return disk_cmd_verify(&o);
+	case CMD_FORMAT:
+		return disk_cmd_format(&o);
+	case CMD_TELEMETRY:
+		return disk_cmd_telemetry(&o);
+	case CMD_BACKUP:
+		return disk_cmd_backup(&o);
+	case CMD_RESTORE:
+		return disk_cmd_restore(&o);
+	case CMD__N:
+		break;
+	}
+	return usage(NULL, NULL);
 }

@@ -344,6 +344,64 @@ elif mode == "tquery":  # NAME QUERY: a telemetry query (key=value lines, '\n' w
         print('{"timeout":true,"rows":%d}' % rows)
     s.sendall(pkt(0xE0, b""))
     s.close()
+elif mode == "retained-fill":  # NAME PREFIX COUNT SIZE: COUNT retained QoS 1 messages of SIZE
+    # bytes on PREFIX/0 .. PREFIX/COUNT-1 (payload "fill-<i>-" then filler), paced under the
+    # profile's per-identity limits (mqtt.rate_bytes_per_s 1m, rate_msgs_per_s 1000)
+    name, prefix, count, size = args[0], args[1], int(args[2]), int(args[3])
+    bps = 768 * 1024
+    acked, sent, pending, t_start = 0, 0, {}, time.time()
+    try:
+        s = tls_conn(*crt(name))
+        s.sendall(connect_pkt(name, 60))
+        h, b = read_pkt(s)
+        assert h == 0x20 and b[1] == 0, b
+        while acked < count:
+            while sent < count and len(pending) < 8 and sent * size <= (time.time() - t_start) * bps:
+                head = ("fill-%d-" % sent).encode()
+                payload = head + b"x" * max(0, size - len(head))
+                pid = sent % 65535 + 1
+                pending[pid] = sent
+                s.sendall(pkt(0x33, mstr("%s/%d" % (prefix, sent)) + struct.pack(">H", pid) + payload))
+                sent += 1
+            if not pending:
+                time.sleep(0.05)
+                continue
+            h, b = read_pkt(s)
+            if h == 0x40 and len(b) == 2 and struct.unpack(">H", b)[0] in pending:
+                del pending[struct.unpack(">H", b)[0]]
+                acked += 1
+        s.sendall(pkt(0xE0, b""))
+        s.close()
+    except (ssl.SSLError, EOFError, ConnectionError, OSError) as e:
+        print("acked %d of %d bytes %d ended %s" % (acked, count, acked * size, type(e).__name__))
+        sys.exit(0)
+    print("acked %d of %d bytes %d ended complete" % (acked, count, acked * size))
+elif mode == "retained-count":  # NAME FILTER: a clean session subscribes to FILTER; counts the
+    # retained messages that arrive until 5 s pass without one, and their bytes
+    name, filt = args[0], args[1]
+    s = tls_conn(*crt(name))
+    s.sendall(connect_pkt(name, 60))
+    read_pkt(s)
+    s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr(filt) + b"\x01"))
+    s.settimeout(5)
+    n, nbytes = 0, 0
+    try:
+        while True:
+            h, b = read_pkt(s)
+            if h & 0xF0 != 0x30:
+                continue
+            tl = struct.unpack(">H", b[:2])[0]
+            qos = (h >> 1) & 3
+            if qos == 1:
+                s.sendall(pkt(0x40, b[2 + tl:4 + tl]))
+            if h & 1:
+                n += 1
+                nbytes += len(b) - 2 - tl - (2 if qos else 0)
+    except (socket.timeout, TimeoutError):
+        pass
+    s.sendall(pkt(0xE0, b""))
+    s.close()
+    print("retained %d bytes %d" % (n, nbytes))
 else:
     print("unknown mode")
     sys.exit(2)

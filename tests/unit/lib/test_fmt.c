@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/fmt.h"
 
@@ -72,12 +73,39 @@ static void test_truncation(void **state)
 	assert_int_equal(fmt_snprintf(NULL, 0, "abc%d", 1), 4);
 }
 
+/* fmt_utc against the host's gmtime over days spread across its range. */
+static void test_utc(void **state)
+{
+	(void)state;
+	char a[32], b[32];
+	assert_int_equal(fmt_utc(a, sizeof a, INT64_C(1796145129353)), 20);
+	assert_string_equal(a, "2026-12-01T17:12:09Z");
+	fmt_utc(a, sizeof a, 0);
+	assert_string_equal(a, "unknown");
+	fmt_utc(a, sizeof a, INT64_C(951782400000)); /* a leap day */
+	assert_string_equal(a, "2000-02-29T00:00:00Z");
+	fmt_utc(a, sizeof a, -1);
+	assert_string_equal(a, "1969-12-31T23:59:59Z");
+	for (int64_t s = INT64_C(-62167219200); s < INT64_C(253402300800); s += INT64_C(86400) * 97 + 3601) {
+		time_t t = (time_t)s;
+		struct tm tm;
+		assert_non_null(gmtime_r(&t, &tm));
+		snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+			 tm.tm_hour, tm.tm_min, tm.tm_sec);
+		fmt_utc(a, sizeof a, s * 1000 + 999);
+		assert_string_equal(a, b);
+	}
+	fmt_utc(a, sizeof a, INT64_C(253402300800000));
+	assert_string_equal(a, "unknown");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matches_libc),
 		cmocka_unit_test(test_pointer_and_unknown),
 		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_utc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,7 @@
 #include "store/sqlite/sqlite_int.h"
 #include "store/sqlite/vfs.h"
 #include "tests/support/fake_blk.h"
+#include "tests/support/host_hooks.h"
 
 #define ROUNDS_DEFAULT 100
 #define N_MSGS 120          /* publishes per round */
@@ -59,7 +60,7 @@ static uint64_t now_ns(void *ctx)
 static int64_t wall_s(void *ctx)
 {
 	(void)ctx;
-	return 1800000000;
+	return HOST_HOOKS_WALL_S;
 }
 static int64_t wall_ms(void *ctx)
 {
@@ -69,28 +70,15 @@ static int64_t wall_ms(void *ctx)
 static uint64_t g_rng;
 static uint64_t rnd(void)
 {
-	uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return host_hooks_next(&g_rng);
 }
 static void random_bytes(void *ctx, void *buf, size_t len)
 {
 	(void)ctx;
-	for (size_t i = 0; i < len; i++)
-		((uint8_t *)buf)[i] = (uint8_t)rnd();
+	host_hooks_fill(&g_rng, buf, len);
 }
-static void *h_alloc(void *ctx, size_t n)
-{
-	(void)ctx;
-	return malloc(n);
-}
-static void h_free(void *ctx, void *p, size_t n)
-{
-	(void)ctx;
-	(void)n;
-	free(p);
-}
+#define h_alloc host_hooks_alloc
+#define h_free host_hooks_free
 
 /* ---- clients ---- */
 struct client {

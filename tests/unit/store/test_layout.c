@@ -275,7 +275,14 @@ static void m_part0(struct store_super *s) { s->part_start = 0; }
 static void m_part_huge(struct store_super *s) { s->part_blocks = UINT64_MAX - 100; }
 static void m_kind0(struct store_super *s) { s->regions[2].kind = 0; }
 static void m_kind6(struct store_super *s) { s->regions[2].kind = STORE_REGION__KINDS; }
-static void m_dup(struct store_super *s) { s->regions[4].kind = STORE_REGION_BACKUP_A; }
+static void m_dup_wal(struct store_super *s) { s->regions[4].kind = STORE_REGION_WAL; }
+static void m_dup_tel(struct store_super *s) { s->regions[0].kind = STORE_REGION_TELEMETRY; }
+/* a second database extent over the telemetry region */
+static void m_extent_overlap(struct store_super *s)
+{
+	s->regions[5] = (struct store_region){ STORE_REGION_DB, 0, s->regions[2].start + 256, 256 };
+	s->n_regions = 6;
+}
 static void m_flags(struct store_super *s) { s->regions[1].flags = 1; }
 static void m_start_odd(struct store_super *s) { s->regions[0].start += 1; }
 static void m_blocks_odd(struct store_super *s) { s->regions[0].blocks -= 1; }
@@ -320,7 +327,9 @@ static const struct rej_case rej_cases[] = {
 	{ "partition end overflows", m_part_huge, 0, 0, 0, false, STORE_REJ_FIELD, 0 },
 	{ "region kind 0", m_kind0, 0, 0, 0, false, STORE_REJ_REGION, 0 },
 	{ "region kind out of range", m_kind6, 0, 0, 0, false, STORE_REJ_REGION, 0 },
-	{ "region kind twice", m_dup, 0, 0, 0, false, STORE_REJ_REGION, 0 },
+	{ "WAL twice", m_dup_wal, 0, 0, 0, false, STORE_REJ_REGION, 0 },
+	{ "telemetry twice", m_dup_tel, 0, 0, 0, false, STORE_REJ_REGION, 0 },
+	{ "an extent over another region", m_extent_overlap, 0, 0, 0, false, STORE_REJ_REGION, 0 },
 	{ "region flags", m_flags, 0, 0, 0, false, STORE_REJ_REGION, 0 },
 	{ "region start misaligned", m_start_odd, 0, 0, 0, false, STORE_REJ_REGION, 0 },
 	{ "region length misaligned", m_blocks_odd, 0, 0, 0, false, STORE_REJ_REGION, 0 },
@@ -388,6 +397,56 @@ static void t_names(void **state)
 	sb.n_regions = 2;
 	assert_null(store_super_region(&sb, STORE_REGION_TELEMETRY));
 	assert_null(store_super_region(NULL, STORE_REGION_DB));
+	assert_null(store_super_extent(NULL, STORE_REGION_DB, 0));
+	assert_int_equal(store_super_extents(NULL, STORE_REGION_DB, NULL), 0);
+}
+
+/* The database and the backup slots may have several extents (what a growth appends), in
+ * any order on the disk; the accessors walk them in superblock order. */
+static void t_super_extents(void **state)
+{
+	(void)state;
+	struct store_super sb, back;
+	uint8_t buf[512];
+	enum store_layout_rej rej;
+	uint32_t version;
+	make_sb(&sb);
+	sb.part_blocks = 40 * 256;
+	/* the 20 units of make_sb, then DB, BACKUP_B, BACKUP_A, DB extents of 2 units each,
+	 * and BACKUP_B again */
+	const uint32_t more[5] = { STORE_REGION_DB, STORE_REGION_BACKUP_B, STORE_REGION_BACKUP_A, STORE_REGION_DB,
+				   STORE_REGION_BACKUP_B };
+	for (uint32_t i = 0; i < 5; i++)
+		sb.regions[5 + i] = (struct store_region){ more[i], 0, (20 + 2 * (uint64_t)i) * 256, 2 * 256 };
+	sb.n_regions = 10;
+	assert_int_equal(store_super_encode(&sb, buf, sizeof buf), 0);
+	assert_int_equal(store_super_decode(buf, sizeof buf, &back, &rej, &version), 0);
+	assert_super_equal(&sb, &back);
+	uint64_t blocks = 0;
+	assert_int_equal(store_super_extents(&back, STORE_REGION_DB, &blocks), 3);
+	assert_int_equal(blocks, (5 + 2 + 2) * 256);
+	assert_int_equal(store_super_extents(&back, STORE_REGION_BACKUP_B, &blocks), 3);
+	assert_int_equal(blocks, (4 + 2 + 2) * 256);
+	assert_int_equal(store_super_extents(&back, STORE_REGION_WAL, NULL), 1);
+	assert_ptr_equal(store_super_extent(&back, STORE_REGION_DB, 0), &back.regions[0]);
+	assert_ptr_equal(store_super_region(&back, STORE_REGION_DB), &back.regions[0]);
+	assert_ptr_equal(store_super_extent(&back, STORE_REGION_DB, 1), &back.regions[5]);
+	assert_ptr_equal(store_super_extent(&back, STORE_REGION_DB, 2), &back.regions[8]);
+	assert_null(store_super_extent(&back, STORE_REGION_DB, 3));
+	assert_ptr_equal(store_super_extent(&back, STORE_REGION_BACKUP_B, 2), &back.regions[9]);
+	/* the most a table holds: 16 regions, 12 of them extents of the three files */
+	sb.part_blocks = 60 * 256;
+	for (uint32_t i = 10; i < 16; i++)
+		sb.regions[i] = (struct store_region){ more[i % 3], 0, (30 + 2 * (uint64_t)(i - 10)) * 256, 2 * 256 };
+	sb.n_regions = 16;
+	assert_int_equal(store_super_encode(&sb, buf, sizeof buf), 0);
+	assert_int_equal(store_super_decode(buf, sizeof buf, &back, &rej, &version), 0);
+	assert_super_equal(&sb, &back);
+	/* an extent of the WAL is refused however it is placed */
+	sb.regions[15].kind = STORE_REGION_WAL;
+	assert_int_equal(store_super_encode(&sb, buf, sizeof buf), 0);
+	assert_int_equal(store_super_decode(buf, sizeof buf, &back, &rej, &version), -E_CORRUPT);
+	assert_int_equal(rej, STORE_REJ_REGION);
 }
 
 /* ---- the plan ---- */
@@ -892,6 +951,40 @@ static void t_damaged(void **state)
 		fx_free(y);
 	}
 
+	/* A GPT entry longer than the superblock's partition by whole units: a growth cut after
+	 * its GPT (OURS, growth pending); longer by less than a unit: damaged. Both only read. */
+	for (int k = 0; k < 2; k++) {
+		struct fx *y = fx_copy(x);
+		uint64_t ab = sb.align_bytes / sb.block_size;
+		s = sb;
+		s.part_blocks -= k == 0 ? ab : 1u;
+		struct store_region *last = &s.regions[s.n_regions - 1];
+		if (last->start + last->blocks > s.part_blocks) {
+			assert_true(last->blocks >= 2u * ab);
+			last->blocks -= ab;
+		}
+		uint8_t hdr[512];
+		assert_int_equal(store_super_encode(&s, hdr, sizeof hdr), 0);
+		put_slot(y, sb.part_start, 0, hdr);
+		probe(y, &info);
+		if (k == 0) {
+			assert_int_equal(info.kind, STORE_DISK_OURS);
+			assert_true(info.grow_pending);
+			assert_int_equal(info.sb.part_blocks, s.part_blocks);
+			assert_int_equal(info.part_blocks, sb.part_blocks); /* the GPT's */
+			assert_string_equal(info.what,
+					    "urMQTT layout version 2, generation 1 (slot A); a growth of the partition to finish");
+		} else {
+			assert_int_equal(info.kind, STORE_DISK_DAMAGED);
+			assert_false(info.grow_pending);
+		}
+		assert_never_written(y);
+		fx_free(y);
+	}
+	probe(x, &info);
+	assert_int_equal(info.kind, STORE_DISK_OURS);
+	assert_false(info.grow_pending);
+
 	/* an MBR partition table written over our protective MBR */
 	struct fx *y = fx_copy(x);
 	uint8_t t = 0x83;
@@ -1240,6 +1333,7 @@ int main(void)
 		cmocka_unit_test(t_super_roundtrip),
 		cmocka_unit_test(t_super_rejections),
 		cmocka_unit_test(t_names),
+		cmocka_unit_test(t_super_extents),
 		cmocka_unit_test(t_plan_figures),
 		cmocka_unit_test(t_plan_minimum),
 		cmocka_unit_test(t_plan_invalid),

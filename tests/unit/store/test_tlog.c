@@ -90,7 +90,7 @@ struct spec {
 	uint32_t bs, pbs;           /* logical and physical block */
 	uint32_t parts, seg, n;     /* P, S, N wanted: the region is made to hold exactly N */
 	uint32_t flush_bytes;
-	uint32_t retention_days;
+	uint64_t retention_s;
 	bool discard, no_cache;
 };
 
@@ -136,7 +136,7 @@ static struct fx *fx_wrap(struct fake_blk *fb, const struct spec *sp)
 		.partitions = sp->parts,
 		.segment_bytes = sp->seg,
 		.flush_bytes = sp->flush_bytes ? sp->flush_bytes : 64 * KiB,
-		.retention_days = sp->retention_days,
+		.retention_s = sp->retention_s,
 		.io = x->io,
 		.io_len = sp->seg > 64 * KiB ? sp->seg : 64 * KiB,
 	};
@@ -1412,7 +1412,7 @@ static void t_retention(void **state)
 	(void)state;
 	static struct model m;
 	for (int discard = 0; discard < 2; discard++) {
-		struct spec sp = { .bs = 512, .parts = 1, .seg = 8 * KiB, .n = 8, .retention_days = 2,
+		struct spec sp = { .bs = 512, .parts = 1, .seg = 8 * KiB, .n = 8, .retention_s = 2u * 86400u,
 				   .discard = discard != 0 };
 		struct fx *x = fx_new(&sp);
 		model_init(&m);
@@ -1445,7 +1445,7 @@ static void t_retention(void **state)
 		assert_int_equal(store_tlog_stats(x->t)->expired_segments, 6);
 		check_partition(x, &m, 0, false);
 		/* retention 0: by size only */
-		x->cfg.retention_days = 0;
+		x->cfg.retention_s = 0;
 		fx_open(x);
 		assert_int_equal(store_tlog_retain(x->t, WALL0 + 4000 * DAY_MS), 0);
 		fx_free(x);

@@ -1,14 +1,21 @@
 /* SPDX-License-Identifier: MIT
  *
- * store/sqlite (the SQLite library set-up and the VFS "urmqtt") over the simulated disk
- * of tests/support/fake_blk through store/dev: a WAL database on a raw region pair, the
- * VFS's file rules called directly (sizes from the header, short reads, read-modify-write,
- * refusals, SQLITE_FULL), device faults surfacing as SQLITE_IOERR_* codes, the memory
- * bound, and durability: power cuts after commits, a death at every request of a commit
- * and of a checkpoint, the sector discipline that replaces POWERSAFE_OVERWRITE, and a
- * seeded random crash loop (the seed is printed on failure: URMQTT_VFS_SEED=n replays
- * one iteration). Every test ends with store_vfs_unregister + store_sqlite_fini and
- * checks that SQLite's memory went back to 0.
+ * store/sqlite (the SQLite library set-up and the VFS stack "urmqtt": cksumvfs over the
+ * block layer) over the simulated disk of tests/support/fake_blk through store/dev: a WAL
+ * database on a raw region pair, the block layer's file rules called directly (sizes from
+ * the header, short reads, read-modify-write, refusals, SQLITE_FULL), device faults
+ * surfacing as SQLITE_IOERR_* codes, the memory bound, and durability: power cuts after
+ * commits, a death at every request of a commit and of a checkpoint, the sector discipline
+ * that replaces POWERSAFE_OVERWRITE, and a seeded random crash loop (the seed is printed
+ * on failure: URMQTT_VFS_SEED=n replays one iteration), with and without page checksums.
+ * The disk lifecycle: backups into the backup slots (steps over a live database, the slot
+ * rules, a power cut at every request), truncations that discard exactly the freed
+ * blocks, and page checksums (a flipped bit in the DB, the WAL or a backup refused with
+ * SQLITE_IOERR_DATA; what recovery does with a damaged frame; reserve bytes and when to
+ * set them). Files of several extents (a disk that grew): requests across an extent's end,
+ * truncation discarding in every extent, a database spanning two extents, an extent added
+ * while the file is open (SQLITE_FULL before, room after). Every test ends with
+ * store_vfs_unregister + store_sqlite_fini and checks that SQLite's memory went back to 0.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,12 +109,16 @@ static int64_t wall_ms(void *ctx)
 }
 
 /* Regions in bytes (multiples of 4096): the DB after a 64 KiB gap, the WAL at wal_off (0:
- * 64 KiB after the DB). */
+ * 64 KiB after the DB), backup slots A and B of backup_bytes each (0: none) 64 KiB apart
+ * after the WAL. */
 struct geom {
 	uint32_t bs, phys;
 	uint64_t db_bytes, wal_bytes;
 	uint64_t disk_bytes; /* room after the WAL for tests that grow it */
 	uint64_t wal_off;
+	uint64_t backup_bytes;
+	bool discard;        /* the device takes DISCARD requests */
+	uint64_t db2_off, db2_bytes; /* a second database extent there (0 bytes: none) */
 };
 
 struct fx {
@@ -121,14 +132,17 @@ struct fx {
 
 static struct fx *cur_fx; /* the test's fixture, for the teardown */
 
-static const struct geom G512 = { 512, 0, 1u << 20, 1u << 20, 4u << 20, 0 };
-static const struct geom G4K = { 4096, 0, 1u << 20, 1u << 20, 4u << 20, 0 };
-static const struct geom G512P4K = { 512, 4096, 1u << 20, 1u << 20, 4u << 20, 0 };
+static const struct geom G512 = { 512, 0, 1u << 20, 1u << 20, 4u << 20, 0, 0, false, 0, 0 };
+static const struct geom G4K = { 4096, 0, 1u << 20, 1u << 20, 4u << 20, 0, 0, false, 0, 0 };
+static const struct geom G512P4K = { 512, 4096, 1u << 20, 1u << 20, 4u << 20, 0, 0, false, 0, 0 };
+/* With backup slots (and discard) for the disk-lifecycle tests. */
+static const struct geom GB4K = { 4096, 0, 1u << 20, 1u << 20, 6u << 20, 0, 1u << 20, true, 0, 0 };
+static const struct geom GB512 = { 512, 0, 1u << 20, 1u << 20, 6u << 20, 0, 1u << 20, true, 0, 0 };
 
 static struct fake_blk *disk_new(const struct geom *g)
 {
 	struct fake_blk_config c = { .blocks = g->disk_bytes / g->bs, .block_size = g->bs,
-				     .physical_block = g->phys };
+				     .physical_block = g->phys, .discard = g->discard };
 	struct fake_blk *fb = fake_blk_new(&c);
 	assert_non_null(fb);
 	return fb;
@@ -144,8 +158,7 @@ static void fx_attach(struct fx *x, struct fake_blk *fb)
 	uint32_t bs = x->g.bs;
 	x->vcfg = (struct store_vfs_config){
 		.dev = &x->dev,
-		.db_lba = 65536 / bs,
-		.db_blocks = x->g.db_bytes / bs,
+		.db = { 1, { { 65536 / bs, x->g.db_bytes / bs } } },
 		.wal_lba = (x->g.wal_off ? x->g.wal_off : 65536 + x->g.db_bytes + 65536) / bs,
 		.wal_blocks = x->g.wal_bytes / bs,
 		.io_buf = x->io_buf,
@@ -153,6 +166,15 @@ static void fx_attach(struct fx *x, struct fake_blk *fb)
 		.random = rnd,
 		.wall_ms = wall_ms,
 	};
+	if (x->g.db2_bytes)
+		x->vcfg.db.ext[x->vcfg.db.n++] = (struct store_vfs_extent){ x->g.db2_off / bs, x->g.db2_bytes / bs };
+	uint64_t at = (x->vcfg.wal_lba + x->vcfg.wal_blocks) * bs;
+	for (uint32_t i = 0; x->g.backup_bytes && i < STORE_VFS_BACKUP_SLOTS; i++) {
+		at += 65536;
+		x->vcfg.backup[i].n = 1;
+		x->vcfg.backup[i].ext[0] = (struct store_vfs_extent){ at / bs, x->g.backup_bytes / bs };
+		at += x->g.backup_bytes;
+	}
 	assert_int_equal(store_vfs_register(&x->vcfg), 0);
 }
 
@@ -218,6 +240,7 @@ static uint64_t fx_requests(const struct fx *x)
 /* Connections a test holds, so that a failed test's teardown can close them and the next
  * test starts from a clean library (a failure does not cascade). */
 static sqlite3 *held[4];
+static sqlite3_backup *held_bk; /* a backup in progress, finished by the teardown */
 
 static void hold(sqlite3 *db)
 {
@@ -296,7 +319,16 @@ static int q_text(sqlite3 *db, const char *sql, char *out, size_t len)
  * through journal_mode=MEMORY, so that the one-time switch never opens a rollback
  * journal (our VFS would refuse it). An existing file that is not in WAL mode is not
  * ours: refused (SQLITE_NOTADB), never converted. */
+static int db_open_with(sqlite3 **db, int reserve, const char *fresh_pragmas);
+
 static int db_open(sqlite3 **db)
+{
+	return db_open_with(db, 0, NULL);
+}
+
+/* The same for a new file with `reserve` bytes per page (0: none) and fresh_pragmas (may be
+ * NULL: auto_vacuum...), both before page 1 is first written. */
+static int db_open_with(sqlite3 **db, int reserve, const char *fresh_pragmas)
 {
 	int rc = raw_open("urmqtt.db", db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 	if (rc != SQLITE_OK)
@@ -315,8 +347,17 @@ static int db_open(sqlite3 **db)
 			return rc;
 		if (pages != 0)
 			return SQLITE_NOTADB;
+		if (reserve) { /* vfs.h's instruction: n comes back as the previous value */
+			int n = reserve;
+			rc = sqlite3_file_control(*db, "main", SQLITE_FCNTL_RESERVE_BYTES, &n);
+			if (rc != SQLITE_OK || n != 0)
+				return rc != SQLITE_OK ? rc : SQLITE_ERROR;
+		}
 		rc = q_text(*db, "PRAGMA journal_mode=MEMORY", mode, sizeof mode);
 		if (rc != SQLITE_OK)
+			return rc;
+		/* After MEMORY: auto_vacuum writes page 1 at once, through a journal. */
+		if (fresh_pragmas && (rc = exec(*db, fresh_pragmas)) != SQLITE_OK)
 			return rc;
 		rc = q_text(*db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
 		if (rc != SQLITE_OK)
@@ -336,6 +377,14 @@ static void db_close(sqlite3 *db)
 static void must_open(sqlite3 **db)
 {
 	int rc = db_open(db);
+	if (rc != SQLITE_OK)
+		fail_msg("open: %d %s", rc, *db ? sqlite3_errmsg(*db) : "");
+}
+
+/* A database with page checksums (reserve bytes set when it is new). */
+static void must_open_ck(sqlite3 **db)
+{
+	int rc = db_open_with(db, STORE_VFS_RESERVE_BYTES, NULL);
 	if (rc != SQLITE_OK)
 		fail_msg("open: %d %s", rc, *db ? sqlite3_errmsg(*db) : "");
 }
@@ -422,7 +471,7 @@ static void t_register_rules(void **state)
 	uint8_t bounce[4096], io[1024];
 	struct store_dev_port port = { clock_ns, NULL, NULL };
 	assert_int_equal(store_dev_init(&dev, fake_blk_dev(fb), bounce, sizeof bounce, 50, &port), 0);
-	struct store_vfs_config c = { .dev = &dev, .db_lba = 128, .db_blocks = 2048, .wal_lba = 4096,
+	struct store_vfs_config c = { .dev = &dev, .db = { 1, { { 128, 2048 } } }, .wal_lba = 4096,
 				      .wal_blocks = 2048, .io_buf = io, .io_buf_len = sizeof io,
 				      .random = rnd, .wall_ms = wall_ms };
 	assert_int_equal(store_vfs_register(&c), -E_INVAL); /* before store_sqlite_init */
@@ -437,16 +486,40 @@ static void t_register_rules(void **state)
 	b.wal_blocks = 8192 - 4096 + 1;
 	assert_int_equal(store_vfs_register(&b), -E_INVAL); /* past the device */
 	b = c;
-	b.db_blocks = 0;
+	b.db.ext[0].blocks = 0;
 	assert_int_equal(store_vfs_register(&b), -E_INVAL); /* empty */
+	b = c;
+	b.db.n = 0;
+	assert_int_equal(store_vfs_register(&b), -E_INVAL); /* no database extent */
+	b = c;
+	b.db.n = STORE_VFS_MAX_EXTENTS + 1;
+	assert_int_equal(store_vfs_register(&b), -E_INVAL); /* more than the VFS holds */
+	b = c;
+	b.db.n = 2;
+	b.db.ext[1] = (struct store_vfs_extent){ 4096 + 1024, 16 };
+	assert_int_equal(store_vfs_register(&b), -E_INVAL); /* a second extent over the WAL */
+	b.db.ext[1] = (struct store_vfs_extent){ 1024, 16 };
+	assert_int_equal(store_vfs_register(&b), -E_INVAL); /* over the first extent */
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, 7000, 16), -E_INVAL); /* not registered */
 	b = c;
 	b.random = NULL;
 	assert_int_equal(store_vfs_register(&b), -E_INVAL);
 	assert_int_equal(store_vfs_register(&c), 0);
 	assert_int_equal(store_vfs_register(&c), -E_EXIST);
 	assert_ptr_equal(sqlite3_vfs_find(NULL), sqlite3_vfs_find(STORE_VFS_NAME)); /* the default */
+	/* The stack: cksumvfs over the block layer, under the top. */
+	sqlite3_vfs *ck = sqlite3_vfs_find(STORE_VFS_CKSUM_NAME), *raw = sqlite3_vfs_find(STORE_VFS_RAW_NAME);
+	assert_non_null(ck);
+	assert_non_null(raw);
+	assert_ptr_equal(ck->pAppData, raw);
+	assert_true(sqlite3_vfs_find(STORE_VFS_NAME)->szOsFile >= ck->szOsFile);
+	assert_null(raw->xCurrentTime); /* no double in our code */
+	assert_non_null(raw->xGetLastError); /* cksumvfs calls it after any I/O error */
 	sqlite_down();
-	assert_null(sqlite3_vfs_find(STORE_VFS_NAME));
+	assert_null(sqlite3_vfs_find(STORE_VFS_NAME)); /* both registrations undone */
+	assert_null(sqlite3_vfs_find(STORE_VFS_CKSUM_NAME));
+	assert_null(sqlite3_vfs_find(STORE_VFS_RAW_NAME));
+	assert_null(sqlite3_vfs_find(NULL));
 	fake_blk_free(fb);
 }
 
@@ -461,7 +534,7 @@ static sqlite3_file *held_files[4]; /* for the teardown, as held[] */
 
 static int vf_open(struct vf *v, const char *name, int type)
 {
-	v->vfs = sqlite3_vfs_find(STORE_VFS_NAME);
+	v->vfs = sqlite3_vfs_find(STORE_VFS_RAW_NAME); /* the block layer itself */
 	assert_non_null(v->vfs);
 	v->f = calloc(1, (size_t)v->vfs->szOsFile);
 	assert_non_null(v->f);
@@ -516,7 +589,7 @@ static void t_db_size_from_header(void **state)
 {
 	(void)state;
 	struct fx *x = fx_new(&G512, 1u << 20);
-	uint64_t db_off = x->vcfg.db_lba * 512;
+	uint64_t db_off = x->vcfg.db.ext[0].lba * 512;
 	sqlite3_int64 region = (sqlite3_int64)x->g.db_bytes;
 	static const struct {
 		uint16_t ps_field;
@@ -558,7 +631,7 @@ static void t_file_rules(void **state)
 {
 	(void)state;
 	struct fx *x = fx_new(&G512, 1u << 20);
-	uint64_t db_off = x->vcfg.db_lba * 512;
+	uint64_t db_off = x->vcfg.db.ext[0].lba * 512;
 	/* Old bytes on the region: reads past the file's end must not show them. */
 	uint8_t junk[8192];
 	memset(junk, 0xAB, sizeof junk);
@@ -684,7 +757,7 @@ static void t_file_rules(void **state)
 	assert_int_equal(store_vfs_open_files(), 0);
 
 	/* The VFS's own services. */
-	sqlite3_vfs *vfs = sqlite3_vfs_find(STORE_VFS_NAME);
+	sqlite3_vfs *vfs = sqlite3_vfs_find(STORE_VFS_RAW_NAME);
 	char name[128];
 	assert_int_equal(vfs->xFullPathname(vfs, "a.db", vfs->mxPathname + 1, name), SQLITE_OK);
 	assert_string_equal(name, "a.db");
@@ -734,8 +807,8 @@ static void t_fresh_database_in_wal_mode(void **state)
 	/* Closed cleanly: checkpointed into the DB region, the WAL deleted (header zeroed). */
 	size_t sz;
 	const uint8_t *img = fake_blk_bytes(x->fb, &sz);
-	assert_memory_equal(img + x->vcfg.db_lba * 512, "SQLite format 3", 16);
-	assert_int_equal(img[x->vcfg.db_lba * 512 + 18], 2); /* WAL file format */
+	assert_memory_equal(img + x->vcfg.db.ext[0].lba * 512, "SQLite format 3", 16);
+	assert_int_equal(img[x->vcfg.db.ext[0].lba * 512 + 18], 2); /* WAL file format */
 	assert_int_equal(img[x->vcfg.wal_lba * 512], 0);
 	struct store_vfs_stats vs;
 	store_vfs_stats(&vs);
@@ -804,12 +877,12 @@ static void t_not_a_wal_database_refused(void **state)
 	uint8_t h[512];
 	memset(h, 0xEE, sizeof h);
 	memcpy(h, "SQLite format 3", 16);
-	fake_blk_set(x->fb, x->vcfg.db_lba * 512, h, sizeof h);
+	fake_blk_set(x->fb, x->vcfg.db.ext[0].lba * 512, h, sizeof h);
 	int rc = db_open(&db);
 	assert_true(rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT);
 	db_close(db);
 	size_t sz;
-	assert_int_equal(fake_blk_bytes(x->fb, &sz)[x->vcfg.db_lba * 512 + 100], 0xEE);
+	assert_int_equal(fake_blk_bytes(x->fb, &sz)[x->vcfg.db.ext[0].lba * 512 + 100], 0xEE);
 	fx_free(x);
 }
 
@@ -1211,11 +1284,14 @@ static void t_committed_rows_survive_power_cuts(void **state)
 
 /* The power dies at request i of a commit (the request torn at sector granularity), for
  * every i; what survives is the old or the new state, intact. */
-static void die_sweep(const struct geom *g, bool checkpoint)
+static void die_sweep(const struct geom *g, bool checkpoint, bool ck)
 {
 	struct fx *x = fx_new(g, 8u << 20);
 	sqlite3 *db;
-	must_open(&db);
+	if (ck)
+		must_open_ck(&db);
+	else
+		must_open(&db);
 	must_exec(db, "PRAGMA wal_autocheckpoint=0");
 	must_exec(db, schema);
 	assert_int_equal(insert_rows(db, 0, 300, 80), SQLITE_OK);
@@ -1278,9 +1354,9 @@ static void die_sweep(const struct geom *g, bool checkpoint)
 		}
 		/* Not vacuous: the death hit the operation at every request, and for a commit
 		 * both outcomes happened (before and after its flush). */
-		print_message("[ sweep    ] %u-byte blocks, %s: %llu requests, %u died, %u old, %u new\n",
-			      g->bs, checkpoint ? ckpts[ci] : "commit", (unsigned long long)(r1 - r0), n_died,
-			      n_old, n_new);
+		print_message("[ sweep    ] %u-byte blocks%s, %s: %llu requests, %u died, %u old, %u new\n",
+			      g->bs, ck ? ", page checksums" : "", checkpoint ? ckpts[ci] : "commit",
+			      (unsigned long long)(r1 - r0), n_died, n_old, n_new);
 		assert_true(r1 - r0 >= 4);
 		assert_int_equal(n_died, r1 - r0);
 		if (!checkpoint)
@@ -1293,16 +1369,18 @@ static void die_sweep(const struct geom *g, bool checkpoint)
 static void t_death_at_every_request_of_a_commit(void **state)
 {
 	(void)state;
-	die_sweep(&G512, false);
-	die_sweep(&G4K, false);
-	die_sweep(&G512P4K, false);
+	die_sweep(&G512, false, false);
+	die_sweep(&G4K, false, false);
+	die_sweep(&G512P4K, false, false);
+	die_sweep(&G512P4K, false, true); /* held frame headers, split padding frames */
+	die_sweep(&G512, false, true);
 }
 
 static void t_death_at_every_request_of_a_checkpoint(void **state)
 {
 	(void)state;
-	die_sweep(&G512, true);
-	die_sweep(&G512P4K, true);
+	die_sweep(&G512, true, false);
+	die_sweep(&G512P4K, true, true);
 }
 
 /* ---- the sector discipline (why POWERSAFE_OVERWRITE is not claimed) ---- */
@@ -1351,7 +1429,7 @@ static int w_poll(void *impl, struct blk_req **done)
 
 static const struct blk_ops watch_ops = { w_submit, w_kick, w_poll };
 
-static void sector_discipline(const struct geom *g)
+static void sector_discipline(const struct geom *g, bool ck)
 {
 	struct fx *x = fx_new(g, 8u << 20);
 	static struct watch w; /* static: a failed test's teardown still closes through it */
@@ -1366,7 +1444,10 @@ static void sector_discipline(const struct geom *g)
 	w.wal_lba = x->vcfg.wal_lba;
 	w.wal_blocks = x->vcfg.wal_blocks;
 	sqlite3 *db;
-	must_open(&db);
+	if (ck)
+		must_open_ck(&db);
+	else
+		must_open(&db);
 	must_exec(db, "PRAGMA wal_autocheckpoint=0");
 	must_exec(db, schema);
 	for (int i = 0; i < 40; i++) {
@@ -1395,9 +1476,12 @@ static void sector_discipline(const struct geom *g)
 static void t_sector_discipline(void **state)
 {
 	(void)state;
-	sector_discipline(&G512);
-	sector_discipline(&G4K);
-	sector_discipline(&G512P4K);
+	sector_discipline(&G512, false);
+	sector_discipline(&G4K, false);
+	sector_discipline(&G512P4K, false);
+	/* With page checksums the block layer writes the frame headers itself: same rule. */
+	sector_discipline(&G512, true);
+	sector_discipline(&G512P4K, true);
 }
 
 /* ---- the random crash loop ---- */
@@ -1417,7 +1501,10 @@ static enum crash_outcome crash_once(uint64_t seed)
 	sqlite3_randomness(0, NULL); /* replays see the same salts */
 	vfs_rng = seed;
 	sqlite3 *db;
-	must_open(&db);
+	if (seed & 1) /* half the iterations with page checksums */
+		must_open_ck(&db);
+	else
+		must_open(&db);
 	must_exec(db, schema);
 	char sql[256];
 	snprintf(sql, sizeof sql, "PRAGMA wal_autocheckpoint=%d", (int)(rng_next(&s) % 40));
@@ -1520,10 +1607,1056 @@ static void t_random_crash_loop(void **state)
 	assert_true(n[CRASH_OLD] + n[CRASH_NEW] >= 25);
 }
 
+/* ---- disk lifecycle: backup files ---- */
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static const uint8_t *disk_at(const struct fx *x, uint64_t off)
+{
+	size_t size;
+	const uint8_t *img = fake_blk_bytes(x->fb, &size);
+	assert_true(off < size);
+	return img + off;
+}
+
+/* The first offset of needle in [off, off + len) of the disk, or -1. */
+static int64_t disk_find(const struct fx *x, uint64_t off, uint64_t len, const char *needle)
+{
+	size_t n = strlen(needle);
+	const uint8_t *p = disk_at(x, off);
+	for (uint64_t i = 0; i + n <= len; i++)
+		if (p[i] == (uint8_t)needle[0] && memcmp(p + i, needle, n) == 0)
+			return (int64_t)(off + i);
+	return -1;
+}
+
+/* Flip bits of one byte on the disk (durable, as rot would be). */
+static void disk_flip(struct fx *x, uint64_t at, uint8_t mask)
+{
+	uint8_t b = *disk_at(x, at) ^ mask;
+	fake_blk_set(x->fb, at, &b, 1);
+}
+
+static uint64_t db_off(const struct fx *x)
+{
+	return x->vcfg.db.ext[0].lba * x->g.bs;
+}
+
+static uint64_t wal_off(const struct fx *x)
+{
+	return x->vcfg.wal_lba * x->g.bs;
+}
+
+static uint64_t backup_off(const struct fx *x, int slot)
+{
+	return x->vcfg.backup[slot].ext[0].lba * x->g.bs;
+}
+
+/* Rows k in [from, to) whose values start with tag and k ("B00110..."), ~300 bytes. */
+static void insert_marked(sqlite3 *db, char tag, int from, int to)
+{
+	char sql[256];
+	snprintf(sql, sizeof sql,
+		 "WITH RECURSIVE c(i) AS (SELECT %d UNION ALL SELECT i + 1 FROM c WHERE i + 1 < %d) "
+		 "INSERT INTO t SELECT i, printf('%c%%05d', i) || printf('%%.*c', 290, 'm') FROM c",
+		 from, to, tag);
+	must_exec(db, sql);
+}
+
+/* Open a backup file as the integrator does: exclusive, no journal. */
+static int bk_open(const char *name, sqlite3 **dst)
+{
+	int rc = raw_open(name, dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+	if (rc == SQLITE_OK) {
+		sqlite3_extended_result_codes(*dst, 1);
+		rc = exec(*dst, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=OFF");
+	}
+	return rc;
+}
+
+/* A whole backup of db into `name` in steps of `pages`; the first error or SQLITE_OK. */
+static int bk_copy(sqlite3 *db, const char *name, int pages)
+{
+	sqlite3 *dst;
+	int rc = bk_open(name, &dst);
+	sqlite3_backup *bk = rc == SQLITE_OK ? sqlite3_backup_init(dst, "main", db, "main") : NULL;
+	if (rc == SQLITE_OK && !bk)
+		rc = sqlite3_errcode(dst);
+	held_bk = bk;
+	while (rc == SQLITE_OK)
+		rc = sqlite3_backup_step(bk, pages);
+	held_bk = NULL;
+	if (bk)
+		(void)sqlite3_backup_finish(bk);
+	db_drop(dst);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int64_t q_int_ok(sqlite3 *db, const char *sql)
+{
+	int rc;
+	int64_t v = q_int(db, sql, &rc);
+	if (rc != SQLITE_OK)
+		fail_msg("%s: %d %s", sql, rc, sqlite3_errmsg(db));
+	return v;
+}
+
+/* A backup of a live WAL database (part in the DB region, part in its WAL) in steps, the
+ * source written between them; the copy stamped on its own connection; then the DB's WAL
+ * replays as before, the backup opens alone (no log) intact and checked, and a raw copy of
+ * the slot over the DB region opens as the WAL database it was (the integrator's restore). */
+static void t_backup_of_a_live_database(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&GB4K, 8u << 20);
+	sqlite3 *db, *dst = NULL;
+	must_open_ck(&db);
+	must_exec(db, "PRAGMA wal_autocheckpoint=0");
+	must_exec(db, schema);
+	assert_int_equal(insert_rows(db, 0, 300, 300), SQLITE_OK);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_int_equal(insert_rows(db, 300, 400, 300), SQLITE_OK);
+	/* The integrator's connection: the default VFS, exclusive, no journal. */
+	assert_int_equal(sqlite3_open_v2(STORE_VFS_BACKUP_A, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
+			 SQLITE_OK);
+	hold(dst);
+	sqlite3_extended_result_codes(dst, 1);
+	char mode[16];
+	must_exec(dst, "PRAGMA locking_mode=EXCLUSIVE");
+	assert_int_equal(q_text(dst, "PRAGMA journal_mode=OFF", mode, sizeof mode), SQLITE_OK);
+	assert_string_equal(mode, "off");
+	assert_int_equal(store_vfs_open_files(), 3);
+	assert_int_equal(store_vfs_check(), 0);
+	/* One backup file at a time. */
+	sqlite3 *other;
+	assert_int_equal(raw_open(STORE_VFS_BACKUP_B, &other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE),
+			 SQLITE_CANTOPEN);
+	db_drop(other);
+	struct store_vfs_stats st0, st1;
+	store_vfs_stats(&st0);
+	assert_int_equal(st0.refused[STORE_VFS_REFUSED_TWICE], 1);
+	sqlite3_backup *bk = held_bk = sqlite3_backup_init(dst, "main", db, "main");
+	assert_non_null(bk);
+	int rc, steps = 0;
+	while ((rc = sqlite3_backup_step(bk, 7)) == SQLITE_OK) {
+		/* The source changes between steps (the same connection: the copy follows). */
+		char sql[160];
+		snprintf(sql, sizeof sql, "INSERT INTO t VALUES(%d, 'between steps'); UPDATE t SET v = v || 'u' WHERE k = %d",
+			 1000 + steps, steps * 37);
+		must_exec(db, sql);
+		steps++;
+	}
+	if (rc != SQLITE_DONE)
+		fail_msg("backup step %d: %d (%s / %s)", steps, rc, sqlite3_errmsg(dst), sqlite3_errmsg(db));
+	assert_true(steps >= 3);
+	assert_int_equal(store_vfs_check(), 0);
+	held_bk = NULL;
+	assert_int_equal(sqlite3_backup_finish(bk), SQLITE_OK);
+	/* Stamped on the same connection: page 1 is SQLite's again, and no log is asked for. */
+	must_exec(dst, "CREATE TABLE stamp(ms INTEGER); INSERT INTO stamp VALUES(1764547200000)");
+	store_vfs_stats(&st1);
+	assert_int_equal(st1.refused_opens, st0.refused_opens);
+	assert_int_equal(st1.errors, 0);
+	struct state src, copy;
+	assert_int_equal(read_state(db, &src), SQLITE_OK);
+	assert_int_equal(read_state(dst, &copy), SQLITE_OK);
+	assert_true(state_eq(&src, &copy));
+	assert_int_equal(src.n, 400 + steps);
+	db_close(dst);
+	/* A machine stopped now: the database's live WAL must replay (below). */
+	struct fake_blk *stopped = disk_copy(x->fb);
+	db_close(db);
+
+	/* On the disk the slot holds a WAL-mode image with checksums, as the DB region would. */
+	const uint8_t *bh = disk_at(x, backup_off(x, 0));
+	assert_memory_equal(bh, "SQLite format 3", 16);
+	assert_int_equal(bh[18], 2);
+	assert_int_equal(bh[19], 2);
+	assert_int_equal(bh[20], STORE_VFS_RESERVE_BYTES);
+	uint64_t bytes = (uint64_t)get_be32(bh + 28) * 4096u;
+	assert_true(bytes > 0 && bytes <= x->g.backup_bytes);
+
+	/* The backup alone: no log, intact, its pages checked. */
+	assert_int_equal(raw_open(STORE_VFS_BACKUP_A, &dst, SQLITE_OPEN_READWRITE), SQLITE_OK);
+	must_exec(dst, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=OFF");
+	assert_int_equal(read_state(dst, &copy), SQLITE_OK);
+	assert_true(state_eq(&src, &copy));
+	assert_int_equal(q_int_ok(dst, "SELECT count(*) FROM stamp"), 1);
+	assert_int_equal(q_int_ok(dst, "PRAGMA checksum_verification"), 1);
+	assert_true(check_ok(dst, "PRAGMA integrity_check"));
+	assert_int_equal(q_text(dst, "PRAGMA journal_mode", mode, sizeof mode), SQLITE_OK);
+	assert_string_equal(mode, "off");
+	assert_int_equal(store_vfs_open_files(), 1);
+	db_close(dst);
+	store_vfs_stats(&st1);
+	assert_int_equal(st1.refused_opens, st0.refused_opens);
+
+	/* The integrator's restore: the slot's bytes raw over the DB region, the WAL's head
+	 * zeroed: the database it was, in WAL mode. */
+	uint8_t *img = malloc(bytes);
+	assert_non_null(img);
+	memcpy(img, bh, bytes);
+	fake_blk_set(x->fb, db_off(x), img, bytes);
+	memset(img, 0, 4096);
+	fake_blk_set(x->fb, wal_off(x), img, 4096);
+	free(img);
+	must_open(&db);
+	assert_int_equal(read_state(db, &copy), SQLITE_OK);
+	assert_true(state_eq(&src, &copy));
+	assert_int_equal(q_text(db, "PRAGMA journal_mode", mode, sizeof mode), SQLITE_OK);
+	assert_string_equal(mode, "wal");
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+
+	/* The stopped machine's database: its WAL replays, intact. */
+	fx_swap(x, stopped);
+	must_open(&db);
+	assert_int_equal(read_state(db, &copy), SQLITE_OK);
+	assert_true(state_eq(&src, &copy));
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	fx_free(x);
+}
+
+/* The backup files' rules: slots checked at registration, an absent slot, journals and
+ * WALs named after a backup, the region's end, sizes from the header, whole-block
+ * discards on truncation, and clearing a slot a damaged copy would block. */
+static void t_backup_file_rules(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&GB4K, 8u << 20);
+	uint32_t bs = x->g.bs;
+	store_vfs_unregister();
+	struct store_vfs_config c = x->vcfg;
+	c.backup[0].ext[0].lba = c.db.ext[0].lba + 1;
+	assert_int_equal(store_vfs_register(&c), -E_INVAL); /* over the DB */
+	c = x->vcfg;
+	c.backup[1].ext[0].lba = c.backup[0].ext[0].lba + 3;
+	assert_int_equal(store_vfs_register(&c), -E_INVAL); /* over the other slot */
+	c = x->vcfg;
+	c.backup[1].ext[0].blocks = store_dev_blocks(&x->dev);
+	assert_int_equal(store_vfs_register(&c), -E_INVAL); /* past the device */
+	c = x->vcfg;
+	c.backup[1].n = 0;                                   /* slot B absent */
+	assert_int_equal(store_vfs_register(&c), 0);
+
+	struct store_vfs_stats a, b;
+	store_vfs_stats(&a);
+	sqlite3 *db, *dst;
+	assert_int_equal(raw_open(STORE_VFS_BACKUP_B, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), SQLITE_CANTOPEN);
+	db_drop(dst);
+	assert_int_equal(store_vfs_backup_clear(1), -E_INVAL);
+	assert_int_equal(store_vfs_backup_clear(2), -E_INVAL);
+	store_vfs_stats(&b);
+	assert_int_equal(b.refused[STORE_VFS_REFUSED_BACKUP_ABSENT] - a.refused[STORE_VFS_REFUSED_BACKUP_ABSENT], 1);
+
+	/* The block layer's rules, called directly: size from the header, the region's end,
+	 * discards of whole blocks only, no journal or WAL after a backup's name. */
+	uint8_t junk[8192];
+	memset(junk, 0xAB, sizeof junk);
+	fake_blk_set(x->fb, backup_off(x, 0), junk, sizeof junk);
+	struct vf v, o;
+	assert_int_equal(vf_open(&v, STORE_VFS_BACKUP_A, SQLITE_OPEN_MAIN_DB), SQLITE_OK);
+	const sqlite3_io_methods *m = v.f->pMethods;
+	assert_int_equal(vf_size(&v), 0); /* no "SQLite format 3": empty */
+	uint8_t w[10000];
+	for (size_t i = 0; i < sizeof w; i++)
+		w[i] = (uint8_t)(i * 13 + 7);
+	assert_int_equal(m->xWrite(v.f, w, sizeof w, 0), SQLITE_OK);
+	assert_int_equal(vf_size(&v), 10000);
+	sqlite3_int64 region = (sqlite3_int64)x->g.backup_bytes;
+	assert_int_equal(m->xWrite(v.f, w, 4096, region - 100), SQLITE_FULL);
+	assert_int_equal(m->xTruncate(v.f, region + 1), SQLITE_FULL);
+	store_vfs_stats(&a);
+	uint64_t dev_discarded = x->dev.st.blocks[STORE_DEV_DISCARD];
+	assert_int_equal(m->xTruncate(v.f, 5000), SQLITE_OK); /* block 1 keeps bytes 4096..4999 */
+	store_vfs_stats(&b);
+	assert_int_equal(vf_size(&v), 5000);
+	assert_int_equal(b.discarded_blocks - a.discarded_blocks, 1);
+	assert_int_equal(b.file[STORE_VFS_FILE_BACKUP].discarded_blocks - a.file[STORE_VFS_FILE_BACKUP].discarded_blocks,
+			 1);
+	assert_int_equal(x->dev.st.blocks[STORE_DEV_DISCARD] - dev_discarded, 1);
+	assert_memory_equal(disk_at(x, backup_off(x, 0) + bs), w + bs, 5000 - bs);
+	for (uint32_t i = 0; i < bs; i++) /* a discard reads as zeros on this device */
+		assert_int_equal(disk_at(x, backup_off(x, 0) + 2u * bs)[i], 0);
+	uint8_t r[100];
+	assert_int_equal(m->xRead(v.f, r, sizeof r, 4990), SQLITE_IOERR_SHORT_READ);
+	assert_memory_equal(r, w + 4990, 10);
+	assert_int_equal(m->xTruncate(v.f, 5000), SQLITE_OK); /* the same size: nothing more */
+	store_vfs_stats(&a);
+	assert_int_equal(a.discarded_blocks, b.discarded_blocks);
+	assert_int_equal(vf_open(&o, STORE_VFS_BACKUP_A "-journal", SQLITE_OPEN_MAIN_JOURNAL), SQLITE_CANTOPEN);
+	assert_int_equal(vf_open(&o, STORE_VFS_BACKUP_A "-wal", SQLITE_OPEN_WAL), SQLITE_CANTOPEN);
+	assert_int_equal(vf_open(&o, STORE_VFS_BACKUP_A, SQLITE_OPEN_MAIN_DB), SQLITE_CANTOPEN); /* twice */
+	assert_int_equal(store_vfs_backup_clear(0), -E_EXIST); /* open */
+	store_vfs_stats(&b);
+	assert_int_equal(b.refused[STORE_VFS_REFUSED_BACKUP_LOG] - a.refused[STORE_VFS_REFUSED_BACKUP_LOG], 2);
+	assert_int_equal(b.refused[STORE_VFS_REFUSED_TWICE] - a.refused[STORE_VFS_REFUSED_TWICE], 1);
+	vf_close(&v);
+
+	/* Through SQLite: a backup file written with a journal (the default mode) or switched
+	 * to WAL is refused its log, loudly; the file itself stays usable. */
+	assert_int_equal(store_vfs_backup_clear(0), 0);
+	assert_int_equal(raw_open(STORE_VFS_BACKUP_A, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), SQLITE_OK);
+	store_vfs_stats(&a);
+	assert_int_equal(exec(dst, "CREATE TABLE j(a)") & 0xff, SQLITE_CANTOPEN);
+	int rc = exec(dst, "PRAGMA journal_mode=OFF; PRAGMA journal_mode=WAL; CREATE TABLE j(a)");
+	assert_int_equal(rc & 0xff, SQLITE_CANTOPEN); /* SQLite's pager is in WAL mode: its WAL refused */
+	store_vfs_stats(&b);
+	assert_int_equal(b.refused[STORE_VFS_REFUSED_BACKUP_LOG] - a.refused[STORE_VFS_REFUSED_BACKUP_LOG], 2);
+	assert_int_equal(b.refused_opens - a.refused_opens, 2);
+	db_drop(dst);
+	/* Opened again as it must be (no journal), the file is usable: it never gets a log. */
+	char mode[16];
+	assert_int_equal(bk_open(STORE_VFS_BACKUP_A, &dst), SQLITE_OK);
+	must_exec(dst, "CREATE TABLE j(a); INSERT INTO j VALUES(1)");
+	assert_int_equal(q_text(dst, "PRAGMA journal_mode", mode, sizeof mode), SQLITE_OK);
+	assert_string_equal(mode, "off");
+	assert_true(check_ok(dst, "PRAGMA integrity_check"));
+	db_drop(dst);
+
+	/* A copy larger than its slot: SQLITE_FULL, counted. */
+	must_open_ck(&db);
+	must_exec(db, schema);
+	assert_int_equal(insert_rows(db, 0, 200, 300), SQLITE_OK);
+	store_vfs_unregister(); /* refused: files are open */
+	assert_non_null(sqlite3_vfs_find(STORE_VFS_RAW_NAME));
+	assert_int_equal(store_vfs_backup_clear(0), 0);
+	c.backup[0].ext[0].blocks = 16384 / bs; /* 4 pages */
+	db_close(db);
+	store_vfs_unregister();
+	assert_int_equal(store_vfs_register(&c), 0);
+	must_open(&db);
+	assert_int_equal(bk_copy(db, STORE_VFS_BACKUP_A, 5), SQLITE_FULL);
+	store_vfs_stats(&b); /* counted since this registration */
+	assert_true(b.full > 0);
+	db_close(db);
+	store_vfs_unregister();
+	c.backup[0].ext[0].blocks = x->vcfg.backup[0].ext[0].blocks;
+	assert_int_equal(store_vfs_register(&c), 0);
+
+	/* A damaged copy in the slot blocks the next one (SQLite reads the pages it replaces);
+	 * clearing the slot first lets it through. */
+	must_open(&db);
+	assert_int_equal(bk_copy(db, STORE_VFS_BACKUP_A, -1), SQLITE_OK);
+	disk_flip(x, backup_off(x, 0) + 3u * 4096u + 1000u, 0x20);
+	assert_int_equal(bk_copy(db, STORE_VFS_BACKUP_A, -1), SQLITE_IOERR_DATA);
+	assert_int_equal(store_vfs_backup_clear(0), 0);
+	assert_int_equal(raw_open(STORE_VFS_BACKUP_A, &dst, SQLITE_OPEN_READWRITE), SQLITE_OK);
+	assert_int_equal(q_int_ok(dst, "SELECT count(*) FROM sqlite_schema"), 0); /* empty */
+	db_close(dst);
+	assert_int_equal(bk_copy(db, STORE_VFS_BACKUP_A, -1), SQLITE_OK);
+	struct state s0, s1;
+	assert_int_equal(read_state(db, &s0), SQLITE_OK);
+	db_close(db);
+	assert_int_equal(raw_open(STORE_VFS_BACKUP_A, &dst, SQLITE_OPEN_READONLY), SQLITE_OK);
+	assert_int_equal(read_state(dst, &s1), SQLITE_OK);
+	assert_true(state_eq(&s0, &s1));
+	assert_true(check_ok(dst, "PRAGMA integrity_check"));
+	db_close(dst);
+	assert_int_equal(store_vfs_check(), 0);
+	fx_free(x);
+}
+
+/* The backup sequence of the power-cut sweep: the slot cleared, a copy in steps of 6
+ * pages, two commits to the source between steps. *n_ok: the commits that returned OK. */
+static int backup_sequence(sqlite3 *db, int *n_ok)
+{
+	sqlite3 *dst = NULL;
+	sqlite3_backup *bk = NULL;
+	*n_ok = 0;
+	int rc = store_vfs_backup_clear(0) == 0 ? bk_open(STORE_VFS_BACKUP_A, &dst) : SQLITE_IOERR;
+	if (rc == SQLITE_OK && !(bk = sqlite3_backup_init(dst, "main", db, "main")))
+		rc = sqlite3_errcode(dst);
+	held_bk = bk;
+	for (int i = 0; rc == SQLITE_OK; i++) {
+		rc = sqlite3_backup_step(bk, 6);
+		if (rc != SQLITE_OK)
+			break;
+		if (i < 2) {
+			char sql[96];
+			snprintf(sql, sizeof sql, "INSERT INTO t VALUES(%d, 'during the backup')", 5000 + i);
+			rc = exec(db, sql);
+			*n_ok += rc == SQLITE_OK;
+		}
+	}
+	held_bk = NULL;
+	if (bk)
+		(void)sqlite3_backup_finish(bk);
+	db_drop(dst);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The power dies at every request of a backup (and of the commits made to the source
+ * meanwhile): the database always reopens intact, in the state of its last commit that
+ * returned (or the one in flight). The backup may be garbage: nobody named it. */
+static void t_power_cut_during_backup(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&GB4K, 8u << 20);
+	sqlite3 *db;
+	must_open_ck(&db);
+	must_exec(db, "PRAGMA wal_autocheckpoint=0");
+	must_exec(db, schema);
+	assert_int_equal(insert_rows(db, 0, 120, 300), SQLITE_OK);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_int_equal(insert_rows(db, 120, 160, 300), SQLITE_OK);
+	struct fake_blk *base = disk_copy(x->fb);
+	db_close(db);
+	/* The states after 0, 1 and 2 of the sequence's commits. */
+	struct state s[3];
+	fx_swap(x, disk_copy(base));
+	must_open(&db);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(read_state(db, &s[i]), SQLITE_OK);
+		char sql[96];
+		snprintf(sql, sizeof sql, "INSERT INTO t VALUES(%d, 'during the backup')", 5000 + i);
+		must_exec(db, sql);
+	}
+	db_close(db);
+	/* Measure the sequence. */
+	fx_swap(x, disk_copy(base));
+	sqlite3_randomness(0, NULL);
+	vfs_rng = 7;
+	must_open(&db);
+	assert_int_equal(read_state(db, &s[0]), SQLITE_OK);
+	uint64_t r0 = fx_requests(x);
+	int n_ok;
+	assert_int_equal(backup_sequence(db, &n_ok), SQLITE_OK);
+	assert_int_equal(n_ok, 2);
+	uint64_t r1 = fx_requests(x);
+	db_close(db);
+	uint32_t died = 0, seen[3] = { 0 };
+	for (uint64_t i = r0; i < r1; i++) {
+		fx_swap(x, disk_copy(base));
+		sqlite3_randomness(0, NULL);
+		vfs_rng = 7;
+		must_open(&db);
+		struct state got;
+		assert_int_equal(read_state(db, &got), SQLITE_OK);
+		assert_int_equal(fx_requests(x), r0); /* the same path as measured */
+		fake_blk_die_at(x->fb, i, i * 29 + 1);
+		int rc = backup_sequence(db, &n_ok);
+		assert_true(rc == SQLITE_OK || fake_blk_dead(x->fb));
+		died += fake_blk_dead(x->fb);
+		struct fake_blk *after = fake_blk_after_power_cut(x->fb, i * 13 + 5, NULL);
+		assert_non_null(after);
+		db_drop(db);
+		fx_swap(x, after);
+		must_open(&db);
+		assert_int_equal(read_state(db, &got), SQLITE_OK);
+		int k = state_eq(&got, &s[n_ok]) ? n_ok : n_ok < 2 && state_eq(&got, &s[n_ok + 1]) ? n_ok + 1 : -1;
+		if (k < 0)
+			fail_msg("death at request %llu of the backup: the database lost a commit or mixed states",
+				 (unsigned long long)(i - r0));
+		if (!check_ok(db, "PRAGMA integrity_check"))
+			fail_msg("death at request %llu of the backup: integrity_check", (unsigned long long)(i - r0));
+		seen[k]++;
+		db_close(db);
+	}
+	print_message("[ backup   ] %llu requests, %u died; database after: %u, %u, %u (commits kept 0, 1, 2)\n",
+		      (unsigned long long)(r1 - r0), died, seen[0], seen[1], seen[2]);
+	assert_true(r1 - r0 >= 20);
+	assert_int_equal(died, r1 - r0);
+	assert_true(seen[2] > 0 && seen[0] + seen[1] > 0);
+	fake_blk_free(base);
+	fx_free(x);
+}
+
+/* ---- disk lifecycle: truncation hands blocks back ---- */
+
+/* auto_vacuum=INCREMENTAL, rows deleted, incremental_vacuum: the checkpoint shrinks the
+ * file and exactly the freed whole blocks are discarded; the rest is untouched. A device
+ * without discard: the same, no error. */
+static void vacuum_discards(const struct geom *g, bool device_discards)
+{
+	struct geom gg = *g;
+	gg.discard = device_discards;
+	struct fx *x = fx_new(&gg, 8u << 20);
+	sqlite3 *db;
+	int rc = db_open_with(&db, STORE_VFS_RESERVE_BYTES, "PRAGMA auto_vacuum=INCREMENTAL");
+	if (rc != SQLITE_OK)
+		fail_msg("open: %d", rc);
+	assert_int_equal(q_int_ok(db, "PRAGMA auto_vacuum"), 2);
+	must_exec(db, "PRAGMA wal_autocheckpoint=0");
+	must_exec(db, schema);
+	assert_int_equal(insert_rows(db, 0, 600, 1000), SQLITE_OK);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	int64_t pages0 = q_int_ok(db, "PRAGMA page_count");
+	must_exec(db, "DELETE FROM t WHERE k >= 100");
+	assert_true(q_int_ok(db, "PRAGMA freelist_count") > 0);
+	must_exec(db, "PRAGMA incremental_vacuum");
+	int64_t pages1 = q_int_ok(db, "PRAGMA page_count");
+	assert_int_equal(q_int_ok(db, "PRAGMA freelist_count"), 0);
+	assert_true(pages1 < pages0 / 2);
+	struct store_vfs_stats v0, v1;
+	store_vfs_stats(&v0);
+	struct store_dev_stats d0 = x->dev.st;
+	struct fake_blk_counts c0, c1;
+	fake_blk_counts(x->fb, &c0);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)"); /* the file shrinks in the DB region */
+	store_vfs_stats(&v1);
+	fake_blk_counts(x->fb, &c1);
+	uint64_t freed = (uint64_t)(pages0 - pages1) * 4096u / g->bs;
+	assert_int_equal(v1.errors, 0);
+	if (device_discards) {
+		assert_int_equal(x->dev.st.blocks[STORE_DEV_DISCARD] - d0.blocks[STORE_DEV_DISCARD], freed);
+		assert_int_equal(v1.discarded_blocks - v0.discarded_blocks, freed);
+		assert_int_equal(v1.file[STORE_VFS_FILE_DB].discarded_blocks - v0.file[STORE_VFS_FILE_DB].discarded_blocks,
+				 freed);
+		assert_true(c1.discards > c0.discards);
+		/* Exactly those: zeros past the new end, the last page below it intact. */
+		const uint8_t *p = disk_at(x, db_off(x) + (uint64_t)pages1 * 4096u);
+		for (uint64_t i = 0; i < (uint64_t)(pages0 - pages1) * 4096u; i++)
+			if (p[i])
+				fail_msg("byte %llu past the new end not discarded", (unsigned long long)i);
+		const uint8_t *last = p - 4096;
+		bool data = false;
+		for (size_t i = 0; i < 4096; i++)
+			data |= last[i] != 0;
+		assert_true(data);
+	} else {
+		assert_int_equal(c1.discards, c0.discards);
+		assert_true(v1.discard_unsupported > v0.discard_unsupported);
+		assert_int_equal(v1.discarded_blocks, 0);
+	}
+	struct state s0, s1;
+	assert_int_equal(read_state(db, &s0), SQLITE_OK);
+	assert_int_equal(s0.n, 100);
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	must_open(&db);
+	assert_int_equal(q_int_ok(db, "PRAGMA page_count"), pages1);
+	assert_int_equal(read_state(db, &s1), SQLITE_OK);
+	assert_true(state_eq(&s0, &s1));
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	/* And it grows again over the discarded blocks. */
+	assert_int_equal(insert_rows(db, 1000, 1300, 1000), SQLITE_OK);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	fx_free(x);
+}
+
+static void t_truncate_discards_freed_blocks(void **state)
+{
+	(void)state;
+	vacuum_discards(&GB4K, true);
+	vacuum_discards(&GB512, true);
+	vacuum_discards(&GB4K, false);
+}
+
+/* ---- page checksums ---- */
+
+/* The offset of the first of the marked rows tag[from, to) found in [off, off + len) of
+ * the disk, or -1. */
+static int64_t find_marked(const struct fx *x, uint64_t off, uint64_t len, char tag, int from, int to)
+{
+	for (int k = from; k < to; k++) {
+		char m[16];
+		snprintf(m, sizeof m, "%c%05d", tag, k);
+		int64_t at = disk_find(x, off, len, m);
+		if (at >= 0)
+			return at;
+	}
+	return -1;
+}
+
+/* A new database with reserve bytes: cksumvfs runs on it; a bit flipped in a table page
+ * on the disk fails the read of that row with SQLITE_IOERR_DATA (other pages still read),
+ * and quick_check says so too. */
+static void t_page_checksum_catches_a_flipped_bit(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&G4K, 8u << 20);
+	sqlite3 *db;
+	must_open_ck(&db);
+	assert_int_equal(q_int_ok(db, "PRAGMA checksum_verification"), 1);
+	must_exec(db, schema);
+	insert_marked(db, 'R', 0, 300);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)"); /* in the DB region now */
+	db_close(db);
+	assert_int_equal(disk_at(x, db_off(x))[20], STORE_VFS_RESERVE_BYTES);
+	int64_t at = disk_find(x, db_off(x), x->g.db_bytes, "R00150");
+	assert_true(at > 0);
+	disk_flip(x, (uint64_t)at + 3, 0x04);
+	must_open(&db);
+	char v[400];
+	assert_int_equal(q_text(db, "SELECT v FROM t WHERE k = 150", v, sizeof v), SQLITE_IOERR_DATA);
+	assert_int_equal(sqlite3_extended_errcode(db), SQLITE_IOERR_DATA);
+	assert_int_equal(q_text(db, "SELECT v FROM t WHERE k = 3", v, sizeof v), SQLITE_OK); /* another page */
+	assert_memory_equal(v, "R00003", 6);
+	/* quick_check reads every page: it reports the page SQLite could not get, and why. */
+	assert_int_equal(q_text(db, "PRAGMA quick_check", v, sizeof v), SQLITE_OK);
+	if (!strstr(v, "error code=8202")) /* SQLITE_IOERR_DATA */
+		fail_msg("quick_check: %s", v);
+	struct store_vfs_stats st;
+	store_vfs_stats(&st);
+	assert_true(st.file[STORE_VFS_FILE_DB].bad_pages >= 1);
+	db_close(db);
+	disk_flip(x, (uint64_t)at + 3, 0x04); /* repaired */
+	must_open(&db);
+	assert_int_equal(q_text(db, "SELECT v FROM t WHERE k = 150", v, sizeof v), SQLITE_OK);
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	/* Page 1 (the schema's root): nothing reads without it, quick_check not even starts:
+	 * the error is SQLITE_IOERR_DATA itself (the caller must take it for damage). */
+	disk_flip(x, db_off(x) + 2000, 0x01);
+	assert_int_equal(raw_open("urmqtt.db", &db, SQLITE_OPEN_READWRITE), SQLITE_OK);
+	sqlite3_extended_result_codes(db, 1);
+	assert_int_equal(q_text(db, "PRAGMA quick_check(1)", v, sizeof v), SQLITE_IOERR_DATA);
+	db_drop(db);
+	fx_free(x);
+}
+
+/* Pages in the WAL: a flipped bit is refused when the page is read again (the cache
+ * dropped), and a checkpoint stops with SQLITE_IOERR_DATA instead of copying it. After a
+ * crash it is SQLite's recovery that meets it: its own frame checksums end the log there,
+ * so that transaction and every later one are gone (not covered: documented). */
+static void t_wal_page_checksums(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&G512, 8u << 20);
+	sqlite3 *db;
+	must_open_ck(&db);
+	must_exec(db, "PRAGMA wal_autocheckpoint=0");
+	must_exec(db, schema);
+	insert_marked(db, 'A', 0, 60);
+	struct state s1, s3, got;
+	assert_int_equal(read_state(db, &s1), SQLITE_OK);
+	insert_marked(db, 'B', 100, 160);
+	insert_marked(db, 'C', 200, 260); /* the block caches move past B's frames */
+	assert_int_equal(read_state(db, &s3), SQLITE_OK);
+	int64_t at = find_marked(x, wal_off(x), x->g.wal_bytes, 'B', 120, 140);
+	assert_true(at > 0);
+	int64_t at_db = disk_find(x, db_off(x), x->g.db_bytes, "B00120");
+	assert_int_equal(at_db, -1); /* never checkpointed */
+	disk_flip(x, (uint64_t)at + 1, 0x10);
+	struct fake_blk *crashed = disk_copy(x->fb);
+	sqlite3_db_release_memory(db); /* the next read goes to the WAL */
+	char v[400];
+	struct store_vfs_stats st;
+	int n = 0;
+	for (int k = 120; k < 140; k++) { /* the row on the damaged page, whichever it is */
+		char sql[64];
+		snprintf(sql, sizeof sql, "SELECT v FROM t WHERE k = %d", k);
+		n += q_text(db, sql, v, sizeof v) == SQLITE_IOERR_DATA;
+	}
+	assert_true(n > 0);
+	store_vfs_stats(&st);
+	assert_true(st.file[STORE_VFS_FILE_WAL].bad_pages > 0);
+	int nlog = -1, nckpt = -1;
+	sqlite3_db_release_memory(db);
+	assert_int_equal(sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE, &nlog, &nckpt),
+			 SQLITE_IOERR_DATA);
+	assert_int_equal(disk_find(x, db_off(x), x->g.db_bytes, "B00120"), -1); /* nothing of it copied */
+	db_drop(db); /* its checkpoint fails again: the WAL stays */
+	disk_flip(x, (uint64_t)at + 1, 0x10); /* repaired: the log replays whole */
+	must_open(&db);
+	assert_int_equal(read_state(db, &got), SQLITE_OK);
+	assert_true(state_eq(&got, &s3));
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	/* The machine stopped with the damaged frame: recovery ends the log before it. */
+	fx_swap(x, crashed);
+	must_open(&db);
+	assert_int_equal(read_state(db, &got), SQLITE_OK);
+	assert_true(state_eq(&got, &s1));
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	fx_free(x);
+}
+
+/* cksumvfs over a WAL loses every frame after the first at recovery (SQLite checksums a
+ * frame before the page's checksum goes in) and writes wrong bytes when SQLite splits a
+ * padding frame at the sync point; with the block layer sealing the frames instead,
+ * commits survive power cuts on every geometry, spilled and rewritten frames included. */
+static void t_checksummed_commits_survive_power_cuts(void **state)
+{
+	(void)state;
+	const struct geom *geoms[] = { &G512, &G4K, &G512P4K };
+	for (size_t gi = 0; gi < ARRAY_LEN(geoms); gi++) {
+		struct fx *x = fx_new(geoms[gi], 8u << 20);
+		sqlite3 *db;
+		must_open_ck(&db);
+		must_exec(db, "PRAGMA wal_autocheckpoint=0");
+		must_exec(db, schema);
+		for (int t = 0; t < 12; t++) /* small commits: padding frames, split at sync points */
+			assert_int_equal(insert_rows(db, t * 7, t * 7 + 7, 50 + t * 97), SQLITE_OK);
+		/* A transaction larger than the cache: frames spilled, then rewritten in place
+		 * (SQLite recomputes the checksums from the disk before its commit). */
+		must_exec(db, "PRAGMA cache_size=8");
+		must_exec(db, "BEGIN");
+		assert_int_equal(insert_rows(db, 1000, 1400, 300), SQLITE_OK);
+		must_exec(db, "UPDATE t SET v = v || 'again' WHERE k % 3 = 0");
+		must_exec(db, "COMMIT");
+		must_exec(db, "PRAGMA cache_size=-2000");
+		must_exec(db, "DELETE FROM t WHERE k % 4 = 1");
+		struct state s0;
+		assert_int_equal(read_state(db, &s0), SQLITE_OK);
+		struct store_vfs_stats st;
+		store_vfs_stats(&st);
+		assert_true(st.frames_sealed > 0);
+		assert_int_equal(st.frames_unsealable, 0);
+		struct fake_blk *cuts[12];
+		for (uint64_t seed = 0; seed < ARRAY_LEN(cuts); seed++)
+			cuts[seed] = fake_blk_after_power_cut(x->fb, seed + 1, NULL);
+		db_drop(db); /* as after the cuts: unchecked close */
+		verify_cuts(x, cuts, ARRAY_LEN(cuts), &s0, "page checksums");
+		fx_free(x);
+	}
+}
+
+/* A database created without reserve bytes: cksumvfs leaves it alone (no checksums, a
+ * flipped bit is served), everything else works; a VACUUM after setting them adds them. */
+static void t_database_without_reserve_bytes(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&G4K, 8u << 20);
+	sqlite3 *db;
+	must_open(&db);
+	assert_int_equal(q_int_ok(db, "PRAGMA checksum_verification"), 0);
+	must_exec(db, schema);
+	insert_marked(db, 'N', 0, 200);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	db_close(db);
+	assert_int_equal(disk_at(x, db_off(x))[20], 0);
+	int64_t at = disk_find(x, db_off(x), x->g.db_bytes, "N00100");
+	disk_flip(x, (uint64_t)at + 2, 0x01);
+	must_open(&db);
+	char v[400];
+	assert_int_equal(q_text(db, "SELECT v FROM t WHERE k = 100", v, sizeof v), SQLITE_OK);
+	assert_memory_equal(v, "N01100", 6); /* served as it is: unchecked */
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	struct store_vfs_stats st;
+	store_vfs_stats(&st);
+	assert_int_equal(st.frames_sealed, 0);
+	assert_int_equal(st.file[STORE_VFS_FILE_DB].bad_pages, 0);
+	/* Adding them later: the reserve bytes, a VACUUM, a checkpoint. */
+	int n = STORE_VFS_RESERVE_BYTES;
+	assert_int_equal(sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &n), SQLITE_OK);
+	assert_int_equal(n, 0);
+	must_exec(db, "VACUUM");
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	struct state s0, s1;
+	assert_int_equal(read_state(db, &s0), SQLITE_OK);
+	db_close(db);
+	assert_int_equal(disk_at(x, db_off(x))[20], STORE_VFS_RESERVE_BYTES);
+	must_open(&db);
+	assert_int_equal(q_int_ok(db, "PRAGMA checksum_verification"), 1);
+	assert_int_equal(read_state(db, &s1), SQLITE_OK);
+	assert_true(state_eq(&s0, &s1));
+	db_close(db);
+	at = disk_find(x, db_off(x), x->g.db_bytes, "N00050");
+	disk_flip(x, (uint64_t)at + 2, 0x01);
+	must_open(&db);
+	assert_int_equal(q_text(db, "SELECT v FROM t WHERE k = 50", v, sizeof v), SQLITE_IOERR_DATA);
+	db_close(db);
+	fx_free(x);
+}
+
+/* When the reserve bytes must be set: before page 1 is first written. The switch to WAL
+ * writes it; setting them after it (even before the first table) changes nothing. */
+static void t_reserve_bytes_before_the_wal_switch(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&G4K, 8u << 20);
+	sqlite3 *db;
+	assert_int_equal(raw_open("urmqtt.db", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), SQLITE_OK);
+	must_exec(db, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=MEMORY; PRAGMA journal_mode=WAL");
+	int n = STORE_VFS_RESERVE_BYTES;
+	assert_int_equal(sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &n), SQLITE_OK);
+	must_exec(db, schema);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_int_equal(q_int_ok(db, "PRAGMA checksum_verification"), 0);
+	db_close(db);
+	assert_int_equal(disk_at(x, db_off(x))[20], 0); /* too late */
+	fx_swap(x, disk_new(&G4K));
+	must_open_ck(&db); /* before the switch: applied */
+	must_exec(db, schema);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_int_equal(q_int_ok(db, "PRAGMA checksum_verification"), 1);
+	assert_int_equal(q_int_ok(db, "PRAGMA page_size"), 4096);
+	db_close(db);
+	assert_int_equal(disk_at(x, db_off(x))[20], STORE_VFS_RESERVE_BYTES);
+	fx_free(x);
+}
+
+/* A backup carries the checksums (cksumvfs runs on it: a flipped bit in the copy is
+ * refused), and a bad page in the source fails the backup step: never copied. */
+static void t_backup_carries_checksums(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&GB4K, 8u << 20);
+	sqlite3 *db, *dst;
+	must_open_ck(&db);
+	must_exec(db, schema);
+	insert_marked(db, 'K', 0, 300);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_int_equal(bk_copy(db, STORE_VFS_BACKUP_B, 10), SQLITE_OK);
+	assert_int_equal(disk_at(x, backup_off(x, 1))[20], STORE_VFS_RESERVE_BYTES);
+	int64_t at = disk_find(x, backup_off(x, 1), x->g.backup_bytes, "K00200");
+	assert_true(at > 0);
+	disk_flip(x, (uint64_t)at + 4, 0x02);
+	assert_int_equal(raw_open(STORE_VFS_BACKUP_B, &dst, SQLITE_OPEN_READONLY), SQLITE_OK);
+	sqlite3_extended_result_codes(dst, 1);
+	assert_int_equal(q_int_ok(dst, "PRAGMA checksum_verification"), 1);
+	char v[400];
+	assert_int_equal(q_text(dst, "SELECT v FROM t WHERE k = 200", v, sizeof v), SQLITE_IOERR_DATA);
+	assert_int_equal(q_text(dst, "SELECT v FROM t WHERE k = 2", v, sizeof v), SQLITE_OK);
+	db_close(dst);
+	struct store_vfs_stats st;
+	store_vfs_stats(&st);
+	assert_true(st.file[STORE_VFS_FILE_BACKUP].bad_pages >= 1);
+	/* A bad page in the source: the step fails, the page is not in the copy. */
+	assert_int_equal(store_vfs_backup_clear(1), 0);
+	at = disk_find(x, db_off(x), x->g.db_bytes, "K00100");
+	assert_true(at > 0);
+	disk_flip(x, (uint64_t)at + 4, 0x02);
+	sqlite3_db_release_memory(db);
+	assert_int_equal(bk_copy(db, STORE_VFS_BACKUP_B, 10), SQLITE_IOERR_DATA);
+	assert_int_equal(disk_find(x, backup_off(x, 1), x->g.backup_bytes, "K00100"), -1);
+	db_close(db);
+	fx_free(x);
+}
+
+/* Shared memory is never given: a WAL database opened without exclusive locking fails
+ * loudly (counted), and opens again with it. */
+static void t_shared_memory_refused(void **state)
+{
+	(void)state;
+	struct fx *x = fx_new(&G512, 8u << 20);
+	sqlite3 *db;
+	must_open_ck(&db);
+	must_exec(db, "PRAGMA wal_autocheckpoint=0");
+	must_exec(db, schema);
+	assert_int_equal(insert_rows(db, 0, 50, 100), SQLITE_OK);
+	struct state s0, s1;
+	assert_int_equal(read_state(db, &s0), SQLITE_OK);
+	struct fake_blk *copy = disk_copy(x->fb); /* with a live WAL */
+	db_close(db);
+	fx_swap(x, copy);
+	assert_int_equal(raw_open("urmqtt.db", &db, SQLITE_OPEN_READWRITE), SQLITE_OK);
+	must_exec(db, "PRAGMA locking_mode=NORMAL");
+	int rc;
+	(void)q_int(db, "SELECT count(*) FROM t", &rc);
+	assert_int_equal(rc & 0xff, SQLITE_IOERR);
+	struct store_vfs_stats st;
+	store_vfs_stats(&st);
+	assert_true(st.refused[STORE_VFS_REFUSED_SHM] > 0);
+	db_drop(db);
+	must_open(&db);
+	assert_int_equal(read_state(db, &s1), SQLITE_OK);
+	assert_true(state_eq(&s0, &s1));
+	db_close(db);
+	fx_free(x);
+}
+
 /* After every test (a failed one included): nothing may be left for the next. */
+/* ---- files of several extents (the disk grew: store/grow.h) ---- */
+
+/* The block layer on a database of two extents: 8 blocks at 64 KiB, 16 blocks at 3 MiB;
+ * requests split at the extent's end, reads back across it, SQLITE_FULL past both,
+ * truncation discarding in both, an extent appended while open, store_vfs_extend's rules,
+ * and a backup slot of two extents cleared whole. */
+static void t_extent_file_rules(void **state)
+{
+	(void)state;
+	struct geom g = GB512;
+	g.db_bytes = 4096;
+	g.db2_off = 5u << 20; /* after the backup slots (the disk: 6 MiB) */
+	g.db2_bytes = 8192;
+	struct fx *x = fx_new(&g, 8u << 20);
+	const uint64_t e0 = db_off(x), e1 = g.db2_off;
+	uint8_t junk[8192];
+	memset(junk, 0xAB, sizeof junk);
+	fake_blk_set(x->fb, e0, junk, 4096);
+	fake_blk_set(x->fb, e1, junk, sizeof junk);
+	struct vf v;
+	assert_int_equal(vf_open(&v, "e.db", SQLITE_OPEN_MAIN_DB), SQLITE_OK);
+	const sqlite3_io_methods *m = v.f->pMethods;
+	uint8_t w[6000], r[6000];
+	for (size_t i = 0; i < sizeof w; i++)
+		w[i] = (uint8_t)(i * 13 + 5);
+	/* Unaligned at both ends, across the end of the first extent. */
+	struct store_vfs_stats st0, st1;
+	store_vfs_stats(&st0);
+	assert_int_equal(m->xWrite(v.f, w, 3000, 4096 - 1000), SQLITE_OK);
+	store_vfs_stats(&st1);
+	assert_int_equal(st1.rmw - st0.rmw, 2);
+	assert_memory_equal(disk_at(x, e0 + 3096), w, 1000);
+	assert_memory_equal(disk_at(x, e1), w + 1000, 2000);
+	assert_int_equal(*disk_at(x, e0 + 3095), 0xAB);
+	assert_int_equal(*disk_at(x, e1 + 2000), 0xAB);
+	assert_int_equal(vf_size(&v), 4096 + 2000);
+	/* Whole blocks across it: one device write per extent. */
+	struct fake_blk_counts c0, c1;
+	fake_blk_counts(x->fb, &c0);
+	assert_int_equal(m->xWrite(v.f, w, 4096, 2048), SQLITE_OK);
+	fake_blk_counts(x->fb, &c1);
+	assert_int_equal(c1.writes - c0.writes, 2);
+	assert_memory_equal(disk_at(x, e0 + 2048), w, 2048);
+	assert_memory_equal(disk_at(x, e1), w + 2048, 2048);
+	memset(r, 0, sizeof r);
+	assert_int_equal(m->xRead(v.f, r, 4096, 2048), SQLITE_OK);
+	assert_memory_equal(r, w, 4096);
+	assert_int_equal(m->xRead(v.f, r, 999, 4096 - 333), SQLITE_OK); /* unaligned, across */
+	assert_memory_equal(r, w + 2048 - 333, 333);
+	/* The room is the sum of the extents. */
+	assert_int_equal(m->xWrite(v.f, w, 4096, 12288 - 2048), SQLITE_FULL);
+	assert_int_equal(m->xWrite(v.f, w, 2048, 12288 - 2048), SQLITE_OK);
+	assert_int_equal(vf_size(&v), 12288);
+	assert_int_equal(m->xTruncate(v.f, 12289), SQLITE_FULL);
+	/* Truncation: the whole blocks past the new end, in both extents. */
+	fake_blk_counts(x->fb, &c0);
+	store_vfs_stats(&st0);
+	assert_int_equal(m->xTruncate(v.f, 1000), SQLITE_OK);
+	store_vfs_stats(&st1);
+	fake_blk_counts(x->fb, &c1);
+	assert_int_equal(st1.discarded_blocks - st0.discarded_blocks, 6 + 16);
+	assert_int_equal(c1.discards - c0.discards, 2);
+	for (uint64_t i = 1024; i < 4096; i++)
+		assert_int_equal(*disk_at(x, e0 + i), 0);
+	for (uint64_t i = 0; i < 8192; i++)
+		assert_int_equal(*disk_at(x, e1 + i), 0);
+	assert_int_not_equal(*disk_at(x, e0 + 999), 0); /* below the new end: kept */
+	/* An extent appended while the file is open: the room grows, nothing moves. */
+	assert_int_equal(m->xWrite(v.f, w, 4096, 12288), SQLITE_FULL);
+	const uint64_t e2 = (uint64_t)(5u << 20) + 65536; /* blocks: */
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, e2 / 512, 8), 0);
+	assert_int_equal(m->xWrite(v.f, w, 4096, 12288), SQLITE_OK);
+	assert_memory_equal(disk_at(x, e2), w, 4096);
+	assert_int_equal(m->xWrite(v.f, w, 512, 12288 + 4096), SQLITE_FULL);
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, e2 / 512 + 8, 8), 0); /* continues it */
+	assert_int_equal(m->xWrite(v.f, w, 4096, 12288 + 4096), SQLITE_OK);
+	assert_memory_equal(disk_at(x, e2 + 4096), w, 4096);
+	assert_int_equal(m->xRead(v.f, r, 1000, 0), SQLITE_OK);
+	assert_memory_equal(r, disk_at(x, e0), 1000);
+	assert_int_equal(store_vfs_check(), 0);
+	/* store_vfs_extend's rules. */
+	uint64_t wal_lba = x->vcfg.wal_lba, end = store_dev_blocks(&x->dev);
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_WAL, 0, e2 / 512 + 64, 8), -E_INVAL); /* never grows */
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 1, e2 / 512 + 64, 8), -E_INVAL);
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_BACKUP, 2, e2 / 512 + 64, 8), -E_INVAL);
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, e2 / 512 + 64, 0), -E_INVAL);
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, wal_lba + 4, 8), -E_INVAL);  /* over the WAL */
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, e2 / 512 + 4, 8), -E_INVAL); /* over itself */
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, end - 4, 8), -E_INVAL);      /* past the device */
+	/* The DB has 3 extents: 13 more fit, the 17th does not (each apart from the last). */
+	for (uint64_t i = 0; i < STORE_VFS_MAX_EXTENTS - 3; i++)
+		assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, e2 / 512 + 64 + 16 * i, 8), 0);
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, e2 / 512 + 64 + 16 * 13, 8), -E_RANGE);
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, e2 / 512 + 64 + 16 * 12 + 8, 8), 0); /* continues */
+	assert_int_equal(store_vfs_check(), 0);
+	vf_close(&v);
+
+	/* A backup slot of two extents (slot A: its region and 16 blocks at the end of the
+	 * disk): store_vfs_backup_clear discards both and zeroes the first block. */
+	store_vfs_unregister();
+	struct store_vfs_config c = x->vcfg;
+	c.backup[0].ext[1] = (struct store_vfs_extent){ end - 16, 16 };
+	c.backup[0].n = 2;
+	assert_int_equal(store_vfs_register(&c), 0);
+	memset(junk, 0xCD, sizeof junk);
+	fake_blk_set(x->fb, backup_off(x, 0), junk, sizeof junk);
+	fake_blk_set(x->fb, (end - 16) * 512, junk, sizeof junk);
+	assert_int_equal(store_vfs_backup_clear(0), 0);
+	for (uint64_t i = 0; i < sizeof junk; i++) {
+		assert_int_equal(*disk_at(x, backup_off(x, 0) + i), 0);
+		assert_int_equal(*disk_at(x, (end - 16) * 512 + i), 0);
+	}
+	/* and the backup file's room is both */
+	struct vf b;
+	assert_int_equal(vf_open(&b, STORE_VFS_BACKUP_A, SQLITE_OPEN_MAIN_DB), SQLITE_OK);
+	sqlite3_int64 room = (sqlite3_int64)(g.backup_bytes + 8192);
+	assert_int_equal(b.f->pMethods->xWrite(b.f, w, 4096, room - 4096), SQLITE_OK);
+	assert_memory_equal(disk_at(x, (end - 8) * 512), w, 4096);
+	assert_int_equal(b.f->pMethods->xWrite(b.f, w, 512, room), SQLITE_FULL);
+	vf_close(&b);
+	assert_int_equal(store_vfs_check(), 0);
+	fx_free(x);
+}
+
+/* A database larger than its first extent: created, checkpointed across the extents,
+ * reopened, cut by a power failure after commits; then an extent added while the
+ * connection is open lets a checkpoint that failed with SQLITE_FULL through. */
+static void t_database_across_extents(void **state)
+{
+	(void)state;
+	struct geom g = G512;
+	g.db_bytes = 32u << 10;  /* 8 pages in the first extent */
+	g.db2_off = 3u << 20;    /* 256 KiB more after the WAL */
+	g.db2_bytes = 256u << 10;
+	struct fx *x = fx_new(&g, 8u << 20);
+	sqlite3 *db;
+	must_open(&db);
+	must_exec(db, "PRAGMA wal_autocheckpoint=0");
+	must_exec(db, schema);
+	assert_int_equal(insert_rows(db, 0, 400, 300), SQLITE_OK); /* ~40 pages */
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	int64_t pages = q_int_ok(db, "PRAGMA page_count");
+	assert_true(pages > 16);
+	/* page 9 on: in the second extent */
+	static const uint8_t zero16[16];
+	assert_memory_not_equal(disk_at(x, g.db2_off), zero16, 16);
+	struct state s0, s1;
+	assert_int_equal(read_state(db, &s0), SQLITE_OK);
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	must_open(&db);
+	assert_int_equal(read_state(db, &s1), SQLITE_OK);
+	assert_true(state_eq(&s0, &s1));
+	/* more commits, then a power cut: every commit is there */
+	assert_int_equal(insert_rows(db, 400, 600, 300), SQLITE_OK);
+	assert_int_equal(read_state(db, &s0), SQLITE_OK);
+	db_drop(db);
+	fx_power_cut(x, 7);
+	must_open(&db);
+	assert_int_equal(read_state(db, &s1), SQLITE_OK);
+	assert_true(state_eq(&s0, &s1));
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+
+	/* Full: the checkpoint cannot copy past both extents... */
+	must_exec(db, "PRAGMA wal_autocheckpoint=0");
+	int rc = insert_rows(db, 600, 1700, 300);
+	if (rc != SQLITE_OK)
+		fail_msg("insert: %d %s", rc, sqlite3_errmsg(db));
+	assert_int_equal(read_state(db, &s0), SQLITE_OK);
+	assert_int_equal(exec(db, "PRAGMA wal_checkpoint(TRUNCATE)"), SQLITE_FULL);
+	/* ...until a third extent arrives, the connection still open. */
+	const uint64_t e2 = g.db2_off + g.db2_bytes + 65536;
+	assert_int_equal(store_vfs_extend(STORE_VFS_FILE_DB, 0, e2 / 512, (512u << 10) / 512), 0);
+	must_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_true(q_int_ok(db, "PRAGMA page_count") * 4096 > (int64_t)(g.db_bytes + g.db2_bytes));
+	assert_int_equal(read_state(db, &s1), SQLITE_OK);
+	assert_true(state_eq(&s0, &s1));
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	/* The next registration names all three (what the superblock now says). */
+	assert_int_equal(store_vfs_open_files(), 0);
+	store_vfs_unregister();
+	struct store_vfs_config c = x->vcfg;
+	c.db.ext[c.db.n++] = (struct store_vfs_extent){ e2 / 512, (512u << 10) / 512 };
+	assert_int_equal(store_vfs_register(&c), 0);
+	must_open(&db);
+	assert_int_equal(read_state(db, &s1), SQLITE_OK);
+	assert_true(state_eq(&s0, &s1));
+	assert_true(check_ok(db, "PRAGMA integrity_check"));
+	db_close(db);
+	fx_free(x);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
+	if (held_bk)
+		(void)sqlite3_backup_finish(held_bk);
+	held_bk = NULL;
 	for (size_t i = 0; i < ARRAY_LEN(held); i++)
 		if (held[i])
 			db_drop(held[i]);
@@ -1567,6 +2700,19 @@ int main(void)
 		cmocka_unit_test_teardown(t_death_at_every_request_of_a_checkpoint, teardown),
 		cmocka_unit_test_teardown(t_sector_discipline, teardown),
 		cmocka_unit_test_teardown(t_random_crash_loop, teardown),
+		cmocka_unit_test_teardown(t_backup_of_a_live_database, teardown),
+		cmocka_unit_test_teardown(t_backup_file_rules, teardown),
+		cmocka_unit_test_teardown(t_power_cut_during_backup, teardown),
+		cmocka_unit_test_teardown(t_truncate_discards_freed_blocks, teardown),
+		cmocka_unit_test_teardown(t_page_checksum_catches_a_flipped_bit, teardown),
+		cmocka_unit_test_teardown(t_wal_page_checksums, teardown),
+		cmocka_unit_test_teardown(t_checksummed_commits_survive_power_cuts, teardown),
+		cmocka_unit_test_teardown(t_database_without_reserve_bytes, teardown),
+		cmocka_unit_test_teardown(t_reserve_bytes_before_the_wal_switch, teardown),
+		cmocka_unit_test_teardown(t_backup_carries_checksums, teardown),
+		cmocka_unit_test_teardown(t_shared_memory_refused, teardown),
+		cmocka_unit_test_teardown(t_extent_file_rules, teardown),
+		cmocka_unit_test_teardown(t_database_across_extents, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
