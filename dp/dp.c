@@ -35,6 +35,7 @@
 #include "dp/dp.h"
 #include "dp/dp_store.h"
 
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
@@ -146,34 +147,34 @@ static void say(struct dp *dp, const char *fmt, ...)
 
 /* ---- heap adapters ------------------------------------------------------------------ */
 
-static void *heap_alloc(struct dp *dp, size_t len, const char *tag)
+static void *dp_heap_alloc(struct dp *dp, size_t len, enum heap_tag tag)
 {
 	return dp->cfg.heap.alloc(dp->cfg.heap.ctx, len, tag);
 }
 
-static void heap_free(struct dp *dp, void *p, size_t len)
+static void dp_heap_free(struct dp *dp, void *p, size_t len)
 {
 	dp->cfg.heap.free(dp->cfg.heap.ctx, p, len);
 }
 
 static void *rec_alloc(void *ctx, size_t len)
 {
-	return heap_alloc(ctx, len, "tls-rec");
+	return dp_heap_alloc(ctx, len, HEAP_TAG_TLS_RECORD);
 }
 
 static void rec_free(void *ctx, void *p, size_t len)
 {
-	heap_free(ctx, p, len);
+	dp_heap_free(ctx, p, len);
 }
 
 static void *mq_alloc(void *ctx, size_t len)
 {
-	return heap_alloc(ctx, len, "mqtt");
+	return dp_heap_alloc(ctx, len, HEAP_TAG_MQTT);
 }
 
 static void mq_free(void *ctx, void *p, size_t len)
 {
-	heap_free(ctx, p, len);
+	dp_heap_free(ctx, p, len);
 }
 
 /* ---- output ------------------------------------------------------------------------- */
@@ -183,7 +184,7 @@ static void out_free_all(struct dp *dp, struct dp_conn *c)
 	struct dp_chunk *k = c->out_head;
 	while (k) {
 		struct dp_chunk *n = k->next;
-		heap_free(dp, k, k->alloc_len);
+		dp_heap_free(dp, k, k->alloc_len);
 		dp->st.out_chunks_live--;
 		k = n;
 	}
@@ -218,7 +219,7 @@ static int out_queue(struct dp *dp, struct dp_conn *c, struct dp_chunk *k)
 		c->out_bytes -= k->len;
 		if (!c->out_head)
 			c->head_acked = 0;
-		heap_free(dp, k, k->alloc_len);
+		dp_heap_free(dp, k, k->alloc_len);
 		dp->st.out_chunks_live--;
 		dp->st.out_send_failed++;
 		return rc;
@@ -230,7 +231,7 @@ static int out_queue(struct dp *dp, struct dp_conn *c, struct dp_chunk *k)
 static struct dp_chunk *chunk_new(struct dp *dp, size_t len)
 {
 	size_t alloc_len = sizeof(struct dp_chunk) + len;
-	struct dp_chunk *k = heap_alloc(dp, alloc_len, "dp-out");
+	struct dp_chunk *k = dp_heap_alloc(dp, alloc_len, HEAP_TAG_TLS_RECORD) /* sealed TLS output: TLS, not TCP */;
 	if (!k) {
 		dp->st.out_alloc_failed++;
 		return NULL;
@@ -265,7 +266,7 @@ static void out_flush_tls(struct dp *dp, struct dp_conn *c)
 		return;
 	size_t n = 0;
 	if (tls_rec_flush(&dp->renv, &c->rec, k->data, DP_CTRL_CAP, &n) || !n) {
-		heap_free(dp, k, k->alloc_len);
+		dp_heap_free(dp, k, k->alloc_len);
 		dp->st.out_chunks_live--;
 		return;
 	}
@@ -397,7 +398,7 @@ static int seal_out(struct dp *dp, struct dp_conn *c, const uint8_t *buf, size_t
 	size_t n = 0;
 	int rc = tls_rec_write(&dp->renv, &c->rec, buf, len, k->data, wire, &n);
 	if (rc) {
-		heap_free(dp, k, k->alloc_len);
+		dp_heap_free(dp, k, k->alloc_len);
 		dp->st.out_chunks_live--;
 		return -E_NOMEM;
 	}
@@ -925,7 +926,7 @@ static void up_sent(void *ctx, uint32_t conn, size_t acked)
 			if (!c->out_head)
 				c->out_tail = NULL;
 			c->head_acked = 0;
-			heap_free(dp, k, k->alloc_len);
+			dp_heap_free(dp, k, k->alloc_len);
 			dp->st.out_chunks_live--;
 		}
 	}
@@ -1068,11 +1069,6 @@ uint32_t dp_poll(struct dp *dp)
 		mqtt_broker_tick(dp->broker, now);
 	}
 	return waiting + backlogged;
-}
-
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
 }
 
 static bool config_ok(const struct dp_config *g)

@@ -18,6 +18,7 @@
 #ifndef DP_DP_H
 #define DP_DP_H
 
+#include "lib/heap_tag.h"
 #include "lib/compiler.h"
 #include "dp/shard.h"
 #include "mqtt/broker.h"
@@ -32,7 +33,7 @@ struct dp;
  * buffers and the broker goes through it; the handshake env should use the same heap so
  * that used() covers mbedTLS too. */
 struct dp_heap_ops {
-	void *(*alloc)(void *ctx, size_t len, const char *tag); /* NULL on exhaustion */
+	void *(*alloc)(void *ctx, size_t len, enum heap_tag tag); /* NULL on exhaustion */
 	void (*free)(void *ctx, void *p, size_t len);
 	size_t (*used)(void *ctx);  /* requested bytes live now */
 	size_t (*avail)(void *ctx); /* bytes that may still be allocated */

@@ -27,6 +27,7 @@
  */
 #include "dp/shard.h"
 
+#include "lib/align.h"
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/mem.h"
@@ -82,19 +83,6 @@ struct dp_shard {
 	struct dp_shard_stats st;
 };
 
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
-}
-
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 static bool cfg_ok(const struct dp_shard_config *c)
 {
 	if (!(c->n_cores >= 1 && c->n_cores <= SH_MAX_CORES && c->self < c->n_cores &&
@@ -125,7 +113,7 @@ size_t dp_shard_mem_size(const struct dp_shard_config *c)
 	       align8(n * backlog_cap(c)) + align8(n * sizeof(struct sh_owed)) +
 	       align8(n * (size_t)c->max_done * sizeof(uint64_t)) +
 	       align8(c->max_proxies * sizeof(struct sh_proxy)) +
-	       align8((size_t)pow2_at_least(2u * c->max_proxies) * sizeof(uint32_t)) +
+	       align8((size_t)pow2_at_least(2ull * c->max_proxies) * sizeof(uint32_t)) +
 	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * 8u) +
 	       align8(c->payload_max);
 }
@@ -161,7 +149,7 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	p += align8(n * (size_t)cfg->max_done * sizeof(uint64_t));
 	sh->px = (struct sh_proxy *)(void *)p;
 	p += align8(cfg->max_proxies * sizeof(struct sh_proxy));
-	sh->mask = pow2_at_least(2u * cfg->max_proxies) - 1u;
+	sh->mask = (uint32_t)pow2_at_least(2ull * cfg->max_proxies) - 1u; /* <= 2^25: cfg_ok */
 	sh->bkt = (uint32_t *)(void *)p;
 	p += align8((size_t)(sh->mask + 1u) * sizeof(uint32_t));
 	for (uint32_t i = 0; i <= sh->mask; i++)

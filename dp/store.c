@@ -12,6 +12,7 @@
  */
 #include "dp/dp_store.h"
 
+#include "lib/align.h"
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fmt.h"
@@ -39,11 +40,6 @@ struct dp_store {
 	bool restoring, serving;
 	uint64_t restored, refused;
 };
-
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
-}
 
 size_t dp_store_mem_size(const struct dp_store_config *cfg)
 {

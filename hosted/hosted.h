@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernel/node/broker.h"
 #include "lib/compiler.h"
 #include "tls/revoke.h"
 
@@ -88,27 +89,18 @@ int hosted_tap_open(const char *name, const char **err /* out */);
 /* ---- echo service on our TCP: tests/support/tcp_echo.h (shared with kernel/knet's unit
  * test); main.c gives it malloc'd memory. */
 
-/* ---- MQTT broker (the data plane, dp/) on our TCP ----------------------------------
- * Embedded development certificates, configuration limits, an accounted heap over malloc
- * (requested bytes, the configured limit). One per process: it owns the TLS handshake
- * env, whose mbedTLS hooks are process-global. */
-#define HOSTED_BROKER_MAX_REVOKED 16
+/* ---- MQTT broker (the node's broker, kernel/node/broker.h) on our TCP -----------------
+ * The image's broker glue over the hosted port (hosted/node_port.c: malloc, getrandom,
+ * clock_gettime): embedded development certificates, configuration limits, an accounted
+ * heap. One per process: it owns the TLS handshake env, whose mbedTLS hooks are
+ * process-global. */
 struct dp;
-struct dp_config;
 struct blk_dev;
-struct tls_hs_env;
 struct hosted_store;
 struct hosted_broker {
-	struct tls_hs_env *hs_env;
+	struct node_broker nb;
+	struct node_revoked image;     /* the image's serials, as storage keeps them */
 	struct hosted_store *store;    /* NULL without --disk: in memory only */
-	struct dp *dp;
-	void *dp_mem;
-	size_t dp_mem_len;
-	size_t heap_used, heap_peak, heap_limit, heap_blocks;
-	uint64_t heap_failed;
-	struct tls_revoke_entry revoked[HOSTED_BROKER_MAX_REVOKED];
-	uint8_t revoked_bytes[HOSTED_BROKER_MAX_REVOKED][TLS_REVOKE_SERIAL_MAX];
-	struct tls_revoke_set revokes; /* the image's serials, then storage's */
 };
 /* Create the handshake env and the data plane for max_conn connections, with storage on
  * disk (linked; its name for the log) when disk is not NULL. 0 or -E_*. */
@@ -138,12 +130,12 @@ void hosted_broker_fini(struct hosted_broker *hb);
 /* ---- storage (hosted/store.c): store/service.h over the file disk ------------------
  * One core: the data plane's link feeds the service's local queue, the service's messages
  * go straight into the data plane from hosted_store_poll. create: the service, idle until
- * the first poll (blk and name linked; revoked copied). link: storage's fields of the
- * data plane's configuration. bind: the data plane, once it exists. finish: commit what
+ * the first poll (blk, name and revoked linked). link: storage's fields of the broker's
+ * configuration. bind: the data plane, once it exists. finish: commit what
  * is queued and close the database (a clean stop). */
 MUST_CHECK int hosted_store_create(struct hosted_store **out /* out */, struct blk_dev *blk, const char *name,
 				   const struct tls_revoke_list *revoked, const struct hosted_storage_opts *so);
-void hosted_store_link(struct hosted_store *st, struct dp_config *g /* in/out */);
+void hosted_store_link(struct hosted_store *st, struct node_broker_config *bc /* in/out */);
 void hosted_store_bind(struct hosted_store *st, struct dp *dp);
 uint32_t hosted_store_poll(struct hosted_store *st);
 uint64_t hosted_store_due_ms(const struct hosted_store *st);

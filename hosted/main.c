@@ -469,7 +469,7 @@ static int setup(struct hosted *h)
 			return -1;
 		h->broker_up = true;
 		upper = &dp_tcp_upper;
-		upper_ctx = h->broker.dp;
+		upper_ctx = h->broker.nb.dp;
 		dp_tcp_config_from_conf(&tc);
 	} else {
 		size_t elen = tcp_echo_mem_size(h->o.max_conn, h->o.echo_bufs, h->o.echo_buf_size);

@@ -3,7 +3,8 @@
 # flavour with ASan/UBSan. Also unit-tested piecewise (tests/unit/hosted/). --broker runs
 # the data plane (dp/) with the development certificates embedded at build time.
 HOSTED_SRCS += hosted/main.c hosted/args.c hosted/pool.c hosted/impair.c hosted/tap.c \
-	hosted/pcap.c hosted/blk_file.c hosted/broker.c hosted/store.c tests/support/tcp_echo.c
+	hosted/pcap.c hosted/blk_file.c hosted/broker.c hosted/store.c hosted/node_port.c \
+	tests/support/tcp_echo.c
 
 GENERATED_HEADERS += $(CERTS_HEADER)
 

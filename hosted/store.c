@@ -29,11 +29,11 @@
 struct hosted_store {
 	struct store_service svc;
 	struct dp *dp;                  /* linked by hosted_store_bind */
-	struct store_serial serials[HOSTED_BROKER_MAX_REVOKED];
+	struct store_serial serials[NODE_MAX_REVOKED];
 	uint8_t bounce[HS_BOUNCE_BYTES] ALIGNED(4096);
 };
 
-static uint64_t hs_now_ns(void *ctx)
+static uint64_t hst_now_ns(void *ctx)
 {
 	(void)ctx;
 	struct timespec ts;
@@ -42,7 +42,7 @@ static uint64_t hs_now_ns(void *ctx)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int64_t hs_wall_ms(void *ctx)
+static int64_t hst_wall_ms(void *ctx)
 {
 	(void)ctx;
 	struct timespec ts;
@@ -51,7 +51,7 @@ static int64_t hs_wall_ms(void *ctx)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void hs_random(void *ctx, void *buf, size_t len)
+static void hst_random(void *ctx, void *buf, size_t len)
 {
 	(void)ctx;
 	uint8_t *p = buf;
@@ -66,26 +66,26 @@ static void hs_random(void *ctx, void *buf, size_t len)
 	}
 }
 
-static void *hs_alloc(void *ctx, size_t len)
+static void *hst_alloc(void *ctx, size_t len)
 {
 	(void)ctx;
 	return len ? malloc(len) : NULL; /* 16-byte aligned: more than the 8 asked */
 }
 
-static void hs_free(void *ctx, void *p, size_t len)
+static void hst_free(void *ctx, void *p, size_t len)
 {
 	(void)ctx;
 	(void)len;
 	free(p);
 }
 
-static void hs_log(void *ctx, const char *line)
+static void hst_log(void *ctx, const char *line)
 {
 	(void)ctx;
 	printf("store: %s\n", line);
 }
 
-static void hs_unusable(void *ctx, const char *what)
+static void hst_unusable(void *ctx, const char *what)
 {
 	(void)ctx;
 	if (!CONF_STORAGE_REQUIRED)
@@ -94,7 +94,7 @@ static void hs_unusable(void *ctx, const char *what)
 	exit(3);
 }
 
-static int hs_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+static int hst_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
 {
 	struct hosted_store *st = ctx;
 	if (dst != 0 || !st->dp)
@@ -103,7 +103,7 @@ static int hs_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uin
 	return 0;
 }
 
-static uint32_t hs_home(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len)
+static uint32_t hst_home(void *ctx, uint8_t id_kind, const uint8_t *id, size_t len)
 {
 	(void)ctx;
 	(void)id_kind;
@@ -113,7 +113,7 @@ static uint32_t hs_home(void *ctx, uint8_t id_kind, const uint8_t *id, size_t le
 }
 
 /* The data plane's link: records into the service's local queue. */
-static int hs_link_send(void *ctx, uint16_t kind, const void *data, uint32_t len)
+static int hst_link_send(void *ctx, uint16_t kind, const void *data, uint32_t len)
 {
 	struct hosted_store *st = ctx;
 	return store_service_local(&st->svc, kind, data, len);
@@ -127,7 +127,7 @@ int hosted_store_create(struct hosted_store **out, struct blk_dev *blk, const ch
 	if (!st)
 		return -E_NOMEM;
 	memset(st, 0, sizeof *st);
-	size_t n_rev = MIN(revoked->n, (size_t)HOSTED_BROKER_MAX_REVOKED);
+	size_t n_rev = MIN(revoked->n, (size_t)NODE_MAX_REVOKED);
 	for (size_t i = 0; i < n_rev; i++)
 		st->serials[i] = (struct store_serial){ revoked->entries[i].serial, revoked->entries[i].len };
 	struct store_service_config sc = {
@@ -164,7 +164,7 @@ int hosted_store_create(struct hosted_store **out, struct blk_dev *blk, const ch
 	if (so->scrub_set)
 		sc.scrub_kb_per_s = so->scrub_kb_per_s;
 	const struct store_service_port port = {
-		hs_alloc, hs_free, hs_now_ns, hs_wall_ms, hs_random, NULL, hs_log, hs_unusable, hs_send, hs_home, st,
+		hst_alloc, hst_free, hst_now_ns, hst_wall_ms, hst_random, NULL, hst_log, hst_unusable, hst_send, hst_home, st,
 	};
 	int err = store_service_init(&st->svc, &sc, &port);
 	if (err) {
@@ -175,13 +175,12 @@ int hosted_store_create(struct hosted_store **out, struct blk_dev *blk, const ch
 	return 0;
 }
 
-void hosted_store_link(struct hosted_store *st, struct dp_config *g)
+void hosted_store_link(struct hosted_store *st, struct node_broker_config *bc)
 {
-	g->store.on = true;
-	g->store.self = 0;
-	g->store.link.send = hs_link_send;
-	g->store.link.ctx = st;
-	g->store.link.payload_max = HS_PAYLOAD_MAX;
+	bc->store_on = true;
+	bc->store_send = hst_link_send;
+	bc->store_ctx = st;
+	bc->store_payload_max = HS_PAYLOAD_MAX;
 }
 
 void hosted_store_bind(struct hosted_store *st, struct dp *dp)

@@ -11,6 +11,7 @@
 #include "kernel/knet.h"
 #include "drivers/virtqueue.h"
 #include "kernel/log.h"
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 
@@ -28,11 +29,6 @@
 #define KNET_DHCP_REQ_TRIES 4u
 #define KNET_DHCP_RENEW_MIN_MS 60000u
 #define KNET_DHCP_LEASE_MIN_S 60u
-
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
-}
 
 static void knet_tcp_cfg(const struct knet_config *c, struct tcp_config *tc)
 {

@@ -17,17 +17,15 @@
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
 #include "kernel/log.h"
+#include "kernel/node/revoked.h"
 #include "kernel/panic.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "store/ops.h"
 #include "store/service.h"
-#include "tls/revoke.h"
-#include "urmqtt_certs.h"
 #include "urmqtt_config.h"
 
 #define KS_BOUNCE_BYTES (128u * 1024u) /* DMA bounce buffer of the synchronous I/O */
-#define KS_MAX_REVOKED 64u
 #define KS_OUT_PER_HELD 16u            /* out-queue bytes per held acknowledgement (a DONE entry + room) */
 #define KS_PAGES_ABOVE ((size_t)256 * 1024) /* blocks larger than this come as page runs */
 
@@ -36,10 +34,8 @@ static struct {
 	struct kloop *loop;
 	struct store_service svc;
 	uint8_t *bounce;      /* KS_BOUNCE_BYTES of DMA memory when there is a disk */
-	struct tls_revoke_entry rev[KS_MAX_REVOKED];
-	uint8_t rev_bytes[KS_MAX_REVOKED][TLS_REVOKE_SERIAL_MAX];
-	struct tls_revoke_set revokes;
-	struct store_serial serials[KS_MAX_REVOKED];
+	struct node_revoked revoked;   /* the image's serials, which storage keeps */
+	struct store_serial serials[NODE_MAX_REVOKED];
 	uint64_t next_report_ms;
 	bool inited, started;
 	_Atomic bool go;      /* core 0's kstore_go: cfg.n_data is final */
@@ -149,7 +145,7 @@ static void ks_start(void)
 		.scrub_kb_per_s = CONF_STORAGE_SCRUB_KB_PER_S,
 		/* a dedicated core has nothing else to do: a pass may run to a commit's end */
 		.pass_budget_us = ks.cfg.dedicated ? 1000000u : CONF_STORAGE_PASS_BUDGET_US,
-		.revoked = ks.serials, .n_revoked = (uint32_t)ks.revokes.list.n,
+		.revoked = ks.serials, .n_revoked = (uint32_t)ks.revoked.set.list.n,
 	};
 	const struct store_service_port port = {
 		ks_alloc, ks_free, ks_now_ns, ks_wall_ms, ks_random, ks_alive, ks_log, ks_unusable, ks_send, ks_home, NULL,
@@ -247,12 +243,12 @@ int kstore_init(const struct kstore_config *cfg)
 		return -E_INVAL;
 	memset(&ks.cfg, 0, sizeof ks.cfg);
 	ks.cfg = *cfg;
-	tls_revoke_set_init(&ks.revokes, ks.rev, ks.rev_bytes, KS_MAX_REVOKED);
-	int err = tls_revoke_set_add_hex(&ks.revokes, urmqtt_revoked_serials);
+	int err = node_revoked_image(&ks.revoked);
 	if (err)
 		return err;
-	for (size_t i = 0; i < ks.revokes.list.n; i++)
-		ks.serials[i] = (struct store_serial){ ks.revokes.list.entries[i].serial, ks.revokes.list.entries[i].len };
+	const struct tls_revoke_list *rl = &ks.revoked.set.list;
+	for (size_t i = 0; i < rl->n; i++)
+		ks.serials[i] = (struct store_serial){ rl->entries[i].serial, rl->entries[i].len };
 	if (cfg->blk) {
 		uint64_t pa;
 		void *va;

@@ -41,6 +41,7 @@
  * Rows are padded to a cache line so two cores never write the same line.
  */
 #include "kernel/xcore.h"
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "lib/ring.h"
@@ -48,6 +49,7 @@
 #define XCORE_LINE SPSC_CACHELINE
 STATIC_ASSERT(sizeof(struct xcore_msg) == XCORE_HDR_SIZE, "xcore: header layout");
 STATIC_ASSERT(sizeof(struct spsc_ring) % XCORE_LINE == 0, "xcore: ring structs share no line");
+STATIC_ASSERT((XCORE_LINE & (XCORE_LINE - 1)) == 0, "xcore: align_up needs a power of two");
 
 struct xcore_row {
 	uint32_t rr; /* next poll starts at this source index (invariant 6) */
@@ -73,11 +75,6 @@ struct xcore_mesh {
 	struct spsc_ring *rings;
 	uint8_t *storage;
 } ALIGNED(XCORE_LINE);
-
-static size_t xcore_round_up(size_t v)
-{
-	return (v + XCORE_LINE - 1) & ~(size_t)(XCORE_LINE - 1);
-}
 
 static bool xcore_config_ok(const struct xcore_config *c)
 {
@@ -105,13 +102,13 @@ struct xcore_layout {
 static void xcore_layout_of(const struct xcore_config *c, struct xcore_layout *l)
 {
 	uint64_t n = c->n_cores, n_rings = n * (n - 1);
-	l->tx_off = xcore_round_up(sizeof(struct xcore_row));
+	l->tx_off = align_up(sizeof(struct xcore_row), XCORE_LINE);
 	l->rx_off = l->tx_off + n * sizeof(struct xcore_tx);
-	l->row_stride = xcore_round_up((size_t)(l->rx_off + n * sizeof(struct xcore_rx)));
-	l->rows_off = xcore_round_up(sizeof(struct xcore_mesh));
+	l->row_stride = align_up((size_t)(l->rx_off + n * sizeof(struct xcore_rx)), XCORE_LINE);
+	l->rows_off = align_up(sizeof(struct xcore_mesh), XCORE_LINE);
 	l->rings_off = l->rows_off + n * l->row_stride;
-	l->storage_off = l->rings_off + xcore_round_up((size_t)(n_rings * sizeof(struct spsc_ring)));
-	l->ring_stride = xcore_round_up((size_t)((uint64_t)c->slots_per_ring * c->slot_size));
+	l->storage_off = l->rings_off + align_up((size_t)(n_rings * sizeof(struct spsc_ring)), XCORE_LINE);
+	l->ring_stride = align_up((size_t)((uint64_t)c->slots_per_ring * c->slot_size), XCORE_LINE);
 	l->total = l->storage_off + n_rings * l->ring_stride;
 }
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Toolchains and flags for the flavours. Every flavour gets -Werror and the hardening
-# flags of DESIGN.md; portable code is compiled freestanding (-nostdinc) everywhere so a
+# flags of docs/ARCHITECTURE.md (Memory); portable code is compiled freestanding (-nostdinc) everywhere so a
 # stray libc header fails on the host too.
 
 HOST_CC      ?= gcc

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT
  *
  * MQTT 3.1.1 broker core (see broker.h): connections, the CONNECT/DISCONNECT life cycle,
- * takeover, wills, keepalive, QoS 0/1/2 flows, retained messages, ACL and rate limits.
- * Owns the connection pool and the region layout. Must never call the transport back
- * from inside a transport callback, never keep a pointer into a received packet after
- * the call that carried it (messages are copied into refcounted heap blocks when they
- * must outlive it), never recurse, and never let an exhaustion corrupt state: a refused
- * allocation drops and counts.
+ * takeover, wills, keepalive, QoS 0/1/2 flows, routing, retained messages, and where the
+ * ACL and rate limits are applied. Owns the connection pool and the region layout. What it
+ * builds on, none of which calls back into this file: msg.c (the accounted heap and the
+ * refcounted message blocks), acl.c (the ACL decision, pure), rate.c (the per-identity
+ * token buckets), out.c (encoding and sending), session.c and topic.c. Must never call the
+ * transport back from inside a transport callback, never keep a pointer into a received
+ * packet after the call that carried it (messages are copied into refcounted heap blocks
+ * when they must outlive it), never recurse, and never let an exhaustion corrupt state: a
+ * refused allocation drops and counts.
  *
  * Design note: connection states
  *   FREE --mqtt_conn_open--> NEW --CONNECT accepted: CONNACK 0--> UP
@@ -18,79 +21,21 @@
  * Invariants (mqtt_broker_check): 1. a connection is UP iff it has a session and that
  * session's conn names it; 2. pool counters equal the records in use; 3. the session
  * invariants of session.h; 4. the framer holds a buffer only while a packet is split;
- * 5. heap_used never exceeds cfg.heap_limit; 6. a rate bucket's refs equals the UP
+ * 5. heap_used never exceeds cfg.heap_limit (msg.c); 6. a rate bucket's refs equals the
  * connections naming it, every entry below rate_hw is in the identity hash exactly once,
- * and rate_hw <= rate_cap (max_conns + rate_idle_ids).
+ * and rate_hw <= rate_cap (max_conns + rate_idle_ids) (rate.c, mqtt_rate_check).
  * Every refusal calls say() before the connection is freed (the identity is still known).
  */
 #include "mqtt/broker.h"
 
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
+#include "mqtt/acl.h"
+#include "mqtt/msg.h"
+#include "mqtt/rate.h"
 #include "mqtt/topic.h"
-
-static const uint8_t dev_prefix[] = { 'd', 'e', 'v', 'i', 'c', 'e', 's', '/' };
-#define DEV_PREFIX_LEN sizeof dev_prefix
-
-/* ---- heap and messages --------------------------------------------------------------- */
-
-void *mqtt_heap_alloc(struct mqtt_broker *b, size_t n)
-{
-	if (n > b->cfg.heap_limit - b->heap_used) {
-		b->st.nomem++;
-		return NULL;
-	}
-	void *p = b->ops.heap.alloc(b->ops.heap.ctx, n);
-	if (!p) {
-		b->st.nomem++;
-		return NULL;
-	}
-	b->heap_used += n;
-	return p;
-}
-
-void mqtt_heap_free(struct mqtt_broker *b, void *p, size_t n)
-{
-	b->heap_used -= n;
-	b->ops.heap.free(b->ops.heap.ctx, p, n);
-}
-
-static void *acct_alloc(void *ctx, size_t n)
-{
-	return mqtt_heap_alloc(ctx, n);
-}
-
-static void acct_free(void *ctx, void *p, size_t n)
-{
-	mqtt_heap_free(ctx, p, n);
-}
-
-struct mqtt_msg *mqtt_msg_new(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
-			      const uint8_t *payload, size_t plen, uint8_t qos)
-{
-	if (plen > UINT32_MAX - sizeof(struct mqtt_msg) - tlen)
-		return NULL;
-	struct mqtt_msg *m = mqtt_heap_alloc(b, sizeof *m + tlen + plen);
-	if (!m)
-		return NULL;
-	m->mkey = 0;
-	m->refs = 1;
-	m->topic_len = tlen;
-	m->payload_len = (uint32_t)plen;
-	m->qos = qos;
-	m->retain = 0;
-	memcpy(m->data, topic, tlen);
-	if (plen)
-		memcpy(m->data + tlen, payload, plen);
-	return m;
-}
-
-void mqtt_msg_unref(struct mqtt_broker *b, struct mqtt_msg *m)
-{
-	if (--m->refs == 0)
-		mqtt_heap_free(b, m, sizeof *m + m->topic_len + m->payload_len);
-}
 
 /* ---- rate-limited log ------------------------------------------------------------------ */
 
@@ -196,143 +141,11 @@ static void clock_see(struct mqtt_broker *b, uint64_t now_ms)
 		b->now_ms = now_ms;
 }
 
-/* ---- per-identity rate buckets ----------------------------------------------------------- */
-
-#define RATE_EVICT_SCAN 64u /* entries looked at per new identity when the table is full */
-
-static bool rate_on(const struct mqtt_broker_config *g)
-{
-	return g->rate_msgs_per_s || g->rate_bytes_per_s;
-}
-
-/* Byte tokens are whole bytes, so the clock advances only by the time those whole bytes
- * took (rounded up): the remainder carries into the next refill instead of being lost,
- * which at low byte rates and frequent PUBLISHes would starve the bucket. Message tokens
- * (milli-messages) are credited for the same time, exactly. A full byte bucket has no use
- * for the leftover time, so then the clock goes all the way to now. */
-static void rate_refill(const struct mqtt_broker *b, struct mqtt_rate *r, uint64_t now)
-{
-	const struct mqtt_broker_config *g = &b->cfg;
-	/* capped: el * rate stays below 2^64, and 49 days refill any bucket that matters */
-	uint64_t el = MIN(now > r->ms ? now - r->ms : 0, (uint64_t)UINT32_MAX);
-	uint64_t used = el;
-	if (g->rate_bytes_per_s) {
-		uint64_t add = el * g->rate_bytes_per_s / 1000u;
-		uint64_t t = r->bytes + add;
-		if (t >= g->rate_burst_bytes) {
-			r->bytes = g->rate_burst_bytes;
-		} else {
-			r->bytes = (uint32_t)t;
-			used = MIN(el, (add * 1000u + g->rate_bytes_per_s - 1u) / g->rate_bytes_per_s);
-		}
-	}
-	if (g->rate_msgs_per_s) {
-		uint64_t t = r->msgs + used * g->rate_msgs_per_s; /* milli-messages */
-		r->msgs = (uint32_t)MIN(t, (uint64_t)g->rate_burst_msgs * 1000u);
-	}
-	r->ms = used == el ? MAX(now, r->ms) : r->ms + used;
-}
-
-static bool rate_full(const struct mqtt_broker *b, const struct mqtt_rate *r)
-{
-	const struct mqtt_broker_config *g = &b->cfg;
-	return (!g->rate_msgs_per_s || r->msgs == g->rate_burst_msgs * 1000u) &&
-	       (!g->rate_bytes_per_s || r->bytes == g->rate_burst_bytes);
-}
-
-static uint64_t rate_key(const struct mqtt_broker *b, bool service, const uint8_t *id,
-			 size_t len)
-{
-	/* the kind is folded in so a device and a service of the same name stay apart */
-	return siphash24(&b->key, id, len) ^ (service ? 0x9e3779b97f4a7c15ull : 0u);
-}
-
-/* An unused, full bucket to recycle, taken off its hash chain; MQTT_NIL if the bounded
- * sweep found none (the hand moves on, so the next attempt looks further). */
-static uint32_t rate_evict(struct mqtt_broker *b)
-{
-	for (uint32_t k = 0; k < RATE_EVICT_SCAN && k < b->rate_cap; k++) {
-		uint32_t i = b->rate_hand;
-		b->rate_hand = i + 1 == b->rate_cap ? 0 : i + 1;
-		struct mqtt_rate *r = &b->rates[i];
-		if (r->refs)
-			continue;
-		rate_refill(b, r, b->now_ms);
-		if (!rate_full(b, r))
-			continue; /* holds a debt: keeping it is the point */
-		uint32_t *pp = &b->rate_bkt[(uint32_t)r->key & b->rate_mask];
-		while (*pp != i)
-			pp = &b->rates[*pp].hash_next;
-		*pp = r->hash_next;
-		b->st.rate_ids_evicted++;
-		return i;
-	}
-	b->st.rate_ids_full++;
-	return MQTT_NIL;
-}
-
-/* The bucket of this identity, shared by all its connections (a reference taken), or
- * MQTT_NIL when the table has no room. */
-static uint32_t rate_acquire(struct mqtt_broker *b, bool service, const uint8_t *id, size_t len)
-{
-	const struct mqtt_broker_config *g = &b->cfg;
-	uint64_t key = rate_key(b, service, id, len);
-	uint32_t h = (uint32_t)key & b->rate_mask;
-	for (uint32_t i = b->rate_bkt[h]; i != MQTT_NIL; i = b->rates[i].hash_next)
-		if (b->rates[i].key == key) {
-			b->rates[i].refs++;
-			return i;
-		}
-	uint32_t i = b->rate_hw < b->rate_cap ? b->rate_hw++ : rate_evict(b);
-	if (i == MQTT_NIL)
-		return MQTT_NIL;
-	struct mqtt_rate *r = &b->rates[i];
-	r->key = key;
-	r->ms = b->now_ms;
-	r->msgs = g->rate_burst_msgs * 1000u;
-	r->bytes = g->rate_burst_bytes;
-	r->refs = 1;
-	r->hash_next = b->rate_bkt[h];
-	b->rate_bkt[h] = i;
-	return i;
-}
-
-/* ---- output -------------------------------------------------------------------------- */
+/* ---- output (encoding and sending: out.c) ------------------------------------------------ */
 
 static uint32_t conn_idx(const struct mqtt_broker *b, const struct mqtt_conn *c)
 {
 	return (uint32_t)(c - b->conns);
-}
-
-static int out_send(struct mqtt_broker *b, struct mqtt_conn *c, const struct wcur *w)
-{
-	if (!wcur_ok(w))
-		return -E_OVERFLOW;
-	int rc = b->ops.send(b->ops.ctx, c->user, w->buf, w->pos);
-	if (rc)
-		b->st.send_again++;
-	return rc;
-}
-
-static int send_ack(struct mqtt_broker *b, struct mqtt_conn *c, enum mqtt_type t, uint16_t pid)
-{
-	struct wcur w = wcur_make(b->out, b->out_len);
-	if (mqtt_encode_ack(&w, t, pid))
-		return -E_OVERFLOW;
-	return out_send(b, c, &w);
-}
-
-int mqtt_send_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid)
-{
-	return send_ack(b, c, (enum mqtt_type)type, pid);
-}
-
-int mqtt_send_bytes(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p, size_t n)
-{
-	int rc = b->ops.send(b->ops.ctx, c->user, p, n);
-	if (rc)
-		b->st.send_again++;
-	return rc;
 }
 
 static int send_connack(struct mqtt_broker *b, struct mqtt_conn *c, bool sp, uint8_t rc)
@@ -340,35 +153,14 @@ static int send_connack(struct mqtt_broker *b, struct mqtt_conn *c, bool sp, uin
 	struct wcur w = wcur_make(b->out, b->out_len);
 	if (mqtt_encode_connack(&w, rc == 0 && sp, rc)) /* [MQTT-3.2.2-4] */
 		return -E_OVERFLOW;
-	return out_send(b, c, &w);
-}
-
-static int send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic,
-			uint16_t tlen, const uint8_t *payload, size_t plen, uint8_t qos, bool dup,
-			bool retain, uint16_t pid)
-{
-	struct wcur w = wcur_make(b->out, b->out_len);
-	if (mqtt_encode_publish(&w, topic, tlen, payload, plen, qos, dup, retain, pid))
-		return -E_OVERFLOW;
-	int rc = out_send(b, c, &w);
-	if (rc == 0)
-		b->st.msgs_out++;
-	return rc;
-}
-
-int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
-		       const uint8_t *payload, size_t plen)
-{
-	if (tlen > UINT16_MAX)
-		return -E_OVERFLOW;
-	return send_publish(b, c, topic, (uint16_t)tlen, payload, plen, 0, false, false, 0);
+	return mqtt_send_encoded(b, c, &w);
 }
 
 static int send_dlv(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_dlv *d, bool dup)
 {
 	const struct mqtt_msg *m = d->msg;
-	return send_publish(b, c, m->data, m->topic_len, m->data + m->topic_len, m->payload_len,
-			    d->qos, dup, (d->state & MQTT_DLV_RETAIN) != 0, d->pid);
+	return mqtt_send_publish(b, c, m->data, m->topic_len, m->data + m->topic_len,
+				 m->payload_len, d->qos, dup, (d->state & MQTT_DLV_RETAIN) != 0, d->pid);
 }
 
 /* ---- sessions: delivery ---------------------------------------------------------------- */
@@ -457,7 +249,7 @@ static void resend(struct mqtt_broker *b, uint32_t si)
 		if (st == MQTT_DLV_WAIT_ACK || st == MQTT_DLV_WAIT_REC)
 			rc = send_dlv(b, c, r, true);
 		else if (st == MQTT_DLV_WAIT_COMP)
-			rc = send_ack(b, c, MQTT_PUBREL, r->pid);
+			rc = mqtt_send_ack(b, c, MQTT_PUBREL, r->pid);
 		if (rc)
 			return;
 	}
@@ -498,8 +290,8 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 	struct mqtt_session *s = &b->sess[si];
 	if (qos == 0) {
 		if (s->conn != MQTT_NIL)
-			(void)send_publish(b, &b->conns[s->conn], v->topic, v->tlen, v->payload,
-					   v->plen, 0, false, retain, 0);
+			(void)mqtt_send_publish(b, &b->conns[s->conn], v->topic, v->tlen,
+						v->payload, v->plen, 0, false, retain, 0);
 		else
 			b->st.qos0_offline_dropped++;
 		return;
@@ -537,7 +329,7 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 	}
 	struct mqtt_dlv *r = &b->dlvs[d];
 	r->msg = v->msg;
-	v->msg->refs++;
+	mqtt_msg_ref(v->msg);
 	r->qos = qos;
 	r->state = (uint8_t)(MQTT_DLV_QUEUED | (retain ? MQTT_DLV_RETAIN : 0));
 	bool fresh = mqtt_persistent(s) && b->store_on;
@@ -615,7 +407,7 @@ static int retain_store(struct mqtt_broker *b, struct msg_view *v, int n, bool l
 	else
 		b->n_retained++;
 	nd->retained = v->msg;
-	v->msg->refs++;
+	mqtt_msg_ref(v->msg);
 	if (local)
 		record_retained(b, v);
 	return 0;
@@ -655,7 +447,8 @@ static void route(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
 	b->n_touched = 0;
 	mqtt_tree_match_subs(b, n, dollar);
 	/* identity-relative subscriptions of the device named by devices/<id>/... */
-	if (n >= 2 && bytes_eq(topic, b->lv_len[0], dev_prefix, DEV_PREFIX_LEN - 1)) {
+	if (n >= 2 && bytes_eq(topic, b->lv_len[0], (const uint8_t *)MQTT_ACL_DEV_PREFIX,
+			       MQTT_ACL_DEV_PREFIX_LEN - 1)) {
 		uint32_t si = mqtt_sess_find(b, false, topic + b->lv_off[1], b->lv_len[1]);
 		if (si != MQTT_NIL) {
 			struct mqtt_session *s = &b->sess[si];
@@ -686,110 +479,47 @@ static void route(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
 		mqtt_msg_unref(b, v.msg);
 }
 
-/* ---- ACL ------------------------------------------------------------------------------- */
+/* ---- ACL (the decision: acl.c) ----------------------------------------------------------- */
 
-/* Is every topic matched by `filter` also matched by `pattern`? */
-static bool covered(const uint8_t *p, size_t pl, const uint8_t *f, size_t fl)
+/* Who a connection is for the ACL; id: the certificate identity before CONNECT, the
+ * client identifier after (a device's are equal). */
+static struct mqtt_acl_subject acl_subject(const struct mqtt_broker *b, const struct mqtt_conn *c,
+					   const uint8_t *id, size_t idl)
 {
-	size_t i = 0, j = 0;
-	for (;;) {
-		size_t pe = i, fe = j;
-		while (pe < pl && p[pe] != '/')
-			pe++;
-		while (fe < fl && f[fe] != '/')
-			fe++;
-		bool phash = pe - i == 1 && p[i] == '#';
-		bool pplus = pe - i == 1 && p[i] == '+';
-		bool fhash = fe - j == 1 && f[j] == '#';
-		bool fplus = fe - j == 1 && f[j] == '+';
-		if (phash)
-			return true;
-		if (fhash)
-			return false;
-		if (pplus) {
-			if (j == 0 && fe - j >= 1 && f[0] == '$')
-				return false;
-		} else if (fplus || !bytes_eq(p + i, pe - i, f + j, fe - j)) {
-			return false;
-		}
-		bool pend = pe >= pl, fend = fe >= fl;
-		if (pend || fend)
-			return pend && fend;
-		i = pe + 1;
-		j = fe + 1;
-	}
-}
-
-/* Under devices/<id>/ (filters), or also exactly devices/<id> (topics: the device's
- * own devices/<id>/# pattern matches its parent level too). */
-static bool device_scope(const uint8_t *id, size_t idl, const uint8_t *t, size_t tl,
-			 bool topic)
-{
-	if (tl < DEV_PREFIX_LEN + idl || memcmp(t, dev_prefix, DEV_PREFIX_LEN) != 0 ||
-	    memcmp(t + DEV_PREFIX_LEN, id, idl) != 0)
-		return false;
-	if (tl == DEV_PREFIX_LEN + idl)
-		return topic;
-	return t[DEV_PREFIX_LEN + idl] == '/';
+	struct mqtt_acl_subject who = { .kind = (enum mqtt_id_kind)c->kind, .id = id, .id_len = idl };
+	if (c->kind != MQTT_ID_DEVICE && c->acl != MQTT_ACL_NO_RULE)
+		who.rule = &b->cfg.services[c->acl];
+	return who;
 }
 
 static bool acl_pub(const struct mqtt_broker *b, const struct mqtt_conn *c,
 		    const uint8_t *id, size_t idl, const uint8_t *t, size_t tl)
 {
-	if (c->kind == MQTT_ID_DEVICE)
-		return device_scope(id, idl, t, tl, true);
-	if (c->acl == UINT16_MAX)
-		return false;
-	const struct mqtt_acl_service *r = &b->cfg.services[c->acl];
-	for (uint16_t i = 0; i < r->n_pub; i++)
-		if (mqtt_filter_match((const uint8_t *)r->pub[i], strlen(r->pub[i]), t, tl))
-			return true;
-	return false;
+	struct mqtt_acl_subject who = acl_subject(b, c, id, idl);
+	return mqtt_acl_pub_ok(&who, t, tl);
 }
 
 static bool acl_sub(const struct mqtt_broker *b, const struct mqtt_conn *c,
 		    const uint8_t *id, size_t idl, const uint8_t *f, size_t fl)
 {
-	if (c->kind == MQTT_ID_DEVICE)
-		return device_scope(id, idl, f, fl, false);
-	if (c->acl == UINT16_MAX)
-		return false;
-	const struct mqtt_acl_service *r = &b->cfg.services[c->acl];
-	for (uint16_t i = 0; i < r->n_sub; i++)
-		if (covered((const uint8_t *)r->sub[i], strlen(r->sub[i]), f, fl))
-			return true;
-	return false;
+	struct mqtt_acl_subject who = acl_subject(b, c, id, idl);
+	return mqtt_acl_sub_ok(&who, f, fl);
 }
 
 static uint16_t acl_rule(const struct mqtt_broker *b, const uint8_t *id, size_t idl)
 {
-	uint16_t any = UINT16_MAX;
-	for (uint16_t i = 0; i < b->cfg.n_services; i++) {
-		const char *rid = b->cfg.services[i].identity;
-		if (!rid)
-			any = any == UINT16_MAX ? i : any;
-		else if (bytes_eq((const uint8_t *)rid, strlen(rid), id, idl))
-			return i;
-	}
-	return any;
+	return mqtt_acl_rule_find(b->cfg.services, b->cfg.n_services, id, idl);
 }
 
 bool mqtt_acl_may_read(const struct mqtt_broker *b, enum mqtt_id_kind kind,
 		       const uint8_t *identity, size_t id_len, const uint8_t *topic,
 		       size_t topic_len)
 {
-	struct mqtt_conn c = { 0 };
-	c.kind = (uint8_t)kind;
-	c.acl = kind == MQTT_ID_SERVICE ? acl_rule(b, identity, id_len) : 0;
-	if (kind == MQTT_ID_DEVICE)
-		return device_scope(identity, id_len, topic, topic_len, true);
-	if (c.acl == UINT16_MAX)
-		return false;
-	const struct mqtt_acl_service *r = &b->cfg.services[c.acl];
-	for (uint16_t i = 0; i < r->n_sub; i++)
-		if (mqtt_filter_match((const uint8_t *)r->sub[i], strlen(r->sub[i]), topic, topic_len))
-			return true;
-	return false;
+	struct mqtt_acl_subject who = { .kind = kind, .id = identity, .id_len = id_len };
+	uint16_t rule = kind == MQTT_ID_DEVICE ? MQTT_ACL_NO_RULE : acl_rule(b, identity, id_len);
+	if (rule != MQTT_ACL_NO_RULE)
+		who.rule = &b->cfg.services[rule];
+	return mqtt_acl_read_ok(&who, topic, topic_len);
 }
 
 /* ---- connections ------------------------------------------------------------------- */
@@ -804,8 +534,7 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 	mqtt_tq_conn_end(b, conn_idx(b, c));
 	if (si != MQTT_NIL)
 		b->sess[si].conn = MQTT_NIL;
-	if (c->rate != MQTT_NIL)
-		b->rates[c->rate].refs--; /* the bucket stays: a reconnect finds it */
+	mqtt_rate_release(b, c->rate); /* the bucket stays: a reconnect finds it */
 	c->rate = MQTT_NIL;
 	if (c->state == MQTT_CONN_NEW) {
 		mqtt_heap_free(b, c->identity, c->identity_len);
@@ -867,7 +596,7 @@ int mqtt_conn_open(struct mqtt_broker *b, const uint8_t *identity, size_t id_len
 	c->identity = idc;
 	c->identity_len = (uint8_t)id_len;
 	c->kind = (uint8_t)kind;
-	c->acl = kind == MQTT_ID_SERVICE ? acl_rule(b, identity, id_len) : UINT16_MAX;
+	c->acl = kind == MQTT_ID_SERVICE ? acl_rule(b, identity, id_len) : MQTT_ACL_NO_RULE;
 	c->session = MQTT_NIL;
 	c->rate = MQTT_NIL;
 	c->state = MQTT_CONN_NEW;
@@ -923,9 +652,9 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 				      "no memory for the will");
 		will->retain = k->will_retain;
 	}
-	if (rate_on(&b->cfg)) {
+	if (mqtt_rate_on(&b->cfg)) {
 		/* before the takeover: the old connection's reference keeps the bucket */
-		c->rate = rate_acquire(b, service, c->identity, c->identity_len);
+		c->rate = mqtt_rate_acquire(b, service, c->identity, c->identity_len);
 		if (c->rate == MQTT_NIL) {
 			if (will)
 				mqtt_msg_unref(b, will);
@@ -984,19 +713,9 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 
 static bool rate_ok(struct mqtt_broker *b, struct mqtt_conn *c, size_t bytes, uint64_t now_ms)
 {
-	const struct mqtt_broker_config *g = &b->cfg;
 	if (c->rate == MQTT_NIL)
 		return true; /* limits off */
-	struct mqtt_rate *r = &b->rates[c->rate];
-	rate_refill(b, r, now_ms);
-	if ((g->rate_msgs_per_s && r->msgs < 1000u) ||
-	    (g->rate_bytes_per_s && r->bytes < bytes))
-		return false;
-	if (g->rate_msgs_per_s)
-		r->msgs -= 1000u;
-	if (g->rate_bytes_per_s)
-		r->bytes -= (uint32_t)bytes;
-	return true;
+	return mqtt_rate_take(b, c->rate, bytes, now_ms);
 }
 
 static uint32_t rx2_find(const struct mqtt_broker *b, const struct mqtt_session *s, uint16_t pid,
@@ -1186,7 +905,7 @@ static int handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, 
 		if (r->pid != pid || st == MQTT_DLV_QUEUED)
 			continue;
 		if (type == MQTT_PUBREC && st == MQTT_DLV_WAIT_COMP) {
-			(void)send_ack(b, c, MQTT_PUBREL, pid); /* duplicate PUBREC */
+			(void)mqtt_send_ack(b, c, MQTT_PUBREL, pid); /* duplicate PUBREC */
 			return 0;
 		}
 		if (st != want)
@@ -1198,7 +917,7 @@ static int handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, 
 			mqtt_msg_unref(b, r->msg);
 			r->msg = NULL;
 			dlv_set_state(r, MQTT_DLV_WAIT_COMP);
-			(void)send_ack(b, c, MQTT_PUBREL, pid);
+			(void)mqtt_send_ack(b, c, MQTT_PUBREL, pid);
 			return 0;
 		}
 		if (mqtt_persistent(s))
@@ -1218,7 +937,7 @@ static int handle_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, 
 static bool filter_rel(const struct mqtt_conn *c, const struct mqtt_session *s,
 		       const uint8_t *f, size_t fl)
 {
-	return c->kind == MQTT_ID_DEVICE && device_scope(s->id, s->id_len, f, fl, false);
+	return c->kind == MQTT_ID_DEVICE && mqtt_acl_device_filter(s->id, s->id_len, f, fl);
 }
 
 int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos)
@@ -1227,7 +946,7 @@ int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t 
 	int nl = mqtt_topic_split(b, f, fl);
 	if (nl <= 0)
 		return -E_INVAL;
-	bool rel = !(s->flags & MQTT_SESS_SERVICE) && device_scope(s->id, s->id_len, f, fl, false);
+	bool rel = !(s->flags & MQTT_SESS_SERVICE) && mqtt_acl_device_filter(s->id, s->id_len, f, fl);
 	return mqtt_sub_add(b, si, f, rel ? 2 : 0, nl, rel, qos);
 }
 
@@ -1377,7 +1096,7 @@ static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p
 	case MQTT_PINGREQ: {
 		struct wcur w = wcur_make(b->out, b->out_len);
 		if (mqtt_encode_pingresp(&w) == 0) /* [MQTT-3.12.4-1] */
-			(void)out_send(b, c, &w);
+			(void)mqtt_send_encoded(b, c, &w);
 		return 0;
 	}
 	default: /* DISCONNECT: discard the will [MQTT-3.14.4-3]; the client closes next */
@@ -1476,20 +1195,20 @@ void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms)
 
 /* ---- init, layout, checks -------------------------------------------------------------- */
 
-static uint32_t pow2_at_least(uint64_t n)
+/* A hash table's buckets for n entries: a power of two, at least 16, at most 2^30 (the
+ * broker's own bounds around lib/align.h's). */
+static uint32_t table_size(uint64_t n)
 {
-	uint32_t p = 16;
-	while (p < n && p < (1u << 30))
-		p <<= 1;
-	return p;
+	uint64_t p = pow2_at_least(n);
+	if (p == 0 || p > (1u << 30)) /* 0: n above 2^63 */
+		return 1u << 30;
+	return p < 16u ? 16u : (uint32_t)p;
 }
-
-#define ROUND8(x) (((x) + 7u) & ~(size_t)7u)
 
 /* Lay out every array after the broker struct; with base == NULL only measure. */
 static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_broker_config *g)
 {
-	size_t off = ROUND8(sizeof *b);
+	size_t off = align8(sizeof *b);
 	uint32_t n_nodes = g->max_nodes + 2;
 	uint32_t n_levels = n_nodes + 2;
 	uint32_t stack = ((uint32_t)g->max_topic_levels + 2u) * 4u;
@@ -1497,7 +1216,7 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 #define TAKE(field, type, count)                                                   \
 	do {                                                                       \
 		b->field = base ? (type *)(void *)(base + off) : NULL;             \
-		off += ROUND8((size_t)(count) * sizeof(type));                     \
+		off += align8((size_t)(count) * sizeof(type));                     \
 	} while (0)
 	TAKE(conns, struct mqtt_conn, g->max_conns);
 	TAKE(sess, struct mqtt_session, g->max_sessions);
@@ -1505,9 +1224,9 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 	TAKE(dlvs, struct mqtt_dlv, g->max_deliveries ? g->max_deliveries : 1);
 	TAKE(nodes, struct mqtt_node, n_nodes);
 	TAKE(levels, struct mqtt_level, n_levels);
-	b->sess_mask = pow2_at_least(2ull * g->max_sessions) - 1;
-	b->edge_mask = pow2_at_least(2ull * n_nodes) - 1;
-	b->level_mask = pow2_at_least(2ull * n_levels) - 1;
+	b->sess_mask = table_size(2ull * g->max_sessions) - 1;
+	b->edge_mask = table_size(2ull * n_nodes) - 1;
+	b->level_mask = table_size(2ull * n_levels) - 1;
 	TAKE(sess_bkt, uint32_t, b->sess_mask + 1);
 	TAKE(edge_bkt, uint32_t, b->edge_mask + 1);
 	TAKE(level_bkt, uint32_t, b->level_mask + 1);
@@ -1524,16 +1243,16 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 	b->codes_cap = codes;
 	TAKE(codes, uint8_t, codes);
 	if (g->max_held) {
-		b->held_mask = pow2_at_least(g->max_held) - 1;
+		b->held_mask = table_size(g->max_held) - 1;
 		TAKE(held, struct mqtt_held, b->held_mask + 1);
 	}
 	if (g->max_queries) {
 		TAKE(tq, struct mqtt_tq, g->max_queries);
 		TAKE(tq_json, uint8_t, g->max_packet);
 	}
-	if (rate_on(g)) {
+	if (mqtt_rate_on(g)) {
 		b->rate_cap = g->max_conns + g->rate_idle_ids;
-		b->rate_mask = pow2_at_least(b->rate_cap) - 1; /* load factor <= 1 */
+		b->rate_mask = table_size(b->rate_cap) - 1; /* load factor <= 1 */
 		TAKE(rates, struct mqtt_rate, b->rate_cap);
 		TAKE(rate_bkt, uint32_t, b->rate_mask + 1);
 	}
@@ -1600,9 +1319,7 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 	b->cfg = *cfg;
 	b->ops = *ops;
 	b->key = siphash_key_from_bytes(cfg->hash_key);
-	b->acct.alloc = acct_alloc;
-	b->acct.free = acct_free;
-	b->acct.ctx = b;
+	b->acct = mqtt_heap_ops(b);
 	/* free lists, threaded through one link field per record */
 	b->conn_free = b->sess_free = b->sub_free = b->dlv_free = b->node_free = b->level_free =
 		MQTT_NIL;
@@ -1739,8 +1456,6 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 		if (c->session != MQTT_NIL)
 			CHECK(b->sess[c->session].conn == i);
 		CHECK(c->state == MQTT_CONN_UP || c->identity != NULL);
-		if (c->state == MQTT_CONN_UP && rate_on(&b->cfg))
-			CHECK(c->rate < b->rate_hw);
 		(void)mqtt_framer_busy(&c->fr); /* 4: see mqtt_conn_input's loop (no cheap check) */
 	}
 	for (uint32_t i = 0; i < b->cfg.max_sessions; i++) {
@@ -1790,17 +1505,6 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 	}
 	CHECK(n_conns == b->n_conns && n_sess == b->n_sess && n_dlv == b->n_dlvs);
 	CHECK(n_subs == b->n_subs);
-	/* 6: rate buckets */
-	CHECK(b->rate_hw <= b->rate_cap);
-	for (uint32_t i = 0; i < b->rate_hw; i++) {
-		uint32_t refs = 0, seen = 0;
-		for (uint32_t k = 0; k < b->cfg.max_conns; k++)
-			refs += b->conns[k].state != MQTT_CONN_FREE && b->conns[k].rate == i;
-		CHECK(refs == b->rates[i].refs);
-		uint32_t h = (uint32_t)b->rates[i].key & b->rate_mask;
-		for (uint32_t e = b->rate_bkt[h]; e != MQTT_NIL; e = b->rates[e].hash_next)
-			seen += e == i;
-		CHECK(seen == 1);
-	}
+	CHECK(mqtt_rate_check(b) == 0); /* 6 */
 	return 0;
 }

@@ -26,6 +26,7 @@
  */
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "mqtt/msg.h"
 #include "mqtt/topic.h"
 
 #define TICKET_BIT 0x80000000u
@@ -409,7 +410,7 @@ int mqtt_broker_restore_dlv(struct mqtt_broker *b, uint64_t skey, uint64_t mkey,
 	struct mqtt_dlv *r = &b->dlvs[d];
 	r->msg = m;
 	if (m)
-		m->refs++;
+		mqtt_msg_ref(m);
 	r->qos = qos;
 	r->pid = pid;
 	uint8_t st = state == MQTT_RESTORE_QUEUED ? MQTT_DLV_QUEUED

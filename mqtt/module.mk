@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
 # mqtt/: MQTT 3.1.1 codec and broker core (portable; knows nothing of TCP or TLS).
 PORTABLE_SRCS += mqtt/codec.c mqtt/topic.c mqtt/session.c mqtt/broker.c mqtt/durable.c
+# Below broker.c, never calling it: msg.c (accounted heap, message blocks), acl.c (the ACL
+# decision, pure), rate.c (per-identity token buckets), out.c (encoding and sending).
+PORTABLE_SRCS += mqtt/msg.c mqtt/acl.c mqtt/rate.c mqtt/out.c
 # tquery.c: the telemetry query's text (parse, JSON rows); tq.c: queries on the broker.
 PORTABLE_SRCS += mqtt/tquery.c mqtt/tq.c

@@ -9,19 +9,8 @@
 
 #include "lib/siphash.h"
 #include "mqtt/broker.h"
+#include "mqtt/msg.h"
 #include "mqtt/session.h"
-
-/* A message shared by every delivery and retained slot that references it. Heap block
- * of sizeof + topic_len + payload_len; freed when refs drops to 0. */
-struct mqtt_msg {
-	uint64_t mkey;  /* storage: the key its deliveries name, 0 while none is stored */
-	uint32_t refs;
-	uint32_t payload_len;
-	uint16_t topic_len;
-	uint8_t qos;
-	uint8_t retain;
-	uint8_t data[]; /* topic, then payload */
-};
 
 /* An interned topic level string; refs = nodes naming it (+ and # are permanent). */
 struct mqtt_level {
@@ -59,7 +48,7 @@ struct mqtt_sub {
 
 enum mqtt_conn_state { MQTT_CONN_FREE = 0, MQTT_CONN_NEW, MQTT_CONN_UP };
 
-/* 48 bytes (DESIGN.md): what is needed only in one state shares storage (identity before
+/* 48 bytes (docs/ARCHITECTURE.md, Memory): what is needed only in one state shares storage (identity before
  * CONNECT, will after), the reassembly state is one pointer to a heap block that exists
  * only while a packet is split, and the rate-limit tokens live in the per-identity table. */
 struct mqtt_conn {
@@ -80,22 +69,7 @@ struct mqtt_conn {
 	uint8_t kind;
 };
 
-STATIC_ASSERT(sizeof(struct mqtt_conn) <= 48, "MQTT connection must fit 48 bytes (DESIGN.md)");
-
-/* A per-identity token bucket (ADR-020; broker.h rate_idle_ids). Entries [0, rate_hw)
- * are in use: an entry is never freed, only recycled in place by eviction, which takes
- * only entries no connection references (refs == 0) and whose buckets are full, i.e.
- * equal to a fresh one. */
-struct mqtt_rate {
-	uint64_t key;      /* siphash of (kind, identity); collisions share a bucket */
-	uint64_t ms;       /* clock of the last refill */
-	uint32_t msgs;     /* milli-messages */
-	uint32_t bytes;
-	uint32_t hash_next;
-	uint32_t refs;     /* UP connections of this identity */
-};
-
-STATIC_ASSERT(sizeof(struct mqtt_rate) == 32, "rate bucket is 32 bytes");
+STATIC_ASSERT(sizeof(struct mqtt_conn) <= 48, "MQTT connection must fit 48 bytes (docs/ARCHITECTURE.md)");
 
 /* Rate limit of the log, one per reason. */
 struct mqtt_log_bucket {
@@ -125,6 +99,7 @@ struct mqtt_broker {
 	uint32_t lvl_plus, lvl_hash;
 	uint64_t now_ms;    /* latest clock seen at an entry point */
 
+	/* per-identity rate buckets (rate.c; laid out by broker.c when limits are on) */
 	struct mqtt_rate *rates;
 	uint32_t *rate_bkt;
 	uint32_t rate_cap, rate_mask, rate_hw, rate_hand; /* cap: table entries */
@@ -191,11 +166,6 @@ struct mqtt_restore_slot {
 	struct mqtt_msg *msg; /* one reference held by the map */
 };
 
-/* heap with accounting against cfg.heap_limit */
-void *mqtt_heap_alloc(struct mqtt_broker *b, size_t n);
-void mqtt_heap_free(struct mqtt_broker *b, void *p, size_t n);
-void mqtt_msg_unref(struct mqtt_broker *b, struct mqtt_msg *m);
-
 /* durable.c: events, held acknowledgements, restore */
 static inline bool mqtt_persistent(const struct mqtt_session *s)
 {
@@ -226,15 +196,23 @@ void mqtt_held_fini(struct mqtt_broker *b);
 bool mqtt_tq_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
 		     const uint8_t *payload, size_t plen);
 void mqtt_tq_conn_end(struct mqtt_broker *b, uint32_t conn);
-/* broker.c, for tq.c: one QoS 0 PUBLISH on a connection (0, -E_AGAIN, -E_OVERFLOW). */
-int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
-		       const uint8_t *payload, size_t plen);
-/* broker.c, for durable.c: send prepared bytes / an ack; end a connection. */
+
+/* out.c: packets to a connection through ops.send, encoded in b->out. Each returns 0, or
+ * the transport's error (-E_AGAIN: full, counted in st.send_again) or -E_OVERFLOW (does
+ * not encode in max_packet). Pointers are borrowed for the call. */
+int mqtt_send_encoded(struct mqtt_broker *b, struct mqtt_conn *c, const struct wcur *w);
 int mqtt_send_bytes(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p, size_t n);
 int mqtt_send_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid);
+/* A PUBLISH; counted in st.msgs_out once the transport took it. */
+int mqtt_send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic,
+		      uint16_t tlen, const uint8_t *payload, size_t plen, uint8_t qos, bool dup,
+		      bool retain, uint16_t pid);
+/* One QoS 0 PUBLISH (telemetry query replies); -E_OVERFLOW also for tlen > 65535. */
+int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
+		       const uint8_t *payload, size_t plen);
+
+/* broker.c, for durable.c: end a connection (a refusal is logged first). */
 void mqtt_conn_fail(struct mqtt_broker *b, struct mqtt_conn *c, const char *why);
-struct mqtt_msg *mqtt_msg_new(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
-			      const uint8_t *payload, size_t plen, uint8_t qos);
 /* Subscribe session si to a validated filter as SUBSCRIBE does (relative to the device's
  * own prefix when it is under it). 0, -E_INVAL (too many levels), -E_RANGE (the session's
  * limit) or -E_NOMEM (pools). */

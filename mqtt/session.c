@@ -7,6 +7,7 @@
  */
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "mqtt/msg.h"
 #include "mqtt/topic.h"
 
 static uint32_t sess_hash(const struct mqtt_broker *b, bool service, const uint8_t *id, size_t len)

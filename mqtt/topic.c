@@ -13,6 +13,7 @@
 #include "mqtt/topic.h"
 
 #include "lib/mem.h"
+#include "mqtt/msg.h"
 
 int mqtt_topic_split(struct mqtt_broker *b, const uint8_t *p, size_t len)
 {

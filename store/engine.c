@@ -23,6 +23,7 @@
  */
 #include "store/engine.h"
 
+#include "lib/align.h"
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fmt.h"
@@ -72,11 +73,6 @@ struct store_engine {
 	bool in_txn, tlog_open, restore_done;
 	bool dirty[STORE_ENGINE_MAX_DATA], lost[STORE_ENGINE_MAX_DATA];
 };
-
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
-}
 
 static bool cfg_ok(const struct store_engine_config *c)
 {

@@ -12,6 +12,7 @@
  */
 #include "store/link.h"
 
+#include "lib/align.h"
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/mem.h"
@@ -28,11 +29,6 @@ struct store_link {
 	bool lagging;
 	struct store_link_stats st;
 };
-
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
-}
 
 static bool cfg_ok(const struct store_link_config *c)
 {

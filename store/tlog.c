@@ -43,6 +43,7 @@
  */
 #include "store/tlog.h"
 
+#include "lib/align.h"
 #include "lib/bytes.h"
 #include "lib/crc32c.h"
 #include "lib/cursor.h"
@@ -117,16 +118,6 @@ static bool sector_ok(uint32_t s)
 	return s >= SECTOR_MIN && s <= SECTOR_MAX && (s & (s - 1u)) == 0;
 }
 
-static uint64_t round_up(uint64_t v, uint64_t unit)
-{
-	return (v + unit - 1u) / unit * unit;
-}
-
-static size_t align8(size_t v)
-{
-	return (v + 7u) & ~(size_t)7u;
-}
-
 /* CRC-32C of (seq as u64 LE) then n bytes: the salt that ties bytes to one segment. */
 static uint32_t salted_crc(uint64_t seq, const uint8_t *p, size_t n)
 {
@@ -160,7 +151,7 @@ size_t store_tlog_rec_size(const struct store_tlog_rec *r)
 	if (!r)
 		return 0;
 	uint64_t n = (uint64_t)STORE_TLOG_REC_HDR + STORE_TLOG_BODY_FIXED + r->id_len + r->topic_len + r->payload_len;
-	n = round_up(n, 8u);
+	n = round_up_u64(n, 8u);
 	return n > SIZE_MAX ? SIZE_MAX : (size_t)n;
 }
 
@@ -454,7 +445,7 @@ int store_tlog_cursor_next(struct store_tlog_cursor *c, struct store_tlog_rec *r
 		if (len == 0) {
 			if (at % c->sector == 0 || at > UINT32_MAX || crc != marker_crc(c->seq, (uint32_t)at))
 				return cursor_end(c); /* the end of the data, or a hole */
-			size_t next = (size_t)round_up(at + 1u, c->sector);
+			size_t next = (size_t)round_up_u64(at + 1u, c->sector);
 			c->skipped_bytes += MIN(next, c->len) - at;
 			c->off = MIN(next, c->len);
 			continue;
@@ -467,7 +458,7 @@ int store_tlog_cursor_next(struct store_tlog_cursor *c, struct store_tlog_rec *r
 		struct store_tlog_rec rec;
 		if (rec_body_decode(body, len, &rec) != 0)
 			return cursor_end(c);
-		size_t next = (size_t)round_up((uint64_t)at + STORE_TLOG_REC_HDR + len, 8u);
+		size_t next = (size_t)round_up_u64((uint64_t)at + STORE_TLOG_REC_HDR + len, 8u);
 		c->off = MIN(next, c->len);
 		c->records++;
 		*r = rec;

@@ -10,6 +10,7 @@
  */
 #include "store/tlq.h"
 
+#include "lib/align.h"
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/mem.h"
@@ -42,11 +43,6 @@ struct store_tlq_runner {
 	struct run *runs;
 	struct store_tlq_stats st;
 };
-
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
-}
 
 size_t store_tlq_mem_size(const struct store_tlog_geom *g, uint32_t runs, uint32_t payload_max)
 {

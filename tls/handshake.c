@@ -121,7 +121,7 @@ static void *hook_calloc(size_t n, size_t size)
 	if (size && n > (SIZE_MAX - ALLOC_HDR) / size)
 		return NULL;
 	size_t len = n * size;
-	uint8_t *p = hooks.alloc ? hooks.alloc(hooks.ctx, len + ALLOC_HDR, "tls-handshake") : NULL;
+	uint8_t *p = hooks.alloc ? hooks.alloc(hooks.ctx, len + ALLOC_HDR, HEAP_TAG_TLS_HANDSHAKE) : NULL;
 	st->n_alloc++;
 	if (!p) {
 		st->n_alloc_failed++;

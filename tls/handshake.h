@@ -18,14 +18,15 @@
 #ifndef TLS_HANDSHAKE_H
 #define TLS_HANDSHAKE_H
 
+#include "lib/heap_tag.h"
 #include "lib/compiler.h"
 #include "tls/identity.h"
 #include "tls/record.h"
 #include "tls/revoke.h"
 
 struct tls_hs_ops {
-	/* Heap with accounting; the handshake's allocations are tagged "tls-handshake". */
-	void *(*alloc)(void *ctx, size_t len, const char *tag);
+	/* Heap with accounting; the handshake's allocations are tagged HEAP_TAG_TLS_HANDSHAKE. */
+	void *(*alloc)(void *ctx, size_t len, enum heap_tag tag);
 	void (*free)(void *ctx, void *p, size_t len);
 	int (*random)(void *ctx, uint8_t *out, size_t len); /* CSPRNG: 0 or -E_* */
 	int64_t (*now_s)(void *ctx);                        /* wall clock, Unix seconds */

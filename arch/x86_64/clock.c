@@ -259,7 +259,7 @@ NORETURN void x86_stop(int code)
 #endif
 	/* Relaxed: the NMI handler only needs to see the flag, which the IPI (a serialising
 	 * MSR or MMIO write after this store on x86) makes visible before it arrives. */
-	if (!atomic_exchange_explicit(&clock_stopping, true, memory_order_relaxed))
+	if (!atomic_exchange_explicit(&clock_stopping, true, memory_order_relaxed) && x86_smp_aps_woken())
 		x86_apic_nmi_others();
 	if (code == X86_EXIT_BOOT_OK)
 		x86_acpi_poweroff(); /* returns only when S5 is unknown or ignored: reset */

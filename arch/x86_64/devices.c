@@ -5,7 +5,7 @@
  * page allocator and the CSPRNG exist) each virtio device probed and driven: virtio-rng
  * reseeds every core's CSPRNG, virtio-blk and virtio-scsi run the block self-test on
  * their last 4 KiB, the first virtio-net gets the multicore data plane: every core runs a
- * network stack (kernel/knet) with its own broker (kernel/kbroker: dp/ = TCP 8883, TLS
+ * network stack (kernel/knet) with its own broker (kernel/node/broker: dp/ = TCP 8883, TLS
  * 1.3 with client certificates, MQTT shard) as its upper layer. Core 0 receives from
  * every queue pair and steers (kernel/ksteer): TCP flows to our address go to the core
  * net/rss picks, copied through the core mesh (kernel/xcore, dispatched per core by
@@ -37,7 +37,8 @@
 #include "kernel/cmdline.h"
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
-#include "kernel/kbroker.h"
+#include "kernel/node/node.h"
+#include "kernel/node/port.h"
 #include "kernel/kdemux.h"
 #include "kernel/kstore.h"
 #include "kernel/ksteer.h"
@@ -78,7 +79,7 @@
 #define DEV_NET_PENDING 32u
 #define DEV_NET_RX_BATCH 8u  /* frames per poll: a few full TLS handshakes stay far below the
                                * 200 ms watchdog limit under TCG */
-#define DEV_BROKER_REPORT_MS 10000u /* the memory line of kernel/kbroker */
+#define DEV_BROKER_REPORT_MS 10000u /* the memory line of kernel/node/broker */
 
 static struct pci_dev dev_pci[DEV_MAX_PCI];
 static struct pci_bus dev_bus;
@@ -112,45 +113,7 @@ static struct vnet dev_net;
 static bool dev_net_ok;
 static struct pci_msix dev_net_msix;
 static bool dev_net_msix_ok;
-/* Per core: its stack, its broker, its mesh demultiplexer and its counters. Built on the
- * boot core before the other cores start, then each touched only by its own core (the
- * counters are read by their core only: the log lines are per core). */
-struct dev_core {
-	struct knet knet;
-	struct kbroker broker;
-	struct kdemux demux;
-	struct kdemux_entry demux_tab[DEV_NET_DEMUX];
-	struct ksteer steer;  /* worker, with the device steering: its own classifier */
-	bool take_pair;       /* core 0's view of a worker: TAKE_PAIR still to send */
-	bool ok;           /* knet and broker built */
-	bool storage;      /* the storage core (kernel/kstore.h): a mesh demultiplexer, no stack */
-	bool addr_dirty;   /* core 0's view of a worker: its address message still to send */
-	uint64_t steer_drops;  /* core 0: frames for this core dropped, no mesh credit */
-	uint64_t arp_drops;    /* core 0: ARP copies for this core dropped */
-	uint64_t tx_drops;     /* worker: frames for core 0 to send dropped, no credit */
-	uint64_t addr_bad;     /* worker: malformed address messages */
-	uint64_t n_ipis;       /* wake-ups this core sent */
-	uint64_t stats_last_ms, stats_last_sum;
-};
-static struct dev_core dev_cores[PLAT_MAX_CPUS];
-static uint32_t dev_n_net;   /* cores with a stack: 0 .. dev_n_net - 1 */
-static bool dev_own_pairs;   /* every worker transmits on its own pair */
-/* The device steers (a queue pair per core): after the cores started, each core drains its
- * own pair and frames stay on the core the device chose; else core 0 steers them all. */
-static bool dev_device_steers;
-static struct xcore_mesh *dev_mesh; /* NULL with one core */
-static struct rss_steer dev_rss;    /* core 0's */
-static uint16_t *dev_rss_indir;
-static struct ksteer dev_steer;     /* core 0's */
-static bool dev_broker_ok;
 static uint32_t dev_n_selftest_fail;
-/* Storage (kernel/kstore.h): with a data disk and several cores, the highest core runs it
- * and nothing else; with one core, core 0 runs it from its loop. Decided once, before the
- * cores start; read-only after. */
-static bool dev_store_on;        /* a data disk exists: data cores record and hold acks */
-static bool dev_store_dedicated; /* the storage core is not a data core */
-static uint32_t dev_store_core;
-static const char *dev_store_disk_name;
 
 static const char *dev_type_name(uint16_t t)
 {
@@ -422,385 +385,25 @@ static void dev_net_init(struct virtio_dev *vd, uint32_t n_cores)
 		 vnet_link_up(&dev_net) ? "up" : "down");
 }
 
-/* ---- the network stack on core 0 ---- */
-
-static uint64_t dev_now_ms(void)
-{
-	return x86_now_ns() / 1000000u;
-}
-
-static void dev_random(void *buf, size_t len)
-{
-	if (csprng_kernel_bytes(buf, len) != 0)
-		PANIC("csprng: generator unavailable on core %u", (unsigned)x86_core_self()->index);
-}
-
-/* Development builds: "ip=a.b.c.d/len" and optional "gw=a.b.c.d" replace DHCP. */
-static bool dev_static_ip(const char *cmdline, size_t len, uint32_t *ip, uint32_t *mask, uint32_t *gw)
-{
-#ifdef URMQTT_PROD
-	(void)cmdline;
-	(void)len;
-	(void)ip;
-	(void)mask;
-	(void)gw;
-	return false;
-#else
-	char v[32];
-	*gw = 0;
-	if (cmdline_get(cmdline, len, "ip", v, sizeof v) != 0)
-		return false;
-	if (cmdline_parse_ipv4_prefix(v, ip, mask) != 0 || *mask == 0 || (*mask & 3u) || !(*ip & ~*mask)) {
-		LOG_WARN("net", "ignoring ip= on the command line (want a.b.c.d/len, len 1..30, a host address)");
-		return false;
-	}
-	if (cmdline_get(cmdline, len, "gw", v, sizeof v) == 0 && cmdline_parse_ipv4(v, gw) != 0) {
-		LOG_WARN("net", "ignoring malformed gw= on the command line");
-		*gw = 0;
-	}
-	return true;
-#endif
-}
-
-/* With a pair per core, pair p interrupts core p (which drains it once the device steers;
- * until then core 0 polls it); otherwise every pair interrupts core 0, which receives from
- * all of them. The configuration-change entry goes to core 0. Then the function mask is
- * cleared. */
-static void dev_net_irqs(void)
+/* kernel/node/port.h. With a pair per core, pair p interrupts core p (which drains it
+ * once the device steers; until then core 0 polls it); otherwise every pair interrupts
+ * core 0, which receives from all of them. The configuration-change entry goes to core 0.
+ * Then the function mask is cleared. */
+bool node_port_nic_vectors(bool own_pairs, uint32_t n_net)
 {
 	int err = 0;
 	if (!dev_net_msix_ok)
-		return;
+		return false;
 	for (uint16_t p = 0; p <= dev_net.n_pairs && !err; p++)
-		err = dev_net_vector(p, dev_own_pairs && p < dev_n_net ? p : 0);
+		err = dev_net_vector(p, own_pairs && p < n_net ? p : 0);
 	if (err) {
 		LOG_WARN("boot", "virtio-net: MSI-X programming failed (%s); polling on the tick only",
 			 err_name(err));
 		dev_net_msix_ok = false;
-		return;
+		return false;
 	}
 	pci_msix_enable(&dev_bus, &dev_net_msix);
-}
-
-/* The wall clock for certificate validity: the CMOS RTC read once, then the TSC clock. */
-static uint64_t dev_wall_base_s, dev_wall_base_ns;
-
-static int64_t dev_wall_s(void)
-{
-	if (!dev_wall_base_s)
-		return 0; /* 1970: every certificate looks "not yet valid", visibly */
-	return (int64_t)(dev_wall_base_s + (x86_now_ns() - dev_wall_base_ns) / 1000000000u);
-}
-
-/* The same clock in milliseconds (storage's time stamps: the registry, telemetry). */
-static int64_t dev_wall_ms(void)
-{
-	if (!dev_wall_base_s)
-		return 0;
-	return (int64_t)(dev_wall_base_s * 1000u + (x86_now_ns() - dev_wall_base_ns) / 1000000u);
-}
-
-/* Development builds: the whole number "key=N" of the command line when it lies in
- * [lo, hi] (true, *out set); absent or out of range (said on the console): false, *out
- * unchanged. A production build has no such knobs: always false. */
-static bool dev_knob_u32(const char *cmdline, size_t len, const char *key, uint32_t lo, uint32_t hi,
-			 uint32_t *out)
-{
-#ifndef URMQTT_PROD
-	char v[16];
-	uint64_t n = 0;
-	if (cmdline_get(cmdline, len, key, v, sizeof v) != 0)
-		return false;
-	for (const char *c = v; *c && n <= hi; c++)
-		n = (*c >= '0' && *c <= '9') ? n * 10u + (uint64_t)(*c - '0') : UINT64_MAX;
-	if (v[0] && n >= lo && n <= hi) {
-		*out = (uint32_t)n;
-		return true;
-	}
-	LOG_WARN("boot", "ignoring %s= (want %lu..%lu)", key, (unsigned long)lo, (unsigned long)hi);
-#else
-	(void)cmdline;
-	(void)len;
-	(void)key;
-	(void)lo;
-	(void)hi;
-	(void)out;
-#endif
-	return false;
-}
-
-/* "broker_report_ms=N" (1000..600000) changes the memory line's period (the smoke test
- * reads it every second instead of every 10 s). */
-static uint32_t dev_report_ms(const char *cmdline, size_t len)
-{
-	uint32_t ms = DEV_BROKER_REPORT_MS;
-	(void)dev_knob_u32(cmdline, len, "broker_report_ms", 1000u, 600000u, &ms);
-	return ms;
-}
-
-/* The storage knobs of development builds, for tests that cannot wait for the
- * configuration's hours and days (0: the configuration's value): the first backup and
- * the interval (seconds), telemetry retention (seconds), the WAL pages that make the
- * storage core checkpoint (1: after every commit, so the database region is current). */
-static void dev_store_knobs(const char *cmdline, size_t len, struct kstore_knobs *k)
-{
-	(void)dev_knob_u32(cmdline, len, "store_backup_first_s", 1u, 86400u, &k->backup_first_s);
-	(void)dev_knob_u32(cmdline, len, "store_backup_interval_s", 1u, 86400u * 30u, &k->backup_interval_s);
-	(void)dev_knob_u32(cmdline, len, "store_retention_s", 1u, 86400u * 3650u, &k->retention_s);
-	(void)dev_knob_u32(cmdline, len, "store_checkpoint_pages", 1u, 1000000u, &k->checkpoint_pages);
-}
-
-/* storage.required, or "storage_required=1" on the command line: it can only make a build
- * stricter (a prod image requires storage already), so every build honours it. */
-static bool dev_storage_required(const char *cmdline, size_t len)
-{
-	char v[8];
-	if (CONF_STORAGE_REQUIRED)
-		return true;
-	return cmdline_get(cmdline, len, "storage_required", v, sizeof v) == 0 && v[0] == '1' && v[1] == 0;
-}
-
-/* ---- the multicore data plane ----
- * Wake-up protocol (a core halts only when its loop found no work; a mesh message must
- * not wait for its tick): a core about to halt stores sleeping = true, issues a seq_cst
- * fence and then looks at its incoming rings (x86_dev_mesh_pending, with interrupts off,
- * from main_idle); a sender commits its message (release), issues a seq_cst fence and
- * then reads the receiver's sleeping flag, sending the wake-up IPI when it is set. With
- * the two fences at least one side sees the other's store: either the receiver finds
- * the message and does not halt, or the sender sees it asleep and interrupts it (an IPI
- * that arrives between the check and hlt stays pending and ends the halt: sti;hlt). */
-static void dev_wake(uint32_t dst)
-{
-	/* seq_cst: orders the message's commit (a release store of the ring's head) before
-	 * the load of the flag below; pairs with the fence in main_idle (see above). */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&x86_cores[dst].sleeping, memory_order_relaxed)) {
-		x86_apic_send_wake(x86_cores[dst].apic_id);
-		dev_cores[x86_core_index()].n_ipis++;
-	}
-}
-
-bool x86_dev_mesh_pending(uint32_t core)
-{
-	return dev_mesh && core < PLAT_MAX_CPUS && (dev_cores[core].ok || dev_cores[core].storage) &&
-	       xcore_pending(dev_mesh, core);
-}
-
-/* ARP received on core `self`: a copy to every other core, so each core's ARP cache
- * learns the replies to its own requests wherever they arrived. */
-static void dev_arp_copies(uint32_t self, const uint8_t *frame, size_t len)
-{
-	for (uint32_t c = 0; c < dev_n_net; c++) {
-		if (c == self)
-			continue;
-		if (xcore_send(dev_mesh, self, c, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
-			dev_wake(c);
-		else
-			dev_cores[self].arp_drops++;
-	}
-}
-
-/* A worker draining its own pair (the device steers), knet's rx_steer hook: a TCP flow to
- * our address stays here (the device picked this queue, and our replies leave on it, so
- * the device keeps the flow here); ARP is handled here and copied to every other core;
- * anything else (ICMP, DHCP) is core 0's. */
-static bool dev_rx_worker(void *ctx, const uint8_t *frame, size_t len)
-{
-	struct dev_core *dc = ctx;
-	uint32_t self = (uint32_t)(dc - dev_cores), w;
-	enum ksteer_class k = ksteer_classify(&dc->steer, frame, len, &w);
-	if (k == KSTEER_FLOW)
-		return false;
-	if (k == KSTEER_ARP) {
-		dev_arp_copies(self, frame, len);
-		return false;
-	}
-	if (xcore_send(dev_mesh, self, 0, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
-		dev_wake(0);
-	else
-		dc->steer_drops++;
 	return true;
-}
-
-/* A worker's address changed: its classifier follows. */
-static void dev_worker_addr(void *ctx, uint32_t ip, uint32_t mask, uint32_t gw)
-{
-	struct dev_core *dc = ctx;
-	(void)mask, (void)gw;
-	ksteer_set_addr(&dc->steer, ip);
-}
-
-/* Core 0, knet's rx_steer hook: where a received frame goes (kernel/ksteer.h). */
-static bool dev_rx_steer(void *ctx, const uint8_t *frame, size_t len)
-{
-	(void)ctx;
-	uint32_t w;
-	enum ksteer_class k = ksteer_classify(&dev_steer, frame, len, &w);
-	if (k == KSTEER_ARP) {
-		dev_arp_copies(0, frame, len);
-		return false; /* and on core 0 itself */
-	}
-	if (k != KSTEER_FLOW || w == 0 || dev_device_steers)
-		return false;
-	/* Frames never exceed the slot (mesh_slot_bytes >= 1536 > 1514): a refusal here is
-	 * lack of credit; the peer's TCP retransmits. Never block. */
-	if (xcore_send(dev_mesh, 0, w, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
-		dev_wake(w);
-	else
-		dev_cores[w].steer_drops++;
-	return true;
-}
-
-/* A worker without its own pair, knet's tx hook: core 0 sends it on pair 0. */
-static int dev_tx_to_core0(void *ctx, const uint8_t *frame, size_t len)
-{
-	struct dev_core *dc = ctx;
-	uint32_t self = x86_core_index();
-	int err = xcore_send(dev_mesh, self, 0, KSTEER_KIND_TX_FRAME, frame, (uint32_t)len);
-	if (err) {
-		dc->tx_drops++;
-		return err;
-	}
-	dev_wake(0);
-	return 0;
-}
-
-/* Core 0: tell worker c the address; a full ring (more control messages in flight than
- * the reserve) leaves it marked and the mesh handler retries on later passes. */
-static void dev_addr_send(uint32_t c)
-{
-	uint8_t m[KSTEER_ADDR_LEN];
-	uint32_t mask, gw;
-	uint32_t ip = net_stack_addr(&dev_cores[0].knet.ns, &mask, &gw);
-	if (!dev_cores[0].knet.net_up)
-		ip = mask = gw = 0;
-	ksteer_addr_encode(m, ip, mask, gw);
-	if (xcore_send_ctrl(dev_mesh, 0, c, KSTEER_KIND_ADDR, m, sizeof m) == 0) {
-		dev_cores[c].addr_dirty = false;
-		dev_wake(c);
-	} else {
-		dev_cores[c].addr_dirty = true;
-	}
-}
-
-/* Core 0, knet's addr_changed hook: steer to the new address, tell every worker. */
-static void dev_addr_changed(void *ctx, uint32_t ip, uint32_t mask, uint32_t gw)
-{
-	(void)ctx;
-	(void)mask;
-	(void)gw;
-	ksteer_set_addr(&dev_steer, ip);
-	for (uint32_t c = 1; c < dev_n_net; c++)
-		dev_cores[c].addr_dirty = true; /* sent from the mesh handler, after knet took it */
-}
-
-/* The network kinds (kernel/ksteer.h) on every core. */
-static void dev_net_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
-{
-	struct dev_core *dc = ctx;
-	uint32_t ip, mask, gw;
-	switch (msg->kind) {
-	case KSTEER_KIND_RX_FRAME: /* from our own cores only: never steered again */
-		(void)src;
-		(void)knet_input(&dc->knet, msg->data, msg->len);
-		break;
-	case KSTEER_KIND_TAKE_PAIR: /* the device steers: drain our own pair from now on */
-		if (src == 0 && dc != &dev_cores[0] && knet_set_rx_pairs(&dc->knet, 1) != 0)
-			dc->addr_bad++;
-		break;
-	case KSTEER_KIND_TX_FRAME:
-		if (dc == &dev_cores[0])
-			(void)!knet_send_frame(&dc->knet, msg->data, msg->len); /* counted in knet */
-		break;
-	case KSTEER_KIND_ADDR:
-		if (src == 0 && ksteer_addr_decode(msg->data, msg->len, &ip, &mask, &gw) == 0)
-			knet_set_addr(&dc->knet, ip, mask, gw);
-		else
-			dc->addr_bad++;
-		break;
-	default:
-		break;
-	}
-}
-
-/* Loop handler "mesh" (ctx = struct dev_core *): this core's incoming messages, and on
- * core 0 the address messages still owed to workers. */
-static int dev_mesh_poll(void *ctx)
-{
-	struct dev_core *dc = ctx;
-	uint32_t self = (uint32_t)(dc - dev_cores);
-	if (self == 0)
-		for (uint32_t c = 1; c < dev_n_net; c++) {
-			if (dev_cores[c].addr_dirty)
-				dev_addr_send(c);
-			static const uint8_t none[1];
-			if (dev_cores[c].take_pair && xcore_send_ctrl(dev_mesh, 0, c, KSTEER_KIND_TAKE_PAIR, none, 0) == 0) {
-				dev_cores[c].take_pair = false;
-				dev_wake(c);
-			}
-		}
-	return (int)kdemux_poll(&dc->demux, dev_mesh, self);
-}
-
-/* The broker shards' messages (dp/shard.h, kinds 0x0200-0x02ff) to this core's broker. */
-static void dev_shard_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
-{
-	struct dev_core *dc = ctx;
-	kbroker_mesh_recv(&dc->broker, src, msg->kind, msg->data, msg->len);
-}
-
-/* The shards' mesh op: from the calling core (the dp's own) to dst; -E_AGAIN without
- * credit (the shard backlogs it). */
-static int dev_shard_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
-{
-	(void)ctx;
-	int err = xcore_send(dev_mesh, x86_core_index(), dst, kind, data, len);
-	if (err == 0)
-		dev_wake(dst);
-	return err;
-}
-
-/* ---- storage: the links between data cores and the storage core ----
- * Data core -> storage core: the mesh (dedicated storage core) or, with one core, the
- * storage engine's local queue. Storage core -> data core: the mesh, or with one core a
- * direct call into core 0's broker from the storage handler (a loop handler of core 0: no
- * broker call is in progress). */
-static int dev_store_send(void *ctx, uint16_t kind, const void *data, uint32_t len)
-{
-	(void)ctx;
-	if (!dev_store_dedicated)
-		return kstore_local(kind, data, len);
-	int err = xcore_send(dev_mesh, x86_core_index(), dev_store_core, kind, data, len);
-	if (err == 0)
-		dev_wake(dev_store_core);
-	return err;
-}
-
-static int dev_store_out(uint32_t dst, uint16_t kind, const void *data, uint32_t len)
-{
-	if (!dev_store_dedicated) {
-		kbroker_store_recv(&dev_cores[0].broker, kind, data, len);
-		return 0;
-	}
-	int err = xcore_send(dev_mesh, dev_store_core, dst, kind, data, len);
-	if (err == 0)
-		dev_wake(dst);
-	return err;
-}
-
-/* The storage core's mesh handler: what data cores record. */
-static void dev_store_in(void *ctx, uint32_t src, struct xcore_msg *msg)
-{
-	(void)ctx;
-	kstore_input(src, msg->kind, msg->data, msg->len);
-}
-
-/* A data core's: what the storage core answers. */
-static void dev_store_back(void *ctx, uint32_t src, struct xcore_msg *msg)
-{
-	struct dev_core *dc = ctx;
-	(void)src;
-	kbroker_store_recv(&dc->broker, msg->kind, msg->data, msg->len);
 }
 
 /* The data disk: the first virtio-blk, else the first virtio-scsi disk; NULL if none. */
@@ -818,329 +421,19 @@ static struct blk_dev *dev_data_disk(const char **name)
 	return NULL;
 }
 
-/* The storage core's own set-up: a demultiplexer for the storage kinds (boot core). */
-static bool dev_store_core_init(uint32_t c)
-{
-	struct dev_core *dc = &dev_cores[c];
-	int err = kdemux_init(&dc->demux, dc->demux_tab, DEV_NET_DEMUX);
-	if (!err)
-		err = kdemux_register(&dc->demux, KDEMUX_STORE_IN_FIRST, KDEMUX_STORE_IN_LAST, dev_store_in, dc);
-	if (err) {
-		LOG_ERR("boot", "core %u: storage core set-up failed (%s)", (unsigned)c, err_name(err));
-		return false;
-	}
-	dc->storage = true;
-	return true;
-}
-
-/* The virtio-blk configuration vectors go to the storage core (which owns the disks). */
-static void dev_blk_irqs(void)
+/* kernel/node/port.h: the virtio-blk configuration vectors go to the storage core (which
+ * owns the disks). */
+void node_port_disk_vectors(uint32_t store_core)
 {
 	for (uint32_t i = 0; i < dev_n_vblk; i++) {
 		struct dev_blk_state *st = &dev_blk_st[i];
-		if (st->irq && pci_msix_set(&dev_bus, &st->msix, 0, x86_msi_addr(x86_cores[dev_store_core].apic_id),
+		if (st->irq && pci_msix_set(&dev_bus, &st->msix, 0, x86_msi_addr(x86_cores[store_core].apic_id),
 					    DEV_BLK_CFG_VECTOR(i)) != 0) {
 			LOG_WARN("blk", "virtio-blk%u: configuration vector not moved to core %u: polled instead",
-				 (unsigned)i, (unsigned)dev_store_core);
+				 (unsigned)i, (unsigned)store_core);
 			st->irq = false;
 		}
 	}
-}
-
-static const struct knet_hooks dev_core0_hooks = { .rx_steer = dev_rx_steer, .addr_changed = dev_addr_changed };
-static const struct knet_hooks dev_worker_hooks = { .tx = dev_tx_to_core0 };
-static const struct knet_hooks dev_worker_mq_hooks = { .rx_steer = dev_rx_worker, .addr_changed = dev_worker_addr };
-
-/* The mesh between n cores, from the configuration. False (logged) when it cannot be
- * built: then only core 0 serves. */
-static bool dev_mesh_init(uint32_t n)
-{
-	struct xcore_config xc = {
-		.n_cores = n,
-		.slots_per_ring = CONF_CORE_MESH_SLOTS,
-		.slot_size = (CONF_CORE_MESH_SLOT_BYTES + 7u) & ~7u,
-		.ctrl_slots = CONF_CORE_MESH_CTRL_SLOTS,
-		.credit_batch = CONF_CORE_MESH_CREDIT_BATCH,
-		.poll_max = CONF_CORE_MESH_POLL_MAX,
-		.poll_per_source = CONF_CORE_MESH_POLL_MAX,
-	};
-	size_t len;
-	void *va;
-	uint64_t pa;
-	int err = xcore_mesh_size(&xc, &len);
-	if (!err)
-		err = kheap_pages_alloc((uint32_t)((len + X86_PAGE_SIZE - 1) / X86_PAGE_SIZE), 1, &va, &pa);
-	if (!err)
-		err = xcore_mesh_init(&dev_mesh, va, len, &xc);
-	if (err) {
-		dev_mesh = NULL;
-		LOG_ERR("boot", "net: no core mesh for %u cores (%s); only core 0 serves", (unsigned)n,
-			err_name(err));
-		return false;
-	}
-	LOG_INFO("boot", "net: core mesh of %u cores, %u rings of %u slots of %u B (%lu KiB)", (unsigned)n,
-		 (unsigned)(n * (n - 1)), (unsigned)xc.slots_per_ring, (unsigned)xc.slot_size,
-		 (unsigned long)(len >> 10));
-	return true;
-}
-
-/* Steering over n cores: a random Toeplitz key, the indirection table from the
- * configuration. False (logged) when refused. */
-static bool dev_steer_init(uint32_t n)
-{
-	uint8_t key[RSS_KEY_LEN];
-	dev_random(key, sizeof key);
-	if (!dev_rss_indir) /* kept when steering is rebuilt over fewer cores */
-		dev_rss_indir = dev_pages(sizeof(uint16_t) * CONF_NET_RSS_INDIRECTION_ENTRIES, NULL);
-	struct rss_config rc = { .key = key, .n_workers = n, .n_indir = CONF_NET_RSS_INDIRECTION_ENTRIES,
-				 .indir = dev_rss_indir };
-	int err = rss_steer_init(&dev_rss, &rc);
-	if (!err)
-		err = ksteer_init(&dev_steer, &dev_rss);
-	memset(key, 0, sizeof key);
-	if (err)
-		LOG_ERR("boot", "net: steering over %u cores refused (%s: net.rss_indirection_entries %u); only core 0 "
-				"serves", (unsigned)n, err_name(err), (unsigned)CONF_NET_RSS_INDIRECTION_ENTRIES);
-	return err == 0;
-}
-
-/* Core c's broker and stack (on the boot core). False (logged) on failure. */
-static bool dev_core_net_init(uint32_t c, const struct kbroker_config *bc0, const struct knet_config *kc0)
-{
-	struct dev_core *dc = &dev_cores[c];
-	struct kbroker_config bc = *bc0;
-	bc.core = c;
-	int err = kbroker_init(&dc->broker, &bc);
-	if (err) {
-		LOG_ERR("boot", "core %u: broker initialisation failed (%s)", (unsigned)c, err_name(err));
-		return false;
-	}
-	struct knet_config kc = *kc0;
-	kc.core = c;
-	kc.upper = kbroker_upper(&dc->broker);
-	if (c > 0) {
-		kc.use_dhcp = false;
-		kc.ext_addr = true;
-		kc.ip = kc.mask = kc.gw = 0;
-		kc.n_rx_pairs = 0;
-		kc.pair = dev_own_pairs ? (uint16_t)c : 0;
-		kc.tx_hook = !dev_own_pairs;
-		kc.n_tx_stage = CONF_NET_TX_STAGE_FRAMES;
-		kc.hooks = dev_own_pairs ? &dev_worker_mq_hooks : &dev_worker_hooks;
-		kc.hooks_ctx = dc;
-		if (dev_own_pairs && ksteer_init(&dc->steer, &dev_rss) != 0)
-			return false;
-	} else if (dev_mesh) {
-		kc.hooks = &dev_core0_hooks;
-	}
-	size_t len = knet_mem_size(&kc);
-	if (!len) {
-		LOG_ERR("boot", "core %u: net configuration rejected", (unsigned)c);
-		return false;
-	}
-	/* Sized by the configuration (TCP connections): too little RAM for it is reported
-	 * with the remedy instead of stopping the boot. */
-	void *mem;
-	uint64_t pa;
-	err = kheap_pages_alloc((uint32_t)((len + X86_PAGE_SIZE - 1) / X86_PAGE_SIZE), 1, &mem, &pa);
-	if (err) {
-		LOG_ERR("boot", "core %u: no %lu KiB for the TCP tables (%s): give the VM more memory "
-				"(URMQTT_MEM) or configure fewer TCP connections", (unsigned)c,
-			(unsigned long)(len >> 10), err_name(err));
-		return false;
-	}
-	err = knet_init(&dc->knet, &kc, mem, len);
-	if (!err && dev_mesh) {
-		err = kdemux_init(&dc->demux, dc->demux_tab, DEV_NET_DEMUX);
-		if (!err)
-			err = kdemux_register(&dc->demux, KDEMUX_NET_FIRST, KDEMUX_NET_LAST, dev_net_recv, dc);
-		if (!err)
-			err = kdemux_register(&dc->demux, KDEMUX_SHARD_FIRST, KDEMUX_SHARD_LAST, dev_shard_recv, dc);
-		if (!err && dev_store_dedicated)
-			err = kdemux_register(&dc->demux, KDEMUX_STORE_OUT_FIRST, KDEMUX_STORE_OUT_LAST, dev_store_back, dc);
-	}
-	if (err) {
-		LOG_ERR("boot", "core %u: stack initialisation failed (%s)", (unsigned)c, err_name(err));
-		return false;
-	}
-	dc->ok = true;
-	return true;
-}
-
-/* Fewer cores than the shards were built for: the home-core hash would name cores that
- * do not serve, so core 0 serves every flow and every session alone (logged). */
-static void dev_serve_alone(const char *why)
-{
-	LOG_ERR("boot", "net: %s: core 0 serves alone (no steering, one broker shard)", why);
-	dev_n_net = 1;
-	if (!dev_steer_init(1))
-		dev_mesh = NULL;
-	else
-		ksteer_set_addr(&dev_steer, dev_cores[0].knet.ip);
-	kbroker_shards_off(&dev_cores[0].broker);
-}
-
-static void dev_knet_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
-{
-	struct time_civil civ;
-	uint64_t wall = 0;
-	if (x86_rtc_read(&wall, &civ) == 0) {
-		dev_wall_base_s = wall;
-		dev_wall_base_ns = x86_now_ns();
-	} else {
-		LOG_WARN("boot", "broker: no usable RTC; certificates will look not yet valid");
-	}
-	struct kbroker_config bc = {
-		.core = 0,
-		.report_ms = dev_report_ms(cmdline, cmdline_len),
-		.now_ms = dev_now_ms,
-		.wall_s = dev_wall_s,
-		.core_self = x86_core_index,
-	};
-	struct knet_config kc = {
-		.nic = &dev_net,
-		.pair = 0,
-		.n_rx_pairs = dev_net.n_pairs,
-		.use_dhcp = true,
-		.n_arp = DEV_NET_ARP,
-		.n_pending = DEV_NET_PENDING,
-		.rx_batch = DEV_NET_RX_BATCH,
-		.now_ms = dev_now_ms,
-		.random = dev_random,
-	};
-	if (dev_static_ip(cmdline, cmdline_len, &kc.ip, &kc.mask, &kc.gw))
-		kc.use_dhcp = false;
-	uint32_t n = MIN(MAX(n_cores, 1u), (uint32_t)PLAT_MAX_CPUS);
-	/* Storage: with a data disk, the highest core runs it and nothing else (one core:
-	 * core 0 runs it from its loop); the data cores are the others (ADR-031). */
-	struct blk_dev *disk = dev_data_disk(&dev_store_disk_name);
-	bool required = dev_storage_required(cmdline, cmdline_len);
-	if (!disk && required)
-		PANIC("storage is required (storage.required) but unusable: this machine has no data disk "
-		      "(virtio-blk or virtio-scsi)");
-	if (!disk)
-		LOG_WARN("boot", "storage: no data disk (virtio-blk or virtio-scsi): serving WITHOUT persistence (a "
-				 "restart forgets sessions, queued and retained messages)");
-	dev_store_on = disk != NULL;
-	dev_store_dedicated = dev_store_on && n > 1;
-	uint32_t n_data = dev_store_dedicated ? n - 1 : n;
-	if (n > 1 && !(dev_mesh_init(n) && dev_steer_init(n_data))) {
-		dev_mesh = NULL;
-		n = n_data = 1;
-		dev_store_dedicated = false;
-	}
-	dev_store_core = dev_store_dedicated ? n - 1 : 0;
-	dev_own_pairs = dev_net.n_pairs >= n_data;
-	if (n_data > 1) { /* one broker shard per data core, sessions on their home core (ADR-027) */
-		bc.n_cores = n_data;
-		bc.mesh = (struct dp_mesh_ops){ dev_shard_send, NULL };
-		dev_random(bc.home_key, sizeof bc.home_key);
-	}
-	bc.mesh_payload_max = dev_mesh ? xcore_payload_max(dev_mesh) : ((CONF_CORE_MESH_SLOT_BYTES + 7u) & ~7u) - 8u;
-	if (dev_store_on) {
-		bc.store_on = true;
-		bc.store_send = dev_store_send;
-		bc.store_payload_max = bc.mesh_payload_max;
-		const struct kstore_config ks = {
-			.blk = disk, .disk_name = dev_store_disk_name, .core = dev_store_core, .n_data = n_data,
-			.dedicated = dev_store_dedicated, .required = required, .send = dev_store_out,
-			.payload_max = bc.mesh_payload_max,
-			.now_ns = x86_now_ns, .wall_ms = dev_wall_ms, .report_ms = bc.report_ms,
-		};
-		struct kstore_config kcfg = ks;
-		memcpy(kcfg.home_key, bc.home_key, sizeof kcfg.home_key);
-		dev_store_knobs(cmdline, cmdline_len, &kcfg.knobs);
-		if (kstore_init(&kcfg) != 0) {
-			LOG_ERR("broker", "storage could not be set up; no network service");
-			return;
-		}
-		mem_wipe(kcfg.home_key, sizeof kcfg.home_key);
-		if (dev_store_dedicated && !dev_store_core_init(dev_store_core))
-			return;
-		dev_blk_irqs();
-		LOG_INFO("boot", "storage: %s, run by core %u%s", dev_store_disk_name, (unsigned)dev_store_core,
-			 dev_store_dedicated ? " (nothing else runs there)" : " from its loop (one core)");
-	}
-	/* Core 0 first: its failure means no network at all; a worker's only shrinks the
-	 * set of cores flows are steered to (the cores after it are not started either). */
-	if (!dev_core_net_init(0, &bc, &kc)) {
-		LOG_ERR("boot", "broker: initialisation failed; no network service");
-		return;
-	}
-	dev_broker_ok = true;
-	dev_n_net = 1;
-	for (uint32_t c = 1; c < n_data && dev_core_net_init(c, &bc, &kc); c++)
-		dev_n_net = c + 1;
-	mem_wipe(bc.home_key, sizeof bc.home_key);
-	if (dev_n_net < n_data)
-		dev_serve_alone("a worker's stack or broker could not be built");
-	if (dev_mesh) {
-		/* A static address was taken inside core 0's knet_init, before the workers
-		 * existed: (re)state it for the steering and every worker. */
-		ksteer_set_addr(&dev_steer, dev_cores[0].knet.ip);
-		for (uint32_t c = 1; c < dev_n_net; c++)
-			dev_cores[c].addr_dirty = true;
-	}
-	dev_net_irqs();
-	const char *irq = dev_net_msix_ok ? " (MSI-X + polling)" : " (polled)";
-	const char *addr = kc.use_dhcp ? "DHCP" : "static address from the command line";
-	if (dev_n_net == 1)
-		LOG_INFO("boot", "net: one stack, on core 0, receiving from %u pair(s)%s; %s",
-			 (unsigned)dev_net.n_pairs, irq, addr);
-	else
-		LOG_INFO("boot", "net: %u stacks, one per core; core 0 receives from %u pair(s)%s and steers; "
-				 "workers transmit %s; %s",
-			 (unsigned)dev_n_net, (unsigned)dev_net.n_pairs, irq,
-			 dev_own_pairs ? "on their own pairs" : "through core 0 on pair 0", addr);
-	LOG_INFO("broker", "listening on TCP %u (MQTT over TLS 1.3, client certificates required)%s",
-		 (unsigned)kbroker_upper(&dev_cores[0].broker)->tcp->ports[0],
-		 kc.use_dhcp ? " once the DHCP lease is in" : "");
-}
-
-/* After the APs started: steer only over the cores that run (a core that did not start
- * would never drain its rings). Boot core, before its own loop runs. */
-/* Storage gets its final view of the data cores (kernel/kstore.h: it waits for this). A
- * dedicated storage core that did not start cannot serve: the data cores are told storage
- * is off (or the machine stops, storage.required). Boot core, after the cores started. */
-static void dev_store_go(uint32_t n_started)
-{
-	if (!dev_store_on)
-		return;
-	if (dev_store_dedicated && n_started <= dev_store_core) {
-		if (CONF_STORAGE_REQUIRED)
-			PANIC("storage is required (storage.required) but its core %u did not start", (unsigned)dev_store_core);
-		LOG_ERR("store", "the storage core %u did not start: serving WITHOUT persistence", (unsigned)dev_store_core);
-		kbroker_store_recv(&dev_cores[0].broker, STORE_K_OFF, NULL, 0);
-		for (uint32_t c = 1; c < dev_n_net; c++)
-			if (xcore_send_ctrl(dev_mesh, 0, c, STORE_K_OFF, NULL, 0) == 0)
-				dev_wake(c);
-		return;
-	}
-	kstore_go(dev_n_net);
-}
-
-void x86_dev_cores_started(uint32_t n_started)
-{
-	uint32_t n_data_started = dev_store_dedicated ? MIN(n_started, dev_store_core) : n_started;
-	if (dev_mesh && dev_own_pairs && n_data_started >= dev_n_net && dev_n_net > 1) {
-		/* Every core runs: the device steers from now on. Core 0 stops draining the
-		 * workers' pairs before it tells each worker to take its own (frames wait in
-		 * the queue meanwhile); this runs on core 0 before its loop does. */
-		if (knet_set_rx_pairs(&dev_cores[0].knet, 1) == 0) {
-			dev_device_steers = true;
-			for (uint32_t c = 1; c < dev_n_net; c++)
-				dev_cores[c].take_pair = true;
-			LOG_INFO("boot", "net: the device steers: each of %u cores drains its own queue pair",
-				 (unsigned)dev_n_net);
-		}
-		dev_store_go(n_started);
-		return;
-	}
-	if (dev_mesh && n_data_started < dev_n_net) {
-		LOG_WARN("boot", "net: only %u of %u cores started", (unsigned)n_started, (unsigned)dev_n_net);
-		dev_serve_alone("not every core started");
-	}
-	dev_store_go(n_started);
 }
 
 static void dev_init_devices(uint32_t n_cores)
@@ -1203,58 +496,14 @@ void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 		return;
 	}
 	if (dev_net_ok)
-		dev_knet_init(cmdline, cmdline_len, n_cores);
-}
-
-/* Development builds, test=net: each core with a stack logs its own counters at most once
- * a second when they changed (its own state only: no cross-core reads). */
-static bool dev_stats_on;
-
-void x86_dev_stats_enable(void)
-{
-	dev_stats_on = true;
-}
-
-static int dev_stats_poll(void *ctx)
-{
-	struct dev_core *dc = ctx;
-	const struct knet *k = &dc->knet;
-	uint32_t core = (uint32_t)(dc - dev_cores);
-	uint64_t now = dev_now_ms();
-	if (now < dc->stats_last_ms + 1000u)
-		return 0;
-	dc->stats_last_ms = now;
-	uint64_t irqs = atomic_load_explicit(&x86_cores[core].n_dev_irqs, memory_order_relaxed);
-	uint64_t sum = k->st.rx_frames + k->st.tx_frames + irqs + k->st.rx_steered;
-	if (sum == dc->stats_last_sum)
-		return 0;
-	dc->stats_last_sum = sum;
-	struct dp_stats ds;
-	dp_stats_get(dc->broker.dp, &ds); /* this core's broker, on this core */
-	LOG_INFO("net", "core %u pair %u: %lu frames in, %lu out, %lu device interrupts, %u connections, "
-			"%lu TLS handshakes, %lu bytes in, %lu ICMP echo replies, %lu frames of unknown type",
-		 (unsigned)core, (unsigned)k->cfg.pair, (unsigned long)k->st.rx_frames,
-		 (unsigned long)k->st.tx_frames, (unsigned long)irqs, (unsigned)tcp_conn_count(k->tcp),
-		 (unsigned long)ds.hs_done, (unsigned long)ds.bytes_in,
-		 (unsigned long)k->ns.cnt.icmp_echo_replies, (unsigned long)k->ns.cnt.eth_type);
-	if (dev_mesh && core == 0) {
-		uint64_t sd = 0, ad = 0;
-		for (uint32_t c = 1; c < dev_n_net; c++) {
-			sd += dev_cores[c].steer_drops;
-			ad += dev_cores[c].arp_drops;
-		}
-		LOG_INFO("net", "core 0 steering: %lu frames to workers, %lu flows, %lu ARP, %lu dropped (no mesh "
-				"credit), %lu ARP copies dropped, %lu worker frames sent (%lu dropped), %lu wake-ups",
-			 (unsigned long)k->st.rx_steered, (unsigned long)dev_steer.cnt.flows,
-			 (unsigned long)dev_steer.cnt.arp, (unsigned long)sd, (unsigned long)ad,
-			 (unsigned long)k->st.fwd_frames, (unsigned long)k->st.fwd_drops, (unsigned long)dc->n_ipis);
-	} else if (dev_mesh) {
-		LOG_INFO("net", "core %u mesh: %lu frames from core 0 (%lu before an address), %lu sent back "
-				"(%lu dropped: no credit), %lu wake-ups sent",
-			 (unsigned)core, (unsigned long)k->st.rx_frames, (unsigned long)k->st.rx_no_addr,
-			 (unsigned long)k->st.tx_frames, (unsigned long)dc->tx_drops, (unsigned long)dc->n_ipis);
+	{
+		const char *disk_name;
+		struct blk_dev *disk = dev_data_disk(&disk_name);
+		const struct node_config nc = { .nic = &dev_net, .disk = disk, .disk_name = disk_name,
+						.cmdline = cmdline, .cmdline_len = cmdline_len, .n_cores = n_cores };
+		x86_wall_clock_init();
+		node_init(&nc);
 	}
-	return 0;
 }
 
 /* ---- virtio-blk configuration changes, core 0's loop ---- */
@@ -1308,7 +557,7 @@ static void dev_blk_config(uint32_t i)
 		 * its one queue: a read test there would take the service's completions. Its growth
 		 * writes and flushes the new end itself (the backup GPT), which tests it. This loop
 		 * runs on the storage core. */
-		if (dev_store_on && i == 0)
+		if (node_store_on() && i == 0)
 			kstore_disk_grew();
 		else if (st->running)
 			st->retest = true;
@@ -1333,9 +582,9 @@ static int dev_blk_poll(void *ctx)
 {
 	(void)ctx;
 	int work = 0;
-	uint64_t now = dev_now_ms();
+	uint64_t now = x86_now_ns() / 1000000u;
 	/* Written only by this core's own interrupt handler: relaxed is enough. */
-	uint64_t irqs = atomic_load_explicit(&x86_cores[dev_store_core].n_dev_irqs, memory_order_relaxed);
+	uint64_t irqs = atomic_load_explicit(&x86_cores[node_store_core()].n_dev_irqs, memory_order_relaxed);
 	bool irq = irqs != dev_blk_seen_irqs, tick = now >= dev_blk_next_poll_ms;
 	bool step = now != dev_blk_last_step_ms;
 
@@ -1364,32 +613,14 @@ void x86_dev_loop_add(struct kloop *l, uint32_t core)
 {
 	/* The disks' configuration changes: on the core that owns the disks (the storage
 	 * core; core 0 when there is one core). */
-	if (core == dev_store_core && dev_n_vblk && kloop_add(l, "blk", dev_blk_poll, NULL) != 0)
+	if (core == node_store_core() && dev_n_vblk && kloop_add(l, "blk", dev_blk_poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)core);
 	if (core > 0 && core < dev_rng_n_seeds) {
 		if (csprng_kernel_reseed(dev_rng_seeds[core], DEV_RNG_BYTES) != 0)
 			PANIC("core %u: CSPRNG refused the virtio-rng seed", (unsigned)core);
 		memset(dev_rng_seeds[core], 0, DEV_RNG_BYTES);
 	}
-	if (core < PLAT_MAX_CPUS && dev_cores[core].storage) { /* the storage core: nothing else */
-		if (kloop_add(l, "mesh", dev_mesh_poll, &dev_cores[core]) != 0)
-			PANIC("core %u: loop full", (unsigned)core);
-		kstore_loop_add(l);
-		return;
-	}
-	if (core >= PLAT_MAX_CPUS || !dev_cores[core].ok)
-		return;
-	struct dev_core *dc = &dev_cores[core];
-	if (dev_stats_on && kloop_add(l, "net-stats", dev_stats_poll, dc) != 0)
-		PANIC("core %u: loop full", (unsigned)core);
-	/* The mesh before the stack: frames a worker handed back are posted in the same pass
-	 * as knet_poll's kick. */
-	if (dev_mesh && kloop_add(l, "mesh", dev_mesh_poll, dc) != 0)
-		PANIC("core %u: loop full", (unsigned)core);
-	if (kloop_add(l, "net", knet_poll, &dc->knet) != 0)
-		PANIC("core %u: loop full", (unsigned)core);
-	if (dev_store_on && !dev_store_dedicated && core == 0)
-		kstore_loop_add(l); /* one core: storage from core 0's loop, within its pass budget */
+	node_loop_add(l, core);
 }
 
 uint32_t x86_dev_selftest_failures(void)

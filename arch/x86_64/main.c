@@ -5,22 +5,21 @@
  * information, final page tables with guarded stacks and IST stacks, ACPI platform
  * discovery, AP preparation, PCI enumeration with every virtio BAR mapped (devices.c),
  * sealed tables and the W^X audit, the page allocator and heap (kernel/heap) over the
- * physmap, the per-core CSPRNGs, the virtio devices and the network stack, SMP start,
- * banner, then
- * (development builds) the test scenario named on the command line. Owns the boot
+ * physmap, the per-core CSPRNGs, the virtio devices and the node (kernel/node), SMP
+ * start, banner; at fixed points between them, the hooks of the test scenario the command
+ * line names (development builds: arch/x86_64/scenarios/). Owns the boot
  * core's struct boot_info and struct platform. Never continues after a failed audit,
  * without a memory map, without a heap or without an entropy source.
  */
 #include "arch/x86_64/bootinfo.h"
-#ifdef URMQTT_DP_BENCH
-#include "arch/x86_64/dpbench.h"
-#endif
+#include "arch/x86_64/scenarios/scenarios.h"
 #include "arch/x86_64/tls_selftest.h"
 #include "arch/x86_64/x86.h"
 #include "kernel/cmdline.h"
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
 #include "kernel/log.h"
+#include "kernel/node/node.h"
 #include "kernel/panic.h"
 #include "kernel/time.h"
 #include "lib/err.h"
@@ -29,7 +28,6 @@
 #include "urmqtt_config.h"
 
 #define BOOT_STACK_PAGES 8
-#define SCENARIO_MAX 32
 #define TICK_US 10000u                     /* the per-core watchdog tick */
 #define WATCHDOG_BUDGET_NS (CONF_CORE_WATCHDOG_BUDGET_MS * 1000000ull) /* one handler call */
 #define WATCHDOG_HARD_NS (CONF_CORE_WATCHDOG_HARD_MS * 1000000ull)     /* stuck: stop the machine */
@@ -44,11 +42,34 @@ static struct boot_info main_bi;
 static struct platform main_plat;
 static struct x86_mmu_features main_feat;
 static uint32_t main_n_slots = 1; /* cores that may run: heap caches, CSPRNG instances */
-#ifndef URMQTT_PROD
-/* A test handler every core adds to its loop (set before the APs start, then read-only). */
-static int (*main_test_poll)(void *ctx);
-static const char *main_test_name;
+/* The test scenario the command line names (development images; NULL in production, and
+ * when none is named). Set before the APs start, then read-only. */
+static const struct x86_scenario *main_sc;
+static struct x86_scenario_boot main_sc_boot;
+
+#ifdef URMQTT_PROD
+/* Production images link no scenario and never read test= from the command line. */
+static const struct x86_scenario *main_scenario_lookup(void)
+{
+	return NULL;
+}
+#else
+static const struct x86_scenario *main_scenario_lookup(void)
+{
+	const struct x86_scenario *sc = x86_scenario_lookup(main_bi.cmdline, sizeof main_bi.cmdline);
+	main_sc_boot.name = x86_scenario_name();
+	main_sc_boot.cmdline = main_bi.cmdline;
+	main_sc_boot.cmdline_len = sizeof main_bi.cmdline;
+	return sc;
+}
 #endif
+
+/* Call the scenario's hook at this point of the boot, if it has one. */
+#define MAIN_SC_HOOK(hook)                               \
+	do {                                             \
+		if (main_sc && main_sc->hook)            \
+			main_sc->hook(&main_sc_boot);    \
+	} while (0)
 
 #ifdef URMQTT_PROD
 #define MAIN_FLAVOUR "production"
@@ -226,7 +247,7 @@ static void main_rng_init(uint32_t n_cores, bool pretend_none)
 /* Halt until an interrupt, unless one already marked work since the last poll or a mesh
  * message is waiting: the checks run with interrupts off and "sti; hlt" cannot be split
  * (sti's one-instruction shadow), so a wake-up is never lost between the check and the
- * halt. Mesh senders wake a sleeping core with an IPI (protocol in devices.c). */
+ * halt. Mesh senders wake a sleeping core with an IPI (protocol in kernel/node/node.c). */
 static void main_idle(void)
 {
 	struct x86_core *c = x86_core_self();
@@ -235,7 +256,7 @@ static void main_idle(void)
 	/* seq_cst: the store above is ordered before the rings' head loads below; pairs
 	 * with the sender's fence between its commit and its load of `sleeping`. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_exchange_explicit(&c->wake, false, memory_order_relaxed) || x86_dev_mesh_pending(c->index)) {
+	if (atomic_exchange_explicit(&c->wake, false, memory_order_relaxed) || node_mesh_pending(c->index)) {
 		atomic_store_explicit(&c->sleeping, false, memory_order_relaxed);
 		__asm__ volatile("sti" ::: "memory");
 		return;
@@ -257,10 +278,8 @@ static void main_loop_init(struct x86_core *c)
 	if (kloop_add(&c->loop, "heap", kheap_poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
 	x86_dev_loop_add(&c->loop, c->index);
-#ifndef URMQTT_PROD
-	if (main_test_poll && kloop_add(&c->loop, main_test_name, main_test_poll, NULL) != 0)
+	if (main_sc && main_sc->poll && kloop_add(&c->loop, main_sc->poll_name, main_sc->poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
-#endif
 }
 
 static NORETURN void main_ap(struct x86_core *c)
@@ -270,45 +289,12 @@ static NORETURN void main_ap(struct x86_core *c)
 	kloop_run(&c->loop);
 }
 
-#ifndef URMQTT_PROD
-static uint32_t main_n_cores;
-
-/* test=boot: every core's tick has fired a few times, then the test passes. */
-static int main_test_boot_poll(void *ctx)
-{
-	(void)ctx;
-	for (uint32_t i = 0; i < main_n_cores; i++)
-		if (atomic_load_explicit(&x86_cores[i].loop.n_ticks, memory_order_relaxed) < 3)
-			return 0;
-	for (uint32_t i = 0; i < main_n_cores; i++)
-		LOG_INFO("test", "core %u: apic id %u, %lu ticks, %lu idle passes", (unsigned)i,
-			 (unsigned)x86_cores[i].apic_id,
-			 (unsigned long)atomic_load_explicit(&x86_cores[i].loop.n_ticks, memory_order_relaxed),
-			 (unsigned long)x86_cores[i].loop.n_idle);
-	LOG_INFO("test", "scenario boot: every core ticks in its loop");
-	x86_stop(X86_EXIT_BOOT_OK);
-}
-
-/* test=watchdog: a handler that never returns (nothing clears the flag). */
-static volatile bool main_spin_forever = true;
-static int main_test_spin_poll(void *ctx)
-{
-	(void)ctx;
-	while (main_spin_forever)
-		x86_pause();
-	return 1;
-}
-#endif
 
 static NORETURN void main_continue(void *arg)
 {
 	(void)arg;
 	x86_core_bind(0);
-#ifndef URMQTT_PROD
-	char scenario[SCENARIO_MAX] = "";
-	if (cmdline_get(main_bi.cmdline, sizeof main_bi.cmdline, "test", scenario, sizeof scenario) != 0)
-		scenario[0] = '\0';
-#endif
+	main_sc = main_scenario_lookup();
 
 	struct plat_phys_reader fw = { NULL, main_fw_map };
 	const char *acpi_why = NULL;
@@ -322,22 +308,14 @@ static NORETURN void main_continue(void *arg)
 	x86_pm_init(&main_plat);
 
 	struct x86_core *bsp = &x86_cores[0];
-#ifndef URMQTT_PROD
-	if (strcmp(scenario, "oneshot-lapic") == 0)
-		x86_apic_no_deadline_for_test();
-#endif
+	MAIN_SC_HOOK(before_timer);
 	x86_apic_init_bsp(TICK_US);
 	bsp->apic_id = x86_apic_id();
 	x86_apic_init_core();
 	if (!acpi_why)
 		main_n_slots = 1 + x86_smp_prepare(&main_plat);
-
-#ifndef URMQTT_PROD
-	if (strcmp(scenario, "wx-audit") == 0) {
-		LOG_INFO("test", "scenario wx-audit: adding a writable+executable page");
-		x86_mmu_test_map_wx();
-	}
-#endif
+	main_sc_boot.n_slots = main_n_slots;
+	MAIN_SC_HOOK(before_seal);
 	{
 		struct x86_mem_range ram[BOOTINFO_MAX_MEM];
 		for (uint32_t i = 0; i < main_bi.n_mem; i++) {
@@ -359,103 +337,24 @@ static NORETURN void main_continue(void *arg)
 		       (unsigned long)wx.n_pt_writable, (unsigned long)wx.n_leaves);
 	}
 	main_mm_init(main_n_slots);
-#ifndef URMQTT_PROD
-	main_rng_init(main_n_slots, strcmp(scenario, "no-entropy") == 0);
-	if (strcmp(scenario, "heap") == 0) {
-		main_test_poll = x86_scenario_heap_poll;
-		main_test_name = "test-heap";
-	} else if (strcmp(scenario, "net") == 0) {
-		x86_dev_stats_enable();
-	} else if (strcmp(scenario, "oneshot") == 0 || strcmp(scenario, "oneshot-lapic") == 0) {
-		main_test_poll = x86_scenario_oneshot_poll;
-		main_test_name = "test-oneshot";
-		x86_scenario_oneshot_setup(main_n_slots);
-	} else if (strcmp(scenario, "xcore") == 0) {
-		main_test_poll = x86_scenario_xcore_poll;
-		main_test_name = "test-xcore";
-		x86_scenario_xcore_setup(main_n_slots);
-	} else if (strcmp(scenario, "tls") == 0) {
-		main_test_poll = x86_tls_concurrent_poll;
-		main_test_name = "test-tls";
-	}
-#ifdef URMQTT_DP_BENCH
-	else if (strcmp(scenario, "dpbench") == 0) {
-		main_test_poll = x86_dpbench_poll;
-		main_test_name = "dpbench";
-	}
-#endif
-#else
-	main_rng_init(main_n_slots, false);
-#endif
+	main_rng_init(main_n_slots, main_sc && main_sc->no_entropy);
+	MAIN_SC_HOOK(setup);
 	x86_dev_init(main_bi.cmdline, sizeof main_bi.cmdline, main_n_slots);
-#ifndef URMQTT_PROD
-	/* The heap scenario's baseline includes every boot-time allocation (devices, TLS
-	 * self-test), so it counts only what the scenario itself does. */
-	if (main_test_poll == x86_scenario_heap_poll)
-		x86_scenario_heap_setup(main_n_slots);
-	/* After the TLS self-test, which installs mbedTLS's hooks and initialises PSA. */
-	if (main_test_poll == x86_tls_concurrent_poll)
-		x86_tls_concurrent_setup(main_n_slots);
-#ifdef URMQTT_DP_BENCH
-	if (main_test_poll == x86_dpbench_poll) {
-		char secs[8] = "";
-		uint32_t s = 0;
-		if (cmdline_get(main_bi.cmdline, sizeof main_bi.cmdline, "dpbench_s", secs, sizeof secs) == 0)
-			for (const char *p = secs; *p >= '0' && *p <= '9' && s < 3600; p++)
-				s = s * 10u + (uint32_t)(*p - '0');
-		x86_dpbench_setup(main_n_slots, s);
-	}
-#endif
-#endif
+	MAIN_SC_HOOK(after_devices);
 	main_loop_init(bsp);
 	uint32_t n_cores = acpi_why ? 1 : x86_smp_boot(main_ap);
-	x86_dev_cores_started(n_cores);
+	node_cores_started(n_cores);
 
 	main_banner(&wx, n_cores, main_plat.n_cpus, acpi_why);
 	uint64_t ns = x86_now_ns();
 	LOG_INFO("boot", "boot: %lu.%03lu ms from entry to the loop", (unsigned long)(ns / 1000000u),
 		 (unsigned long)(ns / 1000u % 1000u));
-#ifndef URMQTT_PROD
-	main_n_cores = n_cores;
-	if (strcmp(scenario, "boot") == 0) {
-		if (kloop_add(&bsp->loop, "test-boot", main_test_boot_poll, NULL) != 0)
-			PANIC("loop full");
-	} else if (strcmp(scenario, "heap") == 0) {
-		LOG_INFO("test", "scenario heap: allocating and freeing across %u cores", (unsigned)n_cores);
-		if (n_cores != main_n_slots)
-			PANIC("heap scenario: only %u of %u cores started", (unsigned)n_cores,
-			      (unsigned)main_n_slots);
-	} else if (main_test_poll == x86_scenario_xcore_poll || main_test_poll == x86_tls_concurrent_poll
-#ifdef URMQTT_DP_BENCH
-		   || main_test_poll == x86_dpbench_poll
-#endif
-	) {
-		if (n_cores != main_n_slots)
-			PANIC("%s scenario: only %u of %u cores started", scenario, (unsigned)n_cores,
-			      (unsigned)main_n_slots);
-	} else if (main_test_poll == x86_scenario_oneshot_poll) {
-		LOG_INFO("test", "scenario %s: one-shot timers on %u cores", scenario, (unsigned)n_cores);
-	} else if (strcmp(scenario, "poweroff") == 0) {
-		LOG_INFO("test", "scenario poweroff: ACPI S5");
-		x86_acpi_poweroff();
-		kpanic(X86_EXIT_BOOT, "ACPI S5 power-off did not stop the machine");
-	} else if (strcmp(scenario, "drivers") == 0) {
-		uint32_t nf = x86_dev_selftest_failures();
-		LOG_INFO("test", "scenario drivers: %u block device(s), %u failure(s)",
-			 (unsigned)x86_dev_block_count(), (unsigned)nf);
-		x86_stop(nf ? X86_EXIT_BOOT : X86_EXIT_BOOT_OK);
-	} else if (strcmp(scenario, "net") == 0) {
-		LOG_INFO("test", "scenario net: serving until stopped from outside");
-	} else if (strcmp(scenario, "watchdog") == 0) {
-		LOG_INFO("test", "scenario watchdog: a handler that never returns");
-		if (kloop_add(&bsp->loop, "test-spin", main_test_spin_poll, NULL) != 0)
-			PANIC("loop full");
-	} else if (scenario[0]) {
-		LOG_INFO("test", "scenario %s: starting", scenario);
-		x86_scenario_run(scenario);
-		kpanic(X86_EXIT_BOOT, "unknown test scenario '%s'", scenario);
-	}
-#endif
+	main_sc_boot.n_cores = n_cores;
+	main_sc_boot.boot_loop = &bsp->loop;
+	if (main_sc && main_sc->all_cores && n_cores != main_n_slots)
+		PANIC("%s scenario: only %u of %u cores started", main_sc_boot.name, (unsigned)n_cores,
+		      (unsigned)main_n_slots);
+	MAIN_SC_HOOK(started);
 	__asm__ volatile("sti");
 	kloop_run(&bsp->loop);
 }

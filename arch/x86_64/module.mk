@@ -1,15 +1,22 @@
 # SPDX-License-Identifier: MIT
 # arch/x86_64: boot entries (PVH, Multiboot2), page tables and W^X audit, descriptor
-# tables and exception reports, serial console, TSC clock, test scenarios, the TLS boot
-# self-test; the image link (with mbedTLS and SQLite). kernel/kbroker.c: the broker glue (dp/ on the
-# kernel heap with the embedded certificates), kernel-only, so listed here.
+# tables and exception reports, serial console, TSC clock, the TLS boot
+# self-test; the image link (with mbedTLS and SQLite). node_port.c: the x86_64 side of
+# kernel/node/port.h. kernel/kstore.c: the storage core's glue, kernel-only, so listed here.
 KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/cpu.c arch/x86_64/trap.c arch/x86_64/serial.c arch/x86_64/clock.c \
-	arch/x86_64/ssp.c arch/x86_64/scenario.c \
+	arch/x86_64/ssp.c \
 	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
 	arch/x86_64/entropy.c arch/x86_64/libgcc.c \
 	arch/x86_64/drv_port.c arch/x86_64/devices.c arch/x86_64/tls_selftest.c \
-	kernel/kbroker.c kernel/kstore.c
+	arch/x86_64/node_port.c kernel/kstore.c
+# Test scenarios (arch/x86_64/scenarios/): development and test images only; a production
+# image neither links them nor reads test= from the command line.
+ifneq ($(PROFILE),prod)
+KERNEL_SRCS_x86_64 += arch/x86_64/scenarios/registry.c arch/x86_64/scenarios/cores.c \
+	arch/x86_64/scenarios/faults.c arch/x86_64/scenarios/tls.c
+CFLAGS_arch_x86_64_scenarios_tls = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
+endif
 # The TLS self-test includes mbedTLS headers and the embedded development certificates.
 # Deferred (=) and spelled out: tls/ and tools/certs/ module.mk are read after this one.
 CFLAGS_arch_x86_64_tls_selftest = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
@@ -58,3 +65,17 @@ $(B)/x86_64/urmqtt.relocs: $(B)/x86_64/urmqtt.reloc.elf $(B)/host/tools/urmqtt-r
 	$(Q)$(B)/host/tools/urmqtt-relocs table $< $@ >/dev/null
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf $(B)/host/tools/urmqtt-relocs
+
+# The production image (PROFILE=prod: config/prod.conf and -DURMQTT_PROD) in a tree of its
+# own, $(B)/prod: objects do not depend on the flags, so the two profiles in one tree would
+# mix their objects and replace the image every other test boots. A sub-make, as for the
+# bench's tree; it makes its own development PKI ($(B)/prod/dev/certs) and shares the main
+# tree's mbedTLS and SQLite sources. tests/smoke/x86_64-prod.sh boots it.
+X86_64_PROD_TREE := $(B)/prod
+.PHONY: x86_64-prod
+x86_64-prod:
+	$(Q)mkdir -p $(X86_64_PROD_TREE) && ln -sfn $(abspath $(B)/deps) $(X86_64_PROD_TREE)/deps
+	$(Q)$(MAKE) --no-print-directory BUILD_DIR=$(X86_64_PROD_TREE) PROFILE=prod CONF_FILE=config/prod.conf \
+		$(X86_64_PROD_TREE)/x86_64/urmqtt.elf
+TEST_DEPS += x86_64-prod
+SMOKE_SCRIPTS += tests/smoke/x86_64-prod.sh

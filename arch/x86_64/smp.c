@@ -13,6 +13,8 @@
  *  2. smp_next is the index of the one AP being started; it is stable while that AP
  *     starts because APs start one at a time.
  */
+#include <stdatomic.h>
+
 #include "arch/x86_64/x86.h"
 #include "kernel/log.h"
 #include "kernel/panic.h"
@@ -30,6 +32,14 @@ NORETURN void x86_ap_main(void);
 
 struct x86_core x86_cores[PLAT_MAX_CPUS];
 static volatile uint32_t smp_next;
+/* Whether any AP was sent INIT/SIPI: before that the other CPUs still run the firmware,
+ * which must not receive the stop NMI (it faults them into a reset). */
+static atomic_bool smp_aps_woken;
+
+bool x86_smp_aps_woken(void)
+{
+	return atomic_load_explicit(&smp_aps_woken, memory_order_relaxed);
+}
 static void (*smp_ap_main)(struct x86_core *c);
 static uint64_t smp_cr3;
 static char smp_stack_names[PLAT_MAX_CPUS][8]; /* linked by x86_stack_alloc */
@@ -108,6 +118,9 @@ uint32_t x86_smp_boot(void (*ap_main)(struct x86_core *c))
 	smp_ap_main = ap_main;
 	if (n_todo == 0)
 		return 1;
+	/* Relaxed: read by x86_stop on this core, or on an AP that this core's IPIs started
+	 * (their delivery orders the store before it runs). */
+	atomic_store_explicit(&smp_aps_woken, true, memory_order_relaxed);
 
 	/* INIT every AP at once and wait the architectural 10 ms only once. */
 	for (uint32_t k = 0; k < n_todo; k++)

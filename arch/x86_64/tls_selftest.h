@@ -8,15 +8,19 @@
 #ifndef ARCH_X86_64_TLS_SELFTEST_H
 #define ARCH_X86_64_TLS_SELFTEST_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "lib/compiler.h"
 
 /* Run the known-answer tests and the certificate checks; logs "tls: self-test PASS" or
  * FAIL with the step. 0 or a negative -E_* of the failing step. */
 int x86_tls_selftest(void) MUST_CHECK;
 
-/* test=tls (development builds): mbedTLS used from every core at once (ADR-026). Setup
- * on the boot core after the self-test; the poll in every core's loop. */
-void x86_tls_concurrent_setup(uint32_t n_cores);
-int x86_tls_concurrent_poll(void *ctx);
+/* The development chain's check the self-test runs (also from every core at once by
+ * test=tls): parse the embedded CA and server certificates, verify the server's against the
+ * CA; their subject CNs in ca_cn and srv_cn (cap bytes each), X.509 verify flags in *flags.
+ * 0 or -E_*. Only after x86_tls_selftest installed mbedTLS's hooks. */
+int x86_tls_selftest_certs(char *ca_cn, char *srv_cn, size_t cap, uint32_t *flags) MUST_CHECK;
 
 #endif

@@ -318,12 +318,20 @@ uint32_t x86_smp_prepare(const struct platform *p);
 /* Start the prepared APs (no mapping changes); returns how many cores run in total
  * (boot core included). ap_main is where each AP goes. */
 uint32_t x86_smp_boot(void (*ap_main)(struct x86_core *c));
+/* Whether x86_smp_boot sent any AP its start-up IPIs (before: they run the firmware). */
+bool x86_smp_aps_woken(void);
 
 /* ---- rtc.c ---- */
 struct time_civil;
 /* Read the CMOS RTC: 0 with *unix_s and *c, -E_IO (never stable) or -E_RANGE (bad date;
  * *c still holds what was read). */
 MUST_CHECK int x86_rtc_read(uint64_t *unix_s /* out */, struct time_civil *c /* out */);
+
+/* ---- node_port.c (kernel/node/port.h on x86_64) ---- */
+/* The wall clock's base from the RTC (boot core, once, before the other cores start). */
+void x86_wall_clock_init(void);
+/* Unix milliseconds of the wall clock; 0 when the RTC was unusable. */
+int64_t x86_wall_ms(void);
 
 /* ---- ssp.c ---- */
 void x86_ssp_init(void);
@@ -353,31 +361,13 @@ void x86_drv_port_buses(uint8_t *start /* out */, uint8_t *end /* out */);
  * and map every virtio BAR. */
 void x86_dev_scan(const struct platform *p, const struct x86_mem_range *ram, uint32_t n_ram);
 /* Boot core, after the heap and the CSPRNG, before the APs start: probe and bring up every
- * virtio device, run the block self-tests, build the network stack; banner lines. */
+ * virtio device, run the block self-tests, then build the node on them (kernel/node/node.h:
+ * stacks, brokers, mesh, storage); banner lines. */
 void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores);
-/* Development builds: per-core network counters in the log (before the loops start). */
-void x86_dev_stats_enable(void);
-/* Add core's device handlers to its loop (from main_loop_init). */
+/* Add core's device handlers and the node's to its loop (from main_loop_init). */
 void x86_dev_loop_add(struct kloop *l, uint32_t core);
-/* Boot core, after the APs started and before its own loop: steer over those only. */
-void x86_dev_cores_started(uint32_t n_started);
-/* Core `core` (its idle, interrupts off): a mesh message waits for it. */
-bool x86_dev_mesh_pending(uint32_t core);
 /* Block devices driven and failed self-tests/initialisations (for the test scenario). */
 uint32_t x86_dev_block_count(void);
 uint32_t x86_dev_selftest_failures(void);
 
-/* ---- scenario.c (development builds) ---- */
-/* The multi-core heap scenario: set up on the boot core before the APs start (takes the
- * baseline counters), then x86_scenario_heap_poll runs in every core's loop. */
-void x86_scenario_heap_setup(uint32_t n_cores);
-int x86_scenario_heap_poll(void *ctx);
-/* The one-shot timer scenario: same pattern (setup on the boot core, poll on every core). */
-void x86_scenario_oneshot_setup(uint32_t n_cores);
-int x86_scenario_oneshot_poll(void *ctx);
-/* The core-mesh scenario: same pattern (setup builds the mesh on the boot core). */
-void x86_scenario_xcore_setup(uint32_t n_cores);
-int x86_scenario_xcore_poll(void *ctx);
-/* Run the deliberate-fault scenario `name`; returns only if the name is unknown. */
-void x86_scenario_run(const char *name);
 #endif

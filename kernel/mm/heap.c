@@ -58,7 +58,7 @@
  *  - Counters are single-writer; snapshot readers load them relaxed: no other memory
  *    depends on their value, each load simply returns some recent value. Error counters
  *    are kept by the core that detected the error.
- *  - Shared state beyond the SPSC rings of DESIGN.md: the remote-free stacks (intrusive,
+ *  - Shared state beyond the SPSC rings of the core mesh (kernel/xcore.h): the remote-free stacks (intrusive,
  *    so bounded by the blocks themselves and never full) and one spinlock for the slow
  *    path (a new or released slab, whole-page blocks), which the per-core caches keep
  *    off the hot path.
@@ -74,6 +74,7 @@
  *    corrupting the counters.
  */
 #include "kernel/mm/heap.h"
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 
@@ -88,6 +89,8 @@
 STATIC_ASSERT(MAX_BLOCKS == BM_WORDS * 64u, "bitmap covers every block");
 STATIC_ASSERT(HEAP_TAG__COUNT <= 16, "tags must fit in 4 bits of block meta");
 STATIC_ASSERT(HEAP_MAX_SMALL <= META_SIZE_MASK, "sizes must fit in 12 bits of block meta");
+STATIC_ASSERT((HEAP_PAGE_SIZE & (HEAP_PAGE_SIZE - 1)) == 0 && (CACHELINE & (CACHELINE - 1)) == 0,
+	      "align_up needs powers of two");
 
 static const uint16_t class_size[HEAP_N_CLASSES] = {
 	16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256,
@@ -164,11 +167,6 @@ static void unlock(struct heap *h)
 	atomic_flag_clear_explicit(&h->lock, memory_order_release);
 }
 
-static size_t round_up(size_t x, size_t a)
-{
-	return (x + a - 1) / a * a;
-}
-
 static int class_of(size_t size)
 {
 	for (unsigned c = 0; c < HEAP_N_CLASSES; c++)
@@ -185,7 +183,7 @@ size_t heap_block_size(size_t size)
 	c = class_of(size);
 	if (c >= 0)
 		return class_size[c];
-	return round_up(size, HEAP_PAGE_SIZE);
+	return align_up(size, HEAP_PAGE_SIZE);
 }
 
 const char *heap_tag_name(enum heap_tag tag)
@@ -223,9 +221,9 @@ static bool layout(const struct heap_config *cfg, struct layout *l)
 	    cfg->va_pages > UINT32_MAX || cfg->max_slabs >= UINT32_MAX)
 		return false;
 	l->cores = 0;
-	l->slabs = round_up((cfg->n_cores + 1) * sizeof(struct heap_core), CACHELINE);
-	l->page_map = l->slabs + round_up((size_t)cfg->max_slabs * sizeof(struct heap_slab), CACHELINE);
-	l->total = l->page_map + round_up(cfg->va_pages * sizeof(uint32_t), CACHELINE);
+	l->slabs = align_up((cfg->n_cores + 1) * sizeof(struct heap_core), CACHELINE);
+	l->page_map = l->slabs + align_up((size_t)cfg->max_slabs * sizeof(struct heap_slab), CACHELINE);
+	l->total = l->page_map + align_up(cfg->va_pages * sizeof(uint32_t), CACHELINE);
 	return true;
 }
 

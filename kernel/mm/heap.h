@@ -17,19 +17,8 @@
 
 #include <stdatomic.h>
 #include "lib/compiler.h"
+#include "lib/heap_tag.h"
 #include "lib/list.h"
-
-/* Who asked for the memory: accounting only, no policy. At most 16 tags. */
-enum heap_tag {
-	HEAP_TAG_OTHER,
-	HEAP_TAG_KERNEL,
-	HEAP_TAG_TLS_HANDSHAKE,
-	HEAP_TAG_TLS_RECORD,
-	HEAP_TAG_TCP,
-	HEAP_TAG_MQTT,
-	HEAP_TAG_STORE,
-	HEAP_TAG__COUNT
-};
 
 #define HEAP_PAGE_SIZE 4096u
 #define HEAP_N_CLASSES 22u          /* 16, 32, ..., 2048 (see heap.c) */

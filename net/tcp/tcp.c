@@ -5,6 +5,7 @@
  * Owns every control block and send reference in the caller's memory; never allocates,
  * never copies payload, never calls the upper layer except closed() on release.
  */
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "lib/bytes.h"
@@ -62,30 +63,28 @@ static bool config_ok(const struct tcp_config *c)
 	       c->ooo_slot_size >= 64));
 }
 
-#define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
-
 size_t tcp_stack_mem_size(const struct tcp_config *cfg)
 {
 	if (!config_ok(cfg))
 		return 0;
-	return ALIGN8(sizeof(struct tcp_stack)) + ALIGN8((size_t)cfg->max_conns * sizeof(struct tcp_cb)) +
-	       ALIGN8((size_t)table_slots(cfg->max_conns) * sizeof(uint32_t)) +
-	       ALIGN8((size_t)cfg->max_send_refs * sizeof(struct tcp_sref)) +
-	       ALIGN8((size_t)cfg->max_pending_acks * sizeof(uint32_t)) +
-	       ALIGN8((size_t)cfg->n_refused * sizeof(struct tcp_refused)) +
+	return align8(sizeof(struct tcp_stack)) + align8((size_t)cfg->max_conns * sizeof(struct tcp_cb)) +
+	       align8((size_t)table_slots(cfg->max_conns) * sizeof(uint32_t)) +
+	       align8((size_t)cfg->max_send_refs * sizeof(struct tcp_sref)) +
+	       align8((size_t)cfg->max_pending_acks * sizeof(uint32_t)) +
+	       align8((size_t)cfg->n_refused * sizeof(struct tcp_refused)) +
 	       tcp_hold_pool_size(cfg);
 }
 
 size_t tcp_hold_pool_size(const struct tcp_config *cfg)
 {
-	return ALIGN8((size_t)cfg->ooo_slots * sizeof(struct tcp_hold)) +
-	       ALIGN8((size_t)cfg->ooo_slots * cfg->ooo_slot_size);
+	return align8((size_t)cfg->ooo_slots * sizeof(struct tcp_hold)) +
+	       align8((size_t)cfg->ooo_slots * cfg->ooo_slot_size);
 }
 
 static void *carve(uint8_t **p, size_t n)
 {
 	void *r = *p;
-	*p += ALIGN8(n);
+	*p += align8(n);
 	return r;
 }
 

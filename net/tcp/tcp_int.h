@@ -82,7 +82,8 @@ enum {
 
 #define TCP_REASON_SILENT 7u
 
-/* 96 bytes: see the budget in DESIGN.md. Sequence numbers are absolute 32-bit values. */
+/* 96 bytes: the per-connection budget of docs/ARCHITECTURE.md (Memory). Sequence numbers
+ * are absolute 32-bit values. */
 struct tcp_cb {
 	struct tcp_tw_node tmr; /* the one timer slot */
 	uint32_t raddr;

@@ -19,6 +19,7 @@
 #include "store/sqlite/sqlite_int.h"
 #include "store/sqlite/vfs.h"
 
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 
@@ -36,8 +37,7 @@ static size_t sg_total(int n)
 {
 	if (n <= 0)
 		return 0;
-	size_t len = ((size_t)n + 7u) & ~(size_t)7u;
-	return len + SG_HDR;
+	return align8((size_t)n) + SG_HDR;
 }
 
 static void *sg_take(size_t total)

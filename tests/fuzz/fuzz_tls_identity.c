@@ -13,7 +13,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static long live;
-static void *f_alloc(void *ctx, size_t len, const char *tag)
+static void *f_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx;
 	(void)tag;

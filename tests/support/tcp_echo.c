@@ -5,13 +5,9 @@
  * never touches a byte TCP still references.
  */
 #include "tests/support/tcp_echo.h"
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/mem.h"
-
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
-}
 
 size_t tcp_echo_mem_size(uint32_t max_conns, uint32_t n_bufs, uint32_t buf_size)
 {

@@ -24,7 +24,7 @@
 
 
 static _Atomic size_t live;
-static void *a_alloc(void *ctx, size_t n, const char *tag)
+static void *a_alloc(void *ctx, size_t n, enum heap_tag tag)
 {
 	(void)ctx, (void)tag;
 	atomic_fetch_add_explicit(&live, n, memory_order_relaxed); /* a counter only */

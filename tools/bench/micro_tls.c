@@ -39,7 +39,7 @@
 
 static size_t live, hs_base, hs_peak;
 
-static void *a_alloc(void *ctx, size_t len, const char *tag)
+static void *a_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx, (void)tag;
 	void *p = malloc(len);

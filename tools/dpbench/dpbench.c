@@ -15,6 +15,7 @@
  */
 #include "tools/dpbench/dpbench.h"
 
+#include "lib/align.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 
@@ -54,11 +55,6 @@ struct dpb {
 	size_t plain_len;
 	struct dpb_stats st;
 };
-
-static size_t align8(size_t n)
-{
-	return (n + 7u) & ~(size_t)7u;
-}
 
 /* ---- the pipes: dp's lower ops ----------------------------------------------------- */
 

@@ -8,10 +8,10 @@ CFLAGS_tools_dpbench_dpbench = $(TLS_INC)
 endif
 
 ifeq ($(URMQTT_DP_BENCH),1)
-# The kernels of this tree know the scenario (arch/x86_64/main.c dispatches test=dpbench).
+# The kernels of this tree know the scenario (arch/x86_64/scenarios/registry.c lists test=dpbench).
 PROFILE_DEFS += -DURMQTT_DP_BENCH=1
-# The in-guest scenario (arch/x86_64/dpbench.c) and the client credentials it embeds.
-KERNEL_SRCS_x86_64 += arch/x86_64/dpbench.c
+# The in-guest scenario (arch/x86_64/scenarios/dpbench.c) and the client credentials it embeds.
+KERNEL_SRCS_x86_64 += arch/x86_64/scenarios/dpbench.c
 DPB_CERTS_HEADER := $(B)/gen/urmqtt_dpbench_certs.h
 $(DPB_CERTS_HEADER): $(CERTS_DIR)/ca.crt tools/dpbench/embed-client.sh
 	@mkdir -p $(@D); echo "  EMBED       $@"

@@ -31,7 +31,7 @@
 #define MAX_REVOKED 8
 #define IO_BUF 20000
 
-static void *h_alloc(void *ctx, size_t len, const char *tag)
+static void *h_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx;
 	(void)tag;

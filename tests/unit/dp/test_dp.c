@@ -30,7 +30,7 @@
 /* ---- accounted heap ---------------------------------------------------------------- */
 static size_t heap_used, heap_limit = 1u << 26;
 static long heap_blocks;
-static void *t_alloc(void *ctx, size_t len, const char *tag)
+static void *t_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx;
 	(void)tag;

@@ -32,7 +32,7 @@
 
 /* ---- accounted heap (shared by the three "cores": the test is one thread) ---------- */
 static size_t heap_used;
-static void *t_alloc(void *ctx, size_t len, const char *tag)
+static void *t_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx, (void)tag;
 	heap_used += len;

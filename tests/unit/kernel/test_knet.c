@@ -190,7 +190,7 @@ static void inject(const uint8_t *f, size_t len)
 	(void)knet_poll(&k);
 }
 
-static void arp_request(void)
+static void inject_peer_arp_request(void)
 {
 	uint8_t f[60] = { 0 };
 	size_t o = eth(f, 0x0806);
@@ -237,7 +237,7 @@ static void test_arp_reply(void **state)
 	up();
 	assert_true(fake_vio.n_tx >= 1); /* the gratuitous ARP */
 	uint32_t n = fake_vio.n_tx;
-	arp_request();
+	inject_peer_arp_request();
 	assert_int_equal(fake_vio.n_tx, n + 1);
 	const uint8_t *t = fake_vio.last_tx;
 	assert_memory_equal(t, peer_mac, 6);
@@ -256,7 +256,7 @@ static void test_rx_pairs_switch(void **state)
 	up();
 	assert_int_equal(knet_set_rx_pairs(&k, 2), -E_INVAL); /* the device has one pair */
 	assert_int_equal(knet_set_rx_pairs(&k, 0), 0);
-	arp_request(); /* waits in the queue: nobody drains it */
+	inject_peer_arp_request(); /* waits in the queue: nobody drains it */
 	assert_int_equal(k.st.rx_frames, 0);
 	assert_int_equal(knet_set_rx_pairs(&k, 1), 0);
 	(void)knet_poll(&k);
@@ -268,7 +268,7 @@ static void test_icmp_echo(void **state)
 {
 	(void)state;
 	up();
-	arp_request();
+	inject_peer_arp_request();
 	uint8_t f[14 + 20 + 8 + 32];
 	size_t o = eth(f, 0x0800);
 	uint8_t *icmp = f + o + 20;
@@ -331,7 +331,7 @@ static void test_tcp_echo(void **state)
 {
 	(void)state;
 	up();
-	arp_request();
+	inject_peer_arp_request();
 	uint32_t n = fake_vio.n_tx;
 	tcp_seg(8883, 0x02, 1000, 0, NULL, 0);
 	assert_int_equal(fake_vio.n_tx, n + 1);
@@ -371,7 +371,7 @@ static void test_tcp_closed_port_rst(void **state)
 {
 	(void)state;
 	up();
-	arp_request();
+	inject_peer_arp_request();
 	uint32_t n = fake_vio.n_tx;
 	tcp_seg(9999, 0x02, 5000, 0, NULL, 0);
 	assert_int_equal(fake_vio.n_tx, n + 1);
@@ -463,7 +463,7 @@ static void test_worker_mode(void **state)
 	addr_seen = 1;
 	uint32_t dev_tx = fake_vio.n_tx;
 	(void)knet_poll(&k);
-	arp_request(); /* no address yet: nothing learnt, nothing sent */
+	inject_peer_arp_request(); /* no address yet: nothing learnt, nothing sent */
 	assert_int_equal(n_hook, 0);
 	assert_int_equal(k.st.rx_no_addr, 1);
 
@@ -473,7 +473,7 @@ static void test_worker_mode(void **state)
 	(void)knet_poll(&k); /* the gratuitous ARP, through the hook */
 	assert_true(n_hook >= 1);
 	uint32_t n = n_hook;
-	arp_request();
+	inject_peer_arp_request();
 	assert_int_equal(n_hook, n + 1);
 	assert_int_equal(ld_be16(hook_frame + 12), 0x0806);
 	assert_int_equal(ld_be16(hook_frame + 14 + 6), 2);
@@ -505,7 +505,7 @@ static void test_worker_mode(void **state)
 	assert_true(n_hook > n);
 	assert_int_equal(k.n_stage_free, c.n_tx_stage - 1);
 	n = n_hook;
-	arp_request(); /* the peer's MAC: the queued reply leaves */
+	inject_peer_arp_request(); /* the peer's MAC: the queued reply leaves */
 	assert_true(n_hook >= n + 2);
 	assert_int_equal(k.n_stage_free, c.n_tx_stage);
 	assert_int_equal(fake_vio.n_tx, dev_tx); /* nothing on the device */
@@ -523,7 +523,7 @@ static void test_steering_core(void **state)
 	assert_int_equal(knet_init(&k, &c, knet_mem, len), 0);
 	assert_int_equal(addr_seen, OUR_IP); /* the static address, reported once */
 	(void)knet_poll(&k);
-	arp_request();
+	inject_peer_arp_request();
 	uint32_t n = fake_vio.n_tx;
 	icmp_echo_request(); /* taken by the steering hook: the stack never sees it */
 	assert_int_equal(n_steered, 1);

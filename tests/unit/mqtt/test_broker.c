@@ -6,7 +6,7 @@
  * heap got everything back. */
 #include "tests/unit/mqtt/broker_harness.h"
 
-/* The budgets of DESIGN.md, checked at compile time (measured: 48 and 48). */
+/* The budgets of docs/ARCHITECTURE.md (Memory), checked at compile time (measured: 48 and 48). */
 _Static_assert(sizeof(struct mqtt_conn) <= 48, "MQTT connection budget is 48 bytes");
 _Static_assert(sizeof(struct mqtt_session) <= 64, "session hot form budget is 64 bytes");
 

@@ -37,7 +37,7 @@
 
 static uint64_t heap_live;
 
-static void *heap_alloc(void *ctx, size_t len)
+static void *sqlite_host_alloc(void *ctx, size_t len)
 {
 	(void)ctx;
 	void *p = malloc(len);
@@ -46,7 +46,7 @@ static void *heap_alloc(void *ctx, size_t len)
 	return p;
 }
 
-static void heap_free(void *ctx, void *p, size_t len)
+static void sqlite_host_free(void *ctx, void *p, size_t len)
 {
 	(void)ctx;
 	assert_true(len >= 16);
@@ -56,7 +56,7 @@ static void heap_free(void *ctx, void *p, size_t len)
 
 static void sqlite_up(size_t limit)
 {
-	struct store_sqlite_mem mem = { heap_alloc, heap_free, NULL, limit };
+	struct store_sqlite_mem mem = { sqlite_host_alloc, sqlite_host_free, NULL, limit };
 	assert_int_equal(store_sqlite_init(&mem), 0);
 }
 
@@ -441,10 +441,10 @@ static void t_init_and_fini(void **state)
 {
 	(void)state;
 	assert_int_equal(store_sqlite_init(NULL), -E_INVAL);
-	struct store_sqlite_mem bad = { heap_alloc, NULL, NULL, 1u << 20 };
+	struct store_sqlite_mem bad = { sqlite_host_alloc, NULL, NULL, 1u << 20 };
 	assert_int_equal(store_sqlite_init(&bad), -E_INVAL);
 	sqlite_up(1u << 20);
-	struct store_sqlite_mem mem = { heap_alloc, heap_free, NULL, 1u << 20 };
+	struct store_sqlite_mem mem = { sqlite_host_alloc, sqlite_host_free, NULL, 1u << 20 };
 	assert_int_equal(store_sqlite_init(&mem), -E_EXIST);
 	/* Idle, the library holds no memory of ours. */
 	struct store_sqlite_mem_stats ms;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * Unit tests for tls/handshake without a TLS client (the real handshakes are in
  * tests/smoke/tls-echo.sh): env creation and its refusals, the bound on handshakes in
- * flight, hostile first bytes, truncated input, accounting of the "tls-handshake"
+ * flight, hostile first bytes, truncated input, accounting of the TLS handshake tag's
  * allocations back to zero, the RSA key policy (refused unless allowed, 2048-4096 bits) and
  * the calendar conversion used for certificate validity. */
 #include <setjmp.h>
@@ -26,10 +26,10 @@ struct shim_tm {
 struct shim_tm *mbedtls_platform_gmtime_r(const long long *tt, struct shim_tm *tm_buf);
 
 static long live_blocks;
-static void *t_alloc(void *ctx, size_t len, const char *tag)
+static void *t_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx;
-	assert_string_equal(tag, "tls-handshake");
+	assert_int_equal(tag, HEAP_TAG_TLS_HANDSHAKE);
 	live_blocks++;
 	return malloc(len);
 }

@@ -19,10 +19,10 @@
 #include "certs_der.h"
 
 static long live;
-static void *t_alloc(void *ctx, size_t len, const char *tag)
+static void *t_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx;
-	assert_string_equal(tag, "tls-handshake");
+	assert_int_equal(tag, HEAP_TAG_TLS_HANDSHAKE);
 	live++;
 	return malloc(len);
 }

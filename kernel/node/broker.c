@@ -1,89 +1,72 @@
 /* SPDX-License-Identifier: MIT
  *
- * kbroker (kernel/kbroker.h): dp/ + the TLS handshake env on the kernel heap, the
- * embedded development credentials and revocation list, and the periodic memory line.
- * Owns the glue only; never parses protocol bytes and never touches another core's state.
+ * The node's broker (kernel/node/broker.h): dp/ + the TLS handshake env on the platform's
+ * heap (kernel/node/port.h), the embedded credentials and revocation list, and the
+ * periodic memory line. Owns the glue only; never parses protocol bytes and never touches
+ * another core's state.
  */
-#include "kernel/kbroker.h"
+#include "kernel/node/broker.h"
 
-#include "kernel/csprng.h"
-#include "kernel/heap.h"
 #include "kernel/log.h"
+#include "kernel/node/port.h"
 #include "kernel/panic.h"
 #include "lib/err.h"
 #include "lib/mem.h"
-#include "urmqtt_certs.h"
 #include "tls/handshake.h"
 #include "urmqtt_config.h"
 
-STATIC_ASSERT(KBROKER_MAX_CORES == TLS_HS_MAX_CORES, "kbroker: one broker per core TLS keeps state for");
+STATIC_ASSERT(NODE_MAX_CORES == TLS_HS_MAX_CORES, "node broker: one broker per core TLS keeps state for");
 
 /* ---- accounted heap (invariant 2) ---------------------------------------------------- */
 
-/* Each core's kbroker (invariant 1): written on the boot core before the other cores
+/* Each core's node broker (invariant 1): written on the boot core before the other cores
  * start (the start publishes it), read-only afterwards. */
-static struct kbroker *kb_cores[KBROKER_MAX_CORES];
-static uint32_t (*kb_core_self)(void); /* the same for every kbroker */
-/* The kbroker kbroker_init is building (boot core only, while no other core runs TLS):
+static struct node_broker *kb_cores[NODE_MAX_CORES];
+/* The node broker node_broker_init is building (boot core only, while no other core runs TLS):
  * its env's allocations are charged to it, not to the boot core's. */
-static struct kbroker *kb_building;
+static struct node_broker *kb_building;
 
-static enum heap_tag kb_tag(const char *tag)
+static void *kb_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
-	if (!tag)
-		return HEAP_TAG_OTHER;
-	if (strcmp(tag, "tls-handshake") == 0)
-		return HEAP_TAG_TLS_HANDSHAKE;
-	if (strcmp(tag, "tls-rec") == 0 || strcmp(tag, "tls-record") == 0)
-		return HEAP_TAG_TLS_RECORD;
-	if (strcmp(tag, "mqtt") == 0)
-		return HEAP_TAG_MQTT;
-	if (strcmp(tag, "dp-out") == 0 || strcmp(tag, "tcp") == 0)
-		return HEAP_TAG_TCP;
-	return HEAP_TAG_OTHER;
-}
-
-static void *kb_alloc(void *ctx, size_t len, const char *tag)
-{
-	struct kbroker *b = ctx;
+	struct node_broker *b = ctx;
 	void *p = NULL;
-	if (len == 0 || len > b->limit - b->used || kheap_alloc(len, kb_tag(tag), &p) != 0) {
+	if (len == 0 || len > b->limit - b->used || !(p = node_port_alloc(len, tag))) {
 		b->n_failed++;
 		return NULL;
 	}
 	b->used += len;
 	b->n_live++;
+	if (b->used > b->peak)
+		b->peak = b->used;
 	return p;
 }
 
 static void kb_free(void *ctx, void *p, size_t len)
 {
-	struct kbroker *b = ctx;
+	struct node_broker *b = ctx;
 	if (!p)
 		return;
 	if (len > b->used || b->n_live == 0)
-		PANIC("kbroker: heap accounting underflow (%lu B freed, %lu B live)", (unsigned long)len,
+		PANIC("node broker: heap accounting underflow (%lu B freed, %lu B live)", (unsigned long)len,
 		      (unsigned long)b->used);
 	b->used -= len;
 	b->n_live--;
-	kheap_free(p);
+	node_port_free(p, len);
 }
 
 static size_t kb_used(void *ctx)
 {
-	return ((const struct kbroker *)ctx)->used;
+	return ((const struct node_broker *)ctx)->used;
 }
 
-/* What may still be allocated: the configured limit, and never more than the free frames
- * (the heap takes its slabs from them). */
+/* What may still be allocated: the configured limit, and never more than the platform
+ * still has (the kernel heap takes its slabs from the free frames). */
 static size_t kb_avail(void *ctx)
 {
-	const struct kbroker *b = ctx;
-	struct pages_stats ps;
-	kheap_pages_stats(&ps);
-	uint64_t frames = ps.n_free * (uint64_t)HEAP_PAGE_SIZE;
+	const struct node_broker *b = ctx;
+	size_t room = node_port_room();
 	size_t left = b->limit - b->used;
-	return frames < left ? (size_t)frames : left;
+	return room < left ? room : left;
 }
 
 /* ---- handshake env and dp hooks ---------------------------------------------------------- */
@@ -91,7 +74,7 @@ static size_t kb_avail(void *ctx)
 static int kb_random(void *ctx, uint8_t *out, size_t len)
 {
 	(void)ctx;
-	return csprng_kernel_bytes(out, len);
+	return node_port_random(out, len);
 }
 
 /* The calling core (mbedTLS's hooks are process-wide: they must name the core that calls,
@@ -99,31 +82,31 @@ static int kb_random(void *ctx, uint8_t *out, size_t len)
 static uint32_t kb_core(void *ctx)
 {
 	(void)ctx;
-	return kb_core_self ? kb_core_self() : 0;
+	return node_port_core_self();
 }
 
-/* The handshake env's hooks (ctx unused): charge the calling core's kbroker, or the one
- * being built while kbroker_init runs. */
-static struct kbroker *kb_mine(void)
+/* The handshake env's hooks (ctx unused): charge the calling core's node broker, or the one
+ * being built while node_broker_init runs. */
+static struct node_broker *kb_mine(void)
 {
 	if (kb_building)
 		return kb_building;
 	uint32_t c = kb_core(NULL);
-	struct kbroker *b = c < KBROKER_MAX_CORES ? kb_cores[c] : NULL;
+	struct node_broker *b = c < NODE_MAX_CORES ? kb_cores[c] : NULL;
 	return b ? b : kb_cores[0];
 }
 
-static void *kb_hs_alloc(void *ctx, size_t len, const char *tag)
+static void *kb_hs_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx;
-	struct kbroker *b = kb_mine();
+	struct node_broker *b = kb_mine();
 	return b ? kb_alloc(b, len, tag) : NULL;
 }
 
 static void kb_hs_free(void *ctx, void *p, size_t len)
 {
 	(void)ctx;
-	struct kbroker *b = kb_mine();
+	struct node_broker *b = kb_mine();
 	if (b)
 		kb_free(b, p, len);
 }
@@ -131,63 +114,53 @@ static void kb_hs_free(void *ctx, void *p, size_t len)
 static int64_t kb_now_s(void *ctx)
 {
 	(void)ctx;
-	const struct kbroker *b = kb_mine();
-	return b ? b->cfg.wall_s() : 0;
+	return node_port_wall_s();
 }
 
 static int64_t kb_now_ms(void *ctx)
 {
 	(void)ctx;
-	const struct kbroker *b = kb_mine();
-	return b ? (int64_t)b->cfg.now_ms() : 0;
+	return (int64_t)node_port_now_ms();
 }
 
 static uint64_t kb_dp_now(void *ctx)
 {
-	const struct kbroker *b = ctx;
-	return b->cfg.now_ms();
-}
-
-static void kb_log(void *ctx, const char *line)
-{
-	const struct kbroker *b = ctx;
-	LOG_INFO("broker", "core %u: %s", (unsigned)b->cfg.core, line);
+	(void)ctx;
+	return node_port_now_ms();
 }
 
 /* ---- knet upper ------------------------------------------------------------------------ */
 
 static void kb_bind(void *ctx, struct tcp_stack *tcp)
 {
-	struct kbroker *b = ctx;
-	struct heap_snapshot s;
-	dp_set_lower_ctx(b->dp, tcp);
+	struct node_broker *b = ctx;
+	node_broker_attach(b, tcp);
 	/* Invariant 3: every table and the TCP stack exist, no connection is open. */
-	kheap_snapshot(&s);
-	b->base_req = s.requested_bytes;
-	b->base_blk = s.block_bytes;
+	node_port_heap_totals(&b->base_req, &b->base_blk);
 	b->base_used = b->used;
-	b->next_report_ms = b->cfg.report_ms ? b->cfg.now_ms() + b->cfg.report_ms : UINT64_MAX;
+	b->next_report_ms = b->cfg.report_ms ? node_port_now_ms() + b->cfg.report_ms : UINT64_MAX;
 }
 
 static uint32_t kb_poll(void *ctx)
 {
-	struct kbroker *b = ctx;
+	struct node_broker *b = ctx;
 	uint32_t waiting = dp_poll(b->dp);
-	if (b->cfg.now_ms() >= b->next_report_ms) {
-		b->next_report_ms = b->cfg.now_ms() + b->cfg.report_ms;
-		kbroker_report(b);
+	uint64_t now = node_port_now_ms();
+	if (now >= b->next_report_ms) {
+		b->next_report_ms = now + b->cfg.report_ms;
+		node_broker_report(b);
 	}
 	return waiting;
 }
 
-void kbroker_report(struct kbroker *b)
+void node_broker_report(struct node_broker *b)
 {
 	struct dp_stats s;
-	struct heap_snapshot h;
+	uint64_t req_now, blk_now;
 	dp_stats_get(b->dp, &s);
-	kheap_snapshot(&h);
-	uint64_t req = h.requested_bytes > b->base_req ? h.requested_bytes - b->base_req : 0;
-	uint64_t blk = h.block_bytes > b->base_blk ? h.block_bytes - b->base_blk : 0;
+	node_port_heap_totals(&req_now, &blk_now);
+	uint64_t req = req_now > b->base_req ? req_now - b->base_req : 0;
+	uint64_t blk = blk_now > b->base_blk ? blk_now - b->base_blk : 0;
 	uint64_t n = s.open;
 	/* One line, within LOG_LINE_MAX: the test and the run script parse name=value.
 	 * conns/est/hs/hs_done/core_req are this core's; the heap figures are the machine's
@@ -239,34 +212,39 @@ void kbroker_report(struct kbroker *b)
 }
 
 /* A revoked serial storage holds (kept across boots): added to this core's list unless it
- * is there already; the list is bounded (KBROKER_MAX_REVOKED), and a serial beyond it is
+ * is there already; the list is bounded (NODE_MAX_REVOKED), and a serial beyond it is
  * said loudly, since a device it names could still connect. */
 static void kb_revoked_add(void *ctx, const uint8_t *serial, size_t len)
 {
-	struct kbroker *b = ctx;
-	int err = tls_revoke_set_add(&b->revokes, serial, len);
+	struct node_broker *b = ctx;
+	int err = tls_revoke_set_add(&b->revoked.set, serial, len);
 	if (err && err != -E_EXIST)
 		LOG_ERR("broker", "core %u: a stored revocation could not join the list of %u serials (%s): NOT enforced",
-			(unsigned)b->cfg.core, (unsigned)KBROKER_MAX_REVOKED, err_name(err));
+			(unsigned)b->cfg.core, (unsigned)NODE_MAX_REVOKED, err_name(err));
 }
 
 /* ---- init -------------------------------------------------------------------------------- */
 
-int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
+/* dp's lines, without a platform hook: the kernel log. */
+static void kb_log(void *ctx, const char *line)
+{
+	const struct node_broker *b = ctx;
+	LOG_INFO("broker", "core %u: %s", (unsigned)b->cfg.core, line);
+}
+
+int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg)
 {
 	int rc;
 	memset(b, 0, sizeof *b);
-	if (!cfg->now_ms || !cfg->wall_s || cfg->core >= KBROKER_MAX_CORES)
+	if (cfg->core >= NODE_MAX_CORES)
 		return -E_INVAL;
 	if (kb_cores[cfg->core])
 		return -E_EXIST;
 	b->cfg = *cfg;
-	kb_core_self = cfg->core_self;
 	kb_cores[cfg->core] = b; /* before the env: its own allocations are this core's */
 	b->limit = (size_t)CONF_CORE_HEAP_LIMIT_MB << 20;
 	b->next_report_ms = UINT64_MAX;
-	tls_revoke_set_init(&b->revokes, b->revoked, b->revoked_bytes, KBROKER_MAX_REVOKED);
-	if ((rc = tls_revoke_set_add_hex(&b->revokes, urmqtt_revoked_serials)) != 0) {
+	if ((rc = node_revoked_image(&b->revoked)) != 0) {
 		LOG_ERR("broker", "embedded revocation list unusable (%s)", err_name(rc));
 		return rc;
 	}
@@ -274,7 +252,7 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	struct tls_hs_config hc;
 	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
-	hc.revoke.ctx = &b->revokes.list;
+	hc.revoke.ctx = &b->revoked.set.list;
 	hc.ops = (struct tls_hs_ops){ kb_hs_alloc, kb_hs_free, kb_random, kb_now_s, kb_now_ms, NULL, kb_core };
 	kb_building = b;
 	rc = tls_hs_env_create(&hc, &b->hs_env);
@@ -286,14 +264,18 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 
 	struct dp_config g;
 	dp_config_from_conf(&g);
+	if (cfg->max_conns)
+		g.max_conns = g.mqtt.max_conns = cfg->max_conns;
+	if (cfg->no_telemetry_log)
+		g.mqtt.n_telemetry_filters = 0;
 	g.hs_env = b->hs_env;
 	g.heap = (struct dp_heap_ops){ kb_alloc, kb_free, kb_used, kb_avail, b };
 	g.lower = dp_lower_tcp;
-	g.log = kb_log;
-	g.log_ctx = b;
+	g.log = cfg->log ? cfg->log : kb_log;
+	g.log_ctx = cfg->log ? cfg->log_ctx : b;
 	g.now_ms = kb_dp_now;
 	g.clock_ctx = b;
-	if ((rc = csprng_kernel_bytes(g.mqtt.hash_key, sizeof g.mqtt.hash_key)) != 0)
+	if ((rc = node_port_random(g.mqtt.hash_key, sizeof g.mqtt.hash_key)) != 0)
 		return rc;
 	if (cfg->n_cores > 1) {
 		g.shard = (struct dp_shard_config){
@@ -317,14 +299,10 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 		LOG_ERR("broker", "data plane configuration rejected");
 		return -E_INVAL;
 	}
-	uint32_t pages = (uint32_t)((need + HEAP_PAGE_SIZE - 1) / HEAP_PAGE_SIZE);
-	uint64_t pa;
-	if ((rc = kheap_pages_alloc(pages, 1, &b->mem, &pa)) != 0) {
-		LOG_ERR("broker", "no %lu KiB for the data plane (%s)", (unsigned long)(need >> 10),
-			err_name(rc));
-		return rc;
+	if (!(b->mem = node_port_region(need, &b->mem_len))) {
+		LOG_ERR("broker", "no %lu KiB for the data plane", (unsigned long)(need >> 10));
+		return -E_NOMEM;
 	}
-	b->mem_len = (size_t)pages * HEAP_PAGE_SIZE;
 	if ((rc = dp_init(&b->dp, b->mem, b->mem_len, &g)) != 0) {
 		LOG_ERR("broker", "data plane: %s", err_name(rc));
 		return rc;
@@ -337,27 +315,57 @@ int kbroker_init(struct kbroker *b, const struct kbroker_config *cfg)
 	LOG_INFO("broker", "MQTT over TLS 1.3 (client certificates) on TCP %u: %u connection records "
 			   "of %lu B, data plane region %lu KiB, %u revoked serial(s)",
 		 (unsigned)CONF_TCP_PORT, (unsigned)g.max_conns, (unsigned long)dp_conn_sizeof(),
-		 (unsigned long)(need >> 10), (unsigned)b->revokes.list.n);
+		 (unsigned long)(need >> 10), (unsigned)b->revoked.set.list.n);
 	return 0;
 }
 
-void kbroker_shards_off(struct kbroker *b)
+void node_broker_fini(struct node_broker *b)
+{
+	if (b->dp) {
+		dp_fini(b->dp);
+		b->dp = NULL;
+	}
+	if (b->hs_env) {
+		kb_building = b; /* the env's frees are this broker's, whichever core runs this */
+		tls_hs_env_destroy(b->hs_env);
+		kb_building = NULL;
+		b->hs_env = NULL;
+	}
+	if (b->mem) {
+		node_port_region_free(b->mem, b->mem_len);
+		b->mem = NULL;
+	}
+	if (b->cfg.core < NODE_MAX_CORES && kb_cores[b->cfg.core] == b)
+		kb_cores[b->cfg.core] = NULL;
+}
+
+void node_broker_attach(struct node_broker *b, struct tcp_stack *tcp)
+{
+	dp_set_lower_ctx(b->dp, tcp);
+}
+
+const struct tls_revoke_list *node_broker_revoked(const struct node_broker *b)
+{
+	return &b->revoked.set.list;
+}
+
+void node_broker_shards_off(struct node_broker *b)
 {
 	dp_shards_off(b->dp);
 	b->cfg.n_cores = 1;
 }
 
-void kbroker_mesh_recv(struct kbroker *b, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
+void node_broker_mesh_recv(struct node_broker *b, uint32_t src, uint16_t kind, const uint8_t *data, uint32_t len)
 {
 	dp_mesh_recv(b->dp, src, kind, data, len);
 }
 
-void kbroker_store_recv(struct kbroker *b, uint16_t kind, const uint8_t *data, uint32_t len)
+void node_broker_store_recv(struct node_broker *b, uint16_t kind, const uint8_t *data, uint32_t len)
 {
 	dp_store_recv(b->dp, kind, data, len);
 }
 
-const struct knet_upper *kbroker_upper(struct kbroker *b)
+const struct knet_upper *node_broker_upper(struct node_broker *b)
 {
 	return &b->upper;
 }

@@ -8,7 +8,7 @@
  * second and the sum, and stops the machine. Owns the per-core bench state; the cores
  * share only the handshake env (ADR-026) and the done counter below.
  */
-#include "arch/x86_64/dpbench.h"
+#include "arch/x86_64/scenarios/dpbench.h"
 
 #include <stdatomic.h>
 
@@ -48,7 +48,7 @@ static struct dpb_core *mine(void)
 	return &dpb_cores[x86_core_index()];
 }
 
-static void *h_alloc(void *ctx, size_t len, const char *tag)
+static void *h_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx, (void)tag;
 	struct dpb_core *c = mine();

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
  * The in-guest data-plane benchmark scenario (test=dpbench; benchmark image only, built
- * with URMQTT_DP_BENCH=1): see arch/x86_64/dpbench.c.
+ * with URMQTT_DP_BENCH=1): see arch/x86_64/scenarios/dpbench.c.
  */
-#ifndef ARCH_X86_64_DPBENCH_H
-#define ARCH_X86_64_DPBENCH_H
+#ifndef ARCH_X86_64_SCENARIOS_DPBENCH_H
+#define ARCH_X86_64_SCENARIOS_DPBENCH_H
 
 #include <stdint.h>
 

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The hosted platform's side of kernel/node/port.h: one core (the process), CLOCK_MONOTONIC
+ * and the system's wall clock, getrandom, and malloc behind the heap (its totals counted
+ * here, since malloc keeps none the node could read). Host code; single-threaded.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "kernel/node/port.h"
+#include "lib/err.h"
+
+static uint64_t port_requested; /* bytes live through node_port_alloc */
+
+uint32_t node_port_core_self(void)
+{
+	return 0;
+}
+
+uint64_t node_port_now_ms(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		abort();
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int64_t node_port_wall_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+int node_port_random(void *buf, size_t len)
+{
+	uint8_t *out = buf;
+	while (len) {
+		ssize_t n = getrandom(out, len, 0);
+		if (n <= 0)
+			return -E_IO;
+		out += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+void *node_port_alloc(size_t len, enum heap_tag tag)
+{
+	(void)tag;
+	void *p = calloc(1, len);
+	if (p)
+		port_requested += len;
+	return p;
+}
+
+void node_port_free(void *p, size_t len)
+{
+	if (!p)
+		return;
+	port_requested -= len;
+	free(p);
+}
+
+size_t node_port_room(void)
+{
+	return SIZE_MAX; /* the broker's own limit (CONF_CORE_HEAP_LIMIT_MB) bounds it */
+}
+
+void node_port_heap_totals(uint64_t *requested, uint64_t *blocks)
+{
+	*requested = port_requested;
+	*blocks = port_requested;
+}
+
+void *node_port_region(size_t len, size_t *got)
+{
+	size_t n = (len + 4095u) & ~(size_t)4095u;
+	void *p = aligned_alloc(4096, n);
+	if (!p)
+		return NULL;
+	memset(p, 0, n);
+	*got = n;
+	return p;
+}
+
+void node_port_region_free(void *p, size_t got)
+{
+	(void)got;
+	free(p);
+}

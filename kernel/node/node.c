@@ -1,0 +1,809 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The running node (kernel/node/node.h): per-core stacks and brokers, the core mesh,
+ * steering, storage links and statistics, built from the devices the platform found.
+ * Every core polls the NIC queue pairs it owns; core 0 receives from every pair until the
+ * device steers, classifies each frame (kernel/ksteer) and hands TCP flows to the core
+ * net/rss picks through the mesh, ARP to every core, the rest stays on core 0. A worker
+ * transmits on its own pair when the device has one per core, else hands its frames back
+ * to core 0, which sends them on pair 0. Core 0 runs DHCP (or takes ip= from the command
+ * line) and tells every worker its address by a control message.
+ * Owns the per-core state (struct node_core) and the node-wide decisions (how many data
+ * cores, which core stores), written on the boot core before the other cores start and
+ * then only by their own core (the start publishes them).
+ */
+#include "kernel/node/node.h"
+
+#include <stdatomic.h>
+
+#include "dp/dp.h"
+#include "drivers/virtio_net.h"
+#include "kernel/cmdline.h"
+#include "kernel/kdemux.h"
+#include "kernel/knet.h"
+#include "kernel/kstore.h"
+#include "kernel/ksteer.h"
+#include "kernel/log.h"
+#include "kernel/loop.h"
+#include "kernel/node/broker.h"
+#include "kernel/node/port.h"
+#include "kernel/panic.h"
+#include "kernel/xcore.h"
+#include "lib/align.h"
+#include "lib/err.h"
+#include "lib/mem.h"
+#include "net/rss.h"
+#include "plat/plat.h"
+#include "store/ops.h"
+#include "urmqtt_config.h"
+
+#define NODE_NET_DEMUX 4u     /* kind ranges one core's mesh demultiplexer holds */
+#define NODE_NET_ARP 64u
+#define NODE_NET_PENDING 32u
+#define NODE_NET_RX_BATCH 8u  /* frames per poll: a few full TLS handshakes stay far below the
+			       * 200 ms watchdog limit under TCG */
+#define NODE_BROKER_REPORT_MS 10000u /* the memory line of kernel/node/broker */
+
+/* Per core: its stack, its broker, its mesh demultiplexer and its counters. Built on the
+ * boot core before the other cores start, then each touched only by its own core (the
+ * counters are read by their core only: the log lines are per core). */
+struct node_core {
+	struct knet knet;
+	struct node_broker broker;
+	struct kdemux demux;
+	struct kdemux_entry demux_tab[NODE_NET_DEMUX];
+	struct ksteer steer;  /* worker, with the device steering: its own classifier */
+	bool take_pair;       /* core 0's view of a worker: TAKE_PAIR still to send */
+	bool ok;           /* knet and broker built */
+	bool storage;      /* the storage core (kernel/kstore.h): a mesh demultiplexer, no stack */
+	bool addr_dirty;   /* core 0's view of a worker: its address message still to send */
+	uint64_t steer_drops;  /* core 0: frames for this core dropped, no mesh credit */
+	uint64_t arp_drops;    /* core 0: ARP copies for this core dropped */
+	uint64_t tx_drops;     /* worker: frames for core 0 to send dropped, no credit */
+	uint64_t addr_bad;     /* worker: malformed address messages */
+	uint64_t n_ipis;       /* wake-ups this core sent */
+	uint64_t stats_last_ms, stats_last_sum;
+};
+static struct node_core node_cores[PLAT_MAX_CPUS];
+static uint32_t nd_n_net;   /* cores with a stack: 0 .. nd_n_net - 1 */
+static bool nd_own_pairs;   /* every worker transmits on its own pair */
+/* The device steers (a queue pair per core): after the cores started, each core drains its
+ * own pair and frames stay on the core the device chose; else core 0 steers them all. */
+static bool nd_device_steers;
+static struct xcore_mesh *nd_mesh; /* NULL with one core */
+static struct rss_steer nd_rss;    /* core 0's */
+static uint16_t *nd_rss_indir;
+static struct ksteer nd_steer;     /* core 0's */
+static bool nd_broker_ok;
+/* Storage (kernel/kstore.h): with a data disk and several cores, the highest core runs it
+ * and nothing else; with one core, core 0 runs it from its loop. Decided once, before the
+ * cores start; read-only after. */
+static bool nd_store_on;        /* a data disk exists: data cores record and hold acks */
+static bool nd_store_dedicated; /* the storage core is not a data core */
+static uint32_t nd_store_core;
+static const char *nd_store_disk_name;
+/* ---- the network stack on core 0 ---- */
+
+static uint64_t nd_now_ms(void)
+{
+	return node_port_now_ms();
+}
+
+static void nd_random(void *buf, size_t len)
+{
+	if (node_port_random(buf, len) != 0)
+		PANIC("csprng: generator unavailable on core %u", (unsigned)node_port_core_self());
+}
+
+/* Development builds: "ip=a.b.c.d/len" and optional "gw=a.b.c.d" replace DHCP. */
+static bool nd_static_ip(const char *cmdline, size_t len, uint32_t *ip, uint32_t *mask, uint32_t *gw)
+{
+#ifdef URMQTT_PROD
+	(void)cmdline;
+	(void)len;
+	(void)ip;
+	(void)mask;
+	(void)gw;
+	return false;
+#else
+	char v[32];
+	*gw = 0;
+	if (cmdline_get(cmdline, len, "ip", v, sizeof v) != 0)
+		return false;
+	if (cmdline_parse_ipv4_prefix(v, ip, mask) != 0 || *mask == 0 || (*mask & 3u) || !(*ip & ~*mask)) {
+		LOG_WARN("net", "ignoring ip= on the command line (want a.b.c.d/len, len 1..30, a host address)");
+		return false;
+	}
+	if (cmdline_get(cmdline, len, "gw", v, sizeof v) == 0 && cmdline_parse_ipv4(v, gw) != 0) {
+		LOG_WARN("net", "ignoring malformed gw= on the command line");
+		*gw = 0;
+	}
+	return true;
+#endif
+}
+
+/* Development builds: the whole number "key=N" of the command line when it lies in
+ * [lo, hi] (true, *out set); absent or out of range (said on the console): false, *out
+ * unchanged. A production build has no such knobs: always false. */
+static bool nd_knob_u32(const char *cmdline, size_t len, const char *key, uint32_t lo, uint32_t hi,
+			 uint32_t *out)
+{
+#ifndef URMQTT_PROD
+	char v[16];
+	uint64_t n = 0;
+	if (cmdline_get(cmdline, len, key, v, sizeof v) != 0)
+		return false;
+	for (const char *c = v; *c && n <= hi; c++)
+		n = (*c >= '0' && *c <= '9') ? n * 10u + (uint64_t)(*c - '0') : UINT64_MAX;
+	if (v[0] && n >= lo && n <= hi) {
+		*out = (uint32_t)n;
+		return true;
+	}
+	LOG_WARN("boot", "ignoring %s= (want %lu..%lu)", key, (unsigned long)lo, (unsigned long)hi);
+#else
+	(void)cmdline;
+	(void)len;
+	(void)key;
+	(void)lo;
+	(void)hi;
+	(void)out;
+#endif
+	return false;
+}
+
+/* "broker_report_ms=N" (1000..600000) changes the memory line's period (the smoke test
+ * reads it every second instead of every 10 s). */
+static uint32_t nd_report_ms(const char *cmdline, size_t len)
+{
+	uint32_t ms = NODE_BROKER_REPORT_MS;
+	(void)nd_knob_u32(cmdline, len, "broker_report_ms", 1000u, 600000u, &ms);
+	return ms;
+}
+
+/* The storage knobs of development builds, for tests that cannot wait for the
+ * configuration's hours and days (0: the configuration's value): the first backup and
+ * the interval (seconds), telemetry retention (seconds), the WAL pages that make the
+ * storage core checkpoint (1: after every commit, so the database region is current). */
+static void nd_store_knobs(const char *cmdline, size_t len, struct kstore_knobs *k)
+{
+	(void)nd_knob_u32(cmdline, len, "store_backup_first_s", 1u, 86400u, &k->backup_first_s);
+	(void)nd_knob_u32(cmdline, len, "store_backup_interval_s", 1u, 86400u * 30u, &k->backup_interval_s);
+	(void)nd_knob_u32(cmdline, len, "store_retention_s", 1u, 86400u * 3650u, &k->retention_s);
+	(void)nd_knob_u32(cmdline, len, "store_checkpoint_pages", 1u, 1000000u, &k->checkpoint_pages);
+}
+
+/* storage.required, or "storage_required=1" on the command line: it can only make a build
+ * stricter (a prod image requires storage already), so every build honours it. */
+static bool nd_storage_required(const char *cmdline, size_t len)
+{
+	char v[8];
+	if (CONF_STORAGE_REQUIRED)
+		return true;
+	return cmdline_get(cmdline, len, "storage_required", v, sizeof v) == 0 && v[0] == '1' && v[1] == 0;
+}
+
+/* ---- the multicore data plane ----
+ * Wake-up protocol (a core halts only when its loop found no work; a mesh message must
+ * not wait for its tick): a core about to halt stores sleeping = true, issues a seq_cst
+ * fence and then looks at its incoming rings (node_mesh_pending, with interrupts off,
+ * from the platform's idle path); a sender commits its message (release), issues a seq_cst fence and
+ * then reads the receiver's sleeping flag, sending the wake-up IPI when it is set. With
+ * the two fences at least one side sees the other's store: either the receiver finds
+ * the message and does not halt, or the sender sees it asleep and interrupts it (an IPI
+ * that arrives between the check and hlt stays pending and ends the halt: sti;hlt). */
+static void nd_wake(uint32_t dst)
+{
+	/* seq_cst: orders the message's commit (a release store of the ring's head) before
+	 * the load of the flag below; pairs with the fence in main_idle (see above). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (node_port_wake(dst))
+		node_cores[node_port_core_self()].n_ipis++;
+}
+
+bool node_mesh_pending(uint32_t core)
+{
+	return nd_mesh && core < PLAT_MAX_CPUS && (node_cores[core].ok || node_cores[core].storage) &&
+	       xcore_pending(nd_mesh, core);
+}
+
+/* ARP received on core `self`: a copy to every other core, so each core's ARP cache
+ * learns the replies to its own requests wherever they arrived. */
+static void nd_arp_copies(uint32_t self, const uint8_t *frame, size_t len)
+{
+	for (uint32_t c = 0; c < nd_n_net; c++) {
+		if (c == self)
+			continue;
+		if (xcore_send(nd_mesh, self, c, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
+			nd_wake(c);
+		else
+			node_cores[self].arp_drops++;
+	}
+}
+
+/* A worker draining its own pair (the device steers), knet's rx_steer hook: a TCP flow to
+ * our address stays here (the device picked this queue, and our replies leave on it, so
+ * the device keeps the flow here); ARP is handled here and copied to every other core;
+ * anything else (ICMP, DHCP) is core 0's. */
+static bool nd_rx_worker(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct node_core *dc = ctx;
+	uint32_t self = (uint32_t)(dc - node_cores), w;
+	enum ksteer_class k = ksteer_classify(&dc->steer, frame, len, &w);
+	if (k == KSTEER_FLOW)
+		return false;
+	if (k == KSTEER_ARP) {
+		nd_arp_copies(self, frame, len);
+		return false;
+	}
+	if (xcore_send(nd_mesh, self, 0, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
+		nd_wake(0);
+	else
+		dc->steer_drops++;
+	return true;
+}
+
+/* A worker's address changed: its classifier follows. */
+static void nd_worker_addr(void *ctx, uint32_t ip, uint32_t mask, uint32_t gw)
+{
+	struct node_core *dc = ctx;
+	(void)mask, (void)gw;
+	ksteer_set_addr(&dc->steer, ip);
+}
+
+/* Core 0, knet's rx_steer hook: where a received frame goes (kernel/ksteer.h). */
+static bool nd_rx_steer(void *ctx, const uint8_t *frame, size_t len)
+{
+	(void)ctx;
+	uint32_t w;
+	enum ksteer_class k = ksteer_classify(&nd_steer, frame, len, &w);
+	if (k == KSTEER_ARP) {
+		nd_arp_copies(0, frame, len);
+		return false; /* and on core 0 itself */
+	}
+	if (k != KSTEER_FLOW || w == 0 || nd_device_steers)
+		return false;
+	/* Frames never exceed the slot (mesh_slot_bytes >= 1536 > 1514): a refusal here is
+	 * lack of credit; the peer's TCP retransmits. Never block. */
+	if (xcore_send(nd_mesh, 0, w, KSTEER_KIND_RX_FRAME, frame, (uint32_t)len) == 0)
+		nd_wake(w);
+	else
+		node_cores[w].steer_drops++;
+	return true;
+}
+
+/* A worker without its own pair, knet's tx hook: core 0 sends it on pair 0. */
+static int nd_tx_to_core0(void *ctx, const uint8_t *frame, size_t len)
+{
+	struct node_core *dc = ctx;
+	uint32_t self = node_port_core_self();
+	int err = xcore_send(nd_mesh, self, 0, KSTEER_KIND_TX_FRAME, frame, (uint32_t)len);
+	if (err) {
+		dc->tx_drops++;
+		return err;
+	}
+	nd_wake(0);
+	return 0;
+}
+
+/* Core 0: tell worker c the address; a full ring (more control messages in flight than
+ * the reserve) leaves it marked and the mesh handler retries on later passes. */
+static void nd_addr_send(uint32_t c)
+{
+	uint8_t m[KSTEER_ADDR_LEN];
+	uint32_t mask, gw;
+	uint32_t ip = net_stack_addr(&node_cores[0].knet.ns, &mask, &gw);
+	if (!node_cores[0].knet.net_up)
+		ip = mask = gw = 0;
+	ksteer_addr_encode(m, ip, mask, gw);
+	if (xcore_send_ctrl(nd_mesh, 0, c, KSTEER_KIND_ADDR, m, sizeof m) == 0) {
+		node_cores[c].addr_dirty = false;
+		nd_wake(c);
+	} else {
+		node_cores[c].addr_dirty = true;
+	}
+}
+
+/* Core 0, knet's addr_changed hook: steer to the new address, tell every worker. */
+static void nd_addr_changed(void *ctx, uint32_t ip, uint32_t mask, uint32_t gw)
+{
+	(void)ctx;
+	(void)mask;
+	(void)gw;
+	ksteer_set_addr(&nd_steer, ip);
+	for (uint32_t c = 1; c < nd_n_net; c++)
+		node_cores[c].addr_dirty = true; /* sent from the mesh handler, after knet took it */
+}
+
+/* The network kinds (kernel/ksteer.h) on every core. */
+static void nd_net_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	struct node_core *dc = ctx;
+	uint32_t ip, mask, gw;
+	switch (msg->kind) {
+	case KSTEER_KIND_RX_FRAME: /* from our own cores only: never steered again */
+		(void)src;
+		(void)knet_input(&dc->knet, msg->data, msg->len);
+		break;
+	case KSTEER_KIND_TAKE_PAIR: /* the device steers: drain our own pair from now on */
+		if (src == 0 && dc != &node_cores[0] && knet_set_rx_pairs(&dc->knet, 1) != 0)
+			dc->addr_bad++;
+		break;
+	case KSTEER_KIND_TX_FRAME:
+		if (dc == &node_cores[0])
+			(void)!knet_send_frame(&dc->knet, msg->data, msg->len); /* counted in knet */
+		break;
+	case KSTEER_KIND_ADDR:
+		if (src == 0 && ksteer_addr_decode(msg->data, msg->len, &ip, &mask, &gw) == 0)
+			knet_set_addr(&dc->knet, ip, mask, gw);
+		else
+			dc->addr_bad++;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Loop handler "mesh" (ctx = struct node_core *): this core's incoming messages, and on
+ * core 0 the address messages still owed to workers. */
+static int nd_mesh_poll(void *ctx)
+{
+	struct node_core *dc = ctx;
+	uint32_t self = (uint32_t)(dc - node_cores);
+	if (self == 0)
+		for (uint32_t c = 1; c < nd_n_net; c++) {
+			if (node_cores[c].addr_dirty)
+				nd_addr_send(c);
+			static const uint8_t none[1];
+			if (node_cores[c].take_pair && xcore_send_ctrl(nd_mesh, 0, c, KSTEER_KIND_TAKE_PAIR, none, 0) == 0) {
+				node_cores[c].take_pair = false;
+				nd_wake(c);
+			}
+		}
+	return (int)kdemux_poll(&dc->demux, nd_mesh, self);
+}
+
+/* The broker shards' messages (dp/shard.h, kinds 0x0200-0x02ff) to this core's broker. */
+static void nd_shard_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	struct node_core *dc = ctx;
+	node_broker_mesh_recv(&dc->broker, src, msg->kind, msg->data, msg->len);
+}
+
+/* The shards' mesh op: from the calling core (the dp's own) to dst; -E_AGAIN without
+ * credit (the shard backlogs it). */
+static int nd_shard_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	(void)ctx;
+	int err = xcore_send(nd_mesh, node_port_core_self(), dst, kind, data, len);
+	if (err == 0)
+		nd_wake(dst);
+	return err;
+}
+
+/* ---- storage: the links between data cores and the storage core ----
+ * Data core -> storage core: the mesh (dedicated storage core) or, with one core, the
+ * storage engine's local queue. Storage core -> data core: the mesh, or with one core a
+ * direct call into core 0's broker from the storage handler (a loop handler of core 0: no
+ * broker call is in progress). */
+static int nd_store_send(void *ctx, uint16_t kind, const void *data, uint32_t len)
+{
+	(void)ctx;
+	if (!nd_store_dedicated)
+		return kstore_local(kind, data, len);
+	int err = xcore_send(nd_mesh, node_port_core_self(), nd_store_core, kind, data, len);
+	if (err == 0)
+		nd_wake(nd_store_core);
+	return err;
+}
+
+static int nd_store_out(uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	if (!nd_store_dedicated) {
+		node_broker_store_recv(&node_cores[0].broker, kind, data, len);
+		return 0;
+	}
+	int err = xcore_send(nd_mesh, nd_store_core, dst, kind, data, len);
+	if (err == 0)
+		nd_wake(dst);
+	return err;
+}
+
+/* The storage core's mesh handler: what data cores record. */
+static void nd_store_in(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	(void)ctx;
+	kstore_input(src, msg->kind, msg->data, msg->len);
+}
+
+/* A data core's: what the storage core answers. */
+static void nd_store_back(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	struct node_core *dc = ctx;
+	(void)src;
+	node_broker_store_recv(&dc->broker, msg->kind, msg->data, msg->len);
+}
+
+/* The storage core's own set-up: a demultiplexer for the storage kinds (boot core). */
+static bool nd_store_core_init(uint32_t c)
+{
+	struct node_core *dc = &node_cores[c];
+	int err = kdemux_init(&dc->demux, dc->demux_tab, NODE_NET_DEMUX);
+	if (!err)
+		err = kdemux_register(&dc->demux, KDEMUX_STORE_IN_FIRST, KDEMUX_STORE_IN_LAST, nd_store_in, dc);
+	if (err) {
+		LOG_ERR("boot", "core %u: storage core set-up failed (%s)", (unsigned)c, err_name(err));
+		return false;
+	}
+	dc->storage = true;
+	return true;
+}
+
+static const struct knet_hooks nd_core0_hooks = { .rx_steer = nd_rx_steer, .addr_changed = nd_addr_changed };
+static const struct knet_hooks nd_worker_hooks = { .tx = nd_tx_to_core0 };
+static const struct knet_hooks nd_worker_mq_hooks = { .rx_steer = nd_rx_worker, .addr_changed = nd_worker_addr };
+
+/* The mesh between n cores, from the configuration. False (logged) when it cannot be
+ * built: then only core 0 serves. */
+static bool nd_mesh_init(uint32_t n)
+{
+	struct xcore_config xc = {
+		.n_cores = n,
+		.slots_per_ring = CONF_CORE_MESH_SLOTS,
+		.slot_size = (uint32_t)align8(CONF_CORE_MESH_SLOT_BYTES),
+		.ctrl_slots = CONF_CORE_MESH_CTRL_SLOTS,
+		.credit_batch = CONF_CORE_MESH_CREDIT_BATCH,
+		.poll_max = CONF_CORE_MESH_POLL_MAX,
+		.poll_per_source = CONF_CORE_MESH_POLL_MAX,
+	};
+	size_t len, got;
+	void *va = NULL;
+	int err = xcore_mesh_size(&xc, &len);
+	if (!err)
+		err = (va = node_port_region(len, &got)) ? 0 : -E_NOMEM;
+	if (!err)
+		err = xcore_mesh_init(&nd_mesh, va, len, &xc);
+	if (err) {
+		nd_mesh = NULL;
+		LOG_ERR("boot", "net: no core mesh for %u cores (%s); only core 0 serves", (unsigned)n,
+			err_name(err));
+		return false;
+	}
+	LOG_INFO("boot", "net: core mesh of %u cores, %u rings of %u slots of %u B (%lu KiB)", (unsigned)n,
+		 (unsigned)(n * (n - 1)), (unsigned)xc.slots_per_ring, (unsigned)xc.slot_size,
+		 (unsigned long)(len >> 10));
+	return true;
+}
+
+/* Steering over n cores: a random Toeplitz key, the indirection table from the
+ * configuration. False (logged) when refused. */
+static bool nd_steer_init(uint32_t n)
+{
+	uint8_t key[RSS_KEY_LEN];
+	size_t got;
+	nd_random(key, sizeof key);
+	if (!nd_rss_indir) /* kept when steering is rebuilt over fewer cores */
+		nd_rss_indir = node_port_region(sizeof(uint16_t) * CONF_NET_RSS_INDIRECTION_ENTRIES, &got);
+	struct rss_config rc = { .key = key, .n_workers = n, .n_indir = CONF_NET_RSS_INDIRECTION_ENTRIES,
+				 .indir = nd_rss_indir };
+	int err = rss_steer_init(&nd_rss, &rc);
+	if (!err)
+		err = ksteer_init(&nd_steer, &nd_rss);
+	memset(key, 0, sizeof key);
+	if (err)
+		LOG_ERR("boot", "net: steering over %u cores refused (%s: net.rss_indirection_entries %u); only core 0 "
+				"serves", (unsigned)n, err_name(err), (unsigned)CONF_NET_RSS_INDIRECTION_ENTRIES);
+	return err == 0;
+}
+
+/* Core c's broker and stack (on the boot core). False (logged) on failure. */
+static bool nd_core_net_init(uint32_t c, const struct node_broker_config *bc0, const struct knet_config *kc0)
+{
+	struct node_core *dc = &node_cores[c];
+	struct node_broker_config bc = *bc0;
+	bc.core = c;
+	int err = node_broker_init(&dc->broker, &bc);
+	if (err) {
+		LOG_ERR("boot", "core %u: broker initialisation failed (%s)", (unsigned)c, err_name(err));
+		return false;
+	}
+	struct knet_config kc = *kc0;
+	kc.core = c;
+	kc.upper = node_broker_upper(&dc->broker);
+	if (c > 0) {
+		kc.use_dhcp = false;
+		kc.ext_addr = true;
+		kc.ip = kc.mask = kc.gw = 0;
+		kc.n_rx_pairs = 0;
+		kc.pair = nd_own_pairs ? (uint16_t)c : 0;
+		kc.tx_hook = !nd_own_pairs;
+		kc.n_tx_stage = CONF_NET_TX_STAGE_FRAMES;
+		kc.hooks = nd_own_pairs ? &nd_worker_mq_hooks : &nd_worker_hooks;
+		kc.hooks_ctx = dc;
+		if (nd_own_pairs && ksteer_init(&dc->steer, &nd_rss) != 0)
+			return false;
+	} else if (nd_mesh) {
+		kc.hooks = &nd_core0_hooks;
+	}
+	size_t len = knet_mem_size(&kc);
+	if (!len) {
+		LOG_ERR("boot", "core %u: net configuration rejected", (unsigned)c);
+		return false;
+	}
+	/* Sized by the configuration (TCP connections): too little RAM for it is reported
+	 * with the remedy instead of stopping the boot. */
+	size_t got;
+	void *mem = node_port_region(len, &got);
+	err = mem ? 0 : -E_NOMEM;
+	if (err) {
+		LOG_ERR("boot", "core %u: no %lu KiB for the TCP tables (%s): give the VM more memory "
+				"(URMQTT_MEM) or configure fewer TCP connections", (unsigned)c,
+			(unsigned long)(len >> 10), err_name(err));
+		return false;
+	}
+	err = knet_init(&dc->knet, &kc, mem, len);
+	if (!err && nd_mesh) {
+		err = kdemux_init(&dc->demux, dc->demux_tab, NODE_NET_DEMUX);
+		if (!err)
+			err = kdemux_register(&dc->demux, KDEMUX_NET_FIRST, KDEMUX_NET_LAST, nd_net_recv, dc);
+		if (!err)
+			err = kdemux_register(&dc->demux, KDEMUX_SHARD_FIRST, KDEMUX_SHARD_LAST, nd_shard_recv, dc);
+		if (!err && nd_store_dedicated)
+			err = kdemux_register(&dc->demux, KDEMUX_STORE_OUT_FIRST, KDEMUX_STORE_OUT_LAST, nd_store_back, dc);
+	}
+	if (err) {
+		LOG_ERR("boot", "core %u: stack initialisation failed (%s)", (unsigned)c, err_name(err));
+		return false;
+	}
+	dc->ok = true;
+	return true;
+}
+
+/* Fewer cores than the shards were built for: the home-core hash would name cores that
+ * do not serve, so core 0 serves every flow and every session alone (logged). */
+static void nd_serve_alone(const char *why)
+{
+	LOG_ERR("boot", "net: %s: core 0 serves alone (no steering, one broker shard)", why);
+	nd_n_net = 1;
+	if (!nd_steer_init(1))
+		nd_mesh = NULL;
+	else
+		ksteer_set_addr(&nd_steer, node_cores[0].knet.ip);
+	node_broker_shards_off(&node_cores[0].broker);
+}
+
+void node_init(const struct node_config *cfg)
+{
+	struct node_broker_config bc = {
+		.core = 0,
+		.report_ms = nd_report_ms(cfg->cmdline, cfg->cmdline_len),
+	};
+	struct knet_config kc = {
+		.nic = cfg->nic,
+		.pair = 0,
+		.n_rx_pairs = cfg->nic->n_pairs,
+		.use_dhcp = true,
+		.n_arp = NODE_NET_ARP,
+		.n_pending = NODE_NET_PENDING,
+		.rx_batch = NODE_NET_RX_BATCH,
+		.now_ms = nd_now_ms,
+		.random = nd_random,
+	};
+	if (nd_static_ip(cfg->cmdline, cfg->cmdline_len, &kc.ip, &kc.mask, &kc.gw))
+		kc.use_dhcp = false;
+	uint32_t n = MIN(MAX(cfg->n_cores, 1u), (uint32_t)PLAT_MAX_CPUS);
+	/* Storage: with a data disk, the highest core runs it and nothing else (one core:
+	 * core 0 runs it from its loop); the data cores are the others (ADR-031). */
+	struct blk_dev *disk = cfg->disk;
+	nd_store_disk_name = disk ? cfg->disk_name : "no disk";
+	bool required = nd_storage_required(cfg->cmdline, cfg->cmdline_len);
+	if (!disk && required)
+		PANIC("storage is required (storage.required) but unusable: this machine has no data disk "
+		      "(virtio-blk or virtio-scsi)");
+	if (!disk)
+		LOG_WARN("boot", "storage: no data disk (virtio-blk or virtio-scsi): serving WITHOUT persistence (a "
+				 "restart forgets sessions, queued and retained messages)");
+	nd_store_on = disk != NULL;
+	nd_store_dedicated = nd_store_on && n > 1;
+	uint32_t n_data = nd_store_dedicated ? n - 1 : n;
+	if (n > 1 && !(nd_mesh_init(n) && nd_steer_init(n_data))) {
+		nd_mesh = NULL;
+		n = n_data = 1;
+		nd_store_dedicated = false;
+	}
+	nd_store_core = nd_store_dedicated ? n - 1 : 0;
+	nd_own_pairs = cfg->nic->n_pairs >= n_data;
+	if (n_data > 1) { /* one broker shard per data core, sessions on their home core (ADR-027) */
+		bc.n_cores = n_data;
+		bc.mesh = (struct dp_mesh_ops){ nd_shard_send, NULL };
+		nd_random(bc.home_key, sizeof bc.home_key);
+	}
+	bc.mesh_payload_max = nd_mesh ? xcore_payload_max(nd_mesh) : (uint32_t)align8(CONF_CORE_MESH_SLOT_BYTES) - 8u;
+	if (nd_store_on) {
+		bc.store_on = true;
+		bc.store_send = nd_store_send;
+		bc.store_payload_max = bc.mesh_payload_max;
+		const struct kstore_config ks = {
+			.blk = disk, .disk_name = nd_store_disk_name, .core = nd_store_core, .n_data = n_data,
+			.dedicated = nd_store_dedicated, .required = required, .send = nd_store_out,
+			.payload_max = bc.mesh_payload_max,
+			.now_ns = node_port_now_ns, .wall_ms = node_port_wall_ms, .report_ms = bc.report_ms,
+		};
+		struct kstore_config kcfg = ks;
+		memcpy(kcfg.home_key, bc.home_key, sizeof kcfg.home_key);
+		nd_store_knobs(cfg->cmdline, cfg->cmdline_len, &kcfg.knobs);
+		if (kstore_init(&kcfg) != 0) {
+			LOG_ERR("broker", "storage could not be set up; no network service");
+			return;
+		}
+		mem_wipe(kcfg.home_key, sizeof kcfg.home_key);
+		if (nd_store_dedicated && !nd_store_core_init(nd_store_core))
+			return;
+		node_port_disk_vectors(nd_store_core);
+		LOG_INFO("boot", "storage: %s, run by core %u%s", nd_store_disk_name, (unsigned)nd_store_core,
+			 nd_store_dedicated ? " (nothing else runs there)" : " from its loop (one core)");
+	}
+	/* Core 0 first: its failure means no network at all; a worker's only shrinks the
+	 * set of cores flows are steered to (the cores after it are not started either). */
+	if (!nd_core_net_init(0, &bc, &kc)) {
+		LOG_ERR("boot", "broker: initialisation failed; no network service");
+		return;
+	}
+	nd_broker_ok = true;
+	nd_n_net = 1;
+	for (uint32_t c = 1; c < n_data && nd_core_net_init(c, &bc, &kc); c++)
+		nd_n_net = c + 1;
+	mem_wipe(bc.home_key, sizeof bc.home_key);
+	if (nd_n_net < n_data)
+		nd_serve_alone("a worker's stack or broker could not be built");
+	if (nd_mesh) {
+		/* A static address was taken inside core 0's knet_init, before the workers
+		 * existed: (re)state it for the steering and every worker. */
+		ksteer_set_addr(&nd_steer, node_cores[0].knet.ip);
+		for (uint32_t c = 1; c < nd_n_net; c++)
+			node_cores[c].addr_dirty = true;
+	}
+	bool msix = node_port_nic_vectors(nd_own_pairs, nd_n_net);
+	const char *irq = msix ? " (MSI-X + polling)" : " (polled)";
+	const char *addr = kc.use_dhcp ? "DHCP" : "static address from the command line";
+	if (nd_n_net == 1)
+		LOG_INFO("boot", "net: one stack, on core 0, receiving from %u pair(s)%s; %s",
+			 (unsigned)cfg->nic->n_pairs, irq, addr);
+	else
+		LOG_INFO("boot", "net: %u stacks, one per core; core 0 receives from %u pair(s)%s and steers; "
+				 "workers transmit %s; %s",
+			 (unsigned)nd_n_net, (unsigned)cfg->nic->n_pairs, irq,
+			 nd_own_pairs ? "on their own pairs" : "through core 0 on pair 0", addr);
+	LOG_INFO("broker", "listening on TCP %u (MQTT over TLS 1.3, client certificates required)%s",
+		 (unsigned)node_broker_upper(&node_cores[0].broker)->tcp->ports[0],
+		 kc.use_dhcp ? " once the DHCP lease is in" : "");
+}
+
+/* After the APs started: steer only over the cores that run (a core that did not start
+ * would never drain its rings). Boot core, before its own loop runs. */
+/* Storage gets its final view of the data cores (kernel/kstore.h: it waits for this). A
+ * dedicated storage core that did not start cannot serve: the data cores are told storage
+ * is off (or the machine stops, storage.required). Boot core, after the cores started. */
+static void nd_store_go(uint32_t n_started)
+{
+	if (!nd_store_on)
+		return;
+	if (nd_store_dedicated && n_started <= nd_store_core) {
+		if (CONF_STORAGE_REQUIRED)
+			PANIC("storage is required (storage.required) but its core %u did not start", (unsigned)nd_store_core);
+		LOG_ERR("store", "the storage core %u did not start: serving WITHOUT persistence", (unsigned)nd_store_core);
+		node_broker_store_recv(&node_cores[0].broker, STORE_K_OFF, NULL, 0);
+		for (uint32_t c = 1; c < nd_n_net; c++)
+			if (xcore_send_ctrl(nd_mesh, 0, c, STORE_K_OFF, NULL, 0) == 0)
+				nd_wake(c);
+		return;
+	}
+	kstore_go(nd_n_net);
+}
+
+void node_cores_started(uint32_t n_started)
+{
+	uint32_t n_data_started = nd_store_dedicated ? MIN(n_started, nd_store_core) : n_started;
+	if (nd_mesh && nd_own_pairs && n_data_started >= nd_n_net && nd_n_net > 1) {
+		/* Every core runs: the device steers from now on. Core 0 stops draining the
+		 * workers' pairs before it tells each worker to take its own (frames wait in
+		 * the queue meanwhile); this runs on core 0 before its loop does. */
+		if (knet_set_rx_pairs(&node_cores[0].knet, 1) == 0) {
+			nd_device_steers = true;
+			for (uint32_t c = 1; c < nd_n_net; c++)
+				node_cores[c].take_pair = true;
+			LOG_INFO("boot", "net: the device steers: each of %u cores drains its own queue pair",
+				 (unsigned)nd_n_net);
+		}
+		nd_store_go(n_started);
+		return;
+	}
+	if (nd_mesh && n_data_started < nd_n_net) {
+		LOG_WARN("boot", "net: only %u of %u cores started", (unsigned)n_started, (unsigned)nd_n_net);
+		nd_serve_alone("not every core started");
+	}
+	nd_store_go(n_started);
+}
+
+/* Development builds, test=net: each core with a stack logs its own counters at most once
+ * a second when they changed (its own state only: no cross-core reads). */
+static bool nd_stats_on;
+
+void node_stats_enable(void)
+{
+	nd_stats_on = true;
+}
+
+static int nd_stats_poll(void *ctx)
+{
+	struct node_core *dc = ctx;
+	const struct knet *k = &dc->knet;
+	uint32_t core = (uint32_t)(dc - node_cores);
+	uint64_t now = nd_now_ms();
+	if (now < dc->stats_last_ms + 1000u)
+		return 0;
+	dc->stats_last_ms = now;
+	uint64_t irqs = node_port_irqs(core);
+	uint64_t sum = k->st.rx_frames + k->st.tx_frames + irqs + k->st.rx_steered;
+	if (sum == dc->stats_last_sum)
+		return 0;
+	dc->stats_last_sum = sum;
+	struct dp_stats ds;
+	dp_stats_get(dc->broker.dp, &ds); /* this core's broker, on this core */
+	LOG_INFO("net", "core %u pair %u: %lu frames in, %lu out, %lu device interrupts, %u connections, "
+			"%lu TLS handshakes, %lu bytes in, %lu ICMP echo replies, %lu frames of unknown type",
+		 (unsigned)core, (unsigned)k->cfg.pair, (unsigned long)k->st.rx_frames,
+		 (unsigned long)k->st.tx_frames, (unsigned long)irqs, (unsigned)tcp_conn_count(k->tcp),
+		 (unsigned long)ds.hs_done, (unsigned long)ds.bytes_in,
+		 (unsigned long)k->ns.cnt.icmp_echo_replies, (unsigned long)k->ns.cnt.eth_type);
+	if (nd_mesh && core == 0) {
+		uint64_t sd = 0, ad = 0;
+		for (uint32_t c = 1; c < nd_n_net; c++) {
+			sd += node_cores[c].steer_drops;
+			ad += node_cores[c].arp_drops;
+		}
+		LOG_INFO("net", "core 0 steering: %lu frames to workers, %lu flows, %lu ARP, %lu dropped (no mesh "
+				"credit), %lu ARP copies dropped, %lu worker frames sent (%lu dropped), %lu wake-ups",
+			 (unsigned long)k->st.rx_steered, (unsigned long)nd_steer.cnt.flows,
+			 (unsigned long)nd_steer.cnt.arp, (unsigned long)sd, (unsigned long)ad,
+			 (unsigned long)k->st.fwd_frames, (unsigned long)k->st.fwd_drops, (unsigned long)dc->n_ipis);
+	} else if (nd_mesh) {
+		LOG_INFO("net", "core %u mesh: %lu frames from core 0 (%lu before an address), %lu sent back "
+				"(%lu dropped: no credit), %lu wake-ups sent",
+			 (unsigned)core, (unsigned long)k->st.rx_frames, (unsigned long)k->st.rx_no_addr,
+			 (unsigned long)k->st.tx_frames, (unsigned long)dc->tx_drops, (unsigned long)dc->n_ipis);
+	}
+	return 0;
+}
+
+void node_loop_add(struct kloop *l, uint32_t core)
+{
+	if (core < PLAT_MAX_CPUS && node_cores[core].storage) { /* the storage core: nothing else */
+		if (kloop_add(l, "mesh", nd_mesh_poll, &node_cores[core]) != 0)
+			PANIC("core %u: loop full", (unsigned)core);
+		kstore_loop_add(l);
+		return;
+	}
+	if (core >= PLAT_MAX_CPUS || !node_cores[core].ok)
+		return;
+	struct node_core *dc = &node_cores[core];
+	if (nd_stats_on && kloop_add(l, "net-stats", nd_stats_poll, dc) != 0)
+		PANIC("core %u: loop full", (unsigned)core);
+	/* The mesh before the stack: frames a worker handed back are posted in the same pass
+	 * as knet_poll's kick. */
+	if (nd_mesh && kloop_add(l, "mesh", nd_mesh_poll, dc) != 0)
+		PANIC("core %u: loop full", (unsigned)core);
+	if (kloop_add(l, "net", knet_poll, &dc->knet) != 0)
+		PANIC("core %u: loop full", (unsigned)core);
+	if (nd_store_on && !nd_store_dedicated && core == 0)
+		kstore_loop_add(l); /* one core: storage from core 0's loop, within its pass budget */
+}
+
+bool node_store_on(void)
+{
+	return nd_store_on;
+}
+
+uint32_t node_store_core(void)
+{
+	return nd_store_core;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * What a platform gives a node (kernel/node/): linked functions, one implementation per
+ * platform (the image: arch/x86_64/node_port.c; the hosted broker: hosted/node_port.c).
+ * Everything the node builds out of layers (TCP, TLS, MQTT shards, storage links) reaches
+ * the machine only through these. Each may be called from any core, about the calling core
+ * only; none blocks.
+ */
+#ifndef KERNEL_NODE_PORT_H
+#define KERNEL_NODE_PORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernel/heap.h"
+
+/* The calling core's index (0 .. cores - 1). */
+uint32_t node_port_core_self(void);
+/* Monotonic nanoseconds and milliseconds since an arbitrary start. */
+uint64_t node_port_now_ns(void);
+uint64_t node_port_now_ms(void);
+/* Unix seconds (certificate validity) and milliseconds (storage's stamps) of the wall
+ * clock; 0 when unknown. */
+int64_t node_port_wall_s(void);
+int64_t node_port_wall_ms(void);
+/* len bytes from the platform's CSPRNG: 0, or -E_IO when it has none. */
+int node_port_random(void *buf, size_t len);
+/* len bytes (16-byte aligned, zeroed) charged to tag on the calling core; NULL when the
+ * platform has none. Freed by node_port_free with the same len. */
+void *node_port_alloc(size_t len, enum heap_tag tag);
+void node_port_free(void *p, size_t len);
+/* Bytes the platform could still give (its free memory), whatever a caller's own limit. */
+size_t node_port_room(void);
+/* The platform heap's totals over every core: bytes requested and bytes of blocks held. */
+void node_port_heap_totals(uint64_t *requested, uint64_t *blocks);
+/* A zeroed region of at least len bytes, page aligned, for one core's tables; *got is its
+ * real length. NULL when there is no such memory. Regions live as long as the node. */
+void *node_port_region(size_t len, size_t *got);
+void node_port_region_free(void *p, size_t got);
+
+/* ---- the multicore node only (kernel/node/node.c; the hosted broker has one core) ---- */
+/* The sending half of the wake-up protocol (kernel/node/node.c): after a mesh message to
+ * core dst was committed, a sequentially consistent fence, then dst interrupted if it
+ * halts or is about to. True when an interrupt was sent. */
+bool node_port_wake(uint32_t dst);
+/* Device interrupts core has taken so far (statistics; read by that core). */
+uint64_t node_port_irqs(uint32_t core);
+/* Program the NIC's vectors: with own_pairs, pair p (< n_net) interrupts core p, else
+ * every pair core 0; its configuration changes core 0. True when interrupts work (false:
+ * the node polls). */
+bool node_port_nic_vectors(bool own_pairs, uint32_t n_net);
+/* The disks' configuration-change vectors go to store_core (which owns the disks). */
+void node_port_disk_vectors(uint32_t store_core);
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The broker's output (declared in mqtt_int.h, "out.c"): packets encoded into the shared
+ * b->out scratch buffer and handed to ops.send, with the counts of what left and what the
+ * transport refused. Below the broker, sessions, durability and telemetry queries: it
+ * calls only the codec and the transport. Must never keep a pointer to what it sends (the
+ * transport copies or refuses), never retry (-E_AGAIN goes back to the caller, who keeps
+ * the record), and never call the transport from inside a transport callback (the callers
+ * guarantee it: see broker.c).
+ */
+#include "lib/err.h"
+#include "mqtt/mqtt_int.h"
+
+int mqtt_send_encoded(struct mqtt_broker *b, struct mqtt_conn *c, const struct wcur *w)
+{
+	if (!wcur_ok(w))
+		return -E_OVERFLOW;
+	int rc = b->ops.send(b->ops.ctx, c->user, w->buf, w->pos);
+	if (rc)
+		b->st.send_again++;
+	return rc;
+}
+
+int mqtt_send_bytes(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p, size_t n)
+{
+	int rc = b->ops.send(b->ops.ctx, c->user, p, n);
+	if (rc)
+		b->st.send_again++;
+	return rc;
+}
+
+int mqtt_send_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid)
+{
+	struct wcur w = wcur_make(b->out, b->out_len);
+	if (mqtt_encode_ack(&w, (enum mqtt_type)type, pid))
+		return -E_OVERFLOW;
+	return mqtt_send_encoded(b, c, &w);
+}
+
+int mqtt_send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic,
+		      uint16_t tlen, const uint8_t *payload, size_t plen, uint8_t qos, bool dup,
+		      bool retain, uint16_t pid)
+{
+	struct wcur w = wcur_make(b->out, b->out_len);
+	if (mqtt_encode_publish(&w, topic, tlen, payload, plen, qos, dup, retain, pid))
+		return -E_OVERFLOW;
+	int rc = mqtt_send_encoded(b, c, &w);
+	if (rc == 0)
+		b->st.msgs_out++;
+	return rc;
+}
+
+int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
+		       const uint8_t *payload, size_t plen)
+{
+	if (tlen > UINT16_MAX)
+		return -E_OVERFLOW;
+	return mqtt_send_publish(b, c, topic, (uint16_t)tlen, payload, plen, 0, false, false, 0);
+}
