@@ -189,6 +189,14 @@ test: setup
 		--unit "$(UNIT_TESTS)" --fuzz "$(FUZZ_NAMES)" --smoke "$(SMOKE_SCRIPTS)"
 
 FUZZ_SECONDS ?= 300
+.PHONY: test-mutants
+# Breaks chosen behaviours one at a time in a scratch copy and shows the suite fails for each
+# (tools/mutants/run.sh); not part of make test.
+test-mutants: setup
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) host $(B)/hosted/urmqtt
+	$(Q)tools/mutants/run.sh $(B)
+
 fuzz: setup
 	$(Q)$(MAKE) --no-print-directory fuzzers
 	$(Q)tests/fuzz/run-fuzzers.sh --build $(B) --seconds $(FUZZ_SECONDS) $(FUZZ_NAMES)
@@ -225,6 +233,7 @@ help:
 	@echo "  make deps       fetch pinned mbedTLS/SQLite sources (URMQTT_DEPS_DIR=dir: offline)"
 	@echo "  make fuzz       long libFuzzer runs (FUZZ_SECONDS per target, default 300)"
 	@echo "  make bench      side-by-side benchmarks (not a test)"
+	@echo "  make test-mutants  break chosen behaviours one at a time: the suite must fail for each"
 	@echo "  make certs      development CA, server, dev-1..N, ops and revoked-1 certificates (build/dev/certs)"
 	@echo "  make lint       cppcheck + clang-tidy on our code"
 	@echo "  make all        build host tests/tools and both kernel flavours"

@@ -19,16 +19,29 @@ static const struct mqtt_acl_service dp_acl_services[] = {
 	{ NULL, dp_acl_pub, dp_acl_sub, CONF_ACL_SERVICE_PUBLISH_N, CONF_ACL_SERVICE_SUBSCRIBE_N },
 };
 
+void dp_tcp_config_set_conns(struct tcp_config *tc, uint32_t n)
+{
+	tc->max_conns = n;
+	/* A connection holds a few records unacknowledged at a time (handshake flight,
+	 * CONNACK, deliveries up to the inflight window). */
+	tc->max_send_refs = 4u * n;
+	tc->max_pending_acks = n;
+}
+
+void dp_config_set_conns(struct dp_config *g, uint32_t n)
+{
+	g->max_conns = n;
+	g->mqtt.max_conns = n;
+	if (g->shard.n_cores > 1)
+		g->shard.max_proxies = n; /* a session homed here may have its connection elsewhere */
+}
+
 void dp_tcp_config_from_conf(struct tcp_config *tc)
 {
 	tcp_config_default(tc);
 	tc->ports[0] = CONF_TCP_PORT;
 	tc->n_ports = 1;
-	tc->max_conns = CONF_TCP_MAX_CONNECTIONS;
-	/* A connection holds a few records unacknowledged at a time (handshake flight,
-	 * CONNACK, deliveries up to the inflight window). */
-	tc->max_send_refs = 4u * CONF_TCP_MAX_CONNECTIONS;
-	tc->max_pending_acks = CONF_TCP_MAX_CONNECTIONS;
+	dp_tcp_config_set_conns(tc, CONF_TCP_MAX_CONNECTIONS);
 	tc->mss = CONF_TCP_MSS;
 	tc->rto_min_ms = CONF_TCP_RTO_MIN_MS;
 	tc->rto_max_ms = CONF_TCP_RTO_MAX_MS;
@@ -52,7 +65,6 @@ void dp_hs_id_config(struct tls_id_config *id)
 void dp_config_from_conf(struct dp_config *g)
 {
 	memset(g, 0, sizeof *g);
-	g->max_conns = CONF_TCP_MAX_CONNECTIONS;
 	g->port = CONF_TCP_PORT;
 	g->hs_per_core = CONF_TLS_HANDSHAKES_PER_CORE;
 	g->hs_per_source = CONF_TLS_HANDSHAKES_PER_SOURCE;
@@ -70,7 +82,7 @@ void dp_config_from_conf(struct dp_config *g)
 	g->rec.key_update_after = 1u << 24; /* far below the AEAD limits of both suites */
 
 	struct mqtt_broker_config *m = &g->mqtt;
-	m->max_conns = CONF_TCP_MAX_CONNECTIONS;
+	dp_config_set_conns(g, CONF_TCP_MAX_CONNECTIONS);
 	m->max_sessions = CONF_MQTT_MAX_SESSIONS;
 	m->max_nodes = 2u * CONF_MQTT_MAX_SESSIONS + 1024u; /* a few absolute filters each */
 	m->max_subs = 2u * CONF_MQTT_MAX_SESSIONS;          /* beyond the inline one */

@@ -1081,6 +1081,30 @@ static bool config_ok(const struct dp_config *g)
 	       g->lower.abort && g->lower.window_update && g->now_ms && g->mqtt.max_conns >= 1;
 }
 
+/* The tables of both configurations with n connection slots. */
+static size_t dp_tables_at(struct dp_config g, struct tcp_config tc, uint32_t n)
+{
+	dp_config_set_conns(&g, n);
+	dp_tcp_config_set_conns(&tc, n);
+	size_t d = dp_mem_size(&g), t = tcp_stack_mem_size(&tc);
+	return d && t ? d + t : 0;
+}
+
+int dp_footprint(const struct dp_config *g, const struct tcp_config *tc, struct dp_footprint *out)
+{
+	memset(out, 0, sizeof *out);
+	uint32_t n = g->max_conns, half = n / 2u;
+	if (n < 2u || tc->max_conns != n)
+		return -E_INVAL;
+	size_t full = dp_tables_at(*g, *tc, n), part = dp_tables_at(*g, *tc, half);
+	if (!full || !part || part > full)
+		return -E_INVAL;
+	out->slots = n;
+	out->slot_bytes = (full - part) / (n - half);
+	out->core_bytes = full - out->slot_bytes * n;
+	return 0;
+}
+
 size_t dp_mem_size(const struct dp_config *cfg)
 {
 	if (!config_ok(cfg))

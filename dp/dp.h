@@ -128,6 +128,25 @@ struct dp_stats {
 	size_t bytes_per_conn; /* heap_per_conn + fixed_per_conn */
 };
 
+/* What a data plane's tables cost, from its configuration and its TCP stack's: every table
+ * sized by the connection count (TCP control blocks and slots, send references and pending
+ * acknowledgements, dp records, MQTT connection records, shard proxies, rate buckets)
+ * gives slot_bytes per connection slot; what does not scale with it (handshake staging,
+ * the key cache, session and topic tables, shard backlogs, storage rings) is core_bytes.
+ * Measured by sizing both at the configured count and at half of it (the difference is
+ * what the slots cost). */
+struct dp_footprint {
+	uint32_t slots;        /* the configured connection count */
+	size_t slot_bytes;     /* per connection slot */
+	size_t core_bytes;     /* per core, whatever the connection count */
+};
+/* 0, or -E_INVAL when either configuration is rejected or has fewer than 2 slots. */
+MUST_CHECK int dp_footprint(const struct dp_config *g, const struct tcp_config *tc, struct dp_footprint *out);
+/* The connection count in every setting sized by it (dp, MQTT connections, shard proxies;
+ * TCP control blocks, send references, pending acknowledgements). */
+void dp_config_set_conns(struct dp_config *g, uint32_t n);
+void dp_tcp_config_set_conns(struct tcp_config *tc, uint32_t n);
+
 /* Fill cfg from the configuration constants (CONF_*): limits, ACL service patterns,
  * identity source is read by the handshake env (dp_hs_id_config). Heap, lower, log,
  * clock, hs_env and mqtt.hash_key are left for the caller. */

@@ -92,6 +92,12 @@ void hosted_broker_stats(struct hosted_broker *hb, const char *tag)
 	       tag, s.open, s.handshaking, s.established, u.sessions, u.subs, u.retained, s.heap_used,
 	       s.heap_baseline, s.heap_per_conn, s.fixed_per_conn, s.bytes_per_conn,
 	       (size_t)hb->nb.n_live);
+	struct node_memory m;
+	node_broker_memory(&hb->nb, &m);
+	printf("%s memory slot_bytes=%zu core_bytes=%zu slots=%u heap_req_per_conn=%zu heap_blk_per_conn=%zu"
+	       " idle_bytes_per_conn=%zu\n",
+	       tag, m.slot_bytes, m.core_bytes, (unsigned)m.slots, m.heap_req_per_conn, m.heap_blk_per_conn,
+	       m.idle_bytes_per_conn);
 	printf("%s tls rx_copied=%llu key_hits=%llu key_misses=%llu key_evictions=%llu\n", tag,
 	       (unsigned long long)s.rx_copied, (unsigned long long)s.key_hits,
 	       (unsigned long long)s.key_misses, (unsigned long long)s.key_evictions);

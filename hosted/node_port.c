@@ -2,8 +2,9 @@
  *
  * The hosted platform's side of kernel/node/port.h: one core (the process), CLOCK_MONOTONIC
  * and the system's wall clock, getrandom, and malloc behind the heap (its totals counted
- * here, since malloc keeps none the node could read). Host code; single-threaded.
+ * here: requested bytes, and the chunks malloc holds for them). Host code; single-threaded.
  */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -13,6 +14,10 @@
 #include "lib/err.h"
 
 static uint64_t port_requested; /* bytes live through node_port_alloc */
+static uint64_t port_blocks;    /* what malloc holds for them: usable size + its header */
+
+/* glibc's chunk header on 64-bit: one size word beyond the usable bytes. */
+#define PORT_MALLOC_HEADER 8u
 
 uint32_t node_port_core_self(void)
 {
@@ -49,8 +54,10 @@ void *node_port_alloc(size_t len, enum heap_tag tag)
 {
 	(void)tag;
 	void *p = calloc(1, len);
-	if (p)
+	if (p) {
 		port_requested += len;
+		port_blocks += malloc_usable_size(p) + PORT_MALLOC_HEADER;
+	}
 	return p;
 }
 
@@ -59,6 +66,7 @@ void node_port_free(void *p, size_t len)
 	if (!p)
 		return;
 	port_requested -= len;
+	port_blocks -= malloc_usable_size(p) + PORT_MALLOC_HEADER;
 	free(p);
 }
 
@@ -70,7 +78,7 @@ size_t node_port_room(void)
 void node_port_heap_totals(uint64_t *requested, uint64_t *blocks)
 {
 	*requested = port_requested;
-	*blocks = port_requested;
+	*blocks = port_blocks;
 }
 
 void *node_port_region(size_t len, size_t *got)

@@ -5,6 +5,19 @@
 #   unit:  each cmocka binary, TAP output, one case per test function
 #   fuzz:  replay of tests/fuzz/corpus/<name> under ASan, then a bounded libFuzzer run
 #   smoke: each script; it prints "PASS <name>" / "FAIL <name>" / "SKIP <name> (why)" lines
+# A skip must say what this machine lacks, in one of a fixed set of reasons, and this script
+# checks the claim itself; a skip of a test that this machine can run is a failure (and so
+# is a skip without such a reason), so the run fails. The reasons (smoke: the "why" of
+# "SKIP <name> (why)"; unit: a line "# needs ..." printed just before cmocka's skip()):
+#   needs kvm[: text]           the accelerator decision is TCG (URMQTT_ACCEL, else the probe)
+#   needs root[: text]          not running as root
+#   needs command NAME[: text]  NAME is not on PATH
+#   needs file PATH[: text]     PATH does not exist
+#   needs cpu FLAG[: text]      FLAG is not among /proc/cpuinfo's flags (x86) or Features (arm64)
+#   needs netns[: text]         this script cannot create a network namespace with a TAP device
+# cmocka's own verdict on a skip differs between versions (1.1.5 prints "not ok N # SKIP
+# name" and exits 0; others print "ok N # SKIP name" or count it in the exit status):
+# neither is trusted, the TAP lines are read explicitly.
 set -uo pipefail
 build=build; fuzz_seconds=5; unit=""; fuzz=""; smoke=""
 while [ $# -gt 0 ]; do
@@ -21,20 +34,110 @@ passed=0; failed=0; skipped=0; failures=(); skips=()
 logdir=$build/test-logs; mkdir -p "$logdir"
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL $1${2:+ ($2)}"; }
-skip() { skipped=$((skipped + 1)); skips+=("$1"); echo "SKIP $1"; }
+
+# ---- skips: the reason is checked against this machine ----------------------------------
+# lacks REASON: returns 0 when this machine really lacks what REASON ("needs <class>
+# [arg][: text]") names, 1 when it does not, 2 when REASON is not one of the fixed set;
+# says what it found in $found. (Not run in a subshell: the namespace probe runs once.)
+netns_probe=""; accel_decision=""
+lacks() {
+	if [ "${1#needs kvm}" != "$1" ] && [ -z "${URMQTT_ACCEL:-}" ] && [ -z "$accel_decision" ]; then
+		accel_decision=$(tools/accel/accel.sh "$build/accel/probe.elf" 2>/dev/null) || accel_decision=unknown
+	fi
+	found=$(lacks_check "$1")
+	local rc=$?
+	if [ "${1#needs netns}" != "$1" ] && [ $rc -eq 3 ]; then
+		if [ -z "$netns_probe" ]; then
+			local ns=urmqtt-runall-$$
+			netns_probe=no
+			if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "$ns" 2>/dev/null; then
+				ip -n "$ns" tuntap add dev rtap0 mode tap 2>/dev/null && netns_probe=yes
+				ip netns del "$ns" 2>/dev/null
+			fi
+		fi
+		[ "$netns_probe" = no ] && { found="no network namespace with a TAP device here"; return 0; }
+		found="a network namespace with a TAP device was created here"; return 1
+	fi
+	return $rc
+}
+# lacks_check REASON: lacks without the probes (returns 3 for netns instead; takes the
+# accelerator decision from URMQTT_ACCEL or the one lacks made); prints what it found.
+lacks_check() {
+	local r=${1%%:*} cls arg extra
+	read -r _ cls arg extra <<<"$r"
+	[ "${1%% *}" = needs ] || { echo "not of the form 'needs <what>'"; return 2; }
+	case $cls in
+	kvm | root | netns) [ -z "$arg" ] || { echo "'needs $cls' takes no argument"; return 2; } ;;
+	command | file | cpu) [ -n "$arg" ] && [ -z "$extra" ] || { echo "'needs $cls' takes one argument"; return 2; } ;;
+	*) echo "unknown class '$cls' (kvm, root, command, file, cpu, netns)"; return 2 ;;
+	esac
+	case $cls in
+	kvm)
+		local acc=${URMQTT_ACCEL:-$accel_decision}
+		[ "$acc" = tcg ] && { echo "accelerator: TCG"; return 0; }
+		echo "the accelerator here is ${acc:-unknown}"; return 1 ;;
+	root)
+		[ "$(id -u)" != 0 ] && { echo "uid $(id -u)"; return 0; }
+		echo "this run is root"; return 1 ;;
+	command)
+		command -v "$arg" >/dev/null || { echo "$arg not on PATH"; return 0; }
+		echo "$arg is $(command -v "$arg")"; return 1 ;;
+	file)
+		[ -e "$arg" ] || { echo "$arg absent"; return 0; }
+		echo "$arg exists"; return 1 ;;
+	cpu)
+		grep -Eq "^(flags|Features)[[:space:]]*:.* $arg( |$)" /proc/cpuinfo || { echo "CPU without $arg"; return 0; }
+		echo "the CPU has $arg"; return 1 ;;
+	netns) return 3 ;;
+	esac
+}
+# skip NAME WHY: a skip when this machine lacks what WHY names, else a failure.
+skip() {
+	local why=$2 found rc
+	lacks "$why"
+	rc=$?
+	case $rc in
+	0) skipped=$((skipped + 1)); skips+=("$1 ($why)"); echo "SKIP $1 ($why; $found)" ;;
+	1) fail "$1" "skipped ($why), but $found: this machine can run it" ;;
+	*) fail "$1" "skipped without an accepted reason ($why: $found)" ;;
+	esac
+}
 
 for t in $unit; do
 	name=${t#"$build"/host/tests/unit/}
 	log=$logdir/unit-${name//\//_}.log
 	CMOCKA_MESSAGE_OUTPUT=TAP timeout 300 "$t" >"$log" 2>&1
 	rc=$?
-	n_ok=$(grep -c '^ok ' "$log"); n_bad=$(grep -c '^not ok ' "$log")
-	# cmocka's TAP marks a skipped test "ok N - name # SKIP": counted as a skip, not a pass.
-	while read -r line; do pass "unit/$name: ${line#ok * - }"; done < <(grep '^ok ' "$log" | grep -v '# SKIP')
-	while read -r line; do skip "unit/$name: ${line#ok * - }"; done < <(grep '^ok .*# SKIP' "$log")
-	while read -r line; do fail "unit/$name: ${line#not ok * - }" "see $log"; done < <(grep '^not ok ' "$log")
-	if [ $rc -ne 0 ] && [ "$n_bad" -eq 0 ]; then fail "unit/$name" "exit $rc, see $log"; fi
-	if [ "$n_ok" -eq 0 ] && [ "$n_bad" -eq 0 ] && [ $rc -eq 0 ]; then fail "unit/$name" "no test ran"; fi
+	# One row per TAP result: kind (ok, bad, skip), case name, the "# needs ..." reason
+	# printed since the previous result (skips only). Plans ("1..N", one per group) summed.
+	rows=$(awk '
+		/^# needs / { why = substr($0, 3); next }
+		/^(not )?ok [0-9]+ # SKIP/ { n = $0; sub(/^(not )?ok [0-9]+ # SKIP ?/, "", n); print "skip\t" n "\t" why; why = ""; next }
+		/^ok [0-9]+( - |$)/ { n = $0; sub(/^ok [0-9]+( - )?/, "", n); print "ok\t" n "\t"; why = ""; next }
+		/^not ok [0-9]+( - |$)/ { n = $0; sub(/^not ok [0-9]+( - )?/, "", n); print "bad\t" n "\t"; why = ""; next }' "$log")
+	planned=$(grep -Eo '^1\.\.[0-9]+' "$log" | awk -F. '{ s += $3 } END { print s + 0 }')
+	n_ok=0; n_bad=0; n_skip=0
+	while IFS=$'\t' read -r kind case why; do
+		case $kind in
+		ok) n_ok=$((n_ok + 1)); pass "unit/$name: $case" ;;
+		bad) n_bad=$((n_bad + 1)); fail "unit/$name: $case" "see $log" ;;
+		skip) n_skip=$((n_skip + 1)); skip "unit/$name: $case" "${why:-no reason printed}" ;;
+		esac
+	done <<<"$rows"
+	n_all=$((n_ok + n_bad + n_skip))
+	# Each case is counted once: a name reported twice (a group run again) is a failure.
+	dups=$(cut -f2 <<<"$rows" | grep . | sort | uniq -d | head -n 3 | paste -sd, -)
+	[ -z "$dups" ] || fail "unit/$name" "cases reported twice under one name: $dups"
+	if [ $n_all -eq 0 ] && [ $n_bad -eq 0 ] && [ $rc -eq 0 ]; then
+		fail "unit/$name" "no test ran"
+	elif [ $n_all -ne "$planned" ]; then
+		fail "unit/$name" "$n_all results for $planned planned cases (exit $rc), see $log"
+	elif grep -qE 'ERROR: [A-Za-z]+Sanitizer|runtime error:' "$log"; then
+		fail "unit/$name" "sanitizer report, see $log"
+	elif [ $rc -ne 0 ] && [ $n_bad -eq 0 ] && [ $rc -gt $n_skip ]; then
+		# A cmocka that counts skips in its exit status exits with at most their number.
+		fail "unit/$name" "exit $rc, see $log"
+	fi
 done
 
 for f in $fuzz; do
@@ -65,7 +168,14 @@ for s in $smoke; do
 	got=0
 	while read -r line; do got=1; pass "${line#PASS }"; done < <(grep '^PASS ' "$log")
 	while read -r line; do got=1; fail "${line#FAIL }" "see $log"; done < <(grep '^FAIL ' "$log")
-	while read -r line; do got=1; skip "${line#SKIP }"; done < <(grep '^SKIP ' "$log")
+	while read -r line; do
+		got=1
+		if [[ $line =~ ^SKIP\ ([^ ]+)\ \((.*)\)$ ]]; then
+			skip "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+		else
+			fail "${line#SKIP }" "a SKIP line must read 'SKIP <name> (needs <what>...)'"
+		fi
+	done < <(grep '^SKIP ' "$log")
 	if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then fail "smoke/$(basename "$s")" "exit $rc, see $log"; fi
 	if [ $got -eq 0 ] && [ $rc -eq 0 ]; then fail "smoke/$(basename "$s")" "printed no result"; fi
 done

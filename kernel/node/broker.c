@@ -135,9 +135,6 @@ static void kb_bind(void *ctx, struct tcp_stack *tcp)
 {
 	struct node_broker *b = ctx;
 	node_broker_attach(b, tcp);
-	/* Invariant 3: every table and the TCP stack exist, no connection is open. */
-	node_port_heap_totals(&b->base_req, &b->base_blk);
-	b->base_used = b->used;
 	b->next_report_ms = b->cfg.report_ms ? node_port_now_ms() + b->cfg.report_ms : UINT64_MAX;
 }
 
@@ -156,22 +153,19 @@ static uint32_t kb_poll(void *ctx)
 void node_broker_report(struct node_broker *b)
 {
 	struct dp_stats s;
-	uint64_t req_now, blk_now;
+	struct node_memory m;
 	dp_stats_get(b->dp, &s);
-	node_port_heap_totals(&req_now, &blk_now);
-	uint64_t req = req_now > b->base_req ? req_now - b->base_req : 0;
-	uint64_t blk = blk_now > b->base_blk ? blk_now - b->base_blk : 0;
-	uint64_t n = s.open;
+	node_broker_memory(b, &m);
 	/* One line, within LOG_LINE_MAX: the test and the run script parse name=value.
 	 * conns/est/hs/hs_done/core_req are this core's; the heap figures are the machine's
 	 * (every core's connections), per connection of this core only when it is alone. */
 	LOG_INFO("broker", "core %u: conns=%u est=%u hs=%u hs_done=%lu core_req=%lu per_conn_req=%lu "
-			   "per_conn_blk=%lu fixed=%lu above_req=%lu above_blk=%lu",
+			   "per_conn_blk=%lu slot=%lu above_req=%lu above_blk=%lu",
 		 (unsigned)b->cfg.core, (unsigned)s.open, (unsigned)s.established,
 		 (unsigned)s.handshaking, (unsigned long)s.hs_done,
 		 (unsigned long)(b->used > b->base_used ? b->used - b->base_used : 0),
-		 (unsigned long)(n ? req / n : 0), (unsigned long)(n ? blk / n : 0),
-		 (unsigned long)s.fixed_per_conn, (unsigned long)req, (unsigned long)blk);
+		 (unsigned long)m.heap_req_per_conn, (unsigned long)m.heap_blk_per_conn,
+		 (unsigned long)m.slot_bytes, (unsigned long)m.heap_req_above, (unsigned long)m.heap_blk_above);
 	/* Storage: acknowledgements held for their commit, the link's backlog, the restore. */
 	struct store_link_stats ls;
 	if (dp_store_stats(b->dp, &ls)) {
@@ -265,7 +259,7 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 	struct dp_config g;
 	dp_config_from_conf(&g);
 	if (cfg->max_conns)
-		g.max_conns = g.mqtt.max_conns = cfg->max_conns;
+		dp_config_set_conns(&g, cfg->max_conns);
 	if (cfg->no_telemetry_log)
 		g.mqtt.n_telemetry_filters = 0;
 	g.hs_env = b->hs_env;
@@ -308,6 +302,13 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 		return rc;
 	}
 	dp_tcp_config_from_conf(&b->tcp);
+	dp_tcp_config_set_conns(&b->tcp, g.max_conns); /* knet's TCP tables: the same slots */
+	struct tcp_config tc = b->tcp;
+	if (dp_footprint(&g, &tc, &b->fp) == 0)
+		LOG_INFO("broker", "core %u: memory: %lu B per connection slot (%u slots: %lu KiB), %lu KiB per core "
+				   "besides (handshake staging, key cache, sessions, topics, backlogs)",
+			 (unsigned)cfg->core, (unsigned long)b->fp.slot_bytes, (unsigned)b->fp.slots,
+			 (unsigned long)((b->fp.slot_bytes * b->fp.slots) >> 10), (unsigned long)(b->fp.core_bytes >> 10));
 	b->upper = (struct knet_upper){
 		.ops = &dp_tcp_upper, .ops_ctx = b->dp, .ctx = b,
 		.bind = kb_bind, .poll = kb_poll, .tcp = &b->tcp,
@@ -342,6 +343,29 @@ void node_broker_fini(struct node_broker *b)
 void node_broker_attach(struct node_broker *b, struct tcp_stack *tcp)
 {
 	dp_set_lower_ctx(b->dp, tcp);
+	/* Invariant 3: every table and the TCP stack exist, no connection is open. */
+	node_port_heap_totals(&b->base_req, &b->base_blk);
+	b->base_used = b->used;
+}
+
+void node_broker_memory(struct node_broker *b, struct node_memory *out)
+{
+	struct dp_stats s;
+	uint64_t req_now, blk_now;
+	dp_stats_get(b->dp, &s);
+	node_port_heap_totals(&req_now, &blk_now);
+	memset(out, 0, sizeof *out);
+	out->slot_bytes = b->fp.slot_bytes;
+	out->core_bytes = b->fp.core_bytes;
+	out->slots = b->fp.slots;
+	out->open = s.open;
+	out->heap_req_above = req_now > b->base_req ? req_now - b->base_req : 0;
+	out->heap_blk_above = blk_now > b->base_blk ? blk_now - b->base_blk : 0;
+	if (s.open) {
+		out->heap_req_per_conn = (size_t)(out->heap_req_above / s.open);
+		out->heap_blk_per_conn = (size_t)(out->heap_blk_above / s.open);
+	}
+	out->idle_bytes_per_conn = out->slot_bytes + out->heap_blk_per_conn;
 }
 
 const struct tls_revoke_list *node_broker_revoked(const struct node_broker *b)

@@ -50,7 +50,7 @@
 struct node_broker_config {
 	uint32_t core;            /* the core whose loop polls it (< NODE_MAX_CORES) */
 	uint32_t report_ms;       /* memory line period; 0: never */
-	uint32_t max_conns;       /* connection records; 0: the configuration's */
+	uint32_t max_conns;       /* connection slots (dp, MQTT, TCP); 0: the configuration's */
 	bool no_telemetry_log;    /* keep no telemetry (tests and benchmarks) */
 	/* dp's lines (refusals, closes); NULL: the kernel log as "broker: core N: ..." */
 	void (*log)(void *ctx, const char *line);
@@ -86,7 +86,22 @@ struct node_broker {
 	uint64_t base_req, base_blk;  /* invariant 3 */
 	size_t base_used;             /* used at the same moment */
 	uint64_t next_report_ms;
+	struct dp_footprint fp;       /* what this core's tables cost (dp_footprint) */
 	struct node_revoked revoked;  /* the image's serials, then storage's */
+};
+
+/* The memory figures of one core's broker (docs/ARCHITECTURE.md, Memory): what a connection
+ * slot costs in tables sized by tcp.max_connections, what the core costs whatever that
+ * count, and the heap above the baseline per open connection, in the platform heap's
+ * blocks (what it really holds) and in requested bytes. The headline "bytes per idle
+ * connection" is slot_bytes + heap_blk_per_conn. The heap figures are the platform's
+ * (every core's connections): divided by this core's open connections, they are per
+ * connection only when this core holds them all. */
+struct node_memory {
+	size_t slot_bytes, core_bytes;
+	uint32_t slots, open;
+	uint64_t heap_req_above, heap_blk_above;  /* above the baseline taken at attach */
+	size_t heap_req_per_conn, heap_blk_per_conn, idle_bytes_per_conn;
 };
 
 /* Build core cfg->core's handshake env (installs mbedTLS's hooks on the platform's heap,
@@ -101,9 +116,11 @@ void node_broker_fini(struct node_broker *b);
 /* The upper layer to put in knet_config.upper (TCP settings, dp's TCP ops, dp_poll and
  * the periodic memory line). Linked: lives as long as b. */
 const struct knet_upper *node_broker_upper(struct node_broker *b);
-/* The TCP stack the data plane sends on, for a platform without knet (hosted); knet's
- * bind does the same and takes the memory baseline. */
+/* The TCP stack the data plane sends on (knet's bind calls it; the hosted platform
+ * directly), and the memory baseline: every table exists, no connection is open. */
 void node_broker_attach(struct node_broker *b, struct tcp_stack *tcp);
+/* The memory figures now (struct node_memory). Owning core. */
+void node_broker_memory(struct node_broker *b, struct node_memory *out);
 /* The image's revoked serials, then storage's, as the handshakes check them. */
 const struct tls_revoke_list *node_broker_revoked(const struct node_broker *b);
 /* A shard message from core src (kinds DP_SHARD_KIND_FIRST..LAST; data borrowed). Owning

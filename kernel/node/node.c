@@ -577,6 +577,10 @@ void node_init(const struct node_config *cfg)
 		.core = 0,
 		.report_ms = nd_report_ms(cfg->cmdline, cfg->cmdline_len),
 	};
+	/* Development builds: "max_connections=N" sizes every table by N connection slots
+	 * instead of tcp.max_connections (at most that): the memory test boots two sizes. */
+	(void)nd_knob_u32(cfg->cmdline, cfg->cmdline_len, "max_connections", 2u, CONF_TCP_MAX_CONNECTIONS,
+			  &bc.max_conns);
 	struct knet_config kc = {
 		.nic = cfg->nic,
 		.pair = 0,

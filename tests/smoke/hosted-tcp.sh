@@ -7,7 +7,9 @@
 #   hosted/arp               Linux resolved our MAC through ARP
 #   hosted/tcp-echo-1mib     1 MiB of random bytes echoed intact, FIN both ways
 #   hosted/tcp-echo-backpressure  4 MiB echoed while the client first reads nothing
-#                            for 2 s: windows close both ways and reopen, no byte lost
+#                            for 2 s: windows close both ways and reopen, no byte lost;
+#                            our stack sent zero-window probes meanwhile (its persist
+#                            counter grew during the case)
 #   hosted/tcp-1000-idle     1,000 concurrent idle connections accepted, held, closed
 #                            cleanly; the stack then reports 0 open connections
 #   hosted/clean-shutdown    SIGTERM: exit 0, final stats, no sanitizer report
@@ -19,7 +21,9 @@
 #   hosted/tcp-echo-1mib-lossy  1 MiB again over a link with 5% loss, 10% reordering and
 #                            5 ms delay: tc netem on the Linux side when the kernel has it,
 #                            else the same model inside the hosted NIC on the frames it
-#                            receives (the same direction netem would impair)
+#                            receives (the same direction netem would impair); frames were
+#                            lost (the impairment's own drop counter: netem's qdisc
+#                            statistics, or the hosted NIC's impair_drop)
 # Never touches the root namespace: everything lives in the namespace, which is deleted
 # on exit together with the processes, whatever happened. Every wait is bounded.
 # Usage: hosted-tcp.sh BUILD_DIR
@@ -112,6 +116,20 @@ start_stack() {
 }
 
 rm -f "$logs"/hosted-tcp-stack-*.log
+
+# tcp_stat FIELD: FIELD of the first "stats tcp" line the stack prints after this call
+# (every 300 ms), so it counts everything done before; fails after 3 s without one.
+tcp_stat() {
+	local n0 n
+	n0=$(grep -c '^stats tcp ' "$stack_log")
+	for _ in $(seq 30); do
+		sleep 0.1
+		n=$(grep -c '^stats tcp ' "$stack_log")
+		[ "$n" -gt "$n0" ] && break
+	done
+	[ "$n" -gt "$n0" ] || return 1
+	grep '^stats tcp ' "$stack_log" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p" | grep -E '^[0-9]+$'
+}
 
 # The Linux-side client: ping, echo and idle-connection checks (Python's own TCP).
 cat >"$tmp/client.py" <<'EOF'
@@ -375,11 +393,18 @@ else
 	fi
 
 	# Backpressure: the client reads nothing for 2 s while sending 4 MiB, so Linux's
-	# receive window closes, our echo ring fills, our window closes; then it reads.
-	if out=$(client 90 echo "$our_ip" "$port" 4194304 60 2); then
-		pass tcp-echo-backpressure "$(tail -n 1 <<<"$out" | sed 's/^echo: //')"
-	else
+	# receive window closes, our echo ring fills, our window closes; then it reads. While
+	# Linux's window is closed our stack must probe it: its persist counter (zero-window
+	# probes sent, net/tcp) read before and after this case alone.
+	probes0=$(tcp_stat persist)
+	if ! out=$(client 90 echo "$our_ip" "$port" 4194304 60 2); then
 		echo "$out"; fail tcp-echo-backpressure "$(tail -n 1 <<<"$out")"
+	elif ! probes1=$(tcp_stat persist) || [ -z "$probes0" ]; then
+		fail tcp-echo-backpressure "no stats line with the persist counter in $stack_log"
+	elif [ $((probes1 - probes0)) -lt 1 ]; then
+		fail tcp-echo-backpressure "no zero-window probe sent (persist $probes0 -> $probes1); $(tail -n 1 <<<"$out")"
+	else
+		pass tcp-echo-backpressure "$(tail -n 1 <<<"$out" | sed 's/^echo: //'); $((probes1 - probes0)) zero-window probes sent (at least 1)"
 	fi
 	grep '^stats tcp' "$stack_log" | tail -n 1
 
@@ -462,8 +487,10 @@ addr_args=(--ip "$our_ip/24")
 how=""
 pcap=$logs/hosted-tcp-lossy.pcap
 rm -f "$pcap"
+netem=""
 if in_ns tc qdisc add dev "$tap" root netem loss 5% reorder 10% delay 5ms 2>"$tmp/tc.err"; then
 	how="tc netem on $tap"
+	netem=1
 	start_stack --pcap "$pcap" || true
 else
 	say "tc netem unavailable ($(head -c 120 "$tmp/tc.err")); impairing inside the hosted NIC instead"
@@ -479,13 +506,25 @@ else
 	# Linux's view of a connection that did not finish (RTO, backoff, retransmissions).
 	[ $rc -ne 0 ] && in_ns ss -tin 2>/dev/null | head -n 6
 	stop_stack
-	grep -E '^final (t=|tcp)' "$stack_log"
+	grep -E '^final (t=|tcp|net)' "$stack_log"
+	# The impairment's own count of frames it dropped: netem's qdisc statistics, or the
+	# hosted NIC's impair_drop (frames to us / from us) on its final line.
+	if [ -n "$netem" ]; then
+		in_ns tc -s qdisc show dev "$tap"
+		drops=$(in_ns tc -s qdisc show dev "$tap" | grep -Eo 'dropped [0-9]+' | head -n 1 | cut -d' ' -f2)
+	else
+		drops=$(grep '^final net ' "$stack_log" | tr ' ' '\n' | sed -n 's/^impair_drop=\([0-9]*\)\/[0-9]*$/\1/p')
+	fi
 	if [ $rc -ne 0 ]; then
 		fail tcp-echo-1mib-lossy "$how; $(tail -n 1 <<<"$out")"
 	elif ! sanitizer_clean "$stack_log"; then
 		fail tcp-echo-1mib-lossy "$how; sanitizer report in $stack_log"
+	elif [ -z "$drops" ]; then
+		fail tcp-echo-1mib-lossy "$how; no drop counter from the impairment"
+	elif [ "$drops" -lt 1 ]; then
+		fail tcp-echo-1mib-lossy "$how; the impairment dropped no frame"
 	else
-		pass tcp-echo-1mib-lossy "$how; $(tail -n 1 <<<"$out" | sed 's/^echo: //')"
+		pass tcp-echo-1mib-lossy "$how; $(tail -n 1 <<<"$out" | sed 's/^echo: //'); $drops frames dropped by the impairment (at least 1)"
 	fi
 fi
 exit 0

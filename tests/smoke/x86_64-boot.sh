@@ -26,7 +26,11 @@ mode=$accel_mode
 echo "x86_64 smoke: $mode"
 
 # name|smp|expected exit|patterns (extended regex, all must match, separated by ';;')|extra
-# QEMU arguments. The kernel gets test=<name without -smp4/-rtc/-noaesni suffix>.
+# QEMU arguments. The kernel gets test=<name without -smp4/-rtc/-noaesni suffix>, or the
+# NAME of a "test:NAME" among the extra arguments. no-entropy takes the entropy source away
+# in software (the scenario's flag); no-entropy-cpu boots the ordinary boot scenario on a
+# virtual CPU whose CPUID offers neither RDRAND nor RDSEED (TCG: -cpu max,-rdrand,-rdseed;
+# KVM: -cpu host,...,-rdrand,-rdseed) and must stop with the same refusal.
 scenarios=(
 	"boot|1|33|W\\^X audit: PASS;;image: [0-9]+ KiB at 0xffffffff80100000, physical 0x100000;;cpus: 1 started of 1 in the MADT;;memory: [0-9]+ MiB;;from entry to the loop;;protections: NX on, WP on;;every core ticks in its loop;;page tables: [0-9]+ of [0-9]+ KiB, sealed read-only;;wall clock: 20[0-9][0-9]-;;page frames: [0-9]+ of [0-9]+ free \\([0-9]+ MiB\\), [0-9]+ reserved; heap: 0 live;;entropy: RD[A-Z]+.*1 per-core instances seeded;;tls: self-test PASS.*AES-NI used, PCLMULQDQ used;;tls: x509: CA \"urMQTT development CA\""
 	"boot-noaesni|1|33|tls: self-test PASS.*AES-NI absent, PCLMULQDQ absent|cpu:-aes,-pclmulqdq"
@@ -36,6 +40,7 @@ scenarios=(
 	"heap-double-free|1|87|BUG on core 0: heap: double free;;block at 0x[0-9a-f]+ \\(physical 0x[0-9a-f]+, physmap\\);;backtrace:;;PANIC: heap: double free"
 	"exec-heap|1|77|instruction fetch from a non-executable page;;in: physmap"
 	"no-entropy|1|89|PANIC: csprng: no entropy source: the CPU offers neither RDSEED nor RDRAND"
+	"no-entropy-cpu|1|89|PANIC: csprng: no entropy source: the CPU offers neither RDSEED nor RDRAND|cpu:-rdrand,-rdseed test:boot"
 	"oneshot-smp4|4|33|one-shot timers \\([A-Za-z -]+\\): 8 per core on 4 cores, none early;;every core's timer fired on time"
 	"oneshot-lapic|2|33|one-shot timers \\(LAPIC one-shot\\): 8 per core on 2 cores, none early;;every core's timer fired on time"
 	"xcore-smp4|4|33|scenario xcore: 4 cores, 12 rings of 64 slots;;xcore: [0-9]+ ms for 120000 messages: [0-9]+ msgs/s per pair;;scenario xcore: 4 cores, 12 rings, 10000 messages each way, [0-9]+ credit stalls \\([0-9]+ control\\), 0 errors"
@@ -64,6 +69,11 @@ for s in "${scenarios[@]}"; do
 	acc=("${accel[@]}")
 	if [[ ${extra_args[0]:-} == cpu:* ]]; then
 		acc[${#acc[@]}-1]+=",${extra_args[0]#cpu:}"
+		extra_args=("${extra_args[@]:1}")
+	fi
+	# "test:NAME": the scenario the kernel runs, when it is not the name's own.
+	if [[ ${extra_args[0]:-} == test:* ]]; then
+		arg=${extra_args[0]#test:}
 		extra_args=("${extra_args[@]:1}")
 	fi
 	log=$logdir/$name.log
@@ -128,8 +138,12 @@ if command -v grub-mkrescue >/dev/null && command -v xorriso >/dev/null && [ -d 
 			rc_all=1
 		fi
 	fi
+elif ! command -v grub-mkrescue >/dev/null; then
+	echo "SKIP x86_64/multiboot2 (needs command grub-mkrescue: package grub-common)"
+elif ! command -v xorriso >/dev/null; then
+	echo "SKIP x86_64/multiboot2 (needs command xorriso: package xorriso)"
 else
-	echo "SKIP x86_64/multiboot2 (grub-mkrescue, xorriso or grub-pc-bin missing)"
+	echo "SKIP x86_64/multiboot2 (needs file /usr/lib/grub/i386-pc: package grub-pc-bin)"
 fi
 
 # Relocatable: the relocation table names every absolute address (applying it to the

@@ -387,7 +387,7 @@ net_tap_run() {
 	: >"$log"
 	: >"$log.host" # host-side tools write here: in the serial log they could split guest lines
 	if ! ns_setup "$ns" "$tap" "$queues" >>"$log" 2>&1; then
-		echo "SKIP x86_64/$name (cannot create a network namespace with a tap device)"
+		echo "SKIP x86_64/$name (needs netns: cannot create a network namespace with a tap device)"
 		return
 	fi
 	ip netns exec "$ns" timeout "$timeout_s" "${qemu_base[@]}" -smp "$smp" "${netdev[@]}" "${dev[@]}" \
@@ -425,7 +425,7 @@ net_tap_run() {
 	fi
 	if [ -n "$frames" ]; then
 		if ! command -v tcpdump >/dev/null; then
-			echo "SKIP x86_64/$name-frames (tcpdump not installed: tools/setup/ensure-packages.sh installs it)"
+			echo "SKIP x86_64/$name-frames (needs command tcpdump: tools/setup/ensure-packages.sh installs it)"
 		elif [ -z "$up" ]; then
 			fail "$name-frames" "the guest never came up" "$log"
 		elif [ -z "$cap_pid" ]; then
@@ -440,9 +440,9 @@ net_tap_run() {
 }
 
 if ! command -v ip >/dev/null || [ "$(id -u)" != 0 ]; then
-	echo "SKIP x86_64/net-tap (needs root and iproute2 for a network namespace)"
-	echo "SKIP x86_64/net-tap-frames (needs root and iproute2 for a network namespace)"
-	echo "SKIP x86_64/net-mq (needs root and iproute2 for a network namespace)"
+	why="needs root: a network namespace"
+	command -v ip >/dev/null || why="needs command ip: iproute2, for a network namespace"
+	for s in net-tap net-tap-frames net-mq; do echo "SKIP x86_64/$s ($why)"; done
 else
 	net_tap_run net-tap 1 "" "net: one stack, on core 0, receiving from 1 pair\\(s\\) \\(MSI-X \\+ polling\\)" frames
 	net_tap_run net-mq 4 4 "virtio-net: MAC [0-9a-f:]+, features 0x[0-9a-f]+ \\(.*CTRL_VQ\\+MQ\\), 4 queue pair\\(s\\) of 4 offered;;net: 4 stacks, one per core; core 0 receives from 4 pair\\(s\\) \\(MSI-X \\+ polling\\) and steers; workers transmit on their own pairs; static address"

@@ -51,8 +51,10 @@ if [ ! -f "$img" ] || [ ! -f "$certs/ca.key" ]; then
 	exit 1
 fi
 if ! command -v ip >/dev/null || [ "$(id -u)" != 0 ]; then
+	why="needs root: a network namespace"
+	command -v ip >/dev/null || why="needs command ip: iproute2, for a network namespace"
 	for s in steer-smp2 steer-smp4 steer-mq4; do
-		echo "SKIP x86_64/$s (needs root and iproute2 for a network namespace)"
+		echo "SKIP x86_64/$s ($why)"
 	done
 	exit 0
 fi
@@ -142,7 +144,7 @@ steer_run() {
 		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
 		ip -n "$ns" link set lo up && ip -n "$ns" tuntap add dev "$tap" mode tap ${queues:+multi_queue} &&
 		ip -n "$ns" addr add 10.78.0.1/24 dev "$tap" && ip -n "$ns" link set "$tap" up; } >>"$log.host" 2>&1; then
-		echo "SKIP x86_64/$name (cannot create a network namespace with a tap device)"
+		echo "SKIP x86_64/$name (needs netns: cannot create a network namespace with a tap device)"
 		return
 	fi
 	ip netns exec "$ns" timeout 600 qemu-system-x86_64 -M q35 "${accel[@]}" -m 512M -smp "$smp" -display none \

@@ -8,7 +8,7 @@
 # tools/bench/run.sh measures and prints.
 BENCH_HOSTED_OBJS = $(call objs,hostrel,t,$(HOSTED_SRCS))
 BENCH_LOADGEN_SRCS := tools/loadgen/loadgen.c tools/loadgen/certs.c
-BENCH_MICRO_NAMES := micro_mqtt micro_shard micro_tcp micro_tls
+BENCH_MICRO_NAMES := micro_mqtt micro_rss micro_shard micro_tcp micro_tls
 # Per-binary extra link inputs and compile flags (micro_tls: mbedTLS headers and archive for
 # our tls/ module, OpenSSL as the in-memory client).
 BENCH_MICRO_LIBS_micro_tls = $(B)/hostrel/libmbedtls.a -lssl -lcrypto

@@ -423,6 +423,15 @@ if tp and ts and tc:
           % (fmt(tp.get("segs_per_cpu_s")), fmt(tp.get("tcp_segs_per_cpu_s")), fmt(tp.get("tcp_ns_per_seg")),
              fmt(ts.get("ns_per_syn_cookie")), fmt(ts.get("ns_per_syn_refused")),
              tc.get("bytes_per_idle_conn"), tc.get("cb_bytes"), tc.get("slot_bytes_per_conn")))
+# Software flow steering (tools/bench/micro_rss.c): ns per 12-byte RSS input.
+rh = micro1("rss_hash")
+if rh:
+    summary.update(rss_ns_per_hash_table=rh.get("ns_per_hash_table"),
+                   rss_ns_per_steer_flow=rh.get("ns_per_steer_flow"))
+    print("  RSS steering in software (micro_rss): per 12-byte IPv4/TCP input, bit-serial Toeplitz %s ns,"
+          " table %s ns, rss_steer_flow %s ns"
+          % (fmt(rh.get("ns_per_hash_bitserial")), fmt(rh.get("ns_per_hash_table")),
+             fmt(rh.get("ns_per_steer_flow"))))
 # Routing between shards (tools/bench/micro_shard.c): one shard vs across two, side by side.
 rows_sh = []
 for q in (0, 1):
@@ -484,7 +493,7 @@ def vm_table():
          cpu_us_per_hs(UV, "vm_hs_full"), cpu_us_per_hs(LG, "vm_hs_full"), "lower"),
         ("vm_hs_resumed_cpu_us", "QEMU process CPU per resumed handshake", "us",
          cpu_us_per_hs(UV, "vm_hs_resumed"), cpu_us_per_hs(LG, "vm_hs_resumed"), "lower"),
-        ("vm_idle_bytes_per_conn", "bytes/idle conn at %s (urMQTT heap/N + fixed | Mosq RSS delta/N)"
+        ("vm_idle_bytes_per_conn", "bytes/idle conn at %s (urMQTT slot + heap blocks/N | Mosq RSS delta/N)"
          % n, "B", own_u, rss_g, "lower"),
         ("vm_idle_bytes_per_conn_guest", "bytes/idle conn at %s (urMQTT the same | guest used mem delta/N)"
          % n, "B", own_u, used_g, "lower"),

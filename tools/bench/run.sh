@@ -20,8 +20,9 @@
 # outcome, SYNs refused or dropped by each broker, the broker's memory through it; boot
 # time of the x86_64 image (QEMU, TCG here) and image size against Mosquitto's binary and
 # shared libraries; the crypto floor from `openssl speed`; the in-process microbenchmarks
-# (micro_mqtt, micro_tcp, micro_tls). Every wait is bounded; the namespace and every
-# process started here are removed on exit (trap), also after a failure or Ctrl-C.
+# (micro_mqtt, micro_rss, micro_shard, micro_tcp, micro_tls). Every wait is bounded; the
+# namespace and every process started here are removed on exit (trap), also after a
+# failure or Ctrl-C.
 # Both brokers run at once on the broker core (one idle while the other is measured) and
 # their runs of every figure alternate (urMQTT, Mosquitto, urMQTT, ...), so on a shared,
 # noisy machine both see the same background load; each figure is the median of its runs.
@@ -270,17 +271,18 @@ idle() { # N: hold N idle connections, one QoS 1 subscription each; memory at N
 	timeout 400 ip netns exec "$ns" taskset -c "$lcpu" "$loadgen" hold --host "$host" --src "$srcs" \
 		--ca "$certs/ca.crt" --devdir "$devcerts" --n "$n" --k "$hold_k" --seconds 4 \
 		--ready-file "$ready" >"$hj" 2>>"$out/loadgen-$name.log" &
-	local hpid=$! rss1=0 st=""
+	local hpid=$! rss1=0 st="" mem=""
 	for _ in $(seq 3000); do [ -f "$ready" ] && break; kill -0 $hpid 2>/dev/null || break; sleep 0.1; done
 	sleep 2 # let a stats line pass and the broker settle
 	rss1=$(rss_kb "$bpid")
-	[ "$name" = urmqtt ] && st=$(grep '^stats broker' "$blog" | tail -n 1)
+	[ "$name" = urmqtt ] && st=$(grep '^stats broker' "$blog" | tail -n 1) && mem=$(grep '^stats memory' "$blog" | tail -n 1)
 	wait $hpid
 	local held connect_s
 	held=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("held",0))' "$hj" 2>/dev/null || echo 0)
 	connect_s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("connect_s",0))' "$hj" 2>/dev/null || echo 0)
 	local own=null heap=null
-	[ -n "$st" ] && own=$(echo "$st" | tr ' ' '\n' | sed -n 's/^bytes_per_conn=//p')
+	# a connection slot's tables + the heap blocks per open connection (docs/ARCHITECTURE.md)
+	[ -n "${mem:-}" ] && own=$(echo "$mem" | tr ' ' '\n' | sed -n 's/^idle_bytes_per_conn=//p')
 	[ -n "$st" ] && heap=$(echo "$st" | tr ' ' '\n' | sed -n 's/^heap_used=//p')
 	echo "{\"broker\":\"$name\",\"figure\":\"idle\",\"n\":$n,\"held\":${held:-0},\"connect_s\":${connect_s:-0},\"rss0_kb\":$rss0,\"rss1_kb\":$rss1,\"own_bytes_per_conn\":${own:-null},\"heap_used\":${heap:-null}}" >>"$raw"
 	echo "    held=$held in ${connect_s}s rss_delta_kb=$((rss1 - rss0)) own_bytes_per_conn=${own:-n/a}"
@@ -735,12 +737,14 @@ vm_kmem() {
 		python3 -c 'import sys,re,json
 last={}
 for l in sys.stdin:
-    m=re.search(r"core (\d+): conns=(\d+) .*fixed=(\d+) above_req=(\d+)",l)
+    m=re.search(r"core (\d+): conns=(\d+) .*slot=(\d+) above_req=(\d+) above_blk=(\d+)",l)
     if m: last[m.group(1)]=[int(x) for x in m.groups()[1:]]
 c=sum(v[0] for v in last.values())
 a=max((v[2] for v in last.values()),default=0)
+b=max((v[3] for v in last.values()),default=0)
 f=max((v[1] for v in last.values()),default=0)
-d={"conns":c,"above_req":a,"fixed":f,"own_bytes_per_conn":(a//c+f) if c else None}
+# the tables of a connection slot + the heap blocks above the baseline per connection
+d={"conns":c,"above_req":a,"above_blk":b,"slot":f,"own_bytes_per_conn":(b//c+f) if c else None}
 print(json.dumps(d)[1:-1])'
 }
 # vm_each TAG CMD ARGS...: like each, for the VMs; a VM found stopped (its QEMU gone or its

@@ -3,8 +3,12 @@
  * tls-echo: a host test tool that serves TLS 1.3 with mandatory client certificates on a
  * loopback port using our tls/ module (mbedTLS handshake, then our record layer) and
  * echoes application data back. It exists so real clients (openssl s_client, Python's
- * ssl) can test tls/ end to end; it is never part of the image. One connection at a time,
- * bounded by a receive timeout. Logs one line per connection event on stderr.
+ * ssl) can test tls/ end to end; it is never part of the image. One connection at a time:
+ * its handshake must end within --timeout-ms of accept however the client paces its bytes
+ * (as dp's hs_timeout_ms), and after it each receive waits at most --timeout-ms (0: no
+ * limit). Logs one line per connection event on stderr, each starting "conn N:" (N counts
+ * accepted connections from 1; the first line names the client's address and port), so a
+ * test reads its own connection's outcome.
  *
  * usage: tls-echo --port N --ca ca.pem --cert srv.pem --key srv.key
  *                 [--id cn|uri] [--service-prefix P] [--revoked HEXSERIAL]...
@@ -14,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +76,13 @@ static int64_t h_now_ms(void *ctx)
 	(void)ctx;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static uint8_t *read_file(const char *path, size_t *len)
@@ -134,8 +146,11 @@ static void flush(struct conn *c)
 		(void)send_all(c->fd, c->out, n);
 }
 
-static void serve(struct tls_hs_env *env, struct tls_rec_env *renv, int fd, unsigned long id_no)
+static void serve(struct tls_hs_env *env, struct tls_rec_env *renv, int fd, unsigned long id_no,
+		  long timeout_ms)
 {
+	const int64_t t_accept_ns = mono_ns();
+	const int64_t deadline_ns = t_accept_ns + (int64_t)timeout_ms * 1000000;
 	static uint8_t buf[IO_BUF];
 	static struct conn c;
 	struct tls_hs *hs;
@@ -152,12 +167,37 @@ static void serve(struct tls_hs_env *env, struct tls_rec_env *renv, int fd, unsi
 		return;
 	}
 	for (;;) {
+		if (!in_rec && timeout_ms > 0) {
+			/* The handshake's deadline. Rounded up to whole ms, and poll sleeps at
+			 * least that long: never early (tests/smoke/tls-echo.sh's stall case
+			 * measures "not before"; SO_RCVTIMEO may wake a jiffy early). */
+			int64_t left_ns = deadline_ns - mono_ns();
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			int pr = left_ns > 0 ? poll(&pfd, 1, (int)((left_ns + 999999) / 1000000)) : 0;
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr == 0) {
+				fprintf(stderr, "conn %lu: timed out (handshake) after %lld ms\n", id_no,
+					(long long)((mono_ns() - t_accept_ns) / 1000000));
+				break;
+			}
+		}
 		ssize_t n = recv(fd, buf, sizeof buf, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			fprintf(stderr, "conn %lu: peer closed or timed out (%s)\n", id_no,
-				in_rec ? "records" : "handshake");
+		/* One line per outcome: tests/smoke/tls-echo.sh tells a timeout (above, or
+		 * SO_RCVTIMEO between records) from a client that hung up. */
+		if (n == 0) {
+			fprintf(stderr, "conn %lu: peer closed (%s)\n", id_no, in_rec ? "records" : "handshake");
+			break;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			fprintf(stderr, "conn %lu: timed out (%s)\n", id_no, in_rec ? "records" : "handshake");
+			break;
+		}
+		if (n < 0) {
+			fprintf(stderr, "conn %lu: receive error (%s): %s\n", id_no,
+				in_rec ? "records" : "handshake", strerror(errno));
 			break;
 		}
 		size_t off = 0;
@@ -320,12 +360,18 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	fprintf(stderr, "tls-echo: listening on 127.0.0.1:%d\n", port);
 	for (unsigned long n = 1; max_conns < 0 || (long)n <= max_conns; n++) {
-		int fd = accept(ls, NULL, NULL);
+		struct sockaddr_in peer;
+		socklen_t peer_len = sizeof peer;
+		int fd = accept(ls, (struct sockaddr *)&peer, &peer_len);
 		if (fd < 0)
 			continue;
+		/* Every later line of this connection starts "conn N:"; a client finds its N
+		 * here by its own source port. */
+		fprintf(stderr, "conn %lu: accepted from %s:%u\n", n, inet_ntoa(peer.sin_addr),
+			(unsigned)ntohs(peer.sin_port));
 		struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = timeout_ms % 1000 * 1000 };
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		serve(env, &renv, fd, n);
+		serve(env, &renv, fd, n, timeout_ms);
 		close(fd);
 		struct tls_hs_stats st;
 		tls_hs_stats_get(env, &st);

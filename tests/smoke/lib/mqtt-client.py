@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Shared helper of the end-to-end smoke tests (tests/smoke/x86_64-mqtt.sh and
 # tests/smoke/hosted-mqtt.sh): MQTT clients the mosquitto CLI cannot
-# play (a client held open or killed, exact CONNACK/SUBACK codes, TLS 1.2 only, plain
-# MQTT, many idle connections, load certificates). Every call is bounded by its own
-# timeout and prints one result line. Environment: MQTT_CLIENT_TIMEOUT (seconds, 15).
+# play (a client held open or killed, exact CONNACK/SUBACK codes, refusals told apart by
+# the broker's alert, many idle connections, load certificates). Every call is bounded by
+# its own timeout and prints one result line. Environment: MQTT_CLIENT_TIMEOUT (seconds, 15).
 # usage: mqtt-client.py HOST PORT CERTDIR MODE [args]
-import os, socket, ssl, struct, sys, time
+import os, re, socket, ssl, struct, sys, time
 
 host, port, certs, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 args = sys.argv[5:]
@@ -79,7 +79,7 @@ def crt(name):
     return certs + "/" + name + ".crt", certs + "/" + name + ".key"
 
 
-if mode == "connack":  # NAME CLIENTID [CERT KEY CA]: CONNACK code or the TLS failure
+if mode == "connack":  # NAME CLIENTID [CERT KEY CA]: CONNACK code, else "error WHAT"
     name, cid = args[0], args[1]
     cert, key = (args[2], args[3]) if len(args) > 3 else crt(name)
     ca = args[4] if len(args) > 4 else None
@@ -89,21 +89,111 @@ if mode == "connack":  # NAME CLIENTID [CERT KEY CA]: CONNACK code or the TLS fa
         h, b = read_pkt(s)
         print("connack", b[1] if h == 0x20 and len(b) == 2 else "bad")
     except (ssl.SSLError, EOFError, ConnectionError, OSError) as e:
-        print("refused", type(e).__name__)
-elif mode == "tls12":
+        print("error", type(e).__name__, e)  # refusals are mode refuse's, checked there
+elif mode == "refuse":  # CASE [CERT KEY CA]: a connection the broker must refuse.
+    # other-ca (CERT KEY CA given), revoked (revoked-1), tls12 (dev-1, TLS 1.2 only): the
+    # broker's own TLS alert, checked against the case. TLS 1.3 judges our certificate
+    # after our Finished, so its alert can come only when we read: read until it comes,
+    # EOF or TIMEOUT; if nothing came within QUIET_S, send CONNECT (a broker that took
+    # the certificate then says so with a CONNACK). plain: MQTT CONNECT without TLS;
+    # the broker must close the connection (FIN or RST; at most one TLS alert record before
+    # it) within PLAIN_CLOSE_S, well before its handshake timeout (dp.hs_timeout_ms, 10 s).
+    # Prints "refused alert NAME ..." / "refused closed ..." only on that outcome; anything
+    # else (connection refused, timeout, a missing file, no or a wrong alert, an answer) is
+    # "error WHAT" and exit status 1.
+    case = args[0]
+    want = {"other-ca": "unknown_ca", "revoked": "certificate_revoked", "tls12": "protocol_version"}
+    t0 = time.monotonic()
+
+    def took():
+        return "after %.2f s" % (time.monotonic() - t0)
+
+    def done(ok, text):
+        print(("refused " if ok else "error ") + text + " " + took(), flush=True)
+        sys.exit(0 if ok else 1)
+
+    def left(limit=TIMEOUT):
+        r = t0 + limit - time.monotonic()
+        if r <= 0:
+            raise socket.timeout("no outcome within %.1f s" % limit)
+        return r
+
+    def peer_alert(e):  # the alert the peer sent ("unknown_ca"), None for a local error
+        m = re.match(r"^(?:SSLV3|TLSV1|TLSV13)_ALERT_([A-Z_]+)$", getattr(e, "reason", None) or "")
+        return m.group(1).lower() if m else None
+
+    def what(e):
+        return "%s: %s" % (type(e).__name__, e)
+
+    if case == "plain":
+        PLAIN_CLOSE_S = 5.0
+        got, stage = b"", "connect"
+        try:
+            s = socket.create_connection((host, port), timeout=left(PLAIN_CLOSE_S))
+            stage = "after CONNECT"
+            s.sendall(connect_pkt("dev-1"))
+            while True:
+                s.settimeout(left(PLAIN_CLOSE_S))
+                d = s.recv(4096)
+                if not d:
+                    how = "closed (FIN)"
+                    break
+                got += d
+        except ConnectionResetError:
+            how = "closed (RST)"
+        except (socket.timeout, TimeoutError):
+            done(False, "%s: still open after %.1f s (%d bytes from the broker)" % (stage, PLAIN_CLOSE_S, len(got)))
+        except OSError as e:  # ConnectionRefusedError, ...
+            done(False, "%s: %s" % (stage, what(e)))
+        # Closed by the broker: with nothing, or one plaintext TLS alert record, said first.
+        if not got:
+            done(True, how + " by the broker, nothing sent")
+        if len(got) == 7 and got[:3] in (b"\x15\x03\x01", b"\x15\x03\x03") and got[3:5] == b"\x00\x02":
+            done(True, "%s by the broker after alert %d" % (how, got[6]))
+        done(False, "the broker answered plain MQTT: %s, then %s" % (got[:16].hex(), how))
+    if case not in want:
+        print("error unknown refuse case %s" % case)
+        sys.exit(2)
+    if case == "other-ca" and len(args) < 4:
+        done(False, "usage: refuse other-ca CERT KEY CA")
+    files = args[1:4] if case == "other-ca" else list(crt("revoked-1" if case == "revoked" else "dev-1"))
+    for f in files + ([] if case == "other-ca" else [certs + "/ca.crt"]):
+        if not os.path.isfile(f):
+            done(False, "client setup: missing file %s" % f)
     try:
-        tls_conn(*crt("dev-1"), tls12=True)
-        print("accepted")
-    except (ssl.SSLError, EOFError, ConnectionError, OSError) as e:
-        print("refused", type(e).__name__)
-elif mode == "plain":  # MQTT CONNECT without TLS: no CONNACK may come back
-    s = socket.create_connection((host, port), timeout=TIMEOUT)
-    s.sendall(connect_pkt("dev-1"))
+        c = ctx(*files, tls12=case == "tls12")
+    except (OSError, ssl.SSLError) as e:
+        done(False, "client setup: " + what(e))  # a missing or unreadable certificate file
+    stage = "connect"
     try:
-        h, b = read_pkt(s)
-        print("answered", hex(h))
-    except (EOFError, ConnectionError, socket.timeout, OSError) as e:
-        print("refused", type(e).__name__)
+        raw = socket.create_connection((host, port), timeout=left())
+        stage = "handshake"
+        s = c.wrap_socket(raw)
+        stage = "read after the handshake"
+        QUIET_S = min(5.0, TIMEOUT / 3)
+        s.settimeout(min(QUIET_S, left()))
+        try:
+            d = s.recv(4096)
+        except (socket.timeout, TimeoutError):
+            stage = "read after CONNECT"
+            s.sendall(connect_pkt("dev-1" if case != "revoked" else "revoked-1"))
+            s.settimeout(left())
+            d = s.recv(4096)
+        if not d:
+            done(False, "closed by the broker without an alert (%s; want %s)" % (stage, want[case]))
+        done(False, "the broker accepted: %s answered %s (want alert %s)" % (
+            s.version(), d[:8].hex(), want[case]))
+    except ssl.SSLError as e:
+        a = peer_alert(e)
+        if a is None:
+            done(False, "%s: %s (want alert %s)" % (stage, what(e), want[case]))
+        if a != want[case]:
+            done(False, "wrong alert %s (want %s; %s)" % (a, want[case], stage))
+        done(True, "alert %s (%s)" % (a, stage))
+    except (socket.timeout, TimeoutError) as e:
+        done(False, "%s: timed out, no alert (want %s; %s)" % (stage, want[case], what(e)))
+    except OSError as e:  # ConnectionRefusedError, ConnectionResetError, ...
+        done(False, "%s: %s (want alert %s)" % (stage, what(e), want[case]))
 elif mode == "acl":  # dev-1 subscribes and publishes outside devices/dev-1/#
     s = tls_conn(*crt("dev-1"))
     s.sendall(connect_pkt("dev-1"))

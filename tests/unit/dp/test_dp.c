@@ -663,6 +663,38 @@ static void t_sizes(void **state)
 	assert_int_equal(s.bytes_per_conn, s.fixed_per_conn);
 }
 
+/* The footprint: what doubling the slots adds is slot_bytes per slot, at least the records
+ * every connection has; slots x slot_bytes + core_bytes is the whole of both tables. */
+static void t_footprint(void **state)
+{
+	(void)state;
+	struct dp_config g = cfg_make();
+	struct tcp_config tc;
+	tcp_config_default(&tc);
+	tc.ports[0] = 8883;
+	tc.n_ports = 1;
+	dp_config_set_conns(&g, 64);
+	dp_tcp_config_set_conns(&tc, 64);
+	struct dp_footprint fp;
+	assert_int_equal(dp_footprint(&g, &tc, &fp), 0);
+	assert_int_equal(fp.slots, 64);
+	assert_true(fp.slot_bytes >= dp_conn_sizeof() + tcp_cb_size() + tcp_slot_size() + mqtt_sizeof_conn());
+	assert_int_equal(fp.slots * fp.slot_bytes + fp.core_bytes, dp_mem_size(&g) + tcp_stack_mem_size(&tc));
+	/* the same slot cost at another size: the tables are linear in the count */
+	struct dp_footprint fp2;
+	dp_config_set_conns(&g, 256);
+	dp_tcp_config_set_conns(&tc, 256);
+	assert_int_equal(dp_footprint(&g, &tc, &fp2), 0);
+	assert_true(fp2.slot_bytes + 8u >= fp.slot_bytes && fp2.slot_bytes <= fp.slot_bytes + 8u);
+	assert_true(fp2.core_bytes + 8u * 256u >= fp.core_bytes && fp2.core_bytes <= fp.core_bytes + 8u * 256u);
+	/* refusals: one slot, or TCP sized for another count */
+	dp_config_set_conns(&g, 1);
+	dp_tcp_config_set_conns(&tc, 1);
+	assert_int_equal(dp_footprint(&g, &tc, &fp), -E_INVAL);
+	dp_config_set_conns(&g, 64);
+	assert_int_equal(dp_footprint(&g, &tc, &fp), -E_INVAL);
+}
+
 /* ---- storage: the port opens at RESTORE_END and shuts while storage lags ---- */
 static uint32_t link_sent;
 static int t_link_send(void *ctx, uint16_t kind, const void *data, uint32_t len)
@@ -745,6 +777,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_in_place_decryption, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_storage_admission, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(t_footprint, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_storage_off_serves, setup_store, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * lib/siphash: the SipHash-2-4 paper's test vector (key 00..0f, message 00..0e) and the
- * reference implementation's first vectors (empty and one-byte messages), plus basic
- * keyed behaviour. */
+ * reference implementation's first vectors (empty and one-byte messages), plus two keys
+ * one bit apart against reference values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,12 +38,15 @@ static void test_reference_vectors(void **state)
 	assert_true(siphash24(&k, m, 8) == 0x93f5f5799a932462ull);
 }
 
+/* Keys that differ in one bit of k1: each output is the reference's for its key (computed
+ * with an independent SipHash-2-4 written from the paper, which gives the paper's and the
+ * reference implementation's vectors above), so the key is used, and used whole. */
 static void test_key_changes_output(void **state)
 {
 	(void)state;
 	struct siphash_key a = { 1, 2 }, b = { 1, 3 };
-	assert_true(siphash24(&a, "flow", 4) != siphash24(&b, "flow", 4));
-	assert_true(siphash24(&a, "flow", 4) == siphash24(&a, "flow", 4));
+	assert_true(siphash24(&a, "flow", 4) == 0xac95c3427cfd1b08ull);
+	assert_true(siphash24(&b, "flow", 4) == 0x27ba9cae24f99d1aull);
 }
 
 int main(void)

@@ -2,8 +2,9 @@
  * Unit tests for net/rss.c: the published RSS verification vectors (IPv4, IPv4 with TCP,
  * and IPv6 for the full 36-byte reach of a 40-byte key), the byte table equal to the
  * bit-serial definition for random keys and inputs, linearity, length rejections,
- * steering configuration validation, even spread of random flows over 2, 3 and 4 workers,
- * rebalancing through the indirection table, and an informational ns-per-hash figure. */
+ * steering configuration validation, even spread of random flows over 2, 3 and 4 workers and
+ * rebalancing through the indirection table. The ns-per-hash figures are micro_rss's
+ * (`make bench`, tools/bench/micro_rss.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,6 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <string.h>
-#include <time.h>
 
 #include "lib/err.h"
 #include "net/rss.h"
@@ -374,53 +374,6 @@ static void test_set_entry(void **state)
 	assert_true(rss_steer_check_invariants(&steer));
 }
 
-/* ---- informational timing (no assertion: the host build has sanitizers on) ------- */
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static void test_timing(void **state)
-{
-	(void)state;
-	enum { N_REF = 200000, N_TABLE = 2000000 };
-	static struct rss_table t;
-	uint8_t in[RSS_INPUT_V4_TCP_LEN];
-	volatile uint32_t sink = 0;
-	assert_int_equal(rss_table_init(&t, ms_key, sizeof ms_key), 0);
-	rss_input_v4_tcp(in, IP4(192, 0, 2, 7), IP4(10, 0, 2, 15), 40000, 8883);
-
-	double t0 = now_ns();
-	for (uint32_t i = 0; i < N_REF; i++) {
-		uint32_t h;
-		in[9] = (uint8_t)i;
-		in[8] = (uint8_t)(i >> 8);
-		assert_int_equal(rss_toeplitz(ms_key, sizeof ms_key, in, sizeof in, &h), 0);
-		sink ^= h;
-	}
-	double t1 = now_ns();
-	for (uint32_t i = 0; i < N_TABLE; i++) {
-		uint32_t h;
-		in[9] = (uint8_t)i;
-		in[8] = (uint8_t)(i >> 8);
-		assert_int_equal(rss_table_hash(&t, in, sizeof in, &h), 0);
-		sink ^= h;
-	}
-	double t2 = now_ns();
-	init_steer(4, 128, ms_key);
-	for (uint32_t i = 0; i < N_TABLE; i++)
-		sink ^= rss_steer_flow(&steer, IP4(192, 0, 2, 7), IP4(10, 0, 2, 15),
-				       (uint16_t)i, 8883);
-	double t3 = now_ns();
-	print_message("  ns per 12-byte hash: bit-serial %.1f, table %.1f, steer_flow %.1f "
-		      "(this build's flags; sink %08x)\n",
-		      (t1 - t0) / N_REF, (t2 - t1) / N_TABLE, (t3 - t2) / N_TABLE,
-		      (unsigned)sink);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,7 +386,6 @@ int main(void)
 		cmocka_unit_test(test_steer_matches_hash),
 		cmocka_unit_test(test_steer_distribution),
 		cmocka_unit_test(test_set_entry),
-		cmocka_unit_test(test_timing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
