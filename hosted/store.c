@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "dp/dp.h"
 #include "hosted/hosted.h"
+#include "kernel/node/port.h"
 #include "lib/err.h"
 #include "store/ops.h"
 #include "store/service.h"
@@ -54,15 +54,9 @@ static int64_t hst_wall_ms(void *ctx)
 static void hst_random(void *ctx, void *buf, size_t len)
 {
 	(void)ctx;
-	uint8_t *p = buf;
-	while (len) {
-		ssize_t n = getrandom(p, len, 0);
-		if (n <= 0) {
-			fprintf(stderr, "hosted: store: getrandom failed\n");
-			abort();
-		}
-		p += n;
-		len -= (size_t)n;
+	if (node_port_random(buf, len) != 0) { /* hosted/node_port.c: getrandom */
+		fprintf(stderr, "hosted: store: getrandom failed\n");
+		abort();
 	}
 }
 

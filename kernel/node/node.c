@@ -74,7 +74,6 @@ static struct xcore_mesh *nd_mesh; /* NULL with one core */
 static struct rss_steer nd_rss;    /* core 0's */
 static uint16_t *nd_rss_indir;
 static struct ksteer nd_steer;     /* core 0's */
-static bool nd_broker_ok;
 /* Storage (kernel/kstore.h): with a data disk and several cores, the highest core runs it
  * and nothing else; with one core, core 0 runs it from its loop. Decided once, before the
  * cores start; read-only after. */
@@ -652,7 +651,6 @@ void node_init(const struct node_config *cfg)
 		LOG_ERR("boot", "broker: initialisation failed; no network service");
 		return;
 	}
-	nd_broker_ok = true;
 	nd_n_net = 1;
 	for (uint32_t c = 1; c < n_data && nd_core_net_init(c, &bc, &kc); c++)
 		nd_n_net = c + 1;
