@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
  * The hosted platform's side of kernel/node/port.h: one core (the process), CLOCK_MONOTONIC
- * and the system's wall clock, getrandom, and malloc behind the heap (its totals counted
- * here: requested bytes, and the chunks malloc holds for them). Host code; single-threaded.
+ * and the system's wall clock (CLOCK_REALTIME), getrandom, and malloc behind the heap (its
+ * totals counted here: requested bytes, and the chunks malloc holds for them). Host code:
+ * the hosted broker is single-threaded; the clocks and node_port_random may be called from
+ * any thread (tools and benchmarks share them), the heap's counters from one only.
  */
 #include <malloc.h>
 #include <stdlib.h>
@@ -24,12 +26,25 @@ uint32_t node_port_core_self(void)
 	return 0;
 }
 
-uint64_t node_port_now_ms(void)
+uint64_t node_port_now_ns(void)
 {
 	struct timespec ts;
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
 		abort();
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t node_port_now_ms(void)
+{
+	return node_port_now_ns() / 1000000u;
+}
+
+int64_t node_port_wall_ms(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+		return 0; /* unknown, as port.h allows */
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int64_t node_port_wall_s(void)

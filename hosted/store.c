@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dp/dp.h"
 #include "hosted/hosted.h"
@@ -36,19 +35,13 @@ struct hosted_store {
 static uint64_t hst_now_ns(void *ctx)
 {
 	(void)ctx;
-	struct timespec ts;
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		abort();
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return node_port_now_ns();
 }
 
 static int64_t hst_wall_ms(void *ctx)
 {
 	(void)ctx;
-	struct timespec ts;
-	if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-		return 0;
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return node_port_wall_ms();
 }
 
 static void hst_random(void *ctx, void *buf, size_t len)

@@ -91,7 +91,7 @@ $(B)/fuzz/fuzz_tls_record $(B)/fuzz/fuzz_tls_identity: $(B)/fuzz/libmbedtls.a
 $(B)/host/tests/fuzz/replay_tls_record $(B)/host/tests/fuzz/replay_tls_identity: $(B)/host/libmbedtls.a
 
 TOOLS += tls-echo
-TOOL_SRCS_tls-echo := tools/tls-echo/main.c
+TOOL_SRCS_tls-echo := tools/tls-echo/main.c $(NODE_HOST_PORT_SRCS)
 TOOL_LIBS_tls-echo := $(B)/host/libmbedtls.a
 $(B)/host/tools/tls-echo: $(B)/host/libmbedtls.a
 

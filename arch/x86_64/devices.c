@@ -16,12 +16,10 @@
  * The NIC's queues interrupt core 0 through MSI-X (the handler only marks work) and are
  * polled under load; a core that sends a mesh message to a halted core wakes it with an
  * IPI (see the wake-up protocol below); the block and rng queues
- * are polled (boot-time use only so far). Each virtio-blk device's configuration-change
- * interrupt goes through MSI-X to core 0, whose loop ("blk" handler) then re-reads the
- * capacity: growth is logged and handed to the storage service when the disk is its data
- * disk (kstore_disk_grew: the layout grows), else the self-test runs again, stepwise, on the
- * new last 4 KiB; a shrink is logged as an error and I/O beyond the new end fails. Without MSI-X
- * the loop looks at the configuration generation once a second instead. The TLS
+ * are polled (boot-time use only so far). Each virtio-blk device is registered with the
+ * node (kernel/node/disks.c handles its configuration changes on the storage core); its
+ * configuration-change vector goes through MSI-X to core 0, then to the storage core
+ * (node_port_disk_vectors); without MSI-X the node polls it once a second. The TLS
  * self-test (tls_selftest.c) runs before the broker is built (the broker's handshake
  * env then owns mbedTLS's hooks). Everything found goes into the boot banner.
  * Owns the PCI device table and the driver instances. Never maps anything after the
@@ -37,10 +35,10 @@
 #include "kernel/cmdline.h"
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
+#include "kernel/node/disks.h"
 #include "kernel/node/node.h"
 #include "kernel/node/port.h"
 #include "kernel/kdemux.h"
-#include "kernel/kstore.h"
 #include "kernel/ksteer.h"
 #include "kernel/knet.h"
 #include "kernel/log.h"
@@ -59,10 +57,6 @@
 #define DEV_MAX_VIRTIO 16
 #define DEV_BLK_QUEUE 64
 #define DEV_BLK_POLLS 200000000u  /* bound on polls per self-test request */
-#define DEV_BLK_CFG_POLL_MS 1000u /* configuration changes without MSI-X, or after a read that
-				   * never settled */
-#define DEV_BLK_RETEST_STEPS 5000u /* loop steps (at most one per ms) per request of the
-				    * self-test after growth: >= 5 s */
 /* The configuration vector of virtio-blk i: counted down from the top of the device
  * vectors so it never meets the NIC's (X86_VEC_DEV_BASE + its MSI-X entry). */
 #define DEV_BLK_CFG_VECTOR(i) (X86_VEC_DEV_BASE + X86_VEC_DEV_COUNT - 1u - (i))
@@ -95,20 +89,9 @@ static bool dev_rng_ok;
 static struct vblk dev_vblk[DEV_MAX_BLK];
 static struct vscsi dev_vscsi[DEV_MAX_BLK];
 static uint32_t dev_n_vblk, dev_n_vscsi;
-/* virtio-blk configuration changes, all on core 0 (boot core, then its loop only). */
-struct dev_blk_state {
-	struct pci_msix msix;
-	bool irq;     /* the configuration vector is programmed and enabled */
-	bool retry;   /* the last read never settled: look again on the next poll */
-	bool running; /* a self-test on the new end is in progress */
-	bool retest;  /* it grew again meanwhile: test the newest end next */
-	uint8_t *buf; /* DMA, buf_len bytes: the boot self-test's, reused */
-	size_t buf_len;
-	struct blk_selftest_run run;
-	uint64_t run_lba;
-};
-static struct dev_blk_state dev_blk_st[DEV_MAX_BLK];
-static uint64_t dev_blk_seen_irqs, dev_blk_next_poll_ms, dev_blk_last_step_ms;
+/* virtio-blk i's MSI-X (its configuration vector; the changes themselves are
+ * kernel/node/disks.c's). Boot core only. */
+static struct pci_msix dev_blk_msix[DEV_MAX_BLK];
 static struct vnet dev_net;
 static bool dev_net_ok;
 static struct pci_msix dev_net_msix;
@@ -250,10 +233,10 @@ static void dev_blk_init(struct virtio_dev *vd)
 		return;
 	uint32_t i = dev_n_vblk;
 	struct vblk *v = &dev_vblk[i];
-	struct dev_blk_state *st = &dev_blk_st[i];
+	struct pci_msix *msix = &dev_blk_msix[i];
 	/* MSI-X on with the function masked until the entry is programmed (after DRIVER_OK:
 	 * a change signalled before that stays pending in the device's PBA). */
-	int merr = pci_msix_init(&dev_bus, vd->pci, &st->msix);
+	int merr = pci_msix_init(&dev_bus, vd->pci, msix);
 	struct vblk_config c = {
 		.slots = dev_pages(sizeof(struct vq_slot) * DEV_BLK_QUEUE, NULL),
 		.queue_size = DEV_BLK_QUEUE,
@@ -267,19 +250,21 @@ static void dev_blk_init(struct virtio_dev *vd)
 		dev_n_selftest_fail++;
 		return;
 	}
+	bool irq = false;
 	if (v->cfg_irq) {
-		merr = pci_msix_set(&dev_bus, &st->msix, 0, x86_msi_addr(x86_cores[0].apic_id),
-				    DEV_BLK_CFG_VECTOR(i));
+		merr = pci_msix_set(&dev_bus, msix, 0, x86_msi_addr(x86_cores[0].apic_id), DEV_BLK_CFG_VECTOR(i));
 		if (!merr) {
-			pci_msix_enable(&dev_bus, &st->msix);
-			st->irq = true;
+			pci_msix_enable(&dev_bus, msix);
+			irq = true;
 		}
 	}
 	LOG_INFO("boot", "virtio-blk%u: features 0x%llx; configuration changes %s", (unsigned)i,
-		 (unsigned long long)vd->features,
-		 st->irq ? "by MSI-X to core 0" : "polled once a second by core 0");
-	st->buf = dev_selftest_buf(&v->blk, &st->buf_len);
-	dev_selftest("virtio-blk", i, &v->blk, &v->q, st->buf, st->buf_len);
+		 (unsigned long long)vd->features, irq ? "by MSI-X to core 0" : "polled once a second by core 0");
+	size_t buf_len;
+	uint8_t *buf = dev_selftest_buf(&v->blk, &buf_len);
+	dev_selftest("virtio-blk", i, &v->blk, &v->q, buf, buf_len);
+	if (node_disk_add(v, buf, buf_len, irq) != 0) /* DEV_MAX_BLK == NODE_MAX_DISKS */
+		PANIC("virtio-blk%u: the node's disk table is full", (unsigned)i);
 	dev_n_vblk++;
 }
 
@@ -426,12 +411,12 @@ static struct blk_dev *dev_data_disk(const char **name)
 void node_port_disk_vectors(uint32_t store_core)
 {
 	for (uint32_t i = 0; i < dev_n_vblk; i++) {
-		struct dev_blk_state *st = &dev_blk_st[i];
-		if (st->irq && pci_msix_set(&dev_bus, &st->msix, 0, x86_msi_addr(x86_cores[store_core].apic_id),
-					    DEV_BLK_CFG_VECTOR(i)) != 0) {
+		if (node_disk_irq(i) && pci_msix_set(&dev_bus, &dev_blk_msix[i], 0,
+						     x86_msi_addr(x86_cores[store_core].apic_id),
+						     DEV_BLK_CFG_VECTOR(i)) != 0) {
 			LOG_WARN("blk", "virtio-blk%u: configuration vector not moved to core %u: polled instead",
 				 (unsigned)i, (unsigned)store_core);
-			st->irq = false;
+			node_disk_polled(i);
 		}
 	}
 }
@@ -506,115 +491,8 @@ void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 	}
 }
 
-/* ---- virtio-blk configuration changes, core 0's loop ---- */
-
-static void dev_blk_retest_start(uint32_t i)
-{
-	struct dev_blk_state *st = &dev_blk_st[i];
-	const char *why = NULL;
-	st->retest = false;
-	int err = blk_readtest_start(&st->run, &dev_vblk[i].blk, st->buf, st->buf_len, DEV_BLK_RETEST_STEPS, &why);
-	if (err) {
-		LOG_ERR("blk", "virtio-blk%u: block read test on the new last 4 KiB: FAIL (%s)", (unsigned)i,
-			why ? why : err_name(err));
-		return;
-	}
-	st->run_lba = st->run.lba;
-	st->running = true;
-}
-
-/* One step of a running self-test; 1 when it finished. */
-static int dev_blk_retest_step(uint32_t i)
-{
-	struct dev_blk_state *st = &dev_blk_st[i];
-	const char *why = NULL;
-	int err = blk_selftest_step(&st->run, &why);
-	if (err == -E_AGAIN)
-		return 0;
-	st->running = false;
-	if (err)
-		LOG_ERR("blk", "virtio-blk%u: block read test on the new last 4 KiB (block %lu): FAIL (%s)",
-			(unsigned)i, (unsigned long)st->run_lba, why ? why : err_name(err));
-	else
-		LOG_INFO("blk", "virtio-blk%u: block read test on the new last 4 KiB (block %lu): PASS",
-			 (unsigned)i, (unsigned long)st->run_lba);
-	if (st->retest)
-		dev_blk_retest_start(i);
-	return 1;
-}
-
-static void dev_blk_config(uint32_t i)
-{
-	struct dev_blk_state *st = &dev_blk_st[i];
-	struct vblk_cap_event ev;
-	int err = vblk_config_changed(&dev_vblk[i], &ev);
-	st->retry = err == -E_AGAIN;
-	if (ev.what == VBLK_CAP_GREW) {
-		LOG_INFO("blk", "virtio-blk%u: capacity grew from %lu to %lu sectors (%lu MiB)", (unsigned)i,
-			 (unsigned long)ev.old_sectors, (unsigned long)ev.new_sectors,
-			 (unsigned long)(ev.new_sectors >> 11));
-		/* The data disk (dev_data_disk) belongs to the storage service, whose requests share
-		 * its one queue: a read test there would take the service's completions. Its growth
-		 * writes and flushes the new end itself (the backup GPT), which tests it. This loop
-		 * runs on the storage core. */
-		if (node_store_on() && i == 0)
-			kstore_disk_grew();
-		else if (st->running)
-			st->retest = true;
-		else
-			dev_blk_retest_start(i);
-	} else if (ev.what == VBLK_CAP_SHRANK) {
-		LOG_ERR("blk", "virtio-blk%u: capacity SHRANK from %lu to %lu sectors: data beyond the new end "
-			       "is gone, I/O there now fails",
-			(unsigned)i, (unsigned long)ev.old_sectors, (unsigned long)ev.new_sectors);
-	} else if (err) {
-		LOG_WARN("blk", "virtio-blk%u: configuration change not read (%s)%s", (unsigned)i, err_name(err),
-			 st->retry ? "; trying again in a second" : "");
-	}
-}
-
-/* The configuration vector only counted an interrupt on this core and woke it (trap.c:
- * device handlers acknowledge and mark work, nothing else); here, in the loop, the
- * devices whose vector may have fired (any device interrupt of core 0: the count does not
- * say which) and, once a second, the polled ones look at their configuration generation
- * (one register read) and re-read what changed. */
-static int dev_blk_poll(void *ctx)
-{
-	(void)ctx;
-	int work = 0;
-	uint64_t now = x86_now_ns() / 1000000u;
-	/* Written only by this core's own interrupt handler: relaxed is enough. */
-	uint64_t irqs = atomic_load_explicit(&x86_cores[node_store_core()].n_dev_irqs, memory_order_relaxed);
-	bool irq = irqs != dev_blk_seen_irqs, tick = now >= dev_blk_next_poll_ms;
-	bool step = now != dev_blk_last_step_ms;
-
-	if (step)
-		dev_blk_last_step_ms = now;
-	for (uint32_t i = 0; i < dev_n_vblk; i++)
-		if (dev_blk_st[i].running && step)
-			work += dev_blk_retest_step(i);
-	if (!irq && !tick)
-		return work;
-	dev_blk_seen_irqs = irqs;
-	if (tick)
-		dev_blk_next_poll_ms = now + DEV_BLK_CFG_POLL_MS;
-	for (uint32_t i = 0; i < dev_n_vblk; i++) {
-		const struct dev_blk_state *st = &dev_blk_st[i];
-		bool look = st->irq ? (irq || (tick && st->retry)) : tick;
-		if (look && vblk_config_pending(&dev_vblk[i])) {
-			dev_blk_config(i);
-			work++;
-		}
-	}
-	return work;
-}
-
 void x86_dev_loop_add(struct kloop *l, uint32_t core)
 {
-	/* The disks' configuration changes: on the core that owns the disks (the storage
-	 * core; core 0 when there is one core). */
-	if (core == node_store_core() && dev_n_vblk && kloop_add(l, "blk", dev_blk_poll, NULL) != 0)
-		PANIC("core %u: loop full", (unsigned)core);
 	if (core > 0 && core < dev_rng_n_seeds) {
 		if (csprng_kernel_reseed(dev_rng_seeds[core], DEV_RNG_BYTES) != 0)
 			PANIC("core %u: CSPRNG refused the virtio-rng seed", (unsigned)core);

@@ -9,6 +9,7 @@
 
 #include "kernel/log.h"
 #include "kernel/node/port.h"
+#include "kernel/node/tls_port.h"
 #include "kernel/panic.h"
 #include "lib/err.h"
 #include "lib/mem.h"
@@ -71,27 +72,14 @@ static size_t kb_avail(void *ctx)
 
 /* ---- handshake env and dp hooks ---------------------------------------------------------- */
 
-static int kb_random(void *ctx, uint8_t *out, size_t len)
-{
-	(void)ctx;
-	return node_port_random(out, len);
-}
-
-/* The calling core (mbedTLS's hooks are process-wide: they must name the core that calls,
- * not the broker that installed them). */
-static uint32_t kb_core(void *ctx)
-{
-	(void)ctx;
-	return node_port_core_self();
-}
-
-/* The handshake env's hooks (ctx unused): charge the calling core's node broker, or the one
- * being built while node_broker_init runs. */
+/* The handshake env's heap (ctx unused; the rest of its hooks are kernel/node/tls_port.c's):
+ * charge the calling core's node broker, or the one being built while node_broker_init
+ * runs. */
 static struct node_broker *kb_mine(void)
 {
 	if (kb_building)
 		return kb_building;
-	uint32_t c = kb_core(NULL);
+	uint32_t c = node_port_core_self();
 	struct node_broker *b = c < NODE_MAX_CORES ? kb_cores[c] : NULL;
 	return b ? b : kb_cores[0];
 }
@@ -109,18 +97,6 @@ static void kb_hs_free(void *ctx, void *p, size_t len)
 	struct node_broker *b = kb_mine();
 	if (b)
 		kb_free(b, p, len);
-}
-
-static int64_t kb_now_s(void *ctx)
-{
-	(void)ctx;
-	return node_port_wall_s();
-}
-
-static int64_t kb_now_ms(void *ctx)
-{
-	(void)ctx;
-	return (int64_t)node_port_now_ms();
 }
 
 static uint64_t kb_dp_now(void *ctx)
@@ -247,7 +223,9 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 	dp_hs_config_from_conf(&hc);
 	hc.revoke.is_revoked = tls_revoke_list_check;
 	hc.revoke.ctx = &b->revoked.set.list;
-	hc.ops = (struct tls_hs_ops){ kb_hs_alloc, kb_hs_free, kb_random, kb_now_s, kb_now_ms, NULL, kb_core };
+	hc.ops = node_tls_port_hs_ops();
+	hc.ops.alloc = kb_hs_alloc;
+	hc.ops.free = kb_hs_free;
 	kb_building = b;
 	rc = tls_hs_env_create(&hc, &b->hs_env);
 	kb_building = NULL;

@@ -26,6 +26,7 @@
 #include "kernel/log.h"
 #include "kernel/loop.h"
 #include "kernel/node/broker.h"
+#include "kernel/node/disks.h"
 #include "kernel/node/port.h"
 #include "kernel/panic.h"
 #include "kernel/xcore.h"
@@ -779,6 +780,7 @@ static int nd_stats_poll(void *ctx)
 
 void node_loop_add(struct kloop *l, uint32_t core)
 {
+	node_disks_loop_add(l, core); /* on the core that owns the disks */
 	if (core < PLAT_MAX_CPUS && node_cores[core].storage) { /* the storage core: nothing else */
 		if (kloop_add(l, "mesh", nd_mesh_poll, &node_cores[core]) != 0)
 			PANIC("core %u: loop full", (unsigned)core);

@@ -77,10 +77,16 @@ PORT_RSA=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$TOOL" --port "$PORT_RSA" --ca "$W/rsaca.pem" --cert "$W/rsasrv.pem" --key "$W/rsasrv.key" --rsa \
 	--timeout-ms 1500 >"$W/server-rsa.log" 2>&1 &
 SRV_RSA=$!
-trap 'kill $SRV $SRV_RSA 2>/dev/null; wait $SRV $SRV_RSA 2>/dev/null' EXIT
+# The revocation-on-resume server: dev (serial 2001) is revoked once its second connection
+# is done, while the client still holds a ticket from its first.
+PORT_REV=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$TOOL" --port "$PORT_REV" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" \
+	--revoke-after 2 2001 --timeout-ms 1500 >"$W/server-rev.log" 2>&1 &
+SRV_REV=$!
+trap 'kill $SRV $SRV_RSA $SRV_REV 2>/dev/null; wait $SRV $SRV_RSA $SRV_REV 2>/dev/null' EXIT
 for _ in $(seq 50); do
 	grep -q listening "$W/server.log" 2>/dev/null && grep -q listening "$W/server-rsa.log" 2>/dev/null &&
-		break
+		grep -q listening "$W/server-rev.log" 2>/dev/null && break
 	sleep 0.1
 done
 
@@ -175,7 +181,7 @@ sclient_echo after-rsa
 # TLS 1.3 suite; sizes cross record and chunk boundaries; close_notify both ways;
 # resumption with a ticket; a service identity; and an alert check of its own.
 cat >"$W/client.py" <<'EOF'
-import socket, ssl, sys
+import socket, ssl, sys, time
 port, w, case = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 def ctx(cert="dev"):
     c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -214,6 +220,36 @@ elif case == "resume":
     if not t.session_reused:
         raise SystemExit("not resumed")
     t.unwrap(); t.close()
+elif case == "resume-revoked":
+    # A full handshake, then a resumed one with its ticket (accepted: the ticket is good),
+    # then the server revokes dev's serial; the next resumption with a ticket it issued
+    # must not be accepted: the server falls back to a full handshake and refuses the
+    # certificate with certificate_revoked.
+    c = ctx()
+    t = conn(c)
+    echo(t, [10])
+    sess = t.session
+    t.unwrap(); t.close()
+    t = conn(c, sess)
+    echo(t, [10])
+    if not t.session_reused:
+        raise SystemExit("the second connection did not resume")
+    sess = t.session if t.session else sess
+    t.unwrap(); t.close()
+    for _ in range(50):  # the server revokes once connection 2 is done (5 s at most)
+        if "revoked after conn 2" in open(sys.argv[4]).read():
+            break
+        time.sleep(0.1)
+    else:
+        raise SystemExit("the server never revoked the serial")
+    try:
+        t = conn(c, sess)
+        reused = t.session_reused
+        echo(t, [10])
+        raise SystemExit("accepted after revocation (resumed=%s)" % reused)
+    except ssl.SSLError as e:
+        print("refused", e.reason)
+        raise SystemExit(0 if "CERTIFICATE_REVOKED" in str(e.reason) else 1)
 elif case in ("service", "no-cert"):
     try:
         with conn(ctx("svc" if case == "service" else None)) as t:
@@ -227,6 +263,15 @@ for c in echo resume service no-cert; do
 	timeout 20 $PY "$W/client.py" "$PORT" "$W" $c >"$W/py-$c.out" 2>&1
 	result "python-$c" $? "$W/py-$c.out"
 done
+# Revocation reaches a resumed session: the third connection offered its ticket and was
+# refused with certificate_revoked (its own alert, read by the client), and the server's
+# third connection ended in a failed handshake after the revocation.
+timeout 30 $PY "$W/client.py" "$PORT_REV" "$W" resume-revoked "$W/server-rev.log" >"$W/py-resume-revoked.out" 2>&1 &&
+	grep -q "^refused .*CERTIFICATE_REVOKED" "$W/py-resume-revoked.out" &&
+	grep -q "^conn 2: established identity=dev-42" "$W/server-rev.log" &&
+	grep -q "^conn 3: handshake failed: " "$W/server-rev.log" &&
+	! grep -q "^conn 3: established" "$W/server-rev.log"
+result resume-revoked $? "$W/py-resume-revoked.out"
 grep -q "identity=backend-1 kind=service" "$W/server.log"
 result service-identity $? "$W/server.log"
 
@@ -323,9 +368,9 @@ base=$(grep -o 'live=[0-9]*' "$W/server-rsa.log" | head -1)
 	! grep 'in_flight=' "$W/server-rsa.log" | grep -qv 'in_flight=0$'
 result $name $? "$W/server-rsa.log"
 
-kill $SRV $SRV_RSA 2>/dev/null
-wait $SRV $SRV_RSA 2>/dev/null
-if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log" "$W/server-rsa.log"; then
+kill $SRV $SRV_RSA $SRV_REV 2>/dev/null
+wait $SRV $SRV_RSA $SRV_REV 2>/dev/null
+if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log" "$W/server-rsa.log" "$W/server-rev.log"; then
 	result sanitizers 1 "$W/server.log"
 else
 	result sanitizers 0

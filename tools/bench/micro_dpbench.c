@@ -10,75 +10,40 @@
  * The same module runs inside the bench image (tools/dpbench, scenario dpbench).
  */
 #define _GNU_SOURCE
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
+#include "kernel/node/port.h"
+#include "kernel/node/tls_port.h"
 #include "lib/err.h"
 #include "tools/dpbench/dpbench.h"
 
 
-static _Atomic size_t live;
-static void *a_alloc(void *ctx, size_t n, enum heap_tag tag)
-{
-	(void)ctx, (void)tag;
-	atomic_fetch_add_explicit(&live, n, memory_order_relaxed); /* a counter only */
-	return calloc(1, n);
-}
-static void a_free(void *ctx, void *p, size_t n)
-{
-	(void)ctx;
-	if (!p)
-		return;
-	atomic_fetch_sub_explicit(&live, n, memory_order_relaxed);
-	free(p);
-}
+/* The data plane's heap: the hosted port's (hosted/node_port.c, which counts what is live)
+ * under a generous budget; the handshake env's hooks are the port's as they are. */
 static size_t a_used(void *ctx)
 {
 	(void)ctx;
-	return atomic_load_explicit(&live, memory_order_relaxed);
+	uint64_t requested, blocks;
+	node_port_heap_totals(&requested, &blocks);
+	return (size_t)requested;
 }
 static size_t a_avail(void *ctx)
 {
 	(void)ctx;
 	return (size_t)1 << 30;
 }
-static int a_random(void *ctx, uint8_t *out, size_t len)
-{
-	(void)ctx;
-	return getrandom(out, len, 0) == (ssize_t)len ? 0 : -E_IO;
-}
-static int64_t a_now_s(void *ctx)
-{
-	(void)ctx;
-	return (int64_t)time(NULL);
-}
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-static int64_t a_now_ms(void *ctx)
-{
-	(void)ctx;
-	return (int64_t)(mono_s() * 1000.0);
-}
 static uint64_t d_now_ms(void *ctx)
 {
 	(void)ctx;
-	return (uint64_t)(mono_s() * 1000.0);
+	return node_port_now_ms();
 }
-static _Thread_local uint32_t self_core;
-static uint32_t a_core(void *ctx)
+static double mono_s(void)
 {
-	(void)ctx;
-	return self_core;
+	return (double)node_port_now_ns() / 1e9;
 }
 
 static uint8_t *load(const char *dir, const char *name, size_t *len)
@@ -104,11 +69,11 @@ static double budget = 3.0;
 
 static int trial(void)
 {
-	self_core = 0;
 	struct dp_config g;
 	dp_config_from_conf(&g);
 	g.hs_env = env;
-	g.heap = (struct dp_heap_ops){ a_alloc, a_free, a_used, a_avail, NULL };
+	const struct tls_hs_ops port = node_tls_port_hs_ops();
+	g.heap = (struct dp_heap_ops){ port.alloc, port.free, a_used, a_avail, NULL };
 	g.now_ms = d_now_ms;
 	size_t need = dpb_mem_size(&g);
 	void *mem = need ? aligned_alloc(64, (need + 63) & ~(size_t)63) : NULL;
@@ -149,7 +114,7 @@ int main(int argc, char **argv)
 	struct tls_hs_config hc;
 	dp_hs_config_from_conf(&hc);
 	hc.max_in_flight = 8;
-	hc.ops = (struct tls_hs_ops){ a_alloc, a_free, a_random, a_now_s, a_now_ms, NULL, a_core };
+	hc.ops = node_tls_port_hs_ops();
 	int rc = tls_hs_env_create(&hc, &env);
 	if (rc)
 		return fprintf(stderr, "micro_dpbench: env: %s\n", err_name(rc)), 1;
@@ -158,7 +123,7 @@ int main(int argc, char **argv)
 	ccfg.cert = load(dir, "dev-1.crt", &ccfg.cert_len);
 	ccfg.key = load(dir, "dev-1.key", &ccfg.key_len);
 	ccfg.client_id = "dev-1";
-	ccfg.random = a_random;
+	ccfg.random = hc.ops.random;
 	if (!ccfg.ca || !ccfg.cert || !ccfg.key)
 		return fprintf(stderr, "micro_dpbench: certificates in %s\n", dir), 1;
 	rc = trial();

@@ -11,14 +11,14 @@ BENCH_LOADGEN_SRCS := tools/loadgen/loadgen.c tools/loadgen/certs.c
 BENCH_MICRO_NAMES := micro_mqtt micro_rss micro_shard micro_tcp micro_tls
 # Per-binary extra link inputs and compile flags (micro_tls: mbedTLS headers and archive for
 # our tls/ module, OpenSSL as the in-memory client).
-BENCH_MICRO_LIBS_micro_tls = $(B)/hostrel/libmbedtls.a -lssl -lcrypto
+BENCH_MICRO_LIBS_micro_tls = $(call objs,hostrel,t,$(NODE_HOST_PORT_SRCS)) $(B)/hostrel/libmbedtls.a -lssl -lcrypto
 CFLAGS_tools_bench_micro_tls = $(TLS_TEST_INC)
 # micro_dpbench needs mbedTLS's client side: only in a tree built with URMQTT_DP_BENCH=1.
 ifeq ($(URMQTT_DP_BENCH),1)
 BENCH_MICRO_NAMES += micro_dpbench
-BENCH_MICRO_LIBS_micro_dpbench = $(B)/hostrel/libmbedtls.a
+BENCH_MICRO_LIBS_micro_dpbench = $(call objs,hostrel,t,$(NODE_HOST_PORT_SRCS)) $(B)/hostrel/libmbedtls.a
 CFLAGS_tools_bench_micro_dpbench = $(TLS_TEST_INC)
-$(B)/hostrel/tools/bench/micro_dpbench: $(B)/hostrel/libmbedtls.a
+$(B)/hostrel/tools/bench/micro_dpbench: $(B)/hostrel/libmbedtls.a $$(call objs,hostrel,t,$$(NODE_HOST_PORT_SRCS))
 endif
 
 $(B)/hostrel/urmqtt: $$(BENCH_HOSTED_OBJS) $$(HOSTREL_LIB) $(B)/hostrel/libmbedtls.a $(B)/hostrel/libsqlite.a
@@ -34,7 +34,7 @@ BENCH_MICRO_BINS = $(patsubst %,$(B)/hostrel/tools/bench/%,$(BENCH_MICRO_NAMES))
 $(BENCH_MICRO_BINS): $(B)/hostrel/tools/bench/%: $(B)/hostrel/t/tools/bench/%.o $$(HOSTREL_LIB)
 	@mkdir -p $(@D); echo "  LD [hostrel] $@"
 	$(Q)$(HOST_CC) -o $@ $< $(HOSTREL_LIB) $(BENCH_MICRO_LIBS_$(notdir $@))
-$(B)/hostrel/tools/bench/micro_tls: $(B)/hostrel/libmbedtls.a
+$(B)/hostrel/tools/bench/micro_tls: $(B)/hostrel/libmbedtls.a $$(call objs,hostrel,t,$$(NODE_HOST_PORT_SRCS))
 
 BENCH_BINS = $(B)/hostrel/urmqtt $(B)/hostrel/tools/loadgen \
 	$(BENCH_MICRO_BINS)

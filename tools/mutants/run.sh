@@ -23,14 +23,15 @@ failed=0
 T=$'\t'
 N=$'\n'
 names=(revocation-ignored no-alert-on-refusal puback-before-storage zero-length-topic-accepted
-	handshake-timeout-removed)
-files=(tls/revoke.c tls/handshake.c mqtt/durable.c mqtt/codec.c dp/dp.c)
+	handshake-timeout-removed revocation-ignored-on-resume)
+files=(tls/revoke.c tls/handshake.c mqtt/durable.c mqtt/codec.c dp/dp.c tls/handshake.c)
 froms=(
 	"${T}${T}if (n == len && memcmp(s, serial, n) == 0)${N}${T}${T}${T}return true;"
 	"${T}${T}${T}${T}if (tls_rec_flush(&e, &r, out, sizeof out, &n) == 0 && n)"
 	"${T}if (!owed && !b->held_n) /* nothing to wait for"
 	"${T}if (len == 0)${N}${T}${T}return false; /* [MQTT-4.7.3-1] */"
 	"${T}${T}if (s->conn == DP_NIL || now < s->deadline_ms)"
+	"${T}if (env->cfg.revoke.is_revoked && env->cfg.revoke.is_revoked(env->cfg.revoke.ctx, ser, serlen))"
 )
 tos=(
 	"${T}${T}if (n == len && memcmp(s, serial, n) == 0)${N}${T}${T}${T}return false;"
@@ -38,6 +39,7 @@ tos=(
 	"${T}if (1) /* nothing to wait for"
 	"${T}if (len == 0)${N}${T}${T}return true; /* [MQTT-4.7.3-1] */"
 	"${T}${T}if (s->conn == DP_NIL || now < UINT64_MAX)"
+	"${T}if (0 && env->cfg.revoke.is_revoked(env->cfg.revoke.ctx, ser, serlen))"
 )
 catchers=(
 	"unit:tls/test_identity smoke:hosted-mqtt"
@@ -45,6 +47,7 @@ catchers=(
 	"unit:mqtt/test_durable"
 	"unit:mqtt/test_codec unit:mqtt/test_broker"
 	"unit:dp/test_dp smoke:hosted-mqtt"
+	"smoke:tls-echo"
 )
 
 say() { echo "mutants: $*"; }

@@ -13,7 +13,10 @@
  * usage: tls-echo --port N --ca ca.pem --cert srv.pem --key srv.key
  *                 [--id cn|uri] [--service-prefix P] [--revoked HEXSERIAL]...
  *                 [--max-plaintext N] [--tickets N] [--max-conns N] [--timeout-ms N] [--rsa]
+ *                 [--revoke-after N HEXSERIAL]
  * --rsa allows RSA certificates (the broker's tls.rsa_allowed, CONF_TLS_RSA_ALLOWED).
+ * --revoke-after revokes a serial once connection N is done (a revocation arriving while
+ * a device holds a resumption ticket: the tests resume with it and must be refused).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,67 +26,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "kernel/node/port.h"
+#include "kernel/node/tls_port.h"
 #include "lib/err.h"
 #include "tls/handshake.h"
 #include "tls/record.h"
 
 #define MAX_REVOKED 8
 #define IO_BUF 20000
-
-static void *h_alloc(void *ctx, size_t len, enum heap_tag tag)
-{
-	(void)ctx;
-	(void)tag;
-	return malloc(len);
-}
-static void h_free(void *ctx, void *p, size_t len)
-{
-	(void)ctx;
-	(void)len;
-	free(p);
-}
-static void *r_alloc(void *ctx, size_t len)
-{
-	(void)ctx;
-	return malloc(len);
-}
-static int h_random(void *ctx, uint8_t *out, size_t len)
-{
-	(void)ctx;
-	while (len) {
-		ssize_t n = getrandom(out, len, 0);
-		if (n <= 0)
-			return -E_IO;
-		out += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-static int64_t h_now_s(void *ctx)
-{
-	(void)ctx;
-	return (int64_t)time(NULL);
-}
-static int64_t h_now_ms(void *ctx)
-{
-	struct timespec ts;
-	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint8_t *read_file(const char *path, size_t *len)
 {
@@ -149,7 +103,7 @@ static void flush(struct conn *c)
 static void serve(struct tls_hs_env *env, struct tls_rec_env *renv, int fd, unsigned long id_no,
 		  long timeout_ms)
 {
-	const int64_t t_accept_ns = mono_ns();
+	const int64_t t_accept_ns = (int64_t)node_port_now_ns();
 	const int64_t deadline_ns = t_accept_ns + (int64_t)timeout_ms * 1000000;
 	static uint8_t buf[IO_BUF];
 	static struct conn c;
@@ -171,14 +125,14 @@ static void serve(struct tls_hs_env *env, struct tls_rec_env *renv, int fd, unsi
 			/* The handshake's deadline. Rounded up to whole ms, and poll sleeps at
 			 * least that long: never early (tests/smoke/tls-echo.sh's stall case
 			 * measures "not before"; SO_RCVTIMEO may wake a jiffy early). */
-			int64_t left_ns = deadline_ns - mono_ns();
+			int64_t left_ns = deadline_ns - (int64_t)node_port_now_ns();
 			struct pollfd pfd = { .fd = fd, .events = POLLIN };
 			int pr = left_ns > 0 ? poll(&pfd, 1, (int)((left_ns + 999999) / 1000000)) : 0;
 			if (pr < 0 && errno == EINTR)
 				continue;
 			if (pr == 0) {
 				fprintf(stderr, "conn %lu: timed out (handshake) after %lld ms\n", id_no,
-					(long long)((mono_ns() - t_accept_ns) / 1000000));
+					(long long)(((int64_t)node_port_now_ns() - t_accept_ns) / 1000000));
 				break;
 			}
 		}
@@ -259,6 +213,22 @@ static int hexval(int ch)
 	return -1;
 }
 
+/* A serial in hex (an even number of digits, at most 64 bytes) into out; its length, or 0
+ * when it is not one. */
+static size_t parse_serial(const char *hex, uint8_t out[64])
+{
+	size_t n = strlen(hex) / 2;
+	if (n == 0 || n > 64 || strlen(hex) % 2)
+		return 0;
+	for (size_t j = 0; j < n; j++) {
+		int hi = hexval(hex[2 * j]), lo = hexval(hex[2 * j + 1]);
+		if (hi < 0 || lo < 0)
+			return 0;
+		out[j] = (uint8_t)(hi << 4 | lo);
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	struct tls_hs_config cfg;
@@ -270,6 +240,8 @@ int main(int argc, char **argv)
 	int port = 0;
 	long max_conns = -1;
 	long timeout_ms = 10000;
+	unsigned long revoke_after = 0; /* 0: none */
+	const char *revoke_later = NULL;
 
 	memset(&cfg, 0, sizeof cfg);
 	memset(&rcfg, 0, sizeof rcfg);
@@ -309,19 +281,18 @@ int main(int argc, char **argv)
 			timeout_ms = atol(v);
 		else if (!strcmp(a, "--max-conns"))
 			max_conns = atol(v);
-		else if (!strcmp(a, "--revoked") && rlist.n < MAX_REVOKED) {
-			size_t n = strlen(v) / 2, k = rlist.n;
-			if (n == 0 || n > 64)
+		else if (!strcmp(a, "--revoked") && rlist.n < MAX_REVOKED - 1) { /* one kept for later */
+			size_t n = parse_serial(v, revoked_bytes[rlist.n]);
+			if (!n)
 				goto usage;
-			for (size_t j = 0; j < n; j++) {
-				int hi = hexval(v[2 * j]), lo = hexval(v[2 * j + 1]);
-				if (hi < 0 || lo < 0)
-					goto usage;
-				revoked_bytes[k][j] = (uint8_t)(hi << 4 | lo);
-			}
-			revoked[k].serial = revoked_bytes[k];
-			revoked[k].len = (uint8_t)n;
+			revoked[rlist.n].serial = revoked_bytes[rlist.n];
+			revoked[rlist.n].len = (uint8_t)n;
 			rlist.n++;
+		} else if (!strcmp(a, "--revoke-after") && i + 1 < argc) {
+			revoke_after = strtoul(v, NULL, 10);
+			revoke_later = argv[++i];
+			if (!revoke_after || !parse_serial(revoke_later, revoked_bytes[MAX_REVOKED - 1]))
+				goto usage;
 		} else
 			goto usage;
 	}
@@ -333,8 +304,8 @@ int main(int argc, char **argv)
 	cfg.ca = read_file(ca, &cfg.ca_len);
 	cfg.cert = read_file(cert, &cfg.cert_len);
 	cfg.key = read_file(key, &cfg.key_len);
-	cfg.ops = (struct tls_hs_ops){ h_alloc, h_free, h_random, h_now_s, h_now_ms, NULL, NULL };
-	rcfg.ops = (struct tls_rec_ops){ r_alloc, h_free, NULL };
+	cfg.ops = node_tls_port_hs_ops(); /* the hosted port's hooks (hosted/node_port.c) */
+	rcfg.ops = node_tls_port_rec_ops();
 
 	struct tls_hs_env *env;
 	struct tls_rec_env renv;
@@ -377,6 +348,13 @@ int main(int argc, char **argv)
 		tls_hs_stats_get(env, &st);
 		fprintf(stderr, "conn %lu: done; tls-handshake live=%zu peak=%zu in_flight=%u\n", n,
 			st.live_bytes, st.peak_bytes, st.in_flight);
+		if (revoke_later && n == revoke_after) { /* the handshakes read rlist: one thread */
+			size_t k = rlist.n;
+			revoked[k].serial = revoked_bytes[MAX_REVOKED - 1];
+			revoked[k].len = (uint8_t)parse_serial(revoke_later, revoked_bytes[MAX_REVOKED - 1]);
+			rlist.n++;
+			fprintf(stderr, "tls-echo: serial %s revoked after conn %lu\n", revoke_later, n);
+		}
 	}
 	close(ls);
 	tls_hs_env_destroy(env);
@@ -384,6 +362,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: tls-echo --port N --ca F --cert F --key F [--id cn|uri] "
 			"[--service-prefix P] [--revoked HEX]... [--max-plaintext N] [--tickets N] "
-			"[--max-conns N] [--timeout-ms N] [--rsa]\n");
+			"[--max-conns N] [--timeout-ms N] [--rsa] [--revoke-after N HEX]\n");
 	return 2;
 }
