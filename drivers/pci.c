@@ -75,6 +75,11 @@ int pci_bus_init(struct pci_bus *b, const struct drv_port *port, const struct pc
 	    (cfg->n_forbidden && !cfg->forbidden) || cfg->max_caps > PCI_MAX_CAPS ||
 	    !port->cfg_read32 || !port->cfg_write32)
 		return -E_INVAL;
+	const struct pci_window *w[2] = { &cfg->mem32, &cfg->mem64 };
+	for (uint32_t i = 0; i < 2; i++)
+		if (w[i]->len && (w[i]->pci_base + w[i]->len < w[i]->pci_base ||
+				  w[i]->cpu_base + w[i]->len < w[i]->cpu_base))
+			return -E_INVAL;
 	memset(b, 0, sizeof *b);
 	b->port = port;
 	b->cfg = *cfg;
@@ -185,6 +190,49 @@ static void check_bar(struct pci_bus *b, struct pci_dev *d, uint32_t i)
 	bar->flags |= PCI_BAR_OK;
 }
 
+/* A naturally aligned block of len bytes from window w (used: bytes already given), as a
+ * PCI bus address; 0 when it has no room. */
+static uint64_t window_take(const struct pci_window *w, uint64_t *used, uint64_t len, bool below_4g)
+{
+	if (w->len == 0 || len == 0 || len > w->len)
+		return 0;
+	uint64_t at = w->pci_base + *used;
+	at = (at + len - 1) & ~(len - 1);
+	if (at < w->pci_base || at - w->pci_base > w->len - len)
+		return 0;
+	if (below_4g && (at > 0xffffffffull || at + len - 1 > 0xffffffffull))
+		return 0;
+	*used = at - w->pci_base + len;
+	return at;
+}
+
+/* Give an unassigned memory BAR an address (invariant 4) and write it; returns the CPU
+ * address, or 0 when no window has room (the BAR stays unassigned). */
+static uint64_t assign_bar(struct pci_bus *b, struct pci_dev *d, uint32_t i, uint32_t orig, uint64_t len)
+{
+	struct pci_bar *bar = &d->bars[i];
+	const struct pci_window *w = NULL;
+	uint64_t pci = 0;
+	if (d->bus != b->cfg.bus_start)
+		return 0; /* behind a bridge */
+	if ((bar->flags & PCI_BAR_64) && b->cfg.mem64.len) {
+		w = &b->cfg.mem64;
+		pci = window_take(w, &b->mem64_used, len, false);
+	}
+	if (!pci && b->cfg.mem32.len) {
+		w = &b->cfg.mem32;
+		pci = window_take(w, &b->mem32_used, len, true);
+	}
+	if (!pci)
+		return 0;
+	uint16_t off = (uint16_t)(CFG_BAR0 + 4 * i);
+	pci_cfg_write32(b, d, off, (orig & 0xfu) | (uint32_t)(pci & 0xfffffff0u));
+	if (bar->flags & PCI_BAR_64)
+		pci_cfg_write32(b, d, (uint16_t)(off + 4), (uint32_t)(pci >> 32));
+	b->stats.n_assigned_bars++;
+	return w->cpu_base + (pci - w->pci_base);
+}
+
 /* Size BAR i (and i+1 for a 64-bit BAR); returns the number of slots consumed. Decoding
  * is off while this runs. */
 static uint32_t size_bar(struct pci_bus *b, struct pci_dev *d, uint32_t i)
@@ -241,6 +289,8 @@ static uint32_t size_bar(struct pci_bus *b, struct pci_dev *d, uint32_t i)
 	}
 	bar->len = ~mask + 1;
 	bar->phys = base;
+	if (base == 0 && !(bar->flags & PCI_BAR_IO))
+		bar->phys = assign_bar(b, d, i, orig, bar->len);
 	check_bar(b, d, i);
 	return used;
 }

@@ -17,6 +17,8 @@
  *     overlaps no forbidden range and no other PCI_BAR_OK BAR of the same space.
  *  3. Bus numbers are visited at most once and lie in [bus_start, bus_end]; the walk
  *     is a bounded work list, not recursion.
+ *  4. An assigned address lies inside its window and above every address handed out
+ *     before it (the windows are bump allocators, never reused).
  * States of a device: FOUND (pci_bus_scan) -> ENABLED (pci_dev_enable) ->
  * MSI-X ON (pci_msix_init + pci_msix_enable). REJECTED devices keep flag PCI_DEV_BAD and
  * are never enabled.
@@ -72,6 +74,12 @@ struct pci_range {
 	uint64_t base, len;
 };
 
+/* A host bridge's memory window (from the device tree's `ranges`): PCI bus addresses
+ * [pci_base, pci_base + len) appear to the CPU at cpu_base. */
+struct pci_window {
+	uint64_t cpu_base, pci_base, len;
+};
+
 /* Rejection sites: each increments stats.rejected[site] once per occurrence. */
 enum pci_reject {
 	PCI_REJ_BUS_RANGE,   /* bridge secondary bus outside the window, or already seen */
@@ -93,7 +101,8 @@ enum pci_reject {
 
 struct pci_stats {
 	uint32_t rejected[PCI_REJ__COUNT];
-	uint32_t n_unassigned_bars; /* base 0: firmware left it; not an attack, not usable */
+	uint32_t n_unassigned_bars; /* base 0: firmware left it and no window had room: unusable */
+	uint32_t n_assigned_bars;   /* base 0, given an address from a window (pci_config) */
 };
 
 struct pci_config {
@@ -103,12 +112,20 @@ struct pci_config {
 	const struct pci_range *forbidden;  /* linked: RAM, kernel image, ... */
 	uint32_t n_forbidden;
 	uint32_t max_caps;                  /* <= PCI_MAX_CAPS; 0 means PCI_MAX_CAPS */
+	/* Memory BARs the firmware left at 0 (a machine booted without firmware, such as
+	 * QEMU virt with -kernel) get naturally aligned addresses from these windows, in scan
+	 * order: 64-bit BARs from mem64 (else mem32), 32-bit ones from mem32 (pci_base +
+	 * len must stay below 4 GiB). len 0: no window; such BARs stay unusable. An assigned
+	 * BAR is validated like any other (forbidden ranges, overlaps). Devices behind a
+	 * bridge are not assigned (the bridge's own window would have to be programmed). */
+	struct pci_window mem32, mem64;
 };
 
 struct pci_bus {
 	const struct drv_port *port; /* linked */
 	struct pci_config cfg;
 	uint32_t n_devs;
+	uint64_t mem32_used, mem64_used; /* bytes of each window handed out (from its base) */
 	struct pci_stats stats;
 };
 

@@ -31,3 +31,23 @@ int time_civil_to_unix(const struct time_civil *c, uint64_t *unix_s)
 	*unix_s = days * 86400u + (uint64_t)c->hour * 3600u + (uint64_t)c->min * 60u + c->sec;
 	return 0;
 }
+
+void time_unix_to_civil(uint64_t unix_s, struct time_civil *c)
+{
+	if (unix_s > TIME_UNIX_MAX)
+		unix_s = TIME_UNIX_MAX;
+	uint64_t days = unix_s / 86400u, rem = unix_s % 86400u;
+	c->hour = (uint32_t)(rem / 3600u);
+	c->min = (uint32_t)(rem % 3600u / 60u);
+	c->sec = (uint32_t)(rem % 60u);
+	/* The inverse of the count above: shifted years of 365.2425 days in 400-year eras. */
+	uint64_t z = days + 719468u;
+	uint64_t era = z / 146097u;
+	uint64_t doe = z - era * 146097u;
+	uint64_t yoe = (doe - doe / 1460u + doe / 36524u - doe / 146096u) / 365u;
+	uint64_t doy = doe - (365u * yoe + yoe / 4u - yoe / 100u);
+	uint64_t mp = (5u * doy + 2u) / 153u;
+	c->day = (uint32_t)(doy - (153u * mp + 2u) / 5u + 1u);
+	c->month = (uint32_t)(mp < 10u ? mp + 3u : mp - 9u);
+	c->year = (uint32_t)(yoe + era * 400u + (c->month <= 2u ? 1u : 0u));
+}

@@ -63,7 +63,7 @@ X86_64_ASFLAGS = -g $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 -D
 
 # aarch64 kernel (cross). PAC/BTI landing pads through -mbranch-protection=standard.
 AARCH64_CFLAGS = -std=c11 -g -O2 $(WARN_PORTABLE) $(HARDEN) -mbranch-protection=standard \
-        $(call gcc_freestanding,$(AARCH64_CC)) -fno-pie -mgeneral-regs-only -mstrict-align \
+        $(call gcc_freestanding,$(AARCH64_CC)) -fno-pie -mgeneral-regs-only -mstrict-align -mno-outline-atomics \
         -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
         $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 $(PROFILE_DEFS)
 AARCH64_ASFLAGS = -g $(INCLUDES) $(GEN_INCLUDES) $(DEPFLAGS) -DURMQTT_KERNEL=1 -D__ASSEMBLY__

@@ -29,8 +29,8 @@
 /* ---- PSA crypto, which mbedTLS 3.6 uses for every TLS 1.3 operation ---- */
 #define MBEDTLS_PSA_CRYPTO_C             /* TLS 1.3 key schedule and ECDHE run through PSA */
 #define MBEDTLS_USE_PSA_CRYPTO           /* required by TLS 1.3 in 3.6 */
-#if defined(URMQTT_KERNEL) && defined(__x86_64__)
-/* The key store is shared by every core (ADR-026): ~6 volatile keys per handshake in flight
+#if defined(URMQTT_KERNEL)
+/* The images: the key store is shared by every core (ADR-026): ~6 volatile keys per handshake in flight
  * x 32 per core x 4 handshaking cores, with headroom. */
 #define MBEDTLS_PSA_KEY_SLOT_COUNT 1024
 #define MBEDTLS_THREADING_C              /* PSA's key store and globals are locked (ADR-026) */

@@ -23,10 +23,10 @@ CFLAGS_tls_identity := $(TLS_INC)
 CFLAGS_tls_revoke := $(TLS_INC)
 # The image has no libc: snprintf for mbedTLS's x509 name formatting comes from lib/fmt.
 KERNEL_SRCS_x86_64 += tls/shim/libc_kernel.c
-# mbedTLS's mutexes in the x86_64 image (MBEDTLS_THREADING_ALT; ADR-026).
+# mbedTLS's mutexes in the images (MBEDTLS_THREADING_ALT; ADR-026).
 KERNEL_SRCS_x86_64 += tls/shim/threading_kernel.c
 CFLAGS_tls_shim_threading_kernel = $(TLS_INC)
-KERNEL_SRCS_aarch64 += tls/shim/libc_kernel.c
+KERNEL_SRCS_aarch64 += tls/shim/libc_kernel.c tls/shim/threading_kernel.c
 
 # ---- mbedTLS, one archive per flavour ----
 TLS_MBEDTLS_BASE := -std=c11 -g -Wall -Werror=implicit-function-declaration -Wno-unused-function -Wno-unused-parameter \
@@ -40,7 +40,7 @@ TLS_MBEDTLS_CFLAGS_x86_64 = -O2 $(TLS_MBEDTLS_BASE) $(HARDEN) -fcf-protection \
 	$(call gcc_freestanding,$(X86_64_CC)) -fno-pie -mcmodel=kernel -mno-red-zone \
 	-mgeneral-regs-only -fno-asynchronous-unwind-tables -DURMQTT_KERNEL=1
 TLS_MBEDTLS_CFLAGS_aarch64 = -O2 $(TLS_MBEDTLS_BASE) $(HARDEN) -mbranch-protection=standard \
-	$(call gcc_freestanding,$(AARCH64_CC)) -fno-pie -mgeneral-regs-only -mstrict-align \
+	$(call gcc_freestanding,$(AARCH64_CC)) -fno-pie -mgeneral-regs-only -mstrict-align -mno-outline-atomics \
 	-fno-asynchronous-unwind-tables -DURMQTT_KERNEL=1
 TLS_MBEDTLS_CC_host = $(HOST_CC)
 TLS_MBEDTLS_CC_hostrel = $(HOST_CC)

@@ -13,12 +13,12 @@
  */
 #include "arch/x86_64/bootinfo.h"
 #include "arch/x86_64/scenarios/scenarios.h"
-#include "arch/x86_64/tls_selftest.h"
 #include "arch/x86_64/x86.h"
 #include "kernel/cmdline.h"
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
 #include "kernel/log.h"
+#include "kernel/node/devices.h"
 #include "kernel/node/node.h"
 #include "kernel/panic.h"
 #include "kernel/time.h"
@@ -277,7 +277,7 @@ static void main_loop_init(struct x86_core *c)
 		PANIC("core %u: loop configuration rejected", (unsigned)c->index);
 	if (kloop_add(&c->loop, "heap", kheap_poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
-	x86_dev_loop_add(&c->loop, c->index);
+	node_devices_loop_add(&c->loop, c->index);
 	if (main_sc && main_sc->poll && kloop_add(&c->loop, main_sc->poll_name, main_sc->poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
 }

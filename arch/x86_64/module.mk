@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: MIT
 # arch/x86_64: boot entries (PVH, Multiboot2), page tables and W^X audit, descriptor
-# tables and exception reports, serial console, TSC clock, the TLS boot
-# self-test; the image link (with mbedTLS and SQLite). node_port.c: the x86_64 side of
+# tables and exception reports, serial console, TSC clock, the
+# image link (with mbedTLS and SQLite). node_port.c: the x86_64 side of
 # kernel/node/port.h. kernel/kstore.c: the storage core's glue, kernel-only, so listed here.
 KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/cpu.c arch/x86_64/trap.c arch/x86_64/serial.c arch/x86_64/clock.c \
 	arch/x86_64/ssp.c \
 	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
 	arch/x86_64/entropy.c arch/x86_64/libgcc.c \
-	arch/x86_64/drv_port.c arch/x86_64/devices.c arch/x86_64/tls_selftest.c \
+	arch/x86_64/drv_port.c arch/x86_64/devices.c \
 	arch/x86_64/node_port.c kernel/kstore.c
 # Test scenarios (arch/x86_64/scenarios/): development and test images only; a production
 # image neither links them nor reads test= from the command line.
@@ -17,9 +17,9 @@ KERNEL_SRCS_x86_64 += arch/x86_64/scenarios/registry.c arch/x86_64/scenarios/cor
 	arch/x86_64/scenarios/faults.c arch/x86_64/scenarios/tls.c
 CFLAGS_arch_x86_64_scenarios_tls = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
 endif
-# The TLS self-test includes mbedTLS headers and the embedded development certificates.
+# node_port.c asks mbedTLS (its library-internal aesni.h) which AES paths it takes.
 # Deferred (=) and spelled out: tls/ and tools/certs/ module.mk are read after this one.
-CFLAGS_arch_x86_64_tls_selftest = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
+CFLAGS_arch_x86_64_node_port = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
 GENERATED_HEADERS += $(B)/gen/urmqtt_certs.h # CERTS_HEADER of tools/certs/module.mk
 # Boot-information parsers are host-tested (tests/unit/kernel/test_bootinfo.c).
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c

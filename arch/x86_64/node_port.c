@@ -2,19 +2,22 @@
  *
  * The image's side of kernel/node/port.h on x86_64: the calling core from its per-core
  * block, the TSC clock, the wall clock (the CMOS RTC read once at boot, then the TSC), the
- * kernel CSPRNG, the kernel heap and its page frames, the wake-up IPI and the per-core
- * device-interrupt counts (the NIC's and disks' vectors are devices.c's). Owns the wall clock's base: written
+ * wake-up IPI, the MSI messages that reach a core's device vectors, the per-core
+ * device-interrupt counts and the AES-NI report (the heap and the CSPRNG are
+ * kernel/node/port_kernel.c's, shared by every image). Owns the wall clock's base: written
  * once on the boot core before any other core starts (the start publishes it), read-only
  * after.
  */
 #include <stdatomic.h>
 
 #include "arch/x86_64/x86.h"
-#include "kernel/csprng.h"
 #include "kernel/log.h"
 #include "kernel/node/port.h"
 #include "kernel/time.h"
 #include "lib/err.h"
+/* mbedTLS's own (library-internal) header: whether its AES and GCM take the AES-NI and
+ * PCLMULQDQ paths on this CPU (ADR-021). */
+#include "aesni.h"
 
 static uint64_t wall_base_s, wall_base_ns;
 
@@ -54,55 +57,6 @@ int64_t node_port_wall_s(void)
 	return (int64_t)(wall_base_s + (x86_now_ns() - wall_base_ns) / 1000000000u);
 }
 
-int node_port_random(void *buf, size_t len)
-{
-	return csprng_kernel_bytes(buf, len);
-}
-
-void *node_port_alloc(size_t len, enum heap_tag tag)
-{
-	void *p = NULL;
-	return kheap_alloc(len, tag, &p) == 0 ? p : NULL;
-}
-
-void node_port_free(void *p, size_t len)
-{
-	(void)len;
-	kheap_free(p);
-}
-
-size_t node_port_room(void)
-{
-	struct pages_stats ps;
-	kheap_pages_stats(&ps);
-	uint64_t bytes = ps.n_free * (uint64_t)HEAP_PAGE_SIZE;
-	return bytes < SIZE_MAX ? (size_t)bytes : SIZE_MAX;
-}
-
-void node_port_heap_totals(uint64_t *requested, uint64_t *blocks)
-{
-	struct heap_snapshot s;
-	kheap_snapshot(&s);
-	*requested = s.requested_bytes;
-	*blocks = s.block_bytes;
-}
-
-void *node_port_region(size_t len, size_t *got)
-{
-	uint32_t pages = (uint32_t)((len + HEAP_PAGE_SIZE - 1) / HEAP_PAGE_SIZE);
-	void *va;
-	uint64_t pa;
-	if (kheap_pages_alloc(pages, 1, &va, &pa) != 0)
-		return NULL;
-	*got = (size_t)pages * HEAP_PAGE_SIZE;
-	return va;
-}
-
-void node_port_region_free(void *p, size_t got)
-{
-	kheap_pages_free(p, (uint32_t)(got / HEAP_PAGE_SIZE));
-}
-
 uint64_t node_port_now_ns(void)
 {
 	return x86_now_ns();
@@ -130,4 +84,26 @@ uint64_t node_port_irqs(uint32_t core)
 	/* Written only by that core's own interrupt handler and read by that core: relaxed
 	 * is enough. */
 	return atomic_load_explicit(&x86_cores[core].n_dev_irqs, memory_order_relaxed);
+}
+
+const char *node_port_crypto_accel(void)
+{
+	bool aes = mbedtls_aesni_has_support(MBEDTLS_AESNI_AES) != 0;
+	bool clmul = mbedtls_aesni_has_support(MBEDTLS_AESNI_CLMUL) != 0;
+	return aes ? (clmul ? "AES-NI used, PCLMULQDQ used" : "AES-NI used, PCLMULQDQ absent")
+		   : (clmul ? "AES-NI absent, PCLMULQDQ used" : "AES-NI absent, PCLMULQDQ absent");
+}
+
+uint32_t node_port_msi_vectors(void)
+{
+	return X86_VEC_DEV_COUNT;
+}
+
+int node_port_msi(uint32_t core, uint32_t vec, uint64_t *addr, uint32_t *data)
+{
+	if (vec >= X86_VEC_DEV_COUNT || core >= PLAT_MAX_CPUS)
+		return -E_RANGE;
+	*addr = x86_msi_addr(x86_cores[core].apic_id);
+	*data = X86_VEC_DEV_BASE + vec;
+	return 0;
 }

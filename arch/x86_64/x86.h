@@ -360,14 +360,9 @@ void x86_drv_port_buses(uint8_t *start /* out */, uint8_t *end /* out */);
 /* Boot core, before x86_mmu_seal: enumerate PCI (ram: usable RAM, forbidden for BARs)
  * and map every virtio BAR. */
 void x86_dev_scan(const struct platform *p, const struct x86_mem_range *ram, uint32_t n_ram);
-/* Boot core, after the heap and the CSPRNG, before the APs start: probe and bring up every
- * virtio device, run the block self-tests, then build the node on them (kernel/node/node.h:
- * stacks, brokers, mesh, storage); banner lines. */
+/* Boot core, after the heap and the CSPRNG, before the APs start: the wall clock, then the
+ * node's devices (kernel/node/devices.h: virtio drivers, block and TLS self-tests, the
+ * node). Each core's loop handlers: node_devices_loop_add. */
 void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores);
-/* Add core's device handlers and the node's to its loop (from main_loop_init). */
-void x86_dev_loop_add(struct kloop *l, uint32_t core);
-/* Block devices driven and failed self-tests/initialisations (for the test scenario). */
-uint32_t x86_dev_block_count(void);
-uint32_t x86_dev_selftest_failures(void);
 
 #endif

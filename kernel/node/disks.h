@@ -4,7 +4,7 @@
  * disk under a running guest), handled on the storage core's loop (the core that owns the
  * disks; core 0 without storage). The platform probes each disk, runs its boot self-test
  * and registers it here with the self-test's DMA buffer; whether its configuration vector
- * reaches the storage core is the platform's (kernel/node/port.h, node_port_disk_vectors),
+ * reaches the storage core is kernel/node/devices.c's (node_devices_disk_vectors),
  * and a disk whose vector does not is polled once a second instead.
  */
 #ifndef KERNEL_NODE_DISKS_H

@@ -26,6 +26,7 @@
 #include "kernel/log.h"
 #include "kernel/loop.h"
 #include "kernel/node/broker.h"
+#include "kernel/node/devices.h"
 #include "kernel/node/disks.h"
 #include "kernel/node/port.h"
 #include "kernel/panic.h"
@@ -642,7 +643,7 @@ void node_init(const struct node_config *cfg)
 		mem_wipe(kcfg.home_key, sizeof kcfg.home_key);
 		if (nd_store_dedicated && !nd_store_core_init(nd_store_core))
 			return;
-		node_port_disk_vectors(nd_store_core);
+		node_devices_disk_vectors(nd_store_core);
 		LOG_INFO("boot", "storage: %s, run by core %u%s", nd_store_disk_name, (unsigned)nd_store_core,
 			 nd_store_dedicated ? " (nothing else runs there)" : " from its loop (one core)");
 	}
@@ -665,7 +666,7 @@ void node_init(const struct node_config *cfg)
 		for (uint32_t c = 1; c < nd_n_net; c++)
 			node_cores[c].addr_dirty = true;
 	}
-	bool msix = node_port_nic_vectors(nd_own_pairs, nd_n_net);
+	bool msix = node_devices_nic_vectors(nd_own_pairs, nd_n_net);
 	const char *irq = msix ? " (MSI-X + polling)" : " (polled)";
 	const char *addr = kc.use_dhcp ? "DHCP" : "static address from the command line";
 	if (nd_n_net == 1)

@@ -39,6 +39,10 @@ void node_port_heap_totals(uint64_t *requested, uint64_t *blocks);
 void *node_port_region(size_t len, size_t *got);
 void node_port_region_free(void *p, size_t got);
 
+/* What accelerates the TLS ciphers on this CPU, for the self-test's line (for example
+ * "AES-NI used, PCLMULQDQ used"); static text. */
+const char *node_port_crypto_accel(void);
+
 /* ---- the multicore node only (kernel/node/node.c; the hosted broker has one core) ---- */
 /* The sending half of the wake-up protocol (kernel/node/node.c): after a mesh message to
  * core dst was committed, a sequentially consistent fence, then dst interrupted if it
@@ -46,11 +50,11 @@ void node_port_region_free(void *p, size_t got);
 bool node_port_wake(uint32_t dst);
 /* Device interrupts core has taken so far (statistics; read by that core). */
 uint64_t node_port_irqs(uint32_t core);
-/* Program the NIC's vectors: with own_pairs, pair p (< n_net) interrupts core p, else
- * every pair core 0; its configuration changes core 0. True when interrupts work (false:
- * the node polls). */
-bool node_port_nic_vectors(bool own_pairs, uint32_t n_net);
-/* The disks' configuration-change vectors go to store_core (which owns the disks). */
-void node_port_disk_vectors(uint32_t store_core);
+/* Device interrupts by MSI: how many device vectors a core has (0: none, the devices are
+ * polled), and the message (address, data) that raises device vector vec (< that count)
+ * on core: 0, or -E_RANGE / -E_NOSYS. Boot core. Taken interrupts are counted per core
+ * (node_port_irqs) and only mark work. */
+uint32_t node_port_msi_vectors(void);
+int node_port_msi(uint32_t core, uint32_t vec, uint64_t *addr /* out */, uint32_t *data /* out */);
 
 #endif

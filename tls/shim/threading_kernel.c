@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT
  *
- * mbedTLS's mutexes in the x86_64 image (ADR-026): test-and-test-and-set spinlocks. They
+ * mbedTLS's mutexes in the images (ADR-026): test-and-test-and-set spinlocks. They
  * guard what mbedTLS keeps process-wide (the PSA key store, PSA's global state); every
  * other TLS object is per core. Taken only in a core's loop: interrupt handlers never
  * enter mbedTLS, so a holder is never interrupted by code that wants the same lock.
  * Never sleeps, never allocates.
  */
+#include "lib/spin.h"
 #include "tls/shim/threading_kernel.h"
 
 #include "mbedtls/threading.h"
@@ -38,7 +39,7 @@ static int tk_lock(mbedtls_threading_mutex_t *m)
 	while (__atomic_exchange_n(&m->locked, 1u, __ATOMIC_ACQUIRE)) {
 		__atomic_fetch_add(&tk_contended, 1u, __ATOMIC_RELAXED);
 		while (__atomic_load_n(&m->locked, __ATOMIC_RELAXED))
-			__builtin_ia32_pause();
+			spin_hint();
 	}
 	return 0;
 }

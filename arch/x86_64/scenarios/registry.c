@@ -13,6 +13,7 @@
 #include "kernel/cmdline.h"
 #include "kernel/log.h"
 #include "kernel/loop.h"
+#include "kernel/node/devices.h"
 #include "kernel/node/node.h"
 #include "kernel/panic.h"
 #include "lib/mem.h"
@@ -81,8 +82,8 @@ static void poweroff_started(const struct x86_scenario_boot *b)
 static void drivers_started(const struct x86_scenario_boot *b)
 {
 	(void)b;
-	uint32_t nf = x86_dev_selftest_failures();
-	LOG_INFO("test", "scenario drivers: %u block device(s), %u failure(s)", (unsigned)x86_dev_block_count(),
+	uint32_t nf = node_devices_selftest_failures();
+	LOG_INFO("test", "scenario drivers: %u block device(s), %u failure(s)", (unsigned)node_devices_block_count(),
 		 (unsigned)nf);
 	x86_stop(nf ? X86_EXIT_BOOT : X86_EXIT_BOOT_OK);
 }

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT
  *
  * test=tls (development images only): mbedTLS used from every core at once (ADR-026),
- * after the boot's TLS self-test (arch/x86_64/tls_selftest.c) installed its hooks and
+ * after the boot's TLS self-test (kernel/node/tls_selftest.c) installed its hooks and
  * initialised PSA. Owns the per-core round counters; the cores share only the done count
  * (its orderings are said where it is used).
  */
 #include <stdatomic.h>
 
 #include "arch/x86_64/scenarios/scenarios.h"
-#include "arch/x86_64/tls_selftest.h"
+#include "kernel/node/tls_selftest.h"
 #include "arch/x86_64/x86.h"
 #include "kernel/log.h"
 #include "kernel/panic.h"
@@ -56,7 +56,7 @@ static int tc_round(void)
 {
 	char ca_cn[64], srv_cn[64];
 	uint32_t vflags;
-	int err = x86_tls_selftest_certs(ca_cn, srv_cn, sizeof ca_cn, &vflags);
+	int err = node_tls_selftest_certs(ca_cn, srv_cn, sizeof ca_cn, &vflags);
 	if (err)
 		return err;
 	psa_key_attributes_t a = PSA_KEY_ATTRIBUTES_INIT;

@@ -340,6 +340,59 @@ static void test_bad_device_is_never_enabled(void **state)
 	assert_int_equal(ld_le16(&f->cfg[0x04]) & 0x6, 0);
 }
 
+/* A machine without firmware: BARs at 0 get addresses from the host bridge's windows,
+ * naturally aligned, 64-bit ones from the 64-bit window, written back to the device;
+ * behind a bridge, or when no window has room, they stay unassigned (unusable). */
+static void test_unassigned_bars_get_window_addresses(void **state)
+{
+	(void)state;
+	struct fake_fn *a = fake_add_fn(0, 1, 0, 0x1af4, 0x1041);
+	struct fake_fn *c = fake_add_fn(0, 2, 0, 0x1af4, 0x1042);
+	struct fake_fn *big = fake_add_fn(0, 3, 0, 0x1af4, 0x1043);
+	fake_set_bar(a, 1, 0, 0x1000, false);
+	fake_set_bar(a, 4, 0, 0x4000, true);
+	fake_set_bar(c, 1, 0, 0x1000, false);
+	fake_set_bar(c, 4, 0, 0x4000, true);
+	fake_set_bar(big, 0, 0, 0x40000000, false); /* larger than the 32-bit window */
+	bridge(0, 4, 1);
+	struct fake_fn *behind = fake_add_fn(1, 0, 0, 0x1af4, 0x1044);
+	fake_set_bar(behind, 1, 0, 0x1000, false);
+	struct pci_config cfg = { .bus_start = 0, .bus_end = 7, .devs = devs, .max_devs = 8,
+				  .forbidden = forbidden, .n_forbidden = 2,
+				  .mem32 = { 0xc0000000ull, 0xc0000000ull, 0x10000000ull },
+				  .mem64 = { 0x8000000000ull, 0x8000000000ull, 0x100000000ull } };
+	assert_int_equal(pci_bus_init(&bus, fake_port(), &cfg), 0);
+	assert_int_equal(pci_bus_scan(&bus), 0);
+	assert_int_equal(total_rejects(), 0);
+	assert_int_equal(bus.stats.n_assigned_bars, 4);
+	assert_int_equal(bus.stats.n_unassigned_bars, 2); /* big, and the one behind the bridge */
+	assert_true(devs[0].bars[1].flags & PCI_BAR_OK);
+	assert_true(devs[0].bars[1].phys == 0xc0000000ull);
+	assert_true(devs[0].bars[4].phys == 0x8000000000ull);
+	assert_true(devs[1].bars[1].phys == 0xc0001000ull);
+	assert_true(devs[1].bars[4].phys == 0x8000004000ull);
+	assert_false(devs[2].bars[0].flags & PCI_BAR_OK);
+	assert_int_equal(ld_le32(&a->cfg[0x14]), 0xc0000000u);
+	assert_int_equal(ld_le32(&c->cfg[0x20]) & ~0xfu, 0x00004000u);
+	assert_int_equal(ld_le32(&c->cfg[0x24]), 0x80u);
+	assert_int_equal(ld_le32(&behind->cfg[0x14]), 0);
+}
+
+/* A window overlapping a forbidden range: the assigned BAR is refused like any other. */
+static void test_assigned_bar_is_still_validated(void **state)
+{
+	(void)state;
+	struct fake_fn *a = fake_add_fn(0, 1, 0, 0x1af4, 0x1041);
+	fake_set_bar(a, 1, 0, 0x1000, false);
+	struct pci_config cfg = { .bus_start = 0, .bus_end = 7, .devs = devs, .max_devs = 8,
+				  .forbidden = forbidden, .n_forbidden = 2,
+				  .mem32 = { 0x10000000ull, 0x10000000ull, 0x10000000ull } };
+	assert_int_equal(pci_bus_init(&bus, fake_port(), &cfg), 0);
+	assert_int_equal(pci_bus_scan(&bus), 0);
+	assert_int_equal(bus.stats.rejected[PCI_REJ_BAR_FORBID], 1);
+	assert_true(devs[0].flags & PCI_DEV_BAD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +407,8 @@ int main(void)
 		cmocka_unit_test_setup(test_msix_programming, setup),
 		cmocka_unit_test_setup(test_msix_table_in_bad_bar, setup),
 		cmocka_unit_test_setup(test_bad_device_is_never_enabled, setup),
+		cmocka_unit_test_setup(test_unassigned_bars_get_window_addresses, setup),
+		cmocka_unit_test_setup(test_assigned_bar_is_still_validated, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

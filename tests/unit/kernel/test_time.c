@@ -48,11 +48,47 @@ static void test_rejects_out_of_range(void **state)
 	}
 }
 
+/* unix -> civil -> unix is the identity, every day boundary and a spread of seconds from
+ * 1970 to 9999, and known dates decode to themselves. */
+static void test_unix_to_civil_round_trips(void **state)
+{
+	(void)state;
+	struct time_civil c;
+	uint64_t back;
+	time_unix_to_civil(0, &c);
+	assert_int_equal(c.year, 1970);
+	assert_int_equal(c.month, 1);
+	assert_int_equal(c.day, 1);
+	time_unix_to_civil(951782400ull, &c); /* 2000-02-29 */
+	assert_int_equal(c.year, 2000);
+	assert_int_equal(c.month, 2);
+	assert_int_equal(c.day, 29);
+	time_unix_to_civil(1767225600ull + 86399u, &c); /* 2026-01-01T23:59:59 */
+	assert_int_equal(c.year, 2026);
+	assert_int_equal(c.month, 1);
+	assert_int_equal(c.day, 1);
+	assert_int_equal(c.hour, 23);
+	assert_int_equal(c.min, 59);
+	assert_int_equal(c.sec, 59);
+	time_unix_to_civil(TIME_UNIX_MAX, &c);
+	assert_int_equal(c.year, 9999);
+	assert_int_equal(c.month, 12);
+	assert_int_equal(c.day, 31);
+	for (uint64_t s = 0; s <= TIME_UNIX_MAX; s += 86400u * 7u + 3601u) {
+		time_unix_to_civil(s, &c);
+		assert_int_equal(time_civil_to_unix(&c, &back), 0);
+		assert_true(back == s);
+	}
+	time_unix_to_civil(TIME_UNIX_MAX + 1000u, &c); /* clamped */
+	assert_int_equal(c.year, 9999);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_known_dates),
 		cmocka_unit_test(test_rejects_out_of_range),
+		cmocka_unit_test(test_unix_to_civil_round_trips),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
- * x86_64: mbedTLS and our TLS 1.3 record layer inside the image, proved at boot. It
- * installs mbedTLS's hooks (allocations on the kernel heap under the TLS handshake tag,
- * the wall clock from the CMOS RTC read once plus the TSC clock since, randomness from
- * the kernel CSPRNG), then runs known-answer tests through tls/record: HKDF-Expand-Label
+ * mbedTLS and our TLS 1.3 record layer inside the image, proved at boot. It installs
+ * mbedTLS's hooks (kernel/node/tls_port.c: allocations on the kernel heap under the TLS
+ * handshake tag, the platform's wall and monotonic clocks, randomness from the kernel
+ * CSPRNG), then runs known-answer tests through tls/record: HKDF-Expand-Label
  * against RFC 8448 section 3, one record per suite against fixed vectors (sealed and
  * opened), and a random-secret round trip per suite fed in pieces (reassembly buffers on
  * the heap under the TLS record tag) with a tampered record refused. Finally it parses the
@@ -11,16 +11,11 @@
  * the CA, reporting each subject CN. Owns nothing after it returns (everything freed);
  * never logs key material, never stops the boot (a failure is reported FAIL and counted).
  */
-#include "arch/x86_64/tls_selftest.h"
+#include "kernel/node/tls_selftest.h"
 
-#include <stdatomic.h>
-
-#include "arch/x86_64/x86.h"
-#include "kernel/csprng.h"
-#include "kernel/heap.h"
 #include "kernel/log.h"
-#include "kernel/panic.h"
-#include "kernel/time.h"
+#include "kernel/node/port.h"
+#include "kernel/node/tls_port.h"
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "tls/handshake.h"
@@ -31,63 +26,7 @@
 #include "mbedtls/x509_crt.h"
 #include "psa/crypto.h"
 #include "psa/crypto_extra.h"
-/* mbedTLS's own (library-internal) header: whether its AES and GCM take the AES-NI and
- * PCLMULQDQ paths on this CPU (ADR-021). */
-#include "aesni.h"
 #include "tls/shim/threading_kernel.h"
-
-/* ---- hooks ---------------------------------------------------------------------------- */
-
-static uint64_t ts_wall_base_s; /* RTC seconds at install; 0: no wall clock */
-static uint64_t ts_wall_base_ns; /* x86_now_ns() at that moment */
-
-static void *ts_alloc(void *ctx, size_t len, enum heap_tag tag)
-{
-	(void)ctx;
-	void *p = NULL;
-	return kheap_alloc(len, tag, &p) == 0 ? p : NULL;
-}
-
-static void ts_free(void *ctx, void *p, size_t len)
-{
-	(void)ctx;
-	(void)len;
-	kheap_free(p);
-}
-
-static int ts_random(void *ctx, uint8_t *out, size_t len)
-{
-	(void)ctx;
-	return csprng_kernel_bytes(out, len);
-}
-
-static int64_t ts_now_ms(void *ctx)
-{
-	(void)ctx;
-	return (int64_t)(x86_now_ns() / 1000000u);
-}
-
-static int64_t ts_now_s(void *ctx)
-{
-	(void)ctx;
-	if (!ts_wall_base_s)
-		return 0; /* 1970: every certificate looks "not yet valid", visibly */
-	return (int64_t)(ts_wall_base_s + (x86_now_ns() - ts_wall_base_ns) / 1000000000u);
-}
-
-static void *ts_rec_alloc(void *ctx, size_t len)
-{
-	(void)ctx;
-	void *p = NULL;
-	return kheap_alloc(len, HEAP_TAG_TLS_RECORD, &p) == 0 ? p : NULL;
-}
-
-static void ts_rec_free(void *ctx, void *p, size_t len)
-{
-	(void)ctx;
-	(void)len;
-	kheap_free(p);
-}
 
 /* ---- known answers -------------------------------------------------------------------- */
 
@@ -175,8 +114,8 @@ static int ts_round_trip(struct tls_rec_env *env, uint16_t suite)
 	size_t n = 0;
 	int err;
 
-	if (csprng_kernel_bytes(sa, sizeof sa) || csprng_kernel_bytes(sb, sizeof sb) ||
-	    csprng_kernel_bytes(ts_plain, sizeof ts_plain))
+	if (node_port_random(sa, sizeof sa) || node_port_random(sb, sizeof sb) ||
+	    node_port_random(ts_plain, sizeof ts_plain))
 		return -E_IO;
 	err = tls_rec_open(&tx, suite, sa, sb, 0, 0);
 	if (err)
@@ -227,7 +166,7 @@ static void ts_cn(const mbedtls_x509_crt *crt, char *out, size_t cap)
 	out[k] = 0;
 }
 
-int x86_tls_selftest_certs(char *ca_cn, char *srv_cn, size_t cap, uint32_t *flags)
+int node_tls_selftest_certs(char *ca_cn, char *srv_cn, size_t cap, uint32_t *flags)
 {
 	mbedtls_x509_crt ca, srv;
 	int err = 0;
@@ -257,37 +196,21 @@ out:
 
 /* ---- entry ---------------------------------------------------------------------------- */
 
-STATIC_ASSERT(PLAT_MAX_CPUS <= TLS_HS_MAX_CORES, "TLS keeps per-core state for every core");
-
-static uint32_t ts_core(void *ctx)
+int node_tls_selftest(void)
 {
-	(void)ctx;
-	return x86_core_index();
-}
-
-int x86_tls_selftest(void)
-{
-	static const struct tls_hs_ops ops = {
-		.alloc = ts_alloc, .free = ts_free, .random = ts_random,
-		.now_s = ts_now_s, .now_ms = ts_now_ms, .ctx = NULL, .core = ts_core,
-	};
+	const struct tls_hs_ops ops = node_tls_port_hs_ops();
 	struct tls_rec_config rc = {
 		.max_plaintext = TLS_REC_MAX_PLAINTEXT,
 		.key_update_after = UINT64_MAX,
-		.ops = { ts_rec_alloc, ts_rec_free, NULL },
+		.ops = node_tls_port_rec_ops(),
 	};
 	static struct tls_rec_env env;
-	struct time_civil civ;
 	char ca_cn[64], srv_cn[64];
 	uint32_t vflags = 0;
-	uint64_t t0 = x86_now_ns(), wall = 0;
+	uint64_t t0 = node_port_now_ns();
 	const char *what = "";
 	int err;
 
-	if (x86_rtc_read(&wall, &civ) == 0) {
-		ts_wall_base_s = wall;
-		ts_wall_base_ns = x86_now_ns();
-	}
 	tls_threading_init(); /* before mbedTLS is first used, while only this core runs */
 	tls_hs_hooks_install(&ops);
 	err = tls_rec_env_init(&env, &rc);
@@ -304,20 +227,17 @@ int x86_tls_selftest(void)
 		what = "PSA crypto init";
 	}
 	ca_cn[0] = srv_cn[0] = 0;
-	if (!err && (err = x86_tls_selftest_certs(ca_cn, srv_cn, sizeof ca_cn, &vflags)) != 0)
+	if (!err && (err = node_tls_selftest_certs(ca_cn, srv_cn, sizeof ca_cn, &vflags)) != 0)
 		what = "certificate parse/verify";
-	uint64_t us = (x86_now_ns() - t0) / 1000u;
+	uint64_t us = (node_port_now_ns() - t0) / 1000u;
 	if (err) {
 		LOG_ERR("tls", "self-test FAIL: %s (%s, verify flags 0x%x)", what, err_name(err), (unsigned)vflags);
 		return err;
 	}
 	LOG_INFO("tls", "x509: CA \"%s\", server \"%s\" (signature verified%s)", ca_cn, srv_cn,
 		 vflags ? "; validity period does not include the wall clock" : ", in validity");
-	bool aesni = mbedtls_aesni_has_support(MBEDTLS_AESNI_AES) != 0;
-	bool clmul = mbedtls_aesni_has_support(MBEDTLS_AESNI_CLMUL) != 0;
 	LOG_INFO("tls", "self-test PASS (RFC 8448 key schedule, AES-128-GCM and ChaCha20-Poly1305 "
-			"records, %lu reassemblies; %lu us); AES-NI %s, PCLMULQDQ %s",
-		 (unsigned long)env.n_reasm, (unsigned long)us, aesni ? "used" : "absent",
-		 clmul ? "used" : "absent");
+			"records, %lu reassemblies; %lu us); %s",
+		 (unsigned long)env.n_reasm, (unsigned long)us, node_port_crypto_accel());
 	return 0;
 }

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: MIT
+# arch/aarch64: the arm64 Image entry (EL2 -> EL1), exception vectors and decoded reports,
+# the page tables with their W^X audit, WXN, PAN, BTI-guarded text and PAC return
+# addresses, the PL011 console, the generic timer's counter, PSCI. The platform comes from
+# the device tree (plat/dtb.c). Not ported yet: heap, CSPRNG, interrupts, SMP, PCI and
+# virtio, the node (docs/PROGRESS.md, aarch64).
+KERNEL_SRCS_aarch64 += arch/aarch64/boot.S arch/aarch64/vectors.S arch/aarch64/main.c \
+	arch/aarch64/mmu.c arch/aarch64/trap.c arch/aarch64/uart.c arch/aarch64/clock.c \
+	arch/aarch64/psci.c arch/aarch64/ssp.c arch/aarch64/gic.c arch/aarch64/entropy.c arch/aarch64/libgcc.c \
+	arch/aarch64/drv_port.c arch/aarch64/devices.c arch/aarch64/node_port.c kernel/kstore.c
+# Fault scenarios: development and test images only.
+ifneq ($(PROFILE),prod)
+KERNEL_SRCS_aarch64 += arch/aarch64/scenarios.c
+endif
+
+AARCH64_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,arch/aarch64/kernel.ld \
+	-Wl,-z,max-page-size=4096 -Wl,-z,noexecstack -Wl,--build-id=none
+AARCH64_LIBGCC = $(shell $(AARCH64_CC) -print-libgcc-file-name)
+AARCH64_LINK_INPUTS = $(filter $(B)/aarch64/k/%,$(AARCH64_OBJS)) $(AARCH64_LIB) $(B)/aarch64/libmbedtls.a \
+	$(B)/aarch64/libsqlite.a $(AARCH64_LIBGCC)
+$(B)/aarch64/urmqtt.elf: arch/aarch64/kernel.ld $$(filter $$(B)/aarch64/k/%,$$(AARCH64_OBJS)) $$(AARCH64_LIB) \
+		$(B)/aarch64/libmbedtls.a $(B)/aarch64/libsqlite.a
+	@mkdir -p $(@D); echo "  LD [aarch64] $@"
+	$(Q)$(AARCH64_CC) $(AARCH64_LDFLAGS) -o $@ $(AARCH64_LINK_INPUTS)
+# The arm64 Image QEMU's -kernel (and a boot loader) takes: the loadable bytes from the
+# header on; .bss, the tables and the stacks are counted by the header's image_size.
+$(B)/aarch64/urmqtt.img: $(B)/aarch64/urmqtt.elf
+	@echo "  IMAGE [aarch64] $@"
+	$(Q)$(AARCH64_OBJCOPY) -O binary $< $@
+
+KERNEL_IMAGES += $(B)/aarch64/urmqtt.img
+TEST_DEPS += $(B)/aarch64/urmqtt.img
+SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The PL011 console: polled transmit only (the log's sink). The base is QEMU virt's until
+ * the device tree names the stdout UART. Writes never block forever: a transmit FIFO that
+ * stays full for A64_UART_SPINS polls drops the rest of the write (a console must never
+ * stop the kernel).
+ */
+#include "arch/aarch64/a64.h"
+
+#define PL011_DR 0x00u
+#define PL011_FR 0x18u
+#define PL011_FR_TXFF (1u << 5)
+#define A64_UART_SPINS 1000000u
+
+static volatile uint32_t *uart_regs = (volatile uint32_t *)(uintptr_t)0x09000000u;
+
+void a64_uart_init(uint64_t base)
+{
+	if (base)
+		uart_regs = (volatile uint32_t *)(uintptr_t)base;
+}
+
+static bool uart_putc(char c)
+{
+	for (uint32_t i = 0; i < A64_UART_SPINS; i++) {
+		if (!(uart_regs[PL011_FR / 4] & PL011_FR_TXFF)) {
+			uart_regs[PL011_DR / 4] = (uint8_t)c;
+			return true;
+		}
+	}
+	return false;
+}
+
+void a64_uart_write(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\n' && !uart_putc('\r'))
+			return;
+		if (!uart_putc(s[i]))
+			return;
+	}
+}
