@@ -204,10 +204,14 @@ fuzz: setup
 deps:
 	$(Q)tools/deps/fetch-deps.sh --out $(B)/deps
 
+# ARCH=aarch64 boots the aarch64 image instead (TCG on this host).
+ARCH ?= x86_64
+RUN_IMAGE_x86_64 = $(B)/x86_64/urmqtt.elf
+RUN_IMAGE_aarch64 = $(B)/aarch64/urmqtt.img
 run: setup
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(B)/x86_64/urmqtt.elf $(ACCEL_PROBE)
-	$(Q)$(ACCEL_DECIDE) tools/run/run.sh $(B)/x86_64/urmqtt.elf
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(RUN_IMAGE_$(ARCH)) $(ACCEL_PROBE)
+	$(Q)$(ACCEL_DECIDE) tools/run/run.sh $(RUN_IMAGE_$(ARCH))
 
 lint:
 	$(Q)tools/lint/lint.sh $(B)
@@ -228,7 +232,7 @@ distclean:
 
 help:
 	@echo "urMQTT make targets:"
-	@echo "  make run        boot the broker in QEMU with development certificates"
+	@echo "  make run        boot the broker in QEMU with development certificates (ARCH=aarch64: the Arm image)"
 	@echo "  make test       set up, build and run every test; last line 'N passed, N failed, N skipped'"
 	@echo "  make deps       fetch pinned mbedTLS/SQLite sources (URMQTT_DEPS_DIR=dir: offline)"
 	@echo "  make fuzz       long libFuzzer runs (FUZZ_SECONDS per target, default 300)"

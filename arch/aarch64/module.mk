@@ -30,4 +30,4 @@ $(B)/aarch64/urmqtt.img: $(B)/aarch64/urmqtt.elf
 
 KERNEL_IMAGES += $(B)/aarch64/urmqtt.img
 TEST_DEPS += $(B)/aarch64/urmqtt.img
-SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh
+SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh tests/smoke/aarch64-mqtt.sh tests/smoke/aarch64-store.sh

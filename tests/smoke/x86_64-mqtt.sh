@@ -43,11 +43,15 @@
 #   x86_64-mqtt/shards            connections were forwarded to their home core and
 #                                 routed messages reached other shards
 # X86_64_MQTT_TAG names the results (x86_64-mqtt); X86_64_MQTT_IDLE=0 skips the idle part.
+# X86_64_MQTT_ARCH=aarch64 runs the same scenarios on BUILD_DIR/aarch64/urmqtt.img
+# (qemu-system-aarch64 -M virt, GICv3, -cpu max, TCG; tests/smoke/aarch64-mqtt.sh).
 # Every wait is bounded; QEMU and every client die on exit. Whole run: ~1-3 min on TCG.
 # Usage: x86_64-mqtt.sh BUILD_DIR   (X86_64_MQTT_IDLE=N changes the idle count, 1000)
 set -uo pipefail
 build=${1:-build}
+arch=${X86_64_MQTT_ARCH:-x86_64}
 img=$build/x86_64/urmqtt.elf
+[ "$arch" = aarch64 ] && img=$build/aarch64/urmqtt.img
 certs=$build/dev/certs
 here=$(cd "$(dirname "$0")" && pwd)
 helper=$here/lib/mqtt-client.py
@@ -87,7 +91,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for t in qemu-system-x86_64 mosquitto_sub mosquitto_pub openssl timeout; do
+for t in qemu-system-$arch mosquitto_sub mosquitto_pub openssl timeout; do
 	command -v $t >/dev/null || { fail setup "$t missing"; exit 1; }
 done
 "$py" -c 'import ssl' 2>/dev/null || { fail setup "python3 ssl missing"; exit 1; }
@@ -97,8 +101,12 @@ done
 # decides once per invocation and exports URMQTT_ACCEL), else TCG.
 # shellcheck source=tools/accel/accel.sh
 . "$(dirname "$0")/../../tools/accel/accel.sh"
-accel_select "$build" || { echo "FAIL $tag/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
-mode=$accel_mode
+if [ "$arch" = aarch64 ]; then
+	mode=tcg # an x86_64 host: aarch64 runs under TCG only
+else
+	accel_select "$build" || { echo "FAIL $tag/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
+	mode=$accel_mode
+fi
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 say "$mode, guest 8883 at 127.0.0.1:$port"
 
@@ -203,7 +211,12 @@ pub() { # NAME ARGS...
 }
 
 # ---- boot: $smp cores, each a broker shard (ADR-027)
-timeout 600 qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp "$smp" -display none -no-reboot -nodefaults \
+if [ "$arch" = aarch64 ]; then
+	machine=(qemu-system-aarch64 -M virt,gic-version=3 -cpu max)
+else
+	machine=(qemu-system-x86_64 -M q35 "${accel[@]}")
+fi
+timeout 600 "${machine[@]}" -m 256M -smp "$smp" -display none -no-reboot -nodefaults \
 	-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
 	-device virtio-net-pci,netdev=n0,romfile= -kernel "$img" -append "broker_report_ms=1000" \
 	</dev/null >"$log" 2>&1 &

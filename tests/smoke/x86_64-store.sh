@@ -12,11 +12,15 @@
 #                               prod) the ext4 disk stops the machine with the reason; unwritten
 #   x86_64-store/required-no-disk  the same without any data disk
 # Every wait is bounded; QEMU and every client die on exit. ~1-2 min on TCG.
-# X86_64_STORE_TAG names the results (x86_64-store).
+# X86_64_STORE_TAG names the results (x86_64-store). X86_64_STORE_ARCH=aarch64 runs the same
+# on BUILD_DIR/aarch64/urmqtt.img (qemu-system-aarch64 -M virt, GICv3, -cpu max, TCG;
+# tests/smoke/aarch64-store.sh).
 # Usage: x86_64-store.sh BUILD_DIR
 set -uo pipefail
 build=${1:-build}
+arch=${X86_64_STORE_ARCH:-x86_64}
 img=$build/x86_64/urmqtt.elf
+[ "$arch" = aarch64 ] && img=$build/aarch64/urmqtt.img
 certs=$build/dev/certs
 here=$(cd "$(dirname "$0")" && pwd)
 helper=$here/lib/mqtt-client.py
@@ -52,13 +56,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for t in qemu-system-x86_64 mosquitto_pub timeout mkfs.ext4 sha256sum; do
+for t in qemu-system-$arch mosquitto_pub timeout mkfs.ext4 sha256sum; do
 	command -v $t >/dev/null || { fail setup "$t missing"; exit 1; }
 done
 [ -f "$img" ] && [ -f "$certs/ca.crt" ] || { fail setup "need $img and make certs"; exit 1; }
 # shellcheck source=tools/accel/accel.sh
 . "$here/../../tools/accel/accel.sh"
-accel_select "$build" || { echo "FAIL $tag/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
+if [ "$arch" = aarch64 ]; then
+	accel_mode=tcg # an x86_64 host: aarch64 runs under TCG only
+	machine=(qemu-system-aarch64 -M virt,gic-version=3 -cpu max)
+	stop_dev=() # the machine stops itself through PSCI SYSTEM_OFF
+else
+	accel_select "$build" || { echo "FAIL $tag/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
+	machine=(qemu-system-x86_64 -M q35 "${accel[@]}")
+	stop_dev=(-device isa-debug-exit,iobase=0xf4,iosize=0x04)
+fi
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 say "$accel_mode, $smp core(s), guest 8883 at 127.0.0.1:$port"
 
@@ -70,7 +82,7 @@ broker_start() { # DISK
 	: >"$console" # exists before the first poll below
 	# QEMU itself in $qpid (no timeout wrapper): broker_kill must SIGKILL QEMU, and the
 	# script's own waits bound its life.
-	qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp "$smp" -display none -no-reboot -nodefaults \
+	"${machine[@]}" -m 256M -smp "$smp" -display none -no-reboot -nodefaults \
 		-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
 		-device virtio-net-pci,netdev=n0,romfile= \
 		-drive "file=$1,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 \
@@ -119,8 +131,8 @@ required_boot() {
 	console=$logs/guest-$boots-$1.log
 	shift
 	: >"$console"
-	timeout 120 qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp "$smp" -display none -no-reboot -nodefaults \
-		-serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 -netdev user,id=n0 \
+	timeout 120 "${machine[@]}" -m 256M -smp "$smp" -display none -no-reboot -nodefaults \
+		-serial stdio "${stop_dev[@]}" -netdev user,id=n0 \
 		-device virtio-net-pci,netdev=n0,romfile= "$@" -kernel "$img" -append "storage_required=1" \
 		</dev/null >"$console" 2>&1
 	[ $? -ne 124 ]

@@ -15,7 +15,9 @@
 # script creates and removes (10.79.0.1/24 on the host side, the guest at 10.79.0.2 by the
 # development command line's ip=): host tools then talk to our own TCP stack (user-mode
 # networking ends TCP inside QEMU), and the printed command lines run in that namespace.
-# Usage: run.sh IMAGE   (IMAGE = BUILD_DIR/x86_64/urmqtt.elf)
+# An aarch64 image (BUILD_DIR/aarch64/urmqtt.img, `make run ARCH=aarch64`) boots on
+# qemu-system-aarch64 -M virt (GICv3, -cpu max) under TCG.
+# Usage: run.sh IMAGE   (IMAGE = BUILD_DIR/x86_64/urmqtt.elf or BUILD_DIR/aarch64/urmqtt.img)
 set -uo pipefail
 image=${1:?usage: run.sh IMAGE}
 port=${URMQTT_PORT:-8883}
@@ -57,8 +59,14 @@ fi
 # reason was printed then), else TCG.
 # shellcheck source=tools/accel/accel.sh
 . "$(dirname "$0")/../accel/accel.sh"
-accel_select "$build" || exit 2
-how=${accel_mode^^}
+if [ "$(basename "$(dirname "$image")")" = aarch64 ]; then
+	machine=(qemu-system-aarch64 -M virt,gic-version=3 -cpu max)
+	how="TCG (aarch64 on this host)"
+else
+	accel_select "$build" || exit 2
+	machine=(qemu-system-x86_64 -M q35 "${accel[@]}")
+	how=${accel_mode^^}
+fi
 
 logdir=$build/run
 mkdir -p "$logdir"
@@ -98,7 +106,7 @@ else
 	append=()
 	host=127.0.0.1
 fi
-"${inns[@]}" qemu-system-x86_64 -M q35 "${accel[@]}" -m "$mem" -smp "$smp" -display none -no-reboot \
+"${inns[@]}" "${machine[@]}" -m "$mem" -smp "$smp" -display none -no-reboot \
 	-nodefaults -serial stdio "${netdev[@]}" -device virtio-net-pci,netdev=n0,romfile= \
 	-drive "file=$disk,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 \
 	-kernel "$image" "${append[@]}" </dev/null >"$log" 2>&1 &
