@@ -33,6 +33,36 @@ static inline void a64_dsb_sy(void)
 	__asm__ volatile("dsb sy" : : : "memory");
 }
 
+/* Device registers (mapped Device-nGnRE): a read completes before what follows it; a
+ * write waits for every earlier store (ring memory the device reads) to be observable. */
+static inline uint32_t a64_mmio_r32(uint64_t a)
+{
+	uint32_t v = *(volatile uint32_t *)(uintptr_t)a;
+	__asm__ volatile("dmb oshld" : : : "memory");
+	return v;
+}
+static inline uint64_t a64_mmio_r64(uint64_t a)
+{
+	uint64_t v = *(volatile uint64_t *)(uintptr_t)a;
+	__asm__ volatile("dmb oshld" : : : "memory");
+	return v;
+}
+static inline void a64_mmio_w32(uint64_t a, uint32_t v)
+{
+	__asm__ volatile("dmb oshst" : : : "memory");
+	*(volatile uint32_t *)(uintptr_t)a = v;
+}
+static inline void a64_mmio_w64(uint64_t a, uint64_t v)
+{
+	__asm__ volatile("dmb oshst" : : : "memory");
+	*(volatile uint64_t *)(uintptr_t)a = v;
+}
+static inline void a64_mmio_w8(uint64_t a, uint8_t v)
+{
+	__asm__ volatile("dmb oshst" : : : "memory");
+	*(volatile uint8_t *)(uintptr_t)a = v;
+}
+
 /* Link symbols (arch/aarch64/kernel.ld): the image's parts, each page aligned. */
 extern char a64_image_start[], a64_image_end[];
 extern char a64_text_start[], a64_text_end[], a64_rodata_start[], a64_rodata_end[];
@@ -116,9 +146,21 @@ void a64_timer_set_ppi(uint32_t ppi);
 #define A64_SGI_WAKE 1u
 /* Boot core: the distributor, from the platform (gic_version, addresses). 0 or -E_NOSYS. */
 int a64_gic_init(const struct platform *p, uint32_t timer_intid);
-/* Each core, on itself: its CPU interface (and GICv3 redistributor), the timer PPI and
- * the wake-up SGI enabled. 0, or -E_NOENT when no redistributor has this core's affinity. */
-int a64_gic_init_core(uint32_t aff);
+/* Each core, on itself: its CPU interface (and GICv3 redistributor with its LPIs), the
+ * timer PPI and the wake-up SGI enabled. 0, or -E_NOENT when no redistributor has this
+ * core's affinity. */
+int a64_gic_init_core(uint32_t core, uint32_t aff);
+/* GICv3: the redistributor frame of the core with affinity aff, or 0. */
+uint64_t a64_gic_redist(uint32_t aff);
+/* MSIs (gic_msi.c). Boot core, after the heap and a64_gic_init, before the other cores
+ * start: through the GICv2m frame v2m (GICv2) or the ITS its (GICv3) for n_cores cores;
+ * -E_NOSYS without either (devices are then polled). */
+int a64_msi_init(const struct platform *p, uint64_t v2m, uint64_t its, uint32_t n_cores);
+/* A core enables its LPIs (from a64_gic_init_core). */
+void a64_msi_core_init(uint32_t core);
+uint32_t a64_msi_vectors(void);
+int a64_msi_message(uint32_t core, uint32_t vec, uint16_t rid, uint64_t *addr /* out */, uint32_t *data /* out */);
+const char *a64_msi_name(void);
 /* Acknowledge the highest pending interrupt: its INTID (1020..1023: none). */
 uint32_t a64_gic_ack(void);
 void a64_gic_eoi(uint32_t intid);

@@ -2,8 +2,8 @@
  *
  * The interrupt controller, GICv2 or GICv3 as the platform says (plat/plat.h), in the
  * one security state QEMU virt and hypervisors give a guest. The kernel uses few
- * interrupts: each core's virtual-timer PPI (its tick) and one SGI (the mesh wake-up);
- * devices are polled until MSI (GICv3 ITS / GICv2m) is brought up. The distributor is set
+ * interrupts: each core's virtual-timer PPI (its tick), one SGI (the mesh wake-up) and the
+ * devices' MSIs (gic_msi.c: SPIs of the GICv2m frame or LPIs of the ITS). The distributor is set
  * up once on the boot core before any other core starts; each core then sets up its own
  * CPU interface (GICv2 banked registers, GICv3 system registers) and, on GICv3, wakes its
  * redistributor, found by affinity. Registers are read and written only through the
@@ -42,28 +42,6 @@ static uint32_t gic_version;
 static uint64_t gic_d, gic_c, gic_r;
 static uint32_t gic_timer_intid;
 
-static inline uint32_t mmio_r32(uint64_t a)
-{
-	uint32_t v = *(volatile uint32_t *)(uintptr_t)a;
-	__asm__ volatile("dmb oshld" : : : "memory"); /* the read completes before what follows */
-	return v;
-}
-static inline void mmio_w32(uint64_t a, uint32_t v)
-{
-	__asm__ volatile("dmb oshst" : : : "memory"); /* earlier writes reach memory first */
-	*(volatile uint32_t *)(uintptr_t)a = v;
-}
-static inline uint64_t mmio_r64(uint64_t a)
-{
-	uint64_t v = *(volatile uint64_t *)(uintptr_t)a;
-	__asm__ volatile("dmb oshld" : : : "memory");
-	return v;
-}
-static inline void mmio_w8(uint64_t a, uint8_t v)
-{
-	*(volatile uint8_t *)(uintptr_t)a = v;
-}
-
 int a64_gic_init(const struct platform *p, uint32_t timer_intid)
 {
 	gic_version = p->gic_version;
@@ -82,19 +60,19 @@ int a64_gic_init(const struct platform *p, uint32_t timer_intid)
 		a64_isb();
 		if (!(A64_SYSREG_READ(s3_0_c12_c12_5) & 1u))
 			return -E_NOSYS;
-		mmio_w32(gic_d + GICD_CTLR, GICD_CTLR_ARE | GICD_CTLR_GRP1);
+		a64_mmio_w32(gic_d + GICD_CTLR, GICD_CTLR_ARE | GICD_CTLR_GRP1);
 	} else {
-		mmio_w32(gic_d + GICD_CTLR, 1u);
+		a64_mmio_w32(gic_d + GICD_CTLR, 1u);
 	}
 	return 0;
 }
 
-/* GICv3: this core's redistributor frame, by affinity (GICR_TYPER[63:32]); 0 if none. */
-static uint64_t gic_redist(uint32_t aff)
+/* GICv3: a core's redistributor frame, by affinity (GICR_TYPER[63:32]); 0 if none. */
+uint64_t a64_gic_redist(uint32_t aff)
 {
 	uint64_t f = gic_r;
 	for (uint32_t i = 0; i < GIC_MAX_REDIST; i++, f += GICR_FRAME) {
-		uint64_t typer = mmio_r64(f + GICR_TYPER);
+		uint64_t typer = a64_mmio_r64(f + GICR_TYPER);
 		if ((uint32_t)(typer >> 32) == aff)
 			return f;
 		if (typer & (1u << 4)) /* Last */
@@ -103,32 +81,33 @@ static uint64_t gic_redist(uint32_t aff)
 	return 0;
 }
 
-int a64_gic_init_core(uint32_t aff)
+int a64_gic_init_core(uint32_t core, uint32_t aff)
 {
 	uint32_t ppi_bits = (1u << A64_SGI_WAKE) | (1u << gic_timer_intid);
 	if (gic_version == 3) {
-		uint64_t rd = gic_redist(aff);
+		uint64_t rd = a64_gic_redist(aff);
 		if (!rd)
 			return -E_NOENT;
-		mmio_w32(rd + GICR_WAKER, mmio_r32(rd + GICR_WAKER) & ~GICR_WAKER_SLEEP);
-		for (uint32_t i = 0; i < GIC_WAKE_SPINS && (mmio_r32(rd + GICR_WAKER) & GICR_WAKER_ASLEEP); i++)
+		a64_mmio_w32(rd + GICR_WAKER, a64_mmio_r32(rd + GICR_WAKER) & ~GICR_WAKER_SLEEP);
+		for (uint32_t i = 0; i < GIC_WAKE_SPINS && (a64_mmio_r32(rd + GICR_WAKER) & GICR_WAKER_ASLEEP); i++)
 			;
-		mmio_w32(rd + GICR_SGI + GICR_IGROUPR0, ~0u); /* SGIs and PPIs in group 1 */
-		mmio_w8(rd + GICR_SGI + GICR_IPRIORITYR + A64_SGI_WAKE, GIC_PRIORITY);
-		mmio_w8(rd + GICR_SGI + GICR_IPRIORITYR + gic_timer_intid, GIC_PRIORITY);
-		mmio_w32(rd + GICR_SGI + GICR_ISENABLER0, ppi_bits);
+		a64_mmio_w32(rd + GICR_SGI + GICR_IGROUPR0, ~0u); /* SGIs and PPIs in group 1 */
+		a64_mmio_w8(rd + GICR_SGI + GICR_IPRIORITYR + A64_SGI_WAKE, GIC_PRIORITY);
+		a64_mmio_w8(rd + GICR_SGI + GICR_IPRIORITYR + gic_timer_intid, GIC_PRIORITY);
+		a64_mmio_w32(rd + GICR_SGI + GICR_ISENABLER0, ppi_bits);
 		A64_SYSREG_WRITE(s3_0_c4_c6_0, 0xf0u);  /* ICC_PMR_EL1: priorities above 0xf0 */
 		A64_SYSREG_WRITE(s3_0_c12_c12_4, 0u);   /* ICC_CTLR_EL1: EOI also deactivates */
 		A64_SYSREG_WRITE(s3_0_c12_c12_7, 1u);   /* ICC_IGRPEN1_EL1 */
 		a64_isb();
+		a64_msi_core_init(core); /* its LPIs, when the ITS carries the devices' MSIs */
 		return 0;
 	}
 	/* GICv2: SGIs and PPIs are banked per core in the distributor. */
-	mmio_w8(gic_d + GICD_IPRIORITYR + A64_SGI_WAKE, GIC_PRIORITY);
-	mmio_w8(gic_d + GICD_IPRIORITYR + gic_timer_intid, GIC_PRIORITY);
-	mmio_w32(gic_d + GICD_ISENABLER, ppi_bits);
-	mmio_w32(gic_c + GICC_PMR, 0xf0u);
-	mmio_w32(gic_c + GICC_CTLR, 1u);
+	a64_mmio_w8(gic_d + GICD_IPRIORITYR + A64_SGI_WAKE, GIC_PRIORITY);
+	a64_mmio_w8(gic_d + GICD_IPRIORITYR + gic_timer_intid, GIC_PRIORITY);
+	a64_mmio_w32(gic_d + GICD_ISENABLER, ppi_bits);
+	a64_mmio_w32(gic_c + GICC_PMR, 0xf0u);
+	a64_mmio_w32(gic_c + GICC_CTLR, 1u);
 	return 0;
 }
 
@@ -136,7 +115,7 @@ uint32_t a64_gic_ack(void)
 {
 	if (gic_version == 3)
 		return (uint32_t)A64_SYSREG_READ(s3_0_c12_c12_0) & 0xffffffu; /* ICC_IAR1_EL1 */
-	return mmio_r32(gic_c + GICC_IAR) & 0x3ffu; /* the source CPU (bits 12:10) dropped */
+	return a64_mmio_r32(gic_c + GICC_IAR) & 0x3ffu; /* the source CPU (bits 12:10) dropped */
 }
 
 void a64_gic_eoi(uint32_t intid)
@@ -145,7 +124,7 @@ void a64_gic_eoi(uint32_t intid)
 		A64_SYSREG_WRITE(s3_0_c12_c12_1, intid); /* ICC_EOIR1_EL1 */
 		a64_isb();
 	} else {
-		mmio_w32(gic_c + GICC_EOIR, intid);
+		a64_mmio_w32(gic_c + GICC_EOIR, intid);
 	}
 }
 
@@ -161,7 +140,7 @@ void a64_gic_send_wake(uint32_t aff)
 		a64_isb();
 	} else {
 		/* GICv2 targets by CPU interface number; QEMU numbers them by Aff0. */
-		mmio_w32(gic_d + GICD_SGIR, (1u << (16u + (aff & 7u))) | A64_SGI_WAKE);
+		a64_mmio_w32(gic_d + GICD_SGIR, (1u << (16u + (aff & 7u))) | A64_SGI_WAKE);
 	}
 }
 

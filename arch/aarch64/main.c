@@ -175,6 +175,10 @@ static void main_mmu(void)
 							(uint64_t)main_plat.n_cpus * MAIN_GICR_BYTES_PER_CPU };
 	if (main_plat.gic_version == 2 && main_plat.gicc_addr)
 		dev[n_dev++] = (struct a64_mmu_region){ main_plat.gicc_addr, 0x2000u };
+	if (main_plat.gic_version == 2 && main_extra.gicv2m_base)
+		dev[n_dev++] = (struct a64_mmu_region){ main_extra.gicv2m_base, A64_PAGE };
+	if (main_plat.gic_version == 3 && main_extra.gits_base)
+		dev[n_dev++] = (struct a64_mmu_region){ main_extra.gits_base, 0x20000u }; /* control + translation */
 	if (main_ecam_len)
 		dev[n_dev++] = (struct a64_mmu_region){ main_ecam, main_ecam_len };
 	const struct a64_mmu_region *bars;
@@ -320,7 +324,7 @@ static void main_loop_init(struct a64_core *c)
 /* This core's interrupt controller interface and tick. */
 static void main_core_irqs(struct a64_core *c)
 {
-	int err = a64_gic_init_core(c->aff);
+	int err = a64_gic_init_core(c->index, c->aff);
 	if (err)
 		PANIC("core %u: %s interface (affinity 0x%x): %s", (unsigned)c->index, a64_gic_name(),
 		      (unsigned)c->aff, err_name(err));
@@ -399,8 +403,8 @@ static void main_banner(uint64_t entry_el, const struct a64_wx_report *wx, uint3
 		enabled += main_plat.cpus[i].enabled;
 	LOG_INFO("boot", "platform (device tree): %u cpus (%u enabled), boot cpu affinity 0x%x",
 		 (unsigned)main_plat.n_cpus, (unsigned)enabled, (unsigned)a64_cores[0].aff);
-	LOG_INFO("boot", "cpus: %u started of %u in the device tree; %s, %u ms tick", (unsigned)n_started,
-		 (unsigned)enabled, a64_gic_name(), (unsigned)(TICK_US / 1000u));
+	LOG_INFO("boot", "cpus: %u started of %u in the device tree; %s, %u ms tick; MSI: %s", (unsigned)n_started,
+		 (unsigned)enabled, a64_gic_name(), (unsigned)(TICK_US / 1000u), a64_msi_name());
 	uint64_t ram = 0;
 	for (uint32_t i = 0; i < main_plat.n_mem; i++)
 		ram += main_plat.mem[i].len;
@@ -490,9 +494,13 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 	int err = a64_gic_init(&main_plat, a64_timer_intid());
 	if (err)
 		PANIC("interrupt controller: GICv%u unusable (%s)", (unsigned)main_plat.gic_version, err_name(err));
-	a64_dev_init(main_extra.rtc_base, main_cmdline, sizeof main_cmdline, main_n_slots);
+	err = a64_msi_init(&main_plat, main_extra.gicv2m_base, main_extra.gits_base, main_n_slots);
+	if (err && err != -E_NOSYS)
+		LOG_ERR("boot", "MSI through %s unusable (%s): devices are polled",
+			main_plat.gic_version == 3 ? "the ITS" : "the GICv2m frame", err_name(err));
 	struct a64_core *boot = &a64_cores[0];
-	main_core_irqs(boot);
+	main_core_irqs(boot); /* its LPIs on before any device may send one */
+	a64_dev_init(main_extra.rtc_base, main_cmdline, sizeof main_cmdline, main_n_slots);
 	main_loop_init(boot);
 	atomic_store_explicit(&boot->started, true, memory_order_relaxed);
 	uint32_t n_started = main_smp_start();
@@ -516,8 +524,7 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 		}
 #endif
 	}
-	LOG_INFO("boot", "aarch64 bring-up done; planned: MSI (GICv3 ITS, GICv2m), the Arm crypto extensions, "
-			 "an EFI entry");
+	LOG_INFO("boot", "aarch64 bring-up done; planned: the Arm crypto extensions, ACPI and an EFI entry, MTE");
 	char off[4];
 	if (cmdline_get(main_cmdline, sizeof main_cmdline, "poweroff", off, sizeof off) == 0) {
 		LOG_INFO("boot", "poweroff: powering off");

@@ -6,7 +6,7 @@
 # virtio, the node (docs/PROGRESS.md, aarch64).
 KERNEL_SRCS_aarch64 += arch/aarch64/boot.S arch/aarch64/vectors.S arch/aarch64/main.c \
 	arch/aarch64/mmu.c arch/aarch64/trap.c arch/aarch64/uart.c arch/aarch64/clock.c \
-	arch/aarch64/psci.c arch/aarch64/ssp.c arch/aarch64/gic.c arch/aarch64/entropy.c arch/aarch64/libgcc.c \
+	arch/aarch64/psci.c arch/aarch64/ssp.c arch/aarch64/gic.c arch/aarch64/gic_msi.c arch/aarch64/entropy.c arch/aarch64/libgcc.c \
 	arch/aarch64/drv_port.c arch/aarch64/devices.c arch/aarch64/node_port.c kernel/kstore.c
 # Fault scenarios: development and test images only.
 ifneq ($(PROFILE),prod)
@@ -30,4 +30,5 @@ $(B)/aarch64/urmqtt.img: $(B)/aarch64/urmqtt.elf
 
 KERNEL_IMAGES += $(B)/aarch64/urmqtt.img
 TEST_DEPS += $(B)/aarch64/urmqtt.img
-SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh tests/smoke/aarch64-mqtt.sh tests/smoke/aarch64-store.sh
+SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh tests/smoke/aarch64-msi.sh tests/smoke/aarch64-mqtt.sh \
+	tests/smoke/aarch64-store.sh

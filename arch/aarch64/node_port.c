@@ -2,8 +2,8 @@
  *
  * The image's side of kernel/node/port.h on aarch64: the calling core from TPIDR_EL1, the
  * generic timer's counter, the wall clock (the PL031 RTC read once at boot, then the
- * counter), the wake-up SGI, the per-core device-interrupt counts; no MSI yet (devices
- * are polled). The heap and the CSPRNG are kernel/node/port_kernel.c's. Owns the wall
+ * counter), the wake-up SGI, the MSI messages (gic_msi.c), the per-core
+ * device-interrupt counts. The heap and the CSPRNG are kernel/node/port_kernel.c's. Owns the wall
  * clock's base: written once on the boot core before any other core starts (their start
  * publishes it), read-only after.
  */
@@ -91,15 +91,12 @@ uint64_t node_port_irqs(uint32_t core)
 
 uint32_t node_port_msi_vectors(void)
 {
-	return 0; /* GICv3 ITS / GICv2m: planned; the node polls its devices */
+	return a64_msi_vectors();
 }
 
-int node_port_msi(uint32_t core, uint32_t vec, uint64_t *addr, uint32_t *data)
+int node_port_msi(uint32_t core, uint32_t vec, uint16_t requester, uint64_t *addr, uint32_t *data)
 {
-	(void)core, (void)vec;
-	*addr = 0;
-	*data = 0;
-	return -E_NOSYS;
+	return a64_msi_message(core, vec, requester, addr, data);
 }
 
 const char *node_port_crypto_accel(void)

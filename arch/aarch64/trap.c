@@ -121,8 +121,8 @@ static void trap_irq(void)
 	struct a64_core *c = a64_core_self();
 	for (uint32_t n = 0; n < 16u; n++) {
 		uint32_t intid = a64_gic_ack();
-		if (intid >= 1020u)
-			return;
+		if (intid >= 1020u && intid <= 1023u)
+			return; /* none pending (special INTIDs; LPIs start at 8192) */
 		if (intid == a64_timer_intid()) {
 			a64_timer_irq(); /* re-armed first: the watchdog may stop the machine */
 			atomic_fetch_add_explicit(&c->n_ticks, 1, memory_order_relaxed);

@@ -99,8 +99,9 @@ uint32_t node_port_msi_vectors(void)
 	return X86_VEC_DEV_COUNT;
 }
 
-int node_port_msi(uint32_t core, uint32_t vec, uint64_t *addr, uint32_t *data)
+int node_port_msi(uint32_t core, uint32_t vec, uint16_t requester, uint64_t *addr, uint32_t *data)
 {
+	(void)requester; /* the local APIC's message names the core, not the device */
 	if (vec >= X86_VEC_DEV_COUNT || core >= PLAT_MAX_CPUS)
 		return -E_RANGE;
 	*addr = x86_msi_addr(x86_cores[core].apic_id);

@@ -57,7 +57,9 @@ static int dev_msi_set(struct pci_msix *m, uint16_t entry, uint32_t core, uint32
 {
 	uint64_t addr;
 	uint32_t data;
-	int err = node_port_msi(core, vec, &addr, &data);
+	const struct pci_dev *d = m->dev;
+	uint16_t rid = (uint16_t)(d->bus << 8 | (d->dev & 31u) << 3 | (d->fn & 7u));
+	int err = node_port_msi(core, vec, rid, &addr, &data);
 	return err ? err : pci_msix_set(dev_bus, m, entry, addr, data);
 }
 

@@ -51,10 +51,12 @@ bool node_port_wake(uint32_t dst);
 /* Device interrupts core has taken so far (statistics; read by that core). */
 uint64_t node_port_irqs(uint32_t core);
 /* Device interrupts by MSI: how many device vectors a core has (0: none, the devices are
- * polled), and the message (address, data) that raises device vector vec (< that count)
- * on core: 0, or -E_RANGE / -E_NOSYS. Boot core. Taken interrupts are counted per core
+ * polled), and the message (address, data) a device (its PCI requester ID: bus << 8 |
+ * device << 3 | function) sends to raise device vector vec (< that count) on core: 0, or
+ * -E_RANGE / -E_NOSYS / -E_NOMEM. Boot core. Taken interrupts are counted per core
  * (node_port_irqs) and only mark work. */
 uint32_t node_port_msi_vectors(void);
-int node_port_msi(uint32_t core, uint32_t vec, uint64_t *addr /* out */, uint32_t *data /* out */);
+int node_port_msi(uint32_t core, uint32_t vec, uint16_t requester, uint64_t *addr /* out */,
+		  uint32_t *data /* out */);
 
 #endif

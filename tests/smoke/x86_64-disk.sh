@@ -245,25 +245,8 @@ fi
 kill_qemu
 
 # ---- growth -------------------------------------------------------------------------------
-# qmp COMMAND-JSON: one QMP command on the running machine; prints its answer
-qmp() {
-	"$py" - "$tmp/qmp.sock" "$1" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
-s.connect(sys.argv[1])
-f = s.makefile("rw")
-def answer():
-    while True:
-        m = json.loads(f.readline())
-        if "return" in m or "error" in m:
-            return m
-f.readline()  # the greeting
-f.write('{"execute": "qmp_capabilities"}\n'); f.flush(); answer()
-f.write(sys.argv[2] + "\n"); f.flush()
-print(json.dumps(answer()))
-EOF
-}
+# qmp COMMAND [JSON-ARGUMENTS]: one QMP command on the running machine; prints its answer
+qmp() { timeout 20 "$py" "$(dirname "$0")/lib/qmp.py" "$tmp/qmp.sock" "$@"; }
 # db_pages IMAGE: the database's pages as SQLite reads it (inspect)
 db_pages() { "$disktool" inspect "$1" 2>/dev/null | sed -nE 's/^database: as SQLite reads it[^:]*: ([0-9]+) pages.*/\1/p'; }
 d5=$tmp/grow.img
@@ -277,7 +260,7 @@ else
 	pub_retained devices/dev-1/cmd/grow-keep "$keep" || fail grow-runtime "the first retained value was not PUBACKed"
 	read -r lo hi < <(region "$d5" database)
 	old_mib=$(((${hi:-0} - ${lo:-0}) >> 20))
-	ans=$(qmp '{"execute": "block_resize", "arguments": {"device": "d0", "size": 100663296}}')
+	ans=$(qmp block_resize '{"device": "d0", "size": 100663296}')
 	if ! line=$(wait_console "store: the disk grew: .* \(at run time" 60); then
 		fail grow-runtime "block_resize answered '$ans'; no growth on the console within 60 s"
 	else

@@ -181,36 +181,7 @@ fi
 
 # ---- blk-grow ----
 # qmp SOCKET COMMAND [JSON-ARGUMENTS]: one QMP command; prints the reply, fails on an error.
-qmp() {
-	timeout 20 python3 - "$@" <<'PY'
-import json, socket, sys, time
-path, cmd = sys.argv[1], sys.argv[2]
-args = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
-s = socket.socket(socket.AF_UNIX)
-for _ in range(50):
-    try:
-        s.connect(path)
-        break
-    except OSError:
-        time.sleep(0.1)
-f = s.makefile("rw")
-def reply():
-    while True:
-        m = json.loads(f.readline())
-        if "return" in m or "error" in m:
-            return m
-json.loads(f.readline())  # greeting
-f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n"); f.flush()
-reply()
-req = {"execute": cmd}
-if args is not None:
-    req["arguments"] = args
-f.write(json.dumps(req) + "\n"); f.flush()
-m = reply()
-print(json.dumps(m))
-sys.exit(1 if "error" in m else 0)
-PY
-}
+qmp() { timeout 20 python3 "$(dirname "$0")/lib/qmp.py" "$@"; }
 name=blk-grow
 log=$logdir/$name.log
 disk_grow=$logdir/grow.img
