@@ -109,6 +109,7 @@ void hosted_opts_usage(const char *prog)
 		"  --broker                  MQTT over TLS 1.3 (mTLS) on the configured port\n"
 		"                            instead of the echo service\n"
 		"  --broker-stats-ms N       broker stats line period, 0: off (default 10000)\n"
+		"  --client-id-policy P      require (default: the configuration's) or override\n"
 		"  --no-telemetry-log        do not keep storage.telemetry_topics in the telemetry log\n"
 		"                            (make bench: the same broker with the log off)\n"
 		"  --backup-s FIRST,INTERVAL the database backup's first delay and period in seconds\n"
@@ -155,6 +156,13 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 		} else if (!val) {
 			*err = "missing value";
 			return -E_INVAL;
+		} else if (!strcmp(opt, "--client-id-policy")) {
+			if (!strcmp(val, "override"))
+				o->client_id_override = true;
+			else if (strcmp(val, "require") != 0) {
+				*err = "--client-id-policy: require or override";
+				return -E_INVAL;
+			}
 		} else if (!strcmp(opt, "--tap")) {
 			o->tap = val;
 		} else if (!strcmp(opt, "--ip")) {

@@ -24,12 +24,13 @@ static void hb_log(void *ctx, const char *line)
 }
 
 int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk, const char *disk_name,
-		       const struct hosted_storage_opts *so)
+		       const struct hosted_storage_opts *so, bool client_id_override)
 {
 	int rc;
 	memset(hb, 0, sizeof *hb);
 	struct node_broker_config bc = {
 		.core = 0, .max_conns = max_conn, .no_telemetry_log = so->no_telemetry_log, .log = hb_log,
+		.client_id_override = client_id_override,
 	};
 	if (disk) {
 		if ((rc = node_revoked_image(&hb->image)) != 0) {

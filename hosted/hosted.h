@@ -103,7 +103,9 @@ struct hosted_broker {
 	struct hosted_store *store;    /* NULL without --disk: in memory only */
 };
 /* Create the handshake env and the data plane for max_conn connections, with storage on
- * disk (linked; its name for the log) when disk is not NULL. 0 or -E_*. */
+ * disk (linked; its name for the log) when disk is not NULL; client_id_override: the
+ * broker takes any client id from a device (mqtt.client_id_policy "override", for tests of
+ * generic clients). 0 or -E_*. */
 /* Storage knobs the command line may change (tests and benchmarks): the configuration's
  * values otherwise. */
 struct hosted_storage_opts {
@@ -113,7 +115,8 @@ struct hosted_storage_opts {
 	uint32_t scrub_kb_per_s;
 };
 MUST_CHECK int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk,
-				  const char *disk_name, const struct hosted_storage_opts *so);
+				  const char *disk_name, const struct hosted_storage_opts *so,
+				  bool client_id_override);
 /* Link the TCP stack (created with dp_tcp_upper and the dp as ctx). */
 void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp);
 /* Safe point of the loop (after tcp_poll): reap, handshake deadlines, broker tick, then
@@ -178,6 +181,7 @@ struct hosted_opts {
 	bool broker;           /* MQTT over TLS on CONF_TCP_PORT instead of echo */
 	struct hosted_storage_opts storage; /* --no-telemetry-log, --backup-s, --scrub-kb-s */
 	uint32_t broker_stats_ms; /* broker line period (default 10000), 0: off */
+	bool client_id_override;  /* --client-id-policy override */
 };
 /* Parse argv into `o` (defaults first). 0, or -E_INVAL with `err` (a static message)
  * naming the bad option; 1 when --help was asked. */

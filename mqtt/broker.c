@@ -612,9 +612,16 @@ void mqtt_conn_fail(struct mqtt_broker *b, struct mqtt_conn *c, const char *why)
 	conn_end(b, c, true, true);
 }
 
-static int refuse(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t rc,
-		  enum mqtt_log_reason why, const char *what)
+static int refuse(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t rc, enum mqtt_log_reason why,
+		  const char *fmt, ...) PRINTF_LIKE(5, 6);
+static int refuse(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t rc, enum mqtt_log_reason why,
+		  const char *fmt, ...)
 {
+	char what[96];
+	va_list ap;
+	va_start(ap, fmt);
+	(void)fmt_vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
 	b->st.connack_refused++;
 	say(b, why, c, "CONNECT refused with 0x%02x: %s", rc, what);
 	(void)send_connack(b, c, false, rc);
@@ -635,9 +642,18 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 	}
 	if (!bytes_eq(id, idl, c->identity, c->identity_len) &&
 	    !(service && idl > c->identity_len && memcmp(id, c->identity, c->identity_len) == 0 &&
-	      id[c->identity_len] == '/'))
-		return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_IDENTITY,
-			      "client id is not the certificate identity");
+	      id[c->identity_len] == '/')) {
+		char sent[LOG_ID_MAX + 1];
+		(void)log_bytes(sent, id, idl);
+		if (service || !b->cfg.client_id_override)
+			return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_IDENTITY,
+				      "client id '%s' is not the certificate identity", sent);
+		/* client_id_policy "override": the session is the certificate identity's */
+		b->st.client_id_overridden++;
+		say(b, MQTT_LOG_IDENTITY, c, "client id '%s' replaced by the certificate identity", sent);
+		id = c->identity;
+		idl = c->identity_len;
+	}
 	struct mqtt_msg *will = NULL; /* c->will shares storage with c->identity until UP */
 	if (k->will) {
 		if (!acl_pub(b, c, c->identity, c->identity_len, k->will_topic.p, k->will_topic.len)) {
@@ -1061,10 +1077,10 @@ static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p
 		b->st.rej[rej]++;
 		b->st.proto_closes++;
 		if (c->state == MQTT_CONN_NEW && rej == MQTT_REJ_PROTO_LEVEL)
-			return refuse(b, c, MQTT_CONNACK_BAD_PROTOCOL, MQTT_LOG_MALFORMED,
+			return refuse(b, c, MQTT_CONNACK_BAD_PROTOCOL, MQTT_LOG_MALFORMED, "%s",
 				      rej_name[rej]); /* [MQTT-3.1.2-2] */
 		if (c->state == MQTT_CONN_NEW && rej == MQTT_REJ_CLIENT_ID)
-			return refuse(b, c, MQTT_CONNACK_ID_REJECTED, MQTT_LOG_MALFORMED,
+			return refuse(b, c, MQTT_CONNACK_ID_REJECTED, MQTT_LOG_MALFORMED, "%s",
 				      rej_name[rej]); /* [MQTT-3.1.3-8] */
 		say(b, MQTT_LOG_MALFORMED, c, "packet type %u rejected: %s", (unsigned)(pkt[0] >> 4),
 		    rej_name[rej]);

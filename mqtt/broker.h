@@ -62,6 +62,10 @@ struct mqtt_broker_config {
 	uint32_t rate_msgs_per_s, rate_burst_msgs;   /* 0 = unlimited */
 	uint32_t rate_bytes_per_s, rate_burst_bytes; /* 0 = unlimited */
 	bool rate_disconnect;    /* over the limit: disconnect (else drop and count) */
+	/* A device's client id other than its certificate identity: refused with CONNACK 5
+	 * (false, "require"), or replaced by the identity and the connection accepted (true,
+	 * "override"). Services always need <identity> or <identity>/<suffix>. */
+	bool client_id_override;
 	/* Buckets are per authenticated identity, kept across connections in a table of
 	 * max_conns + rate_idle_ids entries (32 B each): one per connection slot, plus room
 	 * for identities that left. A new identity recycles only a bucket that is full and
@@ -196,6 +200,7 @@ struct mqtt_broker_stats {
 	uint64_t qos2_dups, unknown_acks, send_again;
 	uint64_t nomem, pool_exhausted, retained_refused;
 	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;
+	uint64_t client_id_overridden; /* client_id_policy "override": another id replaced */
 	uint64_t takeovers, wills_published;
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad; /* cross-shard routing */
 	uint64_t rate_ids_evicted, rate_ids_full; /* identity table: recycled / no room */

@@ -164,14 +164,17 @@ static int decode_connect(struct cur *c, struct mqtt_connect *k, enum mqtt_rej *
 	struct mqtt_str name;
 	if (!get_str(c, &name))
 		REJ(MQTT_REJ_SHORT);
-	if (name.len != 4 || memcmp(name.p, "MQTT", 4) != 0)
+	/* MQTT 3.1 ("MQIsdp", level 3) is answered CONNACK 0x01 like any other level, so its
+	 * clients stop instead of reconnecting in a loop; any other name closes. */
+	bool v31 = name.len == 6 && memcmp(name.p, "MQIsdp", 6) == 0;
+	if (!v31 && (name.len != 4 || memcmp(name.p, "MQTT", 4) != 0))
 		REJ(MQTT_REJ_PROTO_NAME); /* [MQTT-3.1.2-1] */
 	uint8_t level = cur_u8(c);
 	uint8_t fl = cur_u8(c);
 	k->keepalive_s = cur_be16(c);
 	if (!cur_ok(c))
 		REJ(MQTT_REJ_SHORT);
-	if (level != 4)
+	if (level != 4 || v31)
 		REJ(MQTT_REJ_PROTO_LEVEL); /* [MQTT-3.1.2-2] */
 	if (fl & 0x01)
 		REJ(MQTT_REJ_CONNECT_FLAGS); /* [MQTT-3.1.2-3] */

@@ -251,9 +251,13 @@ out:
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
+/* RFC 8446 5.2: a TLSCiphertext is at most 2^14 + 256 bytes; a smaller max_plaintext
+ * lowers that by as much (content type, tag and the most padding still fit). Longer
+ * records are refused from their header, before any decryption. */
 static size_t max_ciphertext(const struct tls_rec_env *env)
 {
-	return (size_t)env->cfg.max_plaintext + 1u + TLS_REC_TAG_LEN + 255u; /* RFC 8446 5.2 bound */
+	size_t m = (size_t)env->cfg.max_plaintext + 1u + TLS_REC_TAG_LEN + 255u;
+	return m < TLS_REC_MAX_PLAINTEXT + 256u ? m : TLS_REC_MAX_PLAINTEXT + 256u;
 }
 
 static void drop_reasm(struct tls_rec_env *env, struct tls_rec *r)
@@ -364,8 +368,10 @@ static int handle_key_update(struct tls_rec_env *env, struct tls_rec *r, const u
 	uint8_t req = cur_u8(&c);
 	/* A KeyUpdate must be whole and alone at the end of its record (RFC 8446 5.1: no
 	 * handshake message may span a key change); we accept exactly one per record. */
-	if (!cur_ok(&c) || mlen != 1 || !cur_done(&c) || req > 1)
+	if (!cur_ok(&c) || mlen != 1 || !cur_done(&c))
 		return fail(env, r, TLS_REC_REJ_KEY_UPDATE, TLS_ALERT_DECODE_ERROR, -E_PROTO);
+	if (req > 1) /* RFC 8446 4.6.3: neither update_not_requested nor update_requested */
+		return fail(env, r, TLS_REC_REJ_KEY_UPDATE, TLS_ALERT_ILLEGAL_PARAMETER, -E_PROTO);
 	if (next_secret(env, &r->rx, false))
 		return fail(env, r, TLS_REC_REJ_KEY_UPDATE, TLS_ALERT_INTERNAL_ERROR, -E_INVAL);
 	env->n_key_updates_in++;

@@ -236,6 +236,8 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 
 	struct dp_config g;
 	dp_config_from_conf(&g);
+	if (cfg->client_id_override)
+		g.mqtt.client_id_override = true;
 	if (cfg->max_conns)
 		dp_config_set_conns(&g, cfg->max_conns);
 	if (cfg->no_telemetry_log)

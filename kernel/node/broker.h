@@ -52,6 +52,8 @@ struct node_broker_config {
 	uint32_t report_ms;       /* memory line period; 0: never */
 	uint32_t max_conns;       /* connection slots (dp, MQTT, TCP); 0: the configuration's */
 	bool no_telemetry_log;    /* keep no telemetry (tests and benchmarks) */
+	bool client_id_override;  /* mqtt.client_id_policy "override" whatever the configuration
+				   * says (development knob and the hosted tests) */
 	/* dp's lines (refusals, closes); NULL: the kernel log as "broker: core N: ..." */
 	void (*log)(void *ctx, const char *line);
 	void *log_ctx;

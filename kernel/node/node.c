@@ -582,6 +582,10 @@ void node_init(const struct node_config *cfg)
 	 * instead of tcp.max_connections (at most that): the memory test boots two sizes. */
 	(void)nd_knob_u32(cfg->cmdline, cfg->cmdline_len, "max_connections", 2u, CONF_TCP_MAX_CONNECTIONS,
 			  &bc.max_conns);
+	/* Development builds: "client_id_override=1" as mqtt.client_id_policy = "override". */
+	uint32_t override = 0;
+	(void)nd_knob_u32(cfg->cmdline, cfg->cmdline_len, "client_id_override", 0u, 1u, &override);
+	bc.client_id_override = override == 1;
 	struct knet_config kc = {
 		.nic = cfg->nic,
 		.pair = 0,

@@ -26,6 +26,14 @@
 #   hosted-mqtt/idle-N            N idle mTLS connections each with one QoS 1
 #                                 subscription; bytes per connection from the stats line
 #   hosted-mqtt/clean-shutdown    SIGTERM: exit 0, heap empty at exit, no sanitizer report
+# Then a second broker with --client-id-policy override (mqtt.client_id_policy):
+#   hosted-mqtt/id-override-mosquitto  mosquitto_sub as dev-1 with the id "generic sub 7f3a"
+#                                 receives ops's command (its session is dev-1's); the log
+#                                 names both the id sent and the identity used
+#   hosted-mqtt/id-override-paho  Python paho as dev-2 with the id paho-3f9a: CONNACK 0 and
+#                                 a PUBACK for devices/dev-2/telemetry
+#   hosted-mqtt/id-override-service  a service (ops) with another id is still refused with
+#                                 CONNACK 5, the line naming the id sent and the identity
 # Every wait is bounded; the namespace and every process die on exit.
 # Usage: hosted-mqtt.sh BUILD_DIR   (HOSTED_MQTT_IDLE=N changes the idle count, 200)
 set -uo pipefail
@@ -206,5 +214,76 @@ else
 		! grep -q "ERROR: AddressSanitizer\|runtime error:\|LeakSanitizer" "$log"; then
 		pass clean-shutdown
 	else fail clean-shutdown "rc=$rc; $(grep -m1 "heap\|Sanitizer\|runtime error" "$log" | tail -n 1)"; fi
+fi
+
+# ---- mqtt.client_id_policy = "override": generic clients with ids of their own
+log=$tmp/broker-override.log
+ip netns exec "$ns" "$bin" --tap "$tap" --ip "$our_ip/24" --broker --broker-stats-ms 500 --stats-ms 0 \
+	--client-id-policy override >"$log" 2>&1 &
+broker_pid=$!
+up=0
+for _ in $(seq 50); do
+	grep -q "^stats broker" "$log" && { up=1; break; }
+	kill -0 "$broker_pid" 2>/dev/null || break
+	sleep 0.2
+done
+if [ $up = 0 ]; then
+	fail id-override "the broker with --client-id-policy override did not start"
+else
+	# mosquitto_sub as dev-1 with a random-looking id with a space; ops commands it.
+	timeout 20 ip netns exec "$ns" mosquitto_sub -h "$our_ip" -p $port "${tls[@]}" $(as dev-1) \
+		-i "generic sub 7f3a" -t 'devices/dev-1/cmd/#' -q 1 -v -C 1 -W 15 >"$tmp/ov-sub.out" 2>&1 &
+	ov_sub=$!
+	bg_pids+=($ov_sub)
+	sleep 1.5
+	pub ops -t devices/dev-1/cmd/reboot -m via-override -q 1 >"$tmp/ov-pub.out"
+	wait "$ov_sub"
+	# Python paho as dev-2 with its own id: CONNACK 0 and a PUBACK for its telemetry.
+	cat >"$tmp/generic_paho_client.py" <<'PY'
+import ssl, sys, time
+import paho.mqtt.client as mqtt
+host, port, certs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+try:
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION1, client_id="paho-3f9a", clean_session=True)
+except AttributeError:
+    c = mqtt.Client(client_id="paho-3f9a", clean_session=True)
+c.tls_set(ca_certs=certs + "/ca.crt", certfile=certs + "/dev-2.crt", keyfile=certs + "/dev-2.key")
+c.tls_insecure_set(True)  # the development server certificate names localhost only
+res = {}
+c.on_connect = lambda cl, u, f, rc: res.setdefault("connack", rc)
+c.on_publish = lambda cl, u, mid: res.setdefault("puback", mid)
+c.connect(host, port, 30)
+c.loop_start()
+t0 = time.time()
+while "connack" not in res and time.time() - t0 < 20:
+    time.sleep(0.05)
+if res.get("connack") == 0:
+    c.publish("devices/dev-2/telemetry", b"paho", qos=1)
+    while "puback" not in res and time.time() - t0 < 20:
+        time.sleep(0.05)
+c.disconnect(); c.loop_stop()
+print("connack", res.get("connack"), "puback", "yes" if "puback" in res else "no")
+PY
+	timeout 40 ip netns exec "$ns" "$py" "$tmp/generic_paho_client.py" "$our_ip" "$port" "$certs" >"$tmp/paho.out" 2>&1
+	# A service still needs its identity: ops with another id is refused (CONNACK 5).
+	timeout 20 ip netns exec "$ns" mosquitto_pub -h "$our_ip" -p $port "${tls[@]}" $(as ops) \
+		-i "not-ops" -t devices/dev-1/cmd/x -m x -q 1 >"$tmp/ov-svc.out" 2>&1
+	svc_rc=$?
+	sleep 0.5
+	if grep -q "^devices/dev-1/cmd/reboot via-override$" "$tmp/ov-sub.out" &&
+		grep -q "client id 'generic sub 7f3a' replaced by the certificate identity id=dev-1" "$log"; then
+		pass id-override-mosquitto "dev-1 as 'generic sub 7f3a' got ops's command; logged as replaced"
+	else fail id-override-mosquitto "$(tr '\n' ' ' <"$tmp/ov-sub.out") / $(grep -m1 "client id" "$log")"; fi
+	if grep -q "^connack 0 puback yes$" "$tmp/paho.out" &&
+		grep -q "client id 'paho-3f9a' replaced by the certificate identity id=dev-2" "$log"; then
+		pass id-override-paho "paho with client id paho-3f9a: CONNACK 0, PUBACK for devices/dev-2/telemetry"
+	else fail id-override-paho "$(tr '\n' ' ' <"$tmp/paho.out")"; fi
+	if [ $svc_rc != 0 ] && grep -qi "not authori[sz]ed" "$tmp/ov-svc.out" &&
+		grep -q "client id 'not-ops' is not the certificate identity id=ops" "$log"; then
+		pass id-override-service "a service with another client id: CONNACK 5, logged with both names"
+	else fail id-override-service "rc=$svc_rc $(tr '\n' ' ' <"$tmp/ov-svc.out")"; fi
+	kill -TERM "$broker_pid" 2>/dev/null
+	wait "$broker_pid" 2>/dev/null
+	broker_pid=""
 fi
 exit 0

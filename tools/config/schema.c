@@ -19,6 +19,7 @@ static const char *const log_level_vals[] = { "error", "warn", "info", "debug", 
 static const char *const identity_vals[] = { "cn", "san_uri", NULL };
 static const char *const queue_policy_vals[] = { "drop_oldest", "refuse_newest", NULL };
 static const char *const rate_policy_vals[] = { "drop", "disconnect", NULL };
+static const char *const client_id_policy_vals[] = { "require", "override", NULL };
 static const char *const no_items[] = { NULL };
 static const char *const svc_sub_def[] = { "devices/+/telemetry/#", "devices/+/status", NULL };
 static const char *const svc_pub_def[] = { "devices/+/cmd/#", NULL };
@@ -176,6 +177,8 @@ const struct conf_key conf_schema[] = {
 	  .doc = "Token-bucket rate of PUBLISH payload bytes per identity." },
 	{ KEY("mqtt", "rate_policy", "CONF_MQTT_RATE_POLICY"), ENUM(rate_policy_vals, 0),
 	  .doc = "What exceeding a rate limit does. drop: a QoS 0 message is dropped, a QoS 1/2 one closes the connection unacknowledged (never acknowledged and lost); disconnect: any message over the limit closes the connection." },
+	{ KEY("mqtt", "client_id_policy", "CONF_MQTT_CLIENT_ID_POLICY"), ENUM(client_id_policy_vals, 0),
+	  .doc = "A device's client id must be its certificate identity (require: anything else gets CONNACK 5), or any client id is accepted and the certificate identity used instead (override: for generic clients that pick their own ids; logged per connection). Sessions, ACL and wills follow the certificate identity either way; services always need <identity> or <identity>/<suffix>." },
 	{ KEY("mqtt", "rate_idle_identities", "CONF_MQTT_RATE_IDLE_IDENTITIES"), INT(512, 0, 16777216, U_N),
 	  .doc = "Rate buckets kept per core for identities with no connection (beyond one per connection slot); 32 B each." },
 	{ KEY("mqtt", "log_burst", "CONF_MQTT_LOG_BURST"), INT(10, 0, 1000000, U_N),

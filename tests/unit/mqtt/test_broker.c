@@ -67,6 +67,63 @@ static void test_connect_rules(void **state)
 	a = cl_new("svc", MQTT_ID_SERVICE);
 	assert_int_equal(cl_connect(a, "svcx", true), MQTT_CONNACK_NOT_AUTHORIZED);
 	cl_free(a);
+	/* MQTT 3.1 ("MQIsdp", level 3): 0x01 too, so its clients stop retrying */
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	const uint8_t v31[] = { 0x10, 14, 0, 6, 'M', 'Q', 'I', 's', 'd', 'p', 3, 2, 0, 0, 0, 0 };
+	assert_int_equal(cl_in(a, v31, sizeof v31), -E_CLOSED);
+	assert_int_equal(expect_ack(a, MQTT_CONNACK), 0x0001);
+	cl_free(a);
+	/* another protocol name: closed without a CONNACK [MQTT-3.1.2-1] */
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	const uint8_t other[] = { 0x10, 12, 0, 4, 'M', 'Q', 'T', 'X', 4, 2, 0, 0, 0, 0 };
+	assert_int_equal(cl_in(a, other, sizeof other), -E_CLOSED);
+	expect_none(a);
+	cl_free(a);
+}
+
+static unsigned g_lines;
+static char g_last[256];
+static void t_log(void *ctx, const char *line);
+
+/* client_id_policy "override": a device's own client id (random, with spaces) is replaced by
+ * its certificate identity, logged with both; its session, ACL and will are the
+ * identity's. Services still need their identity (or identity/suffix). Under "require"
+ * the refusal line names the client id sent as well as the identity. */
+static void test_client_id_policy(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.log = t_log;
+	teardown(NULL);
+	start(&g);
+	struct client *a = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(a, "paho 7f3a", true), MQTT_CONNACK_NOT_AUTHORIZED);
+	assert_non_null(strstr(g_last, "client id 'paho 7f3a' is not the certificate identity id=d1"));
+	cl_free(a);
+	teardown(NULL);
+	g.client_id_override = true;
+	start(&g);
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(a, "paho 7f3a", false), 0);
+	assert_non_null(strstr(g_last, "client id 'paho 7f3a' replaced by the certificate identity id=d1"));
+	assert_int_equal(mqtt_broker_stats(B)->client_id_overridden, 1);
+	/* the ACL is the identity's: its own topics, not another device's */
+	assert_int_equal(cl_sub(a, "devices/d1/cmd/#", 1), 1);
+	assert_int_equal(cl_sub(a, "devices/d2/#", 0), MQTT_SUBACK_FAILURE);
+	cl_free(a);
+	/* the session is the identity's: another random id finds it (session present) */
+	a = cl_new("d1", MQTT_ID_DEVICE);
+	int present = -1;
+	assert_int_equal(cl_connect_full(a, "other-id", false, 0, NULL, 0, false, &present), 0);
+	assert_int_equal(present, 1);
+	cl_free(a);
+	/* a service still may not pick another name */
+	a = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(a, "svcx", true), MQTT_CONNACK_NOT_AUTHORIZED);
+	cl_free(a);
+	teardown(NULL);
+	g.client_id_override = false;
+	start(&g);
 }
 
 static void test_pubsub_qos_and_overlap(void **state)
@@ -660,8 +717,6 @@ static void test_rate_table_bound(void **state)
 }
 
 /* ---- log capture ---- */
-static unsigned g_lines;
-static char g_last[256];
 static void t_log(void *ctx, const char *line)
 {
 	(void)ctx;
@@ -884,6 +939,7 @@ static void test_multi_filter_resubscribe_unsubscribe(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_client_id_policy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pubsub_qos_and_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dollar_topics, setup, teardown),
