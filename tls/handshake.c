@@ -31,6 +31,7 @@
 #include "lib/cursor.h"
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "tls/hello.h"
 
 #include "mbedtls/platform.h"
 #include "mbedtls/platform_time.h"
@@ -77,6 +78,8 @@ struct tls_hs {
 	size_t in_len, in_pos;
 	int err;
 	bool done, failed, have_c_ap, have_s_ap, have_s_hs, send_failed;
+	bool first_checked;  /* the first record's header was looked at (tls_hs_input) */
+	uint32_t n_sends;    /* bytes handed to send or held, counted by call (refusal alerts) */
 	uint8_t c_ap[TLS_REC_SECRET_LEN], s_ap[TLS_REC_SECRET_LEN], s_hs[TLS_REC_SECRET_LEN];
 	uint8_t held[ALERT_REC_LEN];
 	uint8_t held_len;
@@ -537,6 +540,7 @@ static int bio_send_raw(struct tls_hs *hs, const uint8_t *p, size_t len)
 static int bio_send(void *ctx, const unsigned char *p, size_t len)
 {
 	struct tls_hs *hs = ctx;
+	hs->n_sends++;
 	if (hs->held_len) {
 		uint8_t n = hs->held_len;
 		hs->held_len = 0;
@@ -682,6 +686,106 @@ static void reseal_alert(struct tls_hs *hs, int ret)
 	mem_wipe(out, sizeof out);
 }
 
+/* The alert RFC 8446 section 6 names for a refusal mbedTLS reported without sending one
+ * (ALERT_NONE: nothing to send: the peer's own alert, or its close). One table: every
+ * handshake refusal ends with its alert. */
+#define ALERT_NONE 0xffu
+static uint8_t alert_for(int err)
+{
+	switch (err) {
+	case MBEDTLS_ERR_SSL_BAD_INPUT_DATA: /* a key share PSA would not import */
+	case MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER:
+		return 47; /* illegal_parameter */
+	case MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE:
+	case MBEDTLS_ERR_SSL_NO_APPLICATION_PROTOCOL:
+		return 40; /* handshake_failure */
+	case MBEDTLS_ERR_SSL_DECODE_ERROR:
+	case MBEDTLS_ERR_SSL_INVALID_RECORD:
+		return 50; /* decode_error */
+	case MBEDTLS_ERR_SSL_INVALID_MAC:
+		return 20; /* bad_record_mac */
+	case MBEDTLS_ERR_SSL_UNEXPECTED_MESSAGE:
+	case MBEDTLS_ERR_SSL_UNEXPECTED_RECORD:
+		return 10; /* unexpected_message */
+	case MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION:
+		return 70; /* protocol_version */
+	case MBEDTLS_ERR_SSL_UNSUPPORTED_EXTENSION:
+		return 110; /* unsupported_extension */
+	case MBEDTLS_ERR_SSL_UNRECOGNIZED_NAME:
+		return 112; /* unrecognized_name */
+	case MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE:
+		return 116; /* certificate_required */
+	case MBEDTLS_ERR_SSL_BAD_CERTIFICATE:
+		return 42; /* bad_certificate */
+	case MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE: /* the peer's alert: never answered */
+	case MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY:
+	case MBEDTLS_ERR_SSL_CONN_EOF:
+		return ALERT_NONE;
+	default:
+		return 80; /* internal_error: ours, not the peer's */
+	}
+}
+
+/* Before mbedTLS reads anything: the first record must be a plaintext handshake or alert
+ * record of at most 2^14 bytes (RFC 8446 5.1). mbedTLS reports an oversized one, a record
+ * of type zero and an empty alert with errors that name none of them; the alert is decided
+ * here. 0, or the alert. */
+static uint8_t first_record_alert(const uint8_t *h)
+{
+	uint16_t rlen = ld_be16(h + 3);
+	if (rlen > TLS_REC_MAX_PLAINTEXT)
+		return 22; /* record_overflow */
+	if (h[0] != 22 && h[0] != 21)
+		return 10; /* unexpected_message: ClientHello first (or an alert) */
+	if (h[0] == 21 && rlen != 2)
+		return 50; /* decode_error: an alert is two bytes */
+	return 0;
+}
+
+/* The key shares of the groups we serve, checked before mbedTLS answers (tls/hello.h):
+ * X25519 32 bytes and not all zero (the all-zero point gives an all-zero secret, RFC 7748
+ * 6.1); P-256 an uncompressed point on the curve (PSA's import validates it). 0, or the
+ * alert: illegal_parameter for a bad share, decode_error for a malformed ClientHello. */
+static uint8_t hello_alert(const uint8_t *rec, size_t len)
+{
+	struct tls_hello_share sh[TLS_HELLO_MAX_SHARES];
+	size_t n;
+	int rc = tls_hello_key_shares(rec, len, sh, &n);
+	if (rc == -E_PROTO)
+		return 50; /* decode_error */
+	if (rc)
+		return 0; /* not a whole ClientHello here: mbedTLS reads it */
+	for (size_t i = 0; i < n; i++) {
+		if (sh[i].group == 0x001du) { /* x25519 */
+			uint8_t any = 0;
+			for (size_t k = 0; k < sh[i].len; k++)
+				any |= sh[i].key[k];
+			if (sh[i].len != 32u || !any)
+				return 47;
+		} else if (sh[i].group == 0x0017u) { /* secp256r1 */
+			psa_key_attributes_t at = PSA_KEY_ATTRIBUTES_INIT;
+			mbedtls_svc_key_id_t id = MBEDTLS_SVC_KEY_ID_INIT;
+			psa_set_key_type(&at, PSA_KEY_TYPE_ECC_PUBLIC_KEY(PSA_ECC_FAMILY_SECP_R1));
+			psa_set_key_bits(&at, 256);
+			if (sh[i].len != 65u || sh[i].key[0] != 0x04u ||
+			    psa_import_key(&at, sh[i].key, sh[i].len, &id) != PSA_SUCCESS)
+				return 47;
+			(void)psa_destroy_key(id);
+		}
+	}
+	return 0;
+}
+
+/* Refuse with `alert`: written by mbedTLS under the key it is at (plaintext before our
+ * ServerHello; after our Finished it is held and sealed again by reseal_alert). */
+static void send_refusal_alert(struct tls_hs *hs, uint8_t alert)
+{
+	uint32_t core = hook_core();
+	cur_hs[core] = hs;
+	(void)mbedtls_ssl_send_alert_message(&hs->ssl, MBEDTLS_SSL_ALERT_LEVEL_FATAL, alert);
+	cur_hs[core] = NULL;
+}
+
 int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len, size_t *consumed)
 {
 	int ret;
@@ -691,6 +795,20 @@ int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len, size_t *cons
 		return -E_CLOSED;
 	if (hs->done)
 		return 1;
+	if (!hs->first_checked && len >= TLS_REC_HDR_LEN) {
+		hs->first_checked = true;
+		uint8_t alert = first_record_alert(buf);
+		if (!alert)
+			alert = hello_alert(buf, len);
+		if (alert) {
+			send_refusal_alert(hs, alert);
+			hs->failed = true;
+			hs->err = MBEDTLS_ERR_SSL_INVALID_RECORD;
+			hs->env->stats.last_mbedtls_err = hs->err;
+			return hs->send_failed ? -E_IO : -E_PROTO;
+		}
+	}
+	uint32_t sends_before = hs->n_sends;
 	hs->in = buf;
 	hs->in_len = len;
 	hs->in_pos = 0;
@@ -701,6 +819,10 @@ int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len, size_t *cons
 	*consumed = hs->in_pos;
 	hs->in = NULL;
 	hs->in_len = hs->in_pos = 0;
+	/* A refusal in this call that sent nothing: its alert (RFC 8446 6.2). */
+	if (ret != 0 && ret != MBEDTLS_ERR_SSL_WANT_READ && hs->n_sends == sends_before && !hs->send_failed &&
+	    alert_for(ret) != ALERT_NONE)
+		send_refusal_alert(hs, alert_for(ret));
 	if (hs->held_len)
 		reseal_alert(hs, ret);
 	if (ret == 0) {

@@ -16,7 +16,7 @@ TLS_MBEDTLS_CONFIG := -DMBEDTLS_CONFIG_FILE='"tls/mbedtls_config.h"' \
 # Flags our files need to include mbedTLS headers (system includes: their warnings are not ours).
 TLS_INC := -isystem tls/shim -isystem $(TLS_MBEDTLS_DIR)/include $(TLS_MBEDTLS_CONFIG)
 
-PORTABLE_SRCS += tls/record.c tls/handshake.c tls/identity.c tls/revoke.c
+PORTABLE_SRCS += tls/record.c tls/handshake.c tls/identity.c tls/revoke.c tls/hello.c
 CFLAGS_tls_record := $(TLS_INC)
 CFLAGS_tls_handshake := $(TLS_INC)
 CFLAGS_tls_identity := $(TLS_INC)

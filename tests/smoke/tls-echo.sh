@@ -319,6 +319,25 @@ except socket.timeout:
 print("server %s after %.3f s (%d bytes from the server)" % (how, time.monotonic() - t0, n))
 EOF
 
+# Hand-built first flights (tests/smoke/lib/tls-flights.py): every refusal answers with the
+# alert RFC 8446 names, read by that client as the first record it gets, and the server
+# logs that connection's failed handshake. A supported group offered without its share gets
+# a HelloRetryRequest, a good ClientHello a ServerHello (the controls).
+for case in x25519-zero:47 x25519-short:47 p256-off-curve:47 p256-infinity:47 no-common-group:40 \
+	oversized-record:22 garbage-handshake:10 content-type-zero:10 empty-alert:50 needs-hrr:hrr good:serverhello; do
+	name=flight-${case%%:*} want=${case##*:}
+	idle_server
+	timeout 10 $PY "$(dirname "$0")/lib/tls-flights.py" 127.0.0.1 "$PORT" "${case%%:*}" >"$W/$name.out" 2>&1
+	got=$(tail -n 1 "$W/$name.out")
+	n=$(conn_no "$W/$name.out")
+	case $want in
+	hrr | serverhello) [ "$got" = "$want" ] ;;
+	*) [ "$got" = "alert $want" ] && [ -n "$n" ] && conn_lines "$n" >"$W/$name.conn" &&
+		grep -q "^conn $n: handshake failed: " "$W/$name.conn" ;;
+	esac
+	result "$name" $? "$W/$name.out"
+done
+
 # Garbage instead of a ClientHello: the server refuses that connection (its own "handshake
 # failed" line), closes it before the client's 4 s timeout, and keeps serving.
 name=garbage
