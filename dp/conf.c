@@ -139,6 +139,7 @@ void dp_hs_config_from_conf(struct tls_hs_config *hc)
 	hc->key_len = sizeof urmqtt_server_key_der;
 	dp_hs_id_config(&hc->id);
 	hc->ticket_lifetime_s = CONF_TLS_TICKET_LIFETIME_S;
+	hc->clock_skew_s = CONF_TLS_CLOCK_SKEW_S;
 	hc->n_tickets = 1;
 	hc->rsa = CONF_TLS_RSA_ALLOWED != 0;
 }

@@ -151,9 +151,14 @@ static void hook_free(void *q)
 	hooks.free(hooks.ctx, p, len + ALLOC_HDR);
 }
 
+/* Seconds added to the clock mbedTLS sees, per core: non-zero only while verify_cb asks
+ * whether a not-yet-valid certificate is within the configured skew. */
+static int64_t time_shift[TLS_HS_MAX_CORES];
+
 static mbedtls_time_t hook_time(mbedtls_time_t *t)
 {
 	mbedtls_time_t now = hooks.now_s ? (mbedtls_time_t)hooks.now_s(hooks.ctx) : 0;
+	now += (mbedtls_time_t)time_shift[hook_core()];
 	if (t)
 		*t = now;
 	return now;
@@ -255,6 +260,15 @@ static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flag
 		*flags |= MBEDTLS_X509_BADCERT_BAD_PK;
 	else if (kc)
 		*flags |= MBEDTLS_X509_BADCERT_BAD_KEY;
+	/* Not yet valid, but within tls.clock_skew_s: valid (the clock mbedTLS reads is moved
+	 * forward for this one question, on this core only). */
+	if ((*flags & MBEDTLS_X509_BADCERT_FUTURE) && env->cfg.clock_skew_s) {
+		uint32_t core = hook_core();
+		time_shift[core] = env->cfg.clock_skew_s;
+		if (!mbedtls_x509_time_is_future(&crt->valid_from))
+			*flags &= ~(uint32_t)MBEDTLS_X509_BADCERT_FUTURE;
+		time_shift[core] = 0;
+	}
 	if (depth != 0)
 		return 0;
 	/* The leaf: revocation, then a usable identity, decided during the handshake so the

@@ -50,6 +50,9 @@ struct tls_hs_config {
 	struct tls_id_config id;     /* linked (service prefix string) */
 	struct tls_revoke revoke;    /* linked; is_revoked NULL = no revocation list */
 	uint32_t ticket_lifetime_s;  /* 0: no resumption tickets */
+	/* A peer certificate whose validity starts at most this many seconds in the future is
+	 * accepted (clocks a little apart); expiry is checked against the clock as it is. */
+	uint32_t clock_skew_s;
 	uint8_t n_tickets;           /* tickets sent after a full handshake */
 	/* RSA allowed (configuration tls.rsa_allowed): RSA credentials and peer chains of
 	 * 2048-4096-bit keys, rsa_pss_rsae_sha256 offered besides ecdsa_secp256r1_sha256.

@@ -78,10 +78,11 @@ PORT_RSA=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 	--timeout-ms 1500 >"$W/server-rsa.log" 2>&1 &
 SRV_RSA=$!
 # The revocation-on-resume server: dev (serial 2001) is revoked once its second connection
-# is done, while the client still holds a ticket from its first.
+# is done, while the client still holds a ticket from its first. It also allows 60 s of
+# clock skew (tls.clock_skew_s) for the clock-skew cases.
 PORT_REV=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$TOOL" --port "$PORT_REV" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" \
-	--revoke-after 2 2001 --timeout-ms 1500 >"$W/server-rev.log" 2>&1 &
+	--revoke-after 2 2001 --clock-skew-s 60 --timeout-ms 1500 >"$W/server-rev.log" 2>&1 &
 SRV_REV=$!
 trap 'kill $SRV $SRV_RSA $SRV_REV 2>/dev/null; wait $SRV $SRV_RSA $SRV_REV 2>/dev/null' EXIT
 for _ in $(seq 50); do
@@ -272,6 +273,41 @@ timeout 30 $PY "$W/client.py" "$PORT_REV" "$W" resume-revoked "$W/server-rev.log
 	grep -q "^conn 3: handshake failed: " "$W/server-rev.log" &&
 	! grep -q "^conn 3: established" "$W/server-rev.log"
 result resume-revoked $? "$W/py-resume-revoked.out"
+# A certificate valid only from 30 s from now: refused by the server without clock skew
+# (its alert says why), accepted by the one with tls.clock_skew_s = 60. One that starts in
+# 2 minutes is refused by both. The certificates are made with Python's cryptography.
+"$PY" - "$W" <<'PYCERT'
+import datetime, sys
+from cryptography import x509
+from cryptography.x509.oid import NameOID, ExtendedKeyUsageOID
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+w = sys.argv[1]
+ca_key = serialization.load_pem_private_key(open(w + "/ca.key", "rb").read(), None)
+ca = x509.load_pem_x509_certificate(open(w + "/ca.pem", "rb").read())
+now = datetime.datetime.now(datetime.timezone.utc)
+for name, start, serial in (("soon", 30, 0x5001), ("later", 120, 0x5002)):
+    key = ec.generate_private_key(ec.SECP256R1())
+    crt = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dev-50%s" % name[0])]))
+           .issuer_name(ca.subject).public_key(key.public_key()).serial_number(serial)
+           .not_valid_before(now + datetime.timedelta(seconds=start)).not_valid_after(now + datetime.timedelta(days=2))
+           .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), True)
+           .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), False)
+           .sign(ca_key, hashes.SHA256()))
+    open(w + "/" + name + ".pem", "wb").write(crt.public_bytes(serialization.Encoding.PEM))
+    open(w + "/" + name + ".key", "wb").write(key.private_bytes(serialization.Encoding.PEM,
+         serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+PYCERT
+skew_try() { # PORT CERT: "ok" when the echo came back, else the client's complaint
+	local tok="skew-$RANDOM"
+	(echo "$tok"; sleep 1) | timeout 10 openssl s_client -tls1_3 -connect "127.0.0.1:$1" -CAfile "$W/ca.pem" \
+		-cert "$W/$2.pem" -key "$W/$2.key" -quiet -no_ign_eof >"$W/skew-$1-$2.out" 2>&1
+	if grep -q "^$tok\$" "$W/skew-$1-$2.out"; then echo ok; else grep -o "alert [a-z ]*" "$W/skew-$1-$2.out" | head -n 1; fi
+}
+a=$(skew_try "$PORT" soon) b=$(skew_try "$PORT_REV" soon) c=$(skew_try "$PORT_REV" later)
+[ "$a" != ok ] && [ -n "$a" ] && [ "$b" = ok ] && [ "$c" != ok ] && [ -n "$c" ]
+result clock-skew $? "$W/skew-$PORT_REV-soon.out"
+echo "    clock skew: valid in 30 s: without skew '$a', with 60 s '$b'; valid in 120 s with 60 s: '$c'"
 grep -q "identity=backend-1 kind=service" "$W/server.log"
 result service-identity $? "$W/server.log"
 

@@ -134,6 +134,8 @@ const struct conf_key conf_schema[] = {
 	{ KEY("tls", "ticket_lifetime_s", "CONF_TLS_TICKET_LIFETIME_S"),
 	  INT(86400, 0, 604800, CONF_U_S),
 	  .doc = "Lifetime of resumption tickets (at most ticket_key_rotate_s); 0 issues none." },
+	{ KEY("tls", "clock_skew_s", "CONF_TLS_CLOCK_SKEW_S"), INT(60, 0, 3600, CONF_U_S),
+	  .doc = "A client certificate whose validity starts at most this many seconds after the broker's clock is accepted (a device's clock, or a virtual machine's, a little ahead); expiry is never extended." },
 	{ KEY("tls", "ticket_key_rotate_s", "CONF_TLS_TICKET_KEY_ROTATE_S"),
 	  INT(86400, 60, 604800, CONF_U_S),
 	  .doc = "Period of the ticket key; the current and the previous key are accepted." },
