@@ -10,7 +10,6 @@
  * are live.
  */
 #include "arch/aarch64/a64.h"
-#include "drivers/virtio.h"
 #include "kernel/log.h"
 #include "kernel/node/devices.h"
 #include "lib/err.h"
@@ -59,18 +58,8 @@ int a64_dev_scan(const struct platform *p, const struct pci_window *mem32, const
 	dev_scan_err = err;
 	dev_scanned = dev_bus.n_devs > 0;
 	/* Record every usable memory BAR of every virtio function (the tables map them). */
-	for (uint32_t i = 0; i < dev_bus.n_devs; i++) {
-		struct pci_dev *d = &dev_pci[i];
-		if ((d->flags & PCI_DEV_BAD) || !virtio_pci_device_type(d))
-			continue;
-		for (uint32_t b = 0; b < PCI_MAX_BARS; b++) {
-			uintptr_t va;
-			if (!(d->bars[b].flags & PCI_BAR_OK) || (d->bars[b].flags & PCI_BAR_IO))
-				continue;
-			if (pci_bar_map(&dev_bus, d, b, &va) != 0)
-				dev_raw("pci: a virtio BAR could not be recorded for mapping\n");
-		}
-	}
+	if (node_devices_map_bars(&dev_bus))
+		dev_raw("pci: virtio BARs could not be recorded for mapping (the device table is full)\n");
 	a64_drv_port_scan_end();
 	return err;
 }

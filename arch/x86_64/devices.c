@@ -8,7 +8,6 @@
  * core are node_port.c's. Owns the PCI device table. Never maps anything after the seal.
  */
 #include "arch/x86_64/x86.h"
-#include "drivers/virtio.h"
 #include "kernel/log.h"
 #include "kernel/node/devices.h"
 #include "lib/err.h"
@@ -50,19 +49,9 @@ void x86_dev_scan(const struct platform *p, const struct x86_mem_range *ram, uin
 	dev_scanned = dev_bus.n_devs > 0;
 	/* Map every usable memory BAR of every virtio function now: after the seal nothing
 	 * new can be mapped, and the drivers reach their registers only through these. */
-	for (uint32_t i = 0; i < dev_bus.n_devs; i++) {
-		struct pci_dev *d = &dev_pci[i];
-		if ((d->flags & PCI_DEV_BAD) || !virtio_pci_device_type(d))
-			continue;
-		for (uint32_t b = 0; b < PCI_MAX_BARS; b++) {
-			uintptr_t va;
-			if (!(d->bars[b].flags & PCI_BAR_OK) || (d->bars[b].flags & PCI_BAR_IO))
-				continue;
-			if (pci_bar_map(&dev_bus, d, b, &va) != 0)
-				LOG_WARN("pci", "%02x:%02x.%u BAR %u could not be mapped", d->bus, d->dev,
-					 d->fn, (unsigned)b);
-		}
-	}
+	uint32_t unmapped = node_devices_map_bars(&dev_bus);
+	if (unmapped)
+		LOG_WARN("pci", "%u virtio BAR(s) could not be mapped", (unsigned)unmapped);
 }
 
 void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)

@@ -398,6 +398,23 @@ static void dev_init_devices(const struct node_devices_config *cfg)
 	}
 }
 
+uint32_t node_devices_map_bars(struct pci_bus *b)
+{
+	uint32_t failed = 0;
+	for (uint32_t i = 0; i < b->n_devs; i++) {
+		struct pci_dev *d = &b->cfg.devs[i];
+		if ((d->flags & PCI_DEV_BAD) || !virtio_pci_device_type(d))
+			continue;
+		for (uint32_t k = 0; k < PCI_MAX_BARS; k++) {
+			uintptr_t va;
+			if ((d->bars[k].flags & PCI_BAR_OK) && !(d->bars[k].flags & PCI_BAR_IO) &&
+			    pci_bar_map(b, d, k, &va) != 0)
+				failed++;
+		}
+	}
+	return failed;
+}
+
 void node_devices_init(const struct node_devices_config *cfg)
 {
 	dev_bus = cfg->bus;

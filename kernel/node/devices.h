@@ -25,6 +25,10 @@ struct node_devices_config {
 	uint32_t n_cores;        /* cores the platform will start, boot core included */
 };
 
+/* Map every usable memory BAR of every virtio function of b through its port (the
+ * platform does it while it may still map: x86_64 before sealing its tables, aarch64
+ * before switching its MMU on). The number that could not be mapped. Boot core. */
+uint32_t node_devices_map_bars(struct pci_bus *b);
 /* Probe and drive every virtio function, self-test TLS, build the node. Failures are
  * logged and counted, never fatal here. cfg borrowed (its pointers linked). */
 void node_devices_init(const struct node_devices_config *cfg);

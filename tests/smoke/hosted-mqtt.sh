@@ -109,16 +109,20 @@ in_ns ip tuntap add dev "$tap" mode tap || { fail setup "tuntap"; exit 1; }
 in_ns ip addr add "$lin_ip/24" dev "$tap"
 in_ns ip link set "$tap" up
 
-ip netns exec "$ns" "$bin" --tap "$tap" --ip "$our_ip/24" --broker --broker-stats-ms 500 --stats-ms 0 \
-	--max-conn $((n_idle + 64)) >"$log" 2>&1 &
-broker_pid=$!
-up=0
-for _ in $(seq 50); do
-	grep -q "^stats broker" "$log" && { up=1; break; }
-	kill -0 "$broker_pid" 2>/dev/null || break
-	sleep 0.2
-done
-[ $up = 1 ] || { fail setup "broker did not start"; tail -n 20 "$log"; exit 1; }
+# broker_start EXTRA-ARGS...: the broker in the namespace, logging to $log (pid in
+# broker_pid); 0 once its first stats line is out (10 s at most).
+broker_start() {
+	ip netns exec "$ns" "$bin" --tap "$tap" --ip "$our_ip/24" --broker --broker-stats-ms 500 --stats-ms 0 \
+		"$@" >"$log" 2>&1 &
+	broker_pid=$!
+	for _ in $(seq 50); do
+		grep -q "^stats broker" "$log" && return 0
+		kill -0 "$broker_pid" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+broker_start --max-conn $((n_idle + 64)) || { fail setup "broker did not start"; tail -n 20 "$log"; exit 1; }
 # Linux learns our MAC once; a ping makes the first handshake not wait for ARP.
 in_ns ping -c 1 -W 2 "$our_ip" >/dev/null 2>&1
 
@@ -218,16 +222,7 @@ fi
 
 # ---- mqtt.client_id_policy = "override": generic clients with ids of their own
 log=$tmp/broker-override.log
-ip netns exec "$ns" "$bin" --tap "$tap" --ip "$our_ip/24" --broker --broker-stats-ms 500 --stats-ms 0 \
-	--client-id-policy override >"$log" 2>&1 &
-broker_pid=$!
-up=0
-for _ in $(seq 50); do
-	grep -q "^stats broker" "$log" && { up=1; break; }
-	kill -0 "$broker_pid" 2>/dev/null || break
-	sleep 0.2
-done
-if [ $up = 0 ]; then
+if ! broker_start --client-id-policy override; then
 	fail id-override "the broker with --client-id-policy override did not start"
 else
 	# mosquitto_sub as dev-1 with a random-looking id with a space; ops commands it.

@@ -206,37 +206,32 @@ def echo(t, sizes):
 def conn(c, session=None):
     s = socket.create_connection(("127.0.0.1", port), timeout=8)
     return c.wrap_socket(s, server_hostname="localhost", session=session)
-if case == "echo":
-    with conn(ctx()) as t:
-        echo(t, [1, 2, 100, 1500, 16383, 16384, 16385, 70000])
-        t.unwrap()  # our close_notify must answer theirs
-elif case == "resume":
+def full_then_resumed():
+    # A full handshake (reading lets the client take the NewSessionTicket), then a
+    # resumption with that ticket, which must be accepted; the context and newest session.
     c = ctx()
     t = conn(c)
-    echo(t, [10])  # reading lets the client take the NewSessionTicket
+    echo(t, [10])
     sess = t.session
     t.unwrap(); t.close()
     t = conn(c, sess)
     echo(t, [10])
     if not t.session_reused:
         raise SystemExit("not resumed")
-    t.unwrap(); t.close()
-elif case == "resume-revoked":
-    # A full handshake, then a resumed one with its ticket (accepted: the ticket is good),
-    # then the server revokes dev's serial; the next resumption with a ticket it issued
-    # must not be accepted: the server falls back to a full handshake and refuses the
-    # certificate with certificate_revoked.
-    c = ctx()
-    t = conn(c)
-    echo(t, [10])
-    sess = t.session
-    t.unwrap(); t.close()
-    t = conn(c, sess)
-    echo(t, [10])
-    if not t.session_reused:
-        raise SystemExit("the second connection did not resume")
     sess = t.session if t.session else sess
     t.unwrap(); t.close()
+    return c, sess
+if case == "echo":
+    with conn(ctx()) as t:
+        echo(t, [1, 2, 100, 1500, 16383, 16384, 16385, 70000])
+        t.unwrap()  # our close_notify must answer theirs
+elif case == "resume":
+    full_then_resumed()
+elif case == "resume-revoked":
+    # Then the server revokes dev's serial; the next resumption with a ticket it issued
+    # must not be accepted: the server falls back to a full handshake and refuses the
+    # certificate with certificate_revoked.
+    c, sess = full_then_resumed()
     for _ in range(50):  # the server revokes once connection 2 is done (5 s at most)
         if "revoked after conn 2" in open(sys.argv[4]).read():
             break
