@@ -72,9 +72,11 @@ void a64_early_fail(const char *msg)
 	a64_psci_off();
 }
 
+/* Every stop powers the machine off (PSCI SYSTEM_OFF): a hypervisor restarts it if told
+ * to. The line carries no address, only the code. */
 static void main_stop(int code)
 {
-	log_rawf("stop: code 0x%x, powering off\n", (unsigned)code);
+	log_rawf("stop code %d: powering off\n", code);
 	a64_psci_off();
 }
 
@@ -507,11 +509,9 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 	node_cores_started(n_started);
 	main_banner(entry_el, &wx, n_started);
 
+#ifndef URMQTT_PROD /* a production image never reads test= */
 	char test[32];
 	if (cmdline_get(main_cmdline, sizeof main_cmdline, "test", test, sizeof test) == 0) {
-#ifdef URMQTT_PROD
-		LOG_WARN("boot", "test=%s ignored: a production image runs no scenario", test);
-#else
 		if (strcmp(test, "smp") == 0) {
 			main_n_started = n_started;
 			main_smp_check_at = a64_now_ns() + 1000000000ull;
@@ -522,14 +522,16 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 				LOG_ERR("boot", "test=%s: no such scenario", test);
 			PANIC("scenario %s did not end the boot", test);
 		}
-#endif
 	}
+#endif
 	LOG_INFO("boot", "aarch64 bring-up done; planned: the Arm crypto extensions, ACPI and an EFI entry, MTE");
+#ifndef URMQTT_PROD /* development knob: the boot tests end their machine with it */
 	char off[4];
 	if (cmdline_get(main_cmdline, sizeof main_cmdline, "poweroff", off, sizeof off) == 0) {
 		LOG_INFO("boot", "poweroff: powering off");
 		a64_psci_off();
 	}
+#endif
 	__asm__ volatile("msr daifclr, #2" : : : "memory");
 	kloop_run(&boot->loop);
 }

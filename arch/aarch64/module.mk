@@ -32,3 +32,14 @@ KERNEL_IMAGES += $(B)/aarch64/urmqtt.img
 TEST_DEPS += $(B)/aarch64/urmqtt.img
 SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh tests/smoke/aarch64-msi.sh tests/smoke/aarch64-mqtt.sh \
 	tests/smoke/aarch64-store.sh
+
+# The production aarch64 image, built in the tree of the x86_64 one (arch/x86_64/module.mk:
+# PROFILE=prod flags are not tracked by the objects, so it has its own tree) and booted by
+# tests/smoke/aarch64-prod.sh.
+.PHONY: aarch64-prod
+aarch64-prod:
+	$(Q)mkdir -p $(B)/prod && ln -sfn $(abspath $(B)/deps) $(B)/prod/deps
+	$(Q)$(MAKE) --no-print-directory BUILD_DIR=$(B)/prod PROFILE=prod CONF_FILE=config/prod.conf \
+		$(B)/prod/aarch64/urmqtt.img
+TEST_DEPS += aarch64-prod
+SMOKE_SCRIPTS += tests/smoke/aarch64-prod.sh

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # aarch64 boot smoke scenarios: boots $1/aarch64/urmqtt.img (arm64 Image, QEMU -kernel) on
 # qemu-system-aarch64 -M virt under TCG, once per scenario: the plain boot on machines that
-# differ in what the kernel must find or handle (GICv2 and GICv3, 1 and 4 cpus started
+# differ in what the kernel must find or handle (GICv2 and GICv3, 1, 4 and 64 cpus started
 # through PSCI with every core's tick counted, entry at EL1 and at EL2, a CPU with
 # PAC/BTI/PAN/RNDR and one without, which must refuse to run without an entropy source),
 # then each deliberate fault
@@ -35,14 +35,15 @@ scenarios=(
 	"boot-gicv3-smp4-el2|virt,gic-version=3,virtualization=on|max|4|512|poweroff|entered at EL2, running at EL1;;4 cpus \\(4 enabled\\);;memory: 512 MiB;;GICv3, 1 PCIe ECAM window\\(s\\), PL011 console, PL031 RTC, PSCI over SMC;;PAN on, BTI on, PAC on;;$banner;;poweroff: powering off"
 	"smp4-gicv2|virt,gic-version=2|max|4|512|test=smp|cpus: 4 started of 4 in the device tree; GICv2, 10 ms tick;;4 per-core instances seeded;;core 3: affinity 0x3, [1-9][0-9]* ticks;;scenario smp: every core ticks in its loop \\(4 cores\\)"
 	"smp4-gicv3-el2|virt,gic-version=3,virtualization=on|max|4|512|test=smp|entered at EL2;;cpus: 4 started of 4 in the device tree; GICv3, 10 ms tick;;guard pages under 8 stacks;;core 3: affinity 0x3, [1-9][0-9]* ticks;;scenario smp: every core ticks in its loop \\(4 cores\\)"
-	"no-entropy-cortex-a57|virt|cortex-a57|2|256|poweroff|PAN off \\(CPU lacks it\\), BTI off \\(CPU lacks it\\), PAC off \\(CPU lacks it\\), stack canary from the counter \\(weak\\);;PANIC: csprng: no entropy source: the CPU offers no RNDRRS;;stop: code 0x36, powering off"
+	"smp64-gicv3|virt,gic-version=3|max|64|2048|test=smp|cpus: 64 started of 64 in the device tree; GICv3, 10 ms tick; MSI: GICv3 ITS;;guard pages under 128 stacks;;core 16: affinity 0x100, [1-9][0-9]* ticks;;scenario smp: every core ticks in its loop \\(64 cores\\)"
+	"no-entropy-cortex-a57|virt|cortex-a57|2|256|poweroff|PAN off \\(CPU lacks it\\), BTI off \\(CPU lacks it\\), PAC off \\(CPU lacks it\\), stack canary from the counter \\(weak\\);;PANIC: csprng: no entropy source: the CPU offers no RNDRRS;;stop code 54: powering off"
 	"write-text|virt|max|1|256|test=write-text|data abort in the kernel, write: permission fault \\(level 3\\) in kernel text;;pc 0x[0-9a-f]+ \\(kernel text\\);;backtrace \\(return addresses\\): 0x;;$caught"
 	"write-rodata|virt|max|1|256|test=write-rodata|write: permission fault \\(level 3\\) in kernel rodata;;$caught"
 	"write-pagetable|virt|max|1|256|test=write-pagetable|write: permission fault \\(level 3\\) in page tables;;$caught"
 	"exec-data|virt|max|1|256|test=exec-data|instruction abort in the kernel: permission fault \\(level 3\\) in kernel data;;$caught"
 	"null-deref|virt|max|1|256|test=null-deref|data abort in the kernel, read: translation fault \\(level [0-3]\\) in the null page;;$caught"
 	"stack-overflow|virt|max|1|256|test=stack-overflow|translation fault \\(level 3\\) in guard page of a loop stack: stack overflow into its guard page;;$caught"
-	"stack-smash|virt|max|1|256|test=stack-smash|PANIC: stack smashing detected;;stop: code 0x33, powering off"
+	"stack-smash|virt|max|1|256|test=stack-smash|PANIC: stack smashing detected;;stop code 51: powering off"
 	"pac-forged-return|virt|max|1|256|test=pac-forged-return|overwriting my saved return address;;(pointer authentication failure|instruction abort in the kernel: .* in no address \\(a pointer corrupted, as by a failed authentication\\));;$caught"
 	"bti-bad-target|virt|max|1|256|test=bti-bad-target|branch target exception \\(BTI\\) in the kernel;;$caught"
 	"wx-audit|virt|max|1|256|test=wx-audit|scenario wx-audit: one data page made executable;;boot: FATAL: mmu: W\\^X audit FAILED before the switch"
