@@ -211,18 +211,23 @@ static void test_in_flight_bound(void **state)
 static void test_hostile_first_bytes(void **state)
 {
 	(void)state;
+	/* alert: the fatal alert the server sends back in plaintext (0: nothing: the client's
+	 * own alert is never answered, and nothing is said while waiting for more). */
 	static const struct {
 		const char *what;
 		uint8_t in[16];
 		size_t len;
 		int rc;
+		uint8_t alert;
 	} v[] = {
-		{ "HTTP instead of TLS", "GET / HTTP/1.1\r\n", 16, -E_PROTO },
-		{ "alert record first", { 21, 3, 3, 0, 2, 2, 40 }, 7, -E_PROTO },
-		{ "oversized ClientHello record", { 22, 3, 1, 0x48, 0x01, 1 }, 6, -E_PROTO },
-		{ "empty handshake record", { 22, 3, 1, 0, 0 }, 5, -E_PROTO },
-		{ "truncated ClientHello", { 22, 3, 1, 0, 100, 1, 0, 0, 96, 3, 3 }, 11, 0 },
-		{ "half a header", { 22, 3 }, 2, 0 },
+		{ "HTTP instead of TLS", "GET / HTTP/1.1\r\n", 16, -E_PROTO, 10 /* unexpected_message */ },
+		{ "alert record first", { 21, 3, 3, 0, 2, 2, 40 }, 7, -E_PROTO, 0 },
+		{ "oversized ClientHello record", { 22, 3, 1, 0x48, 0x01, 1 }, 6, -E_PROTO, 22 /* record_overflow */ },
+		{ "empty handshake record", { 22, 3, 1, 0, 0 }, 5, -E_PROTO, 50 /* decode_error */ },
+		{ "an empty alert record", { 21, 3, 3, 0, 0 }, 5, -E_PROTO, 50 /* decode_error */ },
+		{ "content type zero", { 0, 3, 3, 0, 1, 0 }, 6, -E_PROTO, 10 /* unexpected_message */ },
+		{ "truncated ClientHello", { 22, 3, 1, 0, 100, 1, 0, 0, 96, 3, 3 }, 11, 0, 0 },
+		{ "half a header", { 22, 3 }, 2, 0, 0 },
 	};
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
 		struct tls_hs_config c = cfg_make();
@@ -233,7 +238,16 @@ static void test_hostile_first_bytes(void **state)
 		print_message("case: %s\n", v[i].what);
 		assert_int_equal(tls_hs_env_create(&c, &env), 0);
 		assert_int_equal(tls_hs_start(env, t_send, NULL, &hs), 0);
+		sent_len = 0;
 		assert_int_equal(tls_hs_input(hs, v[i].in, v[i].len, &used), v[i].rc);
+		if (v[i].alert) {
+			assert_int_equal(sent_len, 7); /* one plaintext fatal alert record */
+			assert_int_equal(sent[0], 21);
+			assert_int_equal(sent[5], 2);
+			assert_int_equal(sent[6], v[i].alert);
+		} else {
+			assert_int_equal(sent_len, 0);
+		}
 		if (v[i].rc == 0)
 			assert_int_equal(used, v[i].len); /* nothing left behind while waiting */
 		else
