@@ -140,6 +140,8 @@ void dp_hs_config_from_conf(struct tls_hs_config *hc)
 	dp_hs_id_config(&hc->id);
 	hc->ticket_lifetime_s = CONF_TLS_TICKET_LIFETIME_S;
 	hc->clock_skew_s = CONF_TLS_CLOCK_SKEW_S;
+	hc->max_client_hello_bytes = CONF_TLS_MAX_CLIENT_HELLO_BYTES;
+	hc->max_client_chain_bytes = CONF_TLS_MAX_CLIENT_CHAIN_BYTES;
 	hc->n_tickets = 1;
 	hc->rsa = CONF_TLS_RSA_ALLOWED != 0;
 }

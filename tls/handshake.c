@@ -271,6 +271,13 @@ static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flag
 	}
 	if (depth != 0)
 		return 0;
+	/* The client's whole chain (the leaf heads the list mbedTLS parsed from its Certificate
+	 * message): at most tls.max_client_chain_bytes of certificates. */
+	size_t chain = 0;
+	for (const mbedtls_x509_crt *c = crt; c && c->raw.len; c = c->next)
+		chain += c->raw.len;
+	if (chain > env->cfg.max_client_chain_bytes)
+		*flags |= MBEDTLS_X509_BADCERT_OTHER;
 	/* The leaf: revocation, then a usable identity, decided during the handshake so the
 	 * client gets the alert (certificate_revoked / bad_certificate) from mbedTLS. */
 	if (env->cfg.revoke.is_revoked &&
@@ -448,6 +455,10 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 	if (!env)
 		return -E_NOMEM;
 	env->cfg = *cfg;
+	if (!env->cfg.max_client_hello_bytes || env->cfg.max_client_hello_bytes > TLS_HS_MAX_MESSAGE)
+		env->cfg.max_client_hello_bytes = TLS_HS_MAX_MESSAGE;
+	if (!env->cfg.max_client_chain_bytes || env->cfg.max_client_chain_bytes > TLS_HS_MAX_MESSAGE)
+		env->cfg.max_client_chain_bytes = TLS_HS_MAX_MESSAGE;
 	uint32_t core = hook_core();
 	hook_stats[core] = &env->stats;
 	env->stats = hook_stats_none[core]; /* the env's own allocation counts too */
@@ -744,7 +755,7 @@ static uint8_t alert_for(int err)
  * record of at most 2^14 bytes (RFC 8446 5.1). mbedTLS reports an oversized one, a record
  * of type zero and an empty alert with errors that name none of them; the alert is decided
  * here. 0, or the alert. */
-static uint8_t first_record_alert(const uint8_t *h)
+static uint8_t first_record_alert(const struct tls_hs_env *env, const uint8_t *h, size_t len)
 {
 	uint16_t rlen = ld_be16(h + 3);
 	if (rlen > TLS_REC_MAX_PLAINTEXT)
@@ -753,6 +764,12 @@ static uint8_t first_record_alert(const uint8_t *h)
 		return 10; /* unexpected_message: ClientHello first (or an alert) */
 	if (h[0] == 21 && rlen != 2)
 		return 50; /* decode_error: an alert is two bytes */
+	/* The ClientHello's own length (in its first record even when it spans several):
+	 * over tls.max_client_hello_bytes is illegal_parameter, as OpenSSL answers an excessive
+	 * message. */
+	if (h[0] == 22 && len >= TLS_REC_HDR_LEN + 4u && h[5] == 1u &&
+	    ((uint32_t)h[6] << 16 | (uint32_t)h[7] << 8 | h[8]) + 4u > env->cfg.max_client_hello_bytes)
+		return 47;
 	return 0;
 }
 
@@ -811,7 +828,7 @@ int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len, size_t *cons
 		return 1;
 	if (!hs->first_checked && len >= TLS_REC_HDR_LEN) {
 		hs->first_checked = true;
-		uint8_t alert = first_record_alert(buf);
+		uint8_t alert = first_record_alert(hs->env, buf, len);
 		if (!alert)
 			alert = hello_alert(buf, len);
 		if (alert) {

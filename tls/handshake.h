@@ -37,6 +37,8 @@ struct tls_hs_ops {
 };
 
 #define TLS_HS_MAX_CORES 64u
+/* The largest handshake message mbedTLS takes in (MBEDTLS_SSL_IN_CONTENT_LEN). */
+#define TLS_HS_MAX_MESSAGE 16384u
 
 struct tls_hs_config {
 	uint16_t max_in_flight; /* handshakes at once; more are refused with -E_NOMEM */
@@ -53,6 +55,10 @@ struct tls_hs_config {
 	/* A peer certificate whose validity starts at most this many seconds in the future is
 	 * accepted (clocks a little apart); expiry is checked against the clock as it is. */
 	uint32_t clock_skew_s;
+	/* The largest ClientHello (handshake message, header included) and client chain (the
+	 * DER bytes of its certificates, added up) accepted; larger ones are refused with
+	 * illegal_parameter / access_denied. 0 or over TLS_HS_MAX_MESSAGE: TLS_HS_MAX_MESSAGE. */
+	uint32_t max_client_hello_bytes, max_client_chain_bytes;
 	uint8_t n_tickets;           /* tickets sent after a full handshake */
 	/* RSA allowed (configuration tls.rsa_allowed): RSA credentials and peer chains of
 	 * 2048-4096-bit keys, rsa_pss_rsae_sha256 offered besides ecdsa_secp256r1_sha256.

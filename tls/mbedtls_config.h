@@ -94,7 +94,7 @@
 #define MBEDTLS_SSL_TLS1_3_COMPATIBILITY_MODE /* OpenSSL and Python clients send middlebox CCS */
 #define MBEDTLS_SSL_KEEP_PEER_CERTIFICATE /* required by TLS 1.3; identity is read from it */
 #define MBEDTLS_SSL_SESSION_TICKETS      /* stateless resumption (tickets sealed by tls/handshake.c) */
-#define MBEDTLS_SSL_IN_CONTENT_LEN 4096  /* ClientHello + client chain, not 16 KiB */
+#define MBEDTLS_SSL_IN_CONTENT_LEN 16384 /* the largest ClientHello or client chain message RFC 8446 allows in one record, and what tls.max_client_hello_bytes / max_client_chain_bytes may allow */
 #define MBEDTLS_SSL_OUT_CONTENT_LEN 4096 /* server flight (one certificate), not 16 KiB */
 #define MBEDTLS_SSL_CIPHERSUITES MBEDTLS_TLS1_3_AES_128_GCM_SHA256, MBEDTLS_TLS1_3_CHACHA20_POLY1305_SHA256 /* the two suites */
 

@@ -58,6 +58,19 @@ mk_leaf rsasrv rsaca /CN=localhost 0x4001 "$SRV_EXT" 2 2048
 mk_leaf rsadev rsaca /CN=dev-rsa-1 0x4002 "$CLI_EXT" 2 2048
 mk_leaf rsaweak rsaca /CN=dev-rsa-2 0x4003 "$CLI_EXT" 2 1024
 mk_leaf rsaunder ca /CN=dev-rsa-3 0x4004 "$CLI_EXT" 2 2048
+# A long chain: an RSA-4096 leaf under three RSA-4096 intermediates of the RSA CA, all sent
+# by the client (over the 4 KiB that mbedTLS's input buffer held before); its DER size
+# sets the chain limit of two servers, at it and one byte below.
+INT_EXT='basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n'
+mk_leaf rsaint1 rsaca /CN=rsa-int-1 0x4101 "$INT_EXT" 2 4096
+mk_leaf rsaint2 rsaint1 /CN=rsa-int-2 0x4102 "$INT_EXT" 2 4096
+mk_leaf rsaint3 rsaint2 /CN=rsa-int-3 0x4104 "$INT_EXT" 2 4096
+mk_leaf rsalong rsaint3 /CN=dev-rsa-4096 0x4103 "$CLI_EXT" 2 4096
+cat "$W/rsaint3.pem" "$W/rsaint2.pem" "$W/rsaint1.pem" >"$W/rsalong-chain.pem"
+CHAIN_BYTES=0
+for c in rsalong rsaint3 rsaint2 rsaint1; do
+	CHAIN_BYTES=$((CHAIN_BYTES + $(openssl x509 -in "$W/$c.pem" -outform DER 2>/dev/null | wc -c)))
+done
 if [ ! -s "$W/dev.pem" ] || [ ! -s "$W/svc.pem" ] || [ ! -s "$W/rsadev.pem" ] ||
 	[ ! -s "$W/rsaweak.pem" ] || [ ! -s "$W/rsaunder.pem" ]; then
 	echo "FAIL tls/certs (openssl could not make the test certificates)"
@@ -75,18 +88,24 @@ PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(
 SRV=$!
 PORT_RSA=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$TOOL" --port "$PORT_RSA" --ca "$W/rsaca.pem" --cert "$W/rsasrv.pem" --key "$W/rsasrv.key" --rsa \
-	--timeout-ms 1500 >"$W/server-rsa.log" 2>&1 &
+	--max-chain "$CHAIN_BYTES" --timeout-ms 1500 >"$W/server-rsa.log" 2>&1 &
 SRV_RSA=$!
+# The same RSA server with a chain limit one byte below the long chain.
+PORT_RSA2=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$TOOL" --port "$PORT_RSA2" --ca "$W/rsaca.pem" --cert "$W/rsasrv.pem" --key "$W/rsasrv.key" --rsa \
+	--max-chain $((CHAIN_BYTES - 1)) --timeout-ms 1500 >"$W/server-rsa2.log" 2>&1 &
+SRV_RSA2=$!
 # The revocation-on-resume server: dev (serial 2001) is revoked once its second connection
 # is done, while the client still holds a ticket from its first. It also allows 60 s of
 # clock skew (tls.clock_skew_s) for the clock-skew cases.
 PORT_REV=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$TOOL" --port "$PORT_REV" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" \
-	--revoke-after 2 2001 --clock-skew-s 60 --timeout-ms 1500 >"$W/server-rev.log" 2>&1 &
+	--revoke-after 2 2001 --clock-skew-s 60 --max-hello 8192 --timeout-ms 1500 >"$W/server-rev.log" 2>&1 &
 SRV_REV=$!
-trap 'kill $SRV $SRV_RSA $SRV_REV 2>/dev/null; wait $SRV $SRV_RSA $SRV_REV 2>/dev/null' EXIT
+trap 'kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV 2>/dev/null; wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV 2>/dev/null' EXIT
 for _ in $(seq 50); do
 	grep -q listening "$W/server.log" 2>/dev/null && grep -q listening "$W/server-rsa.log" 2>/dev/null &&
+		grep -q listening "$W/server-rsa2.log" 2>/dev/null &&
 		grep -q listening "$W/server-rev.log" 2>/dev/null && break
 	sleep 0.1
 done
@@ -369,6 +388,34 @@ for case in x25519-zero:47 x25519-short:47 p256-off-curve:47 p256-infinity:47 no
 	result "$name" $? "$W/$name.out"
 done
 
+# Real-world sizes. ClientHellos of exactly the limit are served (16,384 bytes by default,
+# in two records; 8,192 on the server given --max-hello 8192) and one byte more is refused
+# with illegal_parameter. The long RSA-4096 chain (leaf + 3 intermediates, over the 4 KiB
+# mbedTLS took before) is accepted at a limit of its exact size and refused with
+# access_denied (a policy limit) one byte below it.
+for case in "$PORT:16384:serverhello" "$PORT:16385:alert 47" "$PORT_REV:8192:serverhello" "$PORT_REV:8193:alert 47"; do
+	IFS=: read -r p n want <<<"$case"
+	name=hello-$n-on-$([ "$p" = "$PORT" ] && echo default || echo 8k)
+	got=$(HELLO_BYTES=$n timeout 10 $PY "$(dirname "$0")/lib/tls-flights.py" 127.0.0.1 "$p" big-hello 2>&1 | tail -n 1)
+	[ "$got" = "$want" ]
+	result "$name" $? /dev/null
+	[ "$got" = "$want" ] || echo "    $name: got '$got', want '$want'"
+done
+long_chain() { # PORT NAME: the echo back, or the client's alert
+	local tok="chain-$RANDOM"
+	(echo "$tok"; sleep 1) | timeout 10 openssl s_client -tls1_3 -connect "127.0.0.1:$1" -CAfile "$W/rsaca.pem" \
+		-cert "$W/rsalong.pem" -key "$W/rsalong.key" -cert_chain "$W/rsalong-chain.pem" -quiet -no_ign_eof \
+		>"$W/$2.out" 2>&1
+	if grep -q "^$tok\$" "$W/$2.out"; then echo ok; else grep -o "alert [a-z ]*" "$W/$2.out" | head -n 1; fi
+}
+r=$(long_chain "$PORT_RSA" chain-at-limit)
+[ "$r" = ok ]
+result chain-at-limit $? "$W/chain-at-limit.out"
+r2=$(long_chain "$PORT_RSA2" chain-over-limit)
+[ "$r2" = "alert access denied" ]
+result chain-over-limit $? "$W/chain-over-limit.out"
+echo "    chain: RSA-4096 leaf + 3 intermediates, $CHAIN_BYTES bytes of DER: at the limit '$r', one byte over '$r2'"
+
 # Garbage instead of a ClientHello: the server refuses that connection (its own "handshake
 # failed" line), closes it before the client's 4 s timeout, and keeps serving.
 name=garbage
@@ -418,9 +465,9 @@ base=$(grep -o 'live=[0-9]*' "$W/server-rsa.log" | head -1)
 	! grep 'in_flight=' "$W/server-rsa.log" | grep -qv 'in_flight=0$'
 result $name $? "$W/server-rsa.log"
 
-kill $SRV $SRV_RSA $SRV_REV 2>/dev/null
-wait $SRV $SRV_RSA $SRV_REV 2>/dev/null
-if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log" "$W/server-rsa.log" "$W/server-rev.log"; then
+kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV 2>/dev/null
+wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV 2>/dev/null
+if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log" "$W/server-rsa.log" "$W/server-rsa2.log" "$W/server-rev.log"; then
 	result sanitizers 1 "$W/server.log"
 else
 	result sanitizers 0

@@ -13,7 +13,7 @@
  * usage: tls-echo --port N --ca ca.pem --cert srv.pem --key srv.key
  *                 [--id cn|uri] [--service-prefix P] [--revoked HEXSERIAL]...
  *                 [--max-plaintext N] [--tickets N] [--max-conns N] [--timeout-ms N] [--rsa]
- *                 [--revoke-after N HEXSERIAL] [--clock-skew-s N]
+ *                 [--revoke-after N HEXSERIAL] [--clock-skew-s N] [--max-hello N] [--max-chain N]
  * --rsa allows RSA certificates (the broker's tls.rsa_allowed, CONF_TLS_RSA_ALLOWED).
  * --revoke-after revokes a serial once connection N is done (a revocation arriving while
  * a device holds a resumption ticket: the tests resume with it and must be refused).
@@ -275,6 +275,10 @@ int main(int argc, char **argv)
 			cfg.id.service_uri_prefix = v;
 		else if (!strcmp(a, "--max-plaintext"))
 			rcfg.max_plaintext = (uint16_t)atoi(v);
+		else if (!strcmp(a, "--max-hello"))
+			cfg.max_client_hello_bytes = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--max-chain"))
+			cfg.max_client_chain_bytes = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--clock-skew-s"))
 			cfg.clock_skew_s = (uint32_t)atoi(v);
 		else if (!strcmp(a, "--tickets"))
@@ -364,6 +368,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: tls-echo --port N --ca F --cert F --key F [--id cn|uri] "
 			"[--service-prefix P] [--revoked HEX]... [--max-plaintext N] [--tickets N] "
-			"[--max-conns N] [--timeout-ms N] [--rsa] [--revoke-after N HEX] [--clock-skew-s N]\n");
+			"[--max-conns N] [--timeout-ms N] [--rsa] [--revoke-after N HEX] [--clock-skew-s N] [--max-hello N] [--max-chain N]\n");
 	return 2;
 }

@@ -28,6 +28,19 @@ def client_hello(groups, shares, extra=b""):
     hs = b"\x01" + struct.pack(">I", len(body))[1:] + body
     return record(22, hs)
 
+def padded_hello(total):
+    # A good ClientHello whose handshake message (header included) is `total` bytes, made
+    # up with the padding extension (RFC 7685), sent in records of at most 2^14 bytes.
+    base = client_hello([X25519], [(X25519, x25519_key())])[5:]
+    pad = total - len(base) - 4
+    if pad < 0:
+        raise SystemExit("padded_hello: %d is below the smallest ClientHello" % total)
+    msg = client_hello([X25519], [(X25519, x25519_key())], ext(0x0015, bytes(pad)))[5:]
+    out = b""
+    for i in range(0, len(msg), 16384):
+        out += record(22, msg[i:i + 16384])
+    return out
+
 def record(ctype, payload, length=None):
     return struct.pack(">BHH", ctype, 0x0303, len(payload) if length is None else length) + payload
 
@@ -54,6 +67,8 @@ CASES = {
     "garbage-handshake": lambda: record(22, b"\x63\x00\x00\xc4" + os.urandom(196)),  # type 99
     "content-type-zero": lambda: record(0, os.urandom(40)),
     "empty-alert": lambda: record(21, b""),
+    # ClientHellos of a given size (HELLO_BYTES: the handshake message, header included)
+    "big-hello": lambda: padded_hello(int(os.environ.get("HELLO_BYTES", "16384"))),
     # a well-formed ClientHello (the control: a ServerHello comes back)
     "good": lambda: client_hello([X25519], [(X25519, x25519_key())]),
 }
