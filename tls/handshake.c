@@ -273,8 +273,8 @@ static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flag
 		return 0;
 	/* The client's whole chain (the leaf heads the list mbedTLS parsed from its Certificate
 	 * message): at most tls.max_client_chain_bytes of certificates. */
-	size_t chain = 0;
-	for (const mbedtls_x509_crt *c = crt; c && c->raw.len; c = c->next)
+	size_t chain = crt->raw.len;
+	for (const mbedtls_x509_crt *c = crt->next; c && c->raw.len; c = c->next)
 		chain += c->raw.len;
 	if (chain > env->cfg.max_client_chain_bytes)
 		*flags |= MBEDTLS_X509_BADCERT_OTHER;
