@@ -826,11 +826,16 @@ int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len, size_t *cons
 		return -E_CLOSED;
 	if (hs->done)
 		return 1;
-	if (!hs->first_checked && len >= TLS_REC_HDR_LEN) {
+	/* Only the connection's first bytes start at a record boundary: a first call with less
+	 * than a header leaves the whole first record to mbedTLS. */
+	if (!hs->first_checked && len > 0) {
 		hs->first_checked = true;
-		uint8_t alert = first_record_alert(hs->env, buf, len);
-		if (!alert)
-			alert = hello_alert(buf, len);
+		uint8_t alert = 0;
+		if (len >= TLS_REC_HDR_LEN) {
+			alert = first_record_alert(hs->env, buf, len);
+			if (!alert)
+				alert = hello_alert(buf, len);
+		}
 		if (alert) {
 			send_refusal_alert(hs, alert);
 			hs->failed = true;
