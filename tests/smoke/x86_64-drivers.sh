@@ -86,6 +86,20 @@ missing() {
 	return 1
 }
 
+# missing_within LOG PATTERNS PID SECONDS: as missing, but waits (bounded) for the console
+# to catch up first: 1 (nothing missing) as soon as every pattern is there, else the first
+# one still missing after SECONDS or once the process died.
+missing_within() {
+	local i m
+	for ((i = 0; i < $4 * 10; i++)); do
+		m=$(missing "$1" "$2") || return 1
+		kill -0 "$3" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "$m"
+	return 0
+}
+
 # Wait until the log matches a pattern or the process died or seconds passed.
 wait_log() {
 	local log=$1 pat=$2 pid=$3 secs=$4 i
@@ -378,7 +392,7 @@ net_tap_run() {
 	fi
 	if [ -z "$up" ]; then
 		fail "$name" "no static address" "$log"
-	elif [ -n "$bpat" ] && m=$(missing "$log" "$bpat"); then
+	elif [ -n "$bpat" ] && m=$(missing_within "$log" "$bpat" "$qpid" 10); then
 		fail "$name" "missing /$m/" "$log"
 	elif ! ip netns exec "$ns" timeout 20 python3 "$pinger" 10.78.0.2 3 >>"$log.host" 2>&1; then
 		fail "$name" "no ping replies" "$log"
