@@ -70,7 +70,6 @@ static struct {
 	/* ITS */
 	uint8_t *cmdq;
 	uint32_t cmd_wr;            /* byte offset of the next command */
-	uint32_t itt_bytes;
 	bool pta;                   /* collections name redistributors by address */
 	uint8_t *prop;              /* the LPI configuration table (shared) */
 	uint8_t *pend[PLAT_MAX_CPUS];
@@ -152,14 +151,14 @@ static uint64_t its_rdbase(uint32_t core)
 static int msi_its_init(uint64_t its, uint32_t n_cores)
 {
 	uint64_t typer = a64_mmio_r64(its + GITS_TYPER);
-	uint32_t itt_esz = (uint32_t)((typer >> 4) & 0xfu) + 1u;
 	uint32_t dev_bits = (uint32_t)((typer >> 13) & 0x1fu) + 1u;
 	uint32_t event_bits = (uint32_t)((typer >> 8) & 0x1fu) + 1u;
 	if (!(typer & 1u) || event_bits < ITS_EVENT_BITS || dev_bits < 16u)
 		return -E_NOSYS; /* physical LPIs, 32 events, 16-bit requester IDs */
 	msi.frame = its;
 	msi.pta = (typer >> 19) & 1u;
-	msi.itt_bytes = itt_esz << ITS_EVENT_BITS;
+	/* A device's translation table is one page: entries of at most 16 bytes (GITS_TYPER's
+	 * ITT_entry_size field is 4 bits) for 2^ITS_EVENT_BITS events fit in 512. */
 	uint64_t pa = 0;
 	/* The tables the ITS asks for: a flat device table and a collection table. */
 	for (uint32_t n = 0; n < 8; n++) {
