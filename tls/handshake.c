@@ -713,22 +713,44 @@ static void reseal_alert(struct tls_hs *hs, int ret)
 
 /* The alert RFC 8446 section 6 names for a refusal mbedTLS reported without sending one
  * (ALERT_NONE: nothing to send: the peer's own alert, or its close). One table: every
- * handshake refusal ends with its alert. */
+ * handshake refusal ends with its alert. mbedTLS gives one error to refusals RFC 8446
+ * tells apart, so three rows also read the record it failed on (borrowed): its header
+ * (in_hdr: outer type, length) and, once opened, its content type and length (in_msgtype,
+ * in_msglen: still the record before's when opening failed). */
 #define ALERT_NONE 0xffu
-static uint8_t alert_for(int err)
+static uint8_t alert_for(const mbedtls_ssl_context *ssl, int err)
 {
+	const uint8_t *hdr = ssl->MBEDTLS_PRIVATE(in_hdr);
+	uint8_t outer = hdr ? hdr[0] : 0u;
+	uint16_t len = hdr ? ld_be16(hdr + 3) : 1u;
+	/* 5.1, 5.2: 2^14 bytes of plaintext, 2^14 + 256 of ciphertext */
+	bool overflow = len > TLS_REC_MAX_PLAINTEXT + (outer == 23u ? 256u : 0u);
+
 	switch (err) {
-	case MBEDTLS_ERR_SSL_BAD_INPUT_DATA: /* a key share PSA would not import */
+	case MBEDTLS_ERR_SSL_BAD_INPUT_DATA: /* a key share PSA would not import, or a record
+					      * longer than mbedTLS's input buffer */
+		return overflow ? 22 /* record_overflow */ : 47;
 	case MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER:
 		return 47; /* illegal_parameter */
 	case MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE:
 	case MBEDTLS_ERR_SSL_NO_APPLICATION_PROTOCOL:
 		return 40; /* handshake_failure */
 	case MBEDTLS_ERR_SSL_DECODE_ERROR:
-	case MBEDTLS_ERR_SSL_INVALID_RECORD:
 		return 50; /* decode_error */
+	case MBEDTLS_ERR_SSL_INVALID_RECORD:
+		if (overflow)
+			return 22; /* record_overflow */
+		/* decode_error: an empty record, an alert record not of one two-byte alert (5.1, 6) */
+		if (len == 0u || outer == 21u ||
+		    (ssl->MBEDTLS_PRIVATE(in_msgtype) == 21 && ssl->MBEDTLS_PRIVATE(in_msglen) != 2u))
+			return 50;
+		/* unexpected_message: a record type unknown or out of place, a ChangeCipherSpec
+		 * other than 0x01 (5), a protected record with no non-zero content type (5.4) */
+		return 10;
 	case MBEDTLS_ERR_SSL_INVALID_MAC:
-		return 20; /* bad_record_mac */
+		/* A plaintext handshake record after the key change is a record type out of place
+		 * (5): unexpected_message; a protected one that does not open: bad_record_mac */
+		return outer == 22u ? 10 : 20;
 	case MBEDTLS_ERR_SSL_UNEXPECTED_MESSAGE:
 	case MBEDTLS_ERR_SSL_UNEXPECTED_RECORD:
 		return 10; /* unexpected_message */
@@ -857,8 +879,8 @@ int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len, size_t *cons
 	hs->in_len = hs->in_pos = 0;
 	/* A refusal in this call that sent nothing: its alert (RFC 8446 6.2). */
 	if (ret != 0 && ret != MBEDTLS_ERR_SSL_WANT_READ && hs->n_sends == sends_before && !hs->send_failed &&
-	    alert_for(ret) != ALERT_NONE)
-		send_refusal_alert(hs, alert_for(ret));
+	    alert_for(&hs->ssl, ret) != ALERT_NONE)
+		send_refusal_alert(hs, alert_for(&hs->ssl, ret));
 	if (hs->held_len)
 		reseal_alert(hs, ret);
 	if (ret == 0) {

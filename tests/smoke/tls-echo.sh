@@ -388,6 +388,38 @@ for case in x25519-zero:47 x25519-short:47 p256-off-curve:47 p256-infinity:47 no
 	result "$name" $? "$W/$name.out"
 done
 
+# Hand-built second flights (tls-flights.py second-*): the client completes the key schedule
+# (RFC 8446 7.1), verifies the server's Finished, then sends a second flight no client may
+# send. The answer must be the alert RFC 8446 names, sealed under the server's application
+# traffic key (the key a client reads with after the server's Finished, 7.2): a plaintext
+# alert, one under the handshake key, a close or a timeout all fail. The controls, on each
+# suite (@1303: only ChaCha20-Poly1305 offered), complete the handshake with the dev
+# certificate and get their data echoed, so each refusal differs from a good flight only
+# where its name says.
+for case in good:echo good@1303:echo bad-ccs:10 finished-plaintext:10 finished-bad-tag:20 \
+	finished-bad-tag@1303:20 finished-wrong-mac:51 inner-type-zero:10 empty-alert:50 \
+	empty-alert-plaintext:50 garbage-handshake:10 garbage-certificate:50 record-type-zero:10 \
+	record-overflow:22; do
+	c=${case%%:*} want=${case##*:} suite=
+	[ "$c" != "${c%@*}" ] && suite=${c##*@} c=${c%@*}
+	name=flight2-$c${suite:+-$suite}
+	idle_server
+	SUITE=$suite CLIENT_CERT=$W/dev.pem CLIENT_KEY=$W/dev.key timeout 10 \
+		$PY "$(dirname "$0")/lib/tls-flights.py" 127.0.0.1 "$PORT" "second-$c" >"$W/$name.out" 2>&1
+	got=$(tail -n 1 "$W/$name.out")
+	n=$(conn_no "$W/$name.out")
+	if [ -n "$suite" ] && ! grep -q "^suite 0x$suite\$" "$W/$name.out"; then
+		false
+	elif [ "$want" = echo ]; then
+		[ "$got" = echo ] && [ -n "$n" ] && conn_lines "$n" >"$W/$name.conn" &&
+			grep -q "^conn $n: established identity=dev-42 " "$W/$name.conn"
+	else
+		[ "$got" = "alert $want" ] && [ -n "$n" ] && conn_lines "$n" >"$W/$name.conn" &&
+			grep -q "^conn $n: handshake failed: " "$W/$name.conn"
+	fi
+	result "$name" $? "$W/$name.out"
+done
+
 # Real-world sizes. ClientHellos of exactly the limit are served (16,384 bytes by default,
 # in two records; 8,192 on the server given --max-hello 8192) and one byte more is refused
 # with illegal_parameter. The long RSA-4096 chain (leaf + 3 intermediates, over the 4 KiB

@@ -325,6 +325,55 @@ static void test_first_bytes_split(void **state)
 	}
 }
 
+/* The alert table's rows that read the record mbedTLS failed on (tls/handshake.c
+ * alert_for), before any key: a good ClientHello's first 40 bytes in a record of their own,
+ * so mbedTLS waits for the rest, then a record that is no rest of it. The rows after the
+ * key change (a plaintext Finished, a bad ChangeCipherSpec, a protected record with no
+ * content type) need a TLS client: tests/smoke/tls-echo.sh's second-* flights. */
+static uint8_t second_in[5 + 40 + 5 + 0x4101];
+
+static void test_second_record(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what;
+		uint8_t hdr[5];
+		uint8_t alert;
+	} v[] = {
+		{ "content type zero", { 0, 3, 3, 0, 8 }, 10 /* unexpected_message (was decode_error) */ },
+		{ "an empty handshake record", { 22, 3, 3, 0, 0 }, 50 /* decode_error */ },
+		{ "an empty alert record", { 21, 3, 3, 0, 0 }, 50 /* decode_error */ },
+		{ "an alert inside a handshake message", { 21, 3, 3, 0, 2 }, 10 /* unexpected_message (5.1) */ },
+		{ "plaintext over 2^14", { 22, 3, 3, 0x40, 0x01 }, 22 /* record_overflow */ },
+		{ "ciphertext over 2^14 + 256", { 23, 3, 3, 0x41, 0x01 }, 22 /* record_overflow */ },
+	};
+	memset(second_in, 0, sizeof second_in);
+	memcpy(second_in, (const uint8_t[]){ 22, 3, 3, 0, 40 }, 5);
+	memcpy(second_in + 5, good_hello + 5, 40);
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		struct tls_hs_config c = cfg_make();
+		struct tls_hs_env *env;
+		struct tls_hs *hs;
+		size_t used, len = 5 + 40 + 5 + (size_t)(v[i].hdr[3] << 8 | v[i].hdr[4]);
+		print_message("case: %s\n", v[i].what);
+		assert_true(len <= sizeof second_in);
+		memcpy(second_in + 45, v[i].hdr, 5);
+		assert_int_equal(tls_hs_env_create(&c, &env), 0);
+		assert_int_equal(tls_hs_start(env, t_send, NULL, &hs), 0);
+		sent_len = 0;
+		assert_int_equal(tls_hs_input(hs, second_in, 45, &used), 0);
+		assert_int_equal(used, 45);
+		assert_int_equal(sent_len, 0);
+		assert_int_equal(tls_hs_input(hs, second_in + 45, len - 45, &used), -E_PROTO);
+		assert_int_equal(sent_len, 7); /* one plaintext fatal alert record */
+		assert_int_equal(sent[0], 21);
+		assert_int_equal(sent[5], 2);
+		assert_int_equal(sent[6], v[i].alert);
+		tls_hs_abort(hs);
+		tls_hs_env_destroy(env);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +384,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_first_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmtime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first_bytes_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_second_record, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
