@@ -237,6 +237,8 @@ help:
 	@echo "  make deps       fetch pinned mbedTLS/SQLite sources (URMQTT_DEPS_DIR=dir: offline)"
 	@echo "  make fuzz       long libFuzzer runs (FUZZ_SECONDS per target, default 300)"
 	@echo "  make bench      side-by-side benchmarks (not a test)"
+	@echo "  make bench-report  build/bench/report.html from the last results (BENCH_SVG_DIR=docs/bench: the charts as SVG too)"
+	@echo "  make bench-record  append the last results to docs/bench/history.csv (COMMIT=, NOTE=)"
 	@echo "  make test-mutants  break chosen behaviours one at a time: the suite must fail for each"
 	@echo "  make certs      development CA, server, dev-1..N, ops and revoked-1 certificates (build/dev/certs)"
 	@echo "  make lint       cppcheck + clang-tidy on our code"

@@ -74,3 +74,24 @@ bench: setup
 		echo "bench: the Linux+Mosquitto guest did not build; the virtual machines' table has no Linux column";; \
 	esac
 	$(Q)$(ACCEL_DECIDE) tools/bench/run.sh $(BENCH_TREE) $(BENCH_OUT) $(B)/x86_64/urmqtt.elf
+
+# The report and the history (no measuring; seconds):
+#   make bench-report  $(BENCH_OUT)/report.html from the last results.json and docs/bench/history.csv
+#                      (tools/bench/report_html.py: inline SVG, no script, no network);
+#                      BENCH_SVG_DIR=docs/bench also writes each chart as an .svg there
+#   make bench-record  appends the last results.json's figures to docs/bench/history.csv
+#                      (tools/bench/history.py); COMMIT=... when the run measured another commit
+#                      than results.json names (or, for old results, than HEAD), NOTE=... a remark
+# The last step of make bench (tools/bench/run.sh) names every figure that moved beyond its
+# noise band since the last record on a machine of the same signature.
+BENCH_HISTORY = docs/bench/history.csv
+.PHONY: bench-report bench-record
+bench-report:
+	$(Q)python3 tools/bench/report_html.py --results $(BENCH_OUT)/results.json --history $(BENCH_HISTORY) \
+		--out $(BENCH_OUT)/report.html $(if $(BENCH_SVG_DIR),--svg-dir $(BENCH_SVG_DIR))
+bench-record:
+	$(Q)python3 tools/bench/history.py record --results $(BENCH_OUT)/results.json --history $(BENCH_HISTORY) \
+		$(if $(COMMIT),--commit '$(COMMIT)') $(if $(NOTE),--note '$(NOTE)')
+
+# The report in a real browser, from tests/fixtures/bench/ (make test).
+SMOKE_SCRIPTS += tests/smoke/bench-report.sh

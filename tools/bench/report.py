@@ -6,6 +6,9 @@
 # virtual machines' table (the urMQTT image vs Mosquitto in a Linux guest, same QEMU
 # settings; group vm of run.sh), writes OUT/results.json and, with gnuplot,
 # OUT/bench-*.png. Reads and reports only; it never judges a figure as pass or fail.
+# Each median keeps the per-run values it was taken from ("runs" of a figure in results.json:
+# the noise band of tools/bench/history.py and report_html.py), and results.json names the
+# commit, date and machine (CPU model, cores, accelerator) the figures belong to.
 import argparse
 import json
 import os
@@ -14,9 +17,12 @@ import statistics
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True
+from benchlib import this_cpu_model  # noqa: E402  (the machine signature of docs/bench/history.csv)
+
 ap = argparse.ArgumentParser()
 for a in ("raw", "out", "speed", "kvm", "cores", "runs", "seconds", "elapsed", "idle", "rate",
-          "k", "pubs", "plot"):
+          "k", "pubs", "plot", "commit", "date", "only"):
     ap.add_argument("--" + a, default="")
 args = ap.parse_args()
 
@@ -31,6 +37,24 @@ for line in open(args.raw):
         print("bench: unparsable result line: %s" % line[:120], file=sys.stderr)
 
 
+class Med(float):
+    """A median that keeps the per-run values it was taken from (.runs). Arithmetic on it
+    gives a plain float: a figure derived from medians has no runs of its own."""
+
+    def __new__(cls, vals):
+        m = float.__new__(cls, statistics.median(vals))
+        m.runs = list(vals)
+        return m
+
+
+def median_or_none(v):
+    return Med(v) if v else None
+
+
+def runs_of(x):
+    return list(x.runs) if isinstance(x, Med) else None
+
+
 def runs(broker, figure):
     return [r for r in rows if r.get("broker") == broker and r.get("figure") == figure
             and "error" not in r]
@@ -38,7 +62,7 @@ def runs(broker, figure):
 
 def med(broker, figure, key):
     v = [r[key] for r in runs(broker, figure) if isinstance(r.get(key), (int, float))]
-    return statistics.median(v) if v else None
+    return median_or_none(v)
 
 
 def medf(broker, figure, fn):
@@ -51,7 +75,7 @@ def medf(broker, figure, fn):
             x = None
         if isinstance(x, (int, float)) and not isinstance(x, bool):
             v.append(x)
-    return statistics.median(v) if v else None
+    return median_or_none(v)
 
 
 def one(broker, figure, key):
@@ -62,7 +86,7 @@ def one(broker, figure, key):
 def cpu_us_per_hs(broker, figure):
     v = [r["cpu_ticks"] / r["hz"] * 1e6 / r["done"] for r in runs(broker, figure)
          if r.get("done") and r.get("hz")]
-    return statistics.median(v) if v else None
+    return median_or_none(v)
 
 
 def idle(broker, n):
@@ -263,7 +287,7 @@ KB, KN, KS, KT = "urmqtt-backup", "urmqtt-nobackup", "urmqtt-scrub", "urmqtt-boo
 def medsel(broker, figure, key, **match):
     v = [r[key] for r in runs(broker, figure)
          if all(r.get(k) == x for k, x in match.items()) and isinstance(r.get(key), (int, float))]
-    return statistics.median(v) if v else None
+    return median_or_none(v)
 
 
 def maxsel(broker, figure, key):
@@ -278,7 +302,7 @@ k_q1_on, k_q1_off = med(KB, "k_q1", "msgs_per_s"), med(KN, "k_q1", "msgs_per_s")
 def scrub_rate(kb):
     v = [r["bytes"] / r["secs"] / 2**20 for r in runs(KS, "k_scrub")
          if r.get("budget_kb") == kb and r.get("secs")]
-    return statistics.median(v) if v else None
+    return median_or_none(v)
 
 
 figs += [
@@ -340,10 +364,12 @@ def fmt(v):
 
 
 res = {
-    "machine": {"cores": int(args.cores or 0), "kvm": args.kvm, "uname": os.uname().release},
+    "machine": {"cores": int(args.cores or 0), "kvm": args.kvm, "uname": os.uname().release,
+                "cpu_model": this_cpu_model(), "accel": "KVM" if args.kvm.startswith("present") else "TCG"},
     "settings": {"runs": int(args.runs or 0), "seconds": float(args.seconds or 0),
                  "idle": [int(n) for n in idle_ns], "rate": float(args.rate or 0),
-                 "in_flight": int(args.k or 0), "publishers": int(args.pubs or 0)},
+                 "in_flight": int(args.k or 0), "publishers": int(args.pubs or 0),
+                 "only": args.only.split() or None},
     "elapsed_s": int(args.elapsed or 0),
     "held": held,
     "notes": storm_note,
@@ -353,6 +379,10 @@ res = {
     "dpbench": [r for r in rows if r.get("dpbench")],
     "raw": rows,
 }
+if args.commit:
+    res["commit"] = args.commit
+if args.date:
+    res["date"] = args.date
 print()
 if not any(u is not None or m is not None for _k, _l, _u, u, m, _b in figs):
     print("make bench — no figures of the hosted broker and Mosquitto (BENCH_ONLY)")
@@ -368,7 +398,8 @@ for key, label, unit, u, m, better in figs:
         continue
     ratio = (u / m) if (u is not None and m and better != "none") else None
     res["figures"][key] = {"label": label, "unit": unit, "urmqtt": u, "mosquitto": m,
-                           "ratio_urmqtt_over_mosquitto": ratio, "better": better}
+                           "ratio_urmqtt_over_mosquitto": ratio, "better": better,
+                           "runs": {"urmqtt": runs_of(u), "mosquitto": runs_of(m)}}
     print("%-*s %12s %12s %8s" % (w, "%s [%s, %s]" % (label, unit, better), fmt(u), fmt(m),
                                   ("%.2fx" % ratio) if ratio is not None else "n/a"))
 for n_ in storm_note:
@@ -534,7 +565,8 @@ def vm_table():
             continue
         ratio = (u / m) if (u is not None and m and better != "none") else None
         out_["figures"][key] = {"label": label, "unit": unit, "urmqtt_vm": u, "linux_guest": m,
-                                "ratio_urmqtt_vm_over_linux_guest": ratio, "better": better}
+                                "ratio_urmqtt_vm_over_linux_guest": ratio, "better": better,
+                                "runs": {"urmqtt_vm": runs_of(u), "linux_guest": runs_of(m)}}
         print("%-*s %12s %12s %8s" % (w_, "%s [%s, %s]" % (label, unit, better), fmt(u), fmt(m),
                                       ("%.2fx" % ratio) if ratio is not None else "n/a"))
     for n_ in out_["notes"]:

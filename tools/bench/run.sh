@@ -3,7 +3,8 @@
 # make bench: urMQTT and Mosquitto side by side, same load generator, same certificates,
 # same core budget (each broker pinned to one core, the load generator to the other), in
 # one run. Never a pass/fail test: it measures and prints a table of both values and their
-# ratio; results in OUT/results.json (+ PNG plots when gnuplot is installed).
+# ratio; results in OUT/results.json (+ PNG plots when gnuplot is installed), then names every
+# figure that moved beyond its noise band since the last record of docs/bench/history.csv.
 #   urMQTT     TREE/hostrel/urmqtt --broker (hostrel: -O2, no sanitizers) on a TAP device
 #              in a network namespace of its own (Linux side 10.79.0.1/24, extra source
 #              addresses 10.79.0.3-5)
@@ -66,6 +67,11 @@
 # dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
 # with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
 set -uo pipefail
+# The commit measured (with -dirty when tracked files differ from it) and when, for
+# results.json and docs/bench/history.csv: taken at the start, before anything is built or run.
+bench_commit=$(git rev-parse --short=12 HEAD 2>/dev/null || true)
+[ -n "$bench_commit" ] && ! git diff --quiet HEAD -- 2>/dev/null && bench_commit=$bench_commit-dirty
+bench_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 tree=${1:?usage: run.sh TREE OUT}
 out=${2:?usage: run.sh TREE OUT}
 image=${3:-}
@@ -919,4 +925,11 @@ done
 elapsed=$(($(date +%s) - t_start))
 python3 tools/bench/report.py --raw "$raw" --out "$out" --speed "$out/openssl-speed.txt" \
 	--kvm "$kvm" --cores "$ncpu" --runs "$runs" --seconds "$secs" --elapsed "$elapsed" \
-	--idle "$idle_list" --rate "$rate" --k "$k" --pubs "$pubs" --plot "$have_plot"
+	--idle "$idle_list" --rate "$rate" --k "$k" --pubs "$pubs" --plot "$have_plot" \
+	--commit "$bench_commit" --date "$bench_date" --only "${BENCH_ONLY:-}"
+# Last: every figure that moved beyond its noise band since the last record of docs/bench/history.csv
+# on a machine of this signature (tools/bench/history.py; it prints, it never fails the bench).
+echo
+PYTHONDONTWRITEBYTECODE=1 python3 tools/bench/history.py check --results "$out/results.json" \
+	--history docs/bench/history.csv || true
+echo "bench: make bench-report draws $out/report.html; make bench-record adds this run to docs/bench/history.csv"
