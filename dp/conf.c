@@ -139,6 +139,7 @@ void dp_hs_config_from_conf(struct tls_hs_config *hc)
 	hc->key_len = sizeof urmqtt_server_key_der;
 	dp_hs_id_config(&hc->id);
 	hc->ticket_lifetime_s = CONF_TLS_TICKET_LIFETIME_S;
+	hc->ticket_key_rotate_s = CONF_TLS_TICKET_KEY_ROTATE_S;
 	hc->clock_skew_s = CONF_TLS_CLOCK_SKEW_S;
 	hc->max_client_hello_bytes = CONF_TLS_MAX_CLIENT_HELLO_BYTES;
 	hc->max_client_chain_bytes = CONF_TLS_MAX_CLIENT_CHAIN_BYTES;

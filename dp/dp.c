@@ -27,10 +27,11 @@
  * 4. A record is on the reap list exactly when GONE is set; a GONE record is never
  *    handed to TCP again.
  * 5. n_open counts records not FREE.
- * 6. DP_F_FWD only in OPEN or CLOSING; then hs/mq are not pointers (fwd/owed share
+ * 6. DP_F_FWD only in OPEN or CLOSING; then hs/mq are not pointers (fwd/fq share
  *    their bytes) and every message about it on the mesh carries (id, fwd.gen). It is
- *    cleared once the home core knows the connection ended (LOST sent, or CLOSE
- *    received). DP_F_OWE only with DP_F_FWD; n_owe counts them.
+ *    cleared once the home core knows the connection ended (LOST sent or owed, or CLOSE
+ *    received). DP_F_OWE only with DP_F_FWD; n_owe counts them. fq.credit is the DATA
+ *    the home core still takes; the TCP window never exceeds it while it is positive.
  */
 #include "dp/dp.h"
 #include "dp/dp_store.h"
@@ -79,7 +80,10 @@ struct dp_conn {
 	};
 	union {
 		struct mqtt_conn *mq;
-		uint64_t owed; /* forwarded: OUT bytes sealed, credit not yet returned */
+		struct {
+			uint32_t owed;  /* OUT bytes sealed, credit not yet returned to home */
+			int32_t credit; /* DATA bytes home still takes (one record may overdraw) */
+		} fq;           /* forwarded */
 	};
 	struct dp_chunk *out_head, *out_tail;
 	uint32_t out_bytes; /* unacknowledged bytes in the chunks */
@@ -119,6 +123,7 @@ struct dp {
 	uint32_t n_owe;
 	struct dp_store *store; /* NULL: storage off (in memory only, serving at once) */
 	bool store_shut;        /* reads stopped for storage: windows reopen when it clears */
+	bool route_shut;        /* reads stopped for a shard backlog (dp_shard_routing_congested) */
 	struct dp_stats st;
 };
 
@@ -494,11 +499,11 @@ static struct dp_conn *fwd_conn(struct dp *dp, uint32_t conn, uint32_t gen)
 static void fwd_credit(struct dp *dp, struct dp_conn *c, bool force)
 {
 	uint32_t w = dp_shard_out_window(dp->shard);
-	if (!c->owed || (!force && c->out_bytes && c->owed < w / 4u + 1u))
+	if (!c->fq.owed || (!force && c->out_bytes && c->fq.owed < w / 4u + 1u))
 		return;
-	uint32_t give = (uint32_t)MIN(c->owed, (uint64_t)UINT32_MAX);
+	uint32_t give = c->fq.owed;
 	if (dp_shard_credit(dp->shard, c->fwd.home, conn_id(dp, c), c->fwd.gen, give) == 0) {
-		c->owed -= give;
+		c->fq.owed -= give;
 		if (c->flags & DP_F_OWE) {
 			c->flags = (uint8_t)(c->flags & ~DP_F_OWE);
 			dp->n_owe--;
@@ -507,6 +512,21 @@ static void fwd_credit(struct dp *dp, struct dp_conn *c, bool force)
 		c->flags |= DP_F_OWE; /* dp_poll tries again */
 		dp->n_owe++;
 	}
+}
+
+/* DCREDIT from the home core: it took `bytes` more of what this connection forwarded;
+ * a window that credit had closed is reopened at once. */
+static void fwd_data_credit(void *ctx, uint32_t conn, uint32_t gen, uint32_t bytes)
+{
+	struct dp *dp = ctx;
+	struct dp_conn *c = fwd_conn(dp, conn, gen);
+	if (!c)
+		return;
+	bool was_shut = c->fq.credit <= 0;
+	int64_t v = (int64_t)c->fq.credit + bytes;
+	c->fq.credit = (int32_t)MIN(v, (int64_t)dp_shard_data_window(dp->shard));
+	if (was_shut && c->fq.credit > 0)
+		dp->cfg.lower.window_update(dp->cfg.lower_ctx, conn);
 }
 
 /* OUT from the home core: plaintext MQTT for one of our forwarded connections. */
@@ -525,8 +545,8 @@ static void fwd_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, si
 		dp->cfg.lower.abort(dp->cfg.lower_ctx, conn);
 		return;
 	}
-	if (rc == 0)
-		c->owed += n;
+	if (rc == 0) /* n is one mesh payload; the home's credit keeps owed near out_window */
+		c->fq.owed += (uint32_t)n;
 }
 
 /* CLOSE from the home core: its broker ended the session's connection. */
@@ -703,6 +723,8 @@ static int on_data(void *ctx, const uint8_t *data, size_t len)
 		int rc = dp_shard_data(d->dp->shard, c->fwd.home, conn_id(d->dp, c), c->fwd.gen, data, len);
 		if (rc)
 			d->dp->st.fwd_full++; /* cannot be carried: the connection ends */
+		else /* len <= one record's plaintext: the overdraw stays far above INT32_MIN */
+			c->fq.credit -= (int32_t)len;
 		return rc;
 	}
 	if (!c->mq)
@@ -745,8 +767,10 @@ static void ip_str(char *buf, size_t len, uint32_t ip)
 }
 
 /* The broker connection of a record just OPEN; on refusal the connection closes. */
-static int mq_open(struct dp *dp, struct dp_conn *c, const struct tls_identity *id, const char *ip)
+static int mq_open(struct dp *dp, struct dp_conn *c, const struct tls_identity *id, const char *ip,
+		   bool resumed)
 {
+	const char *how = resumed ? " resumed" : "";
 	enum mqtt_id_kind kind = id->kind == TLS_ID_SERVICE ? MQTT_ID_SERVICE : MQTT_ID_DEVICE;
 	uint32_t home = dp->shard ? dp_shard_home(dp->shard, kind, (const uint8_t *)id->name, id->len) : 0;
 	int rc;
@@ -760,11 +784,12 @@ static int mq_open(struct dp *dp, struct dp_conn *c, const struct tls_identity *
 			c->fwd.gen = gen;
 			c->fwd.home = (uint16_t)home;
 			c->fwd.pad = 0;
-			c->owed = 0;
+			c->fq.owed = 0;
+			c->fq.credit = (int32_t)dp_shard_data_window(dp->shard);
 			c->flags |= DP_F_FWD;
 			dp->st.fwd_opened++;
-			say(dp, "dp: conn %u from %s: %s identity %s (home core %u)", conn_id(dp, c), ip,
-			    kind == MQTT_ID_SERVICE ? "service" : "device", id->name, home);
+			say(dp, "dp: conn %u from %s: %s identity %s (home core %u)%s", conn_id(dp, c), ip,
+			    kind == MQTT_ID_SERVICE ? "service" : "device", id->name, home, how);
 			return 0;
 		}
 	} else {
@@ -780,8 +805,8 @@ static int mq_open(struct dp *dp, struct dp_conn *c, const struct tls_identity *
 		conn_begin_close(dp, c, true);
 		return rc;
 	}
-	say(dp, "dp: conn %u from %s: %s identity %s", conn_id(dp, c), ip,
-	     id->kind == TLS_ID_SERVICE ? "service" : "device", id->name);
+	say(dp, "dp: conn %u from %s: %s identity %s%s", conn_id(dp, c), ip,
+	    id->kind == TLS_ID_SERVICE ? "service" : "device", id->name, how);
 	return 0;
 }
 
@@ -791,6 +816,7 @@ static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
 	struct tls_identity id;
 	char ip[16];
 	ip_str(ip, sizeof ip, src_ip);
+	bool resumed = tls_hs_resumed(c->hs);
 	int rc = tls_hs_finish(c->hs, &c->rec, &id);
 	c->hs = NULL; /* gone whatever the result */
 	hs_slot_release(dp, c);
@@ -803,7 +829,7 @@ static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
 		return;
 	}
 	dp->st.hs_done++;
-	(void)mq_open(dp, c, &id, ip);
+	(void)mq_open(dp, c, &id, ip, resumed);
 	mem_wipe(&id, sizeof id);
 }
 
@@ -902,8 +928,14 @@ static uint32_t up_credit(void *ctx, uint32_t conn)
 	}
 	if ((c->flags & DP_F_FWD) && dp_shard_congested(dp->shard, c->fwd.home))
 		return 0; /* the home core is behind: hold the peer (zero-window probes reopen) */
+	if ((c->flags & DP_F_FWD) && c->fq.credit <= 0)
+		return 0; /* the home core has not taken what was sent: its DCREDIT reopens */
 	if (dp->store_shut)
 		return 0; /* storage is behind: publishers wait, nothing acknowledged is dropped */
+	if (dp->route_shut)
+		return 0; /* another shard is behind: publishers wait before routed copies drop */
+	if (c->flags & DP_F_FWD) /* no more than the home core's credit (TCP never shrinks) */
+		return MIN(dp->cfg.rx_window, (uint32_t)c->fq.credit);
 	return dp->cfg.rx_window;
 }
 
@@ -1014,35 +1046,40 @@ static uint32_t hs_steps(struct dp *dp)
 	return waiting;
 }
 
-/* Storage congestion: shut every connection's window (up_credit) while it lasts; once it
- * clears, tell TCP to reopen them at once rather than wait for zero-window probes. */
-static uint32_t store_poll(struct dp *dp)
+/* Congestion of storage or of the routes to other shards: shut every connection's window
+ * (up_credit) while it lasts, so publishers are slowed before anything is dropped; once
+ * both clear, tell TCP to reopen them at once rather than wait for zero-window probes. */
+static void windows_poll(struct dp *dp)
 {
-	uint32_t waiting = dp_store_poll(dp->store);
-	bool shut = dp_store_congested(dp->store);
-	if (shut && !dp->store_shut)
+	bool store = dp->store && dp_store_congested(dp->store);
+	bool route = dp->shard && dp_shard_routing_congested(dp->shard);
+	if (store && !dp->store_shut)
 		dp->st.store_windows_shut++;
-	if (!shut && dp->store_shut)
+	if (route && !dp->route_shut)
+		dp->st.route_windows_shut++;
+	bool was = dp->store_shut || dp->route_shut;
+	dp->store_shut = store;
+	dp->route_shut = route;
+	if (was && !store && !route)
 		for (uint32_t i = 0; i < dp->cfg.max_conns; i++) {
 			const struct dp_conn *c = &dp->conns[i];
 			if (c->state == DP_OPEN && !(c->flags & DP_F_GONE))
 				dp->cfg.lower.window_update(dp->cfg.lower_ctx, i);
 		}
-	dp->store_shut = shut;
-	return waiting;
 }
 
 uint32_t dp_poll(struct dp *dp)
 {
 	uint32_t backlogged = 0;
 	if (dp->store)
-		backlogged += store_poll(dp);
+		backlogged += dp_store_poll(dp->store);
 	if (dp->shard) {
 		backlogged += dp_shard_poll(dp->shard);
 		for (uint32_t i = 0; i < dp->cfg.max_conns && dp->n_owe; i++)
 			if (dp->conns[i].flags & DP_F_OWE)
 				fwd_credit(dp, &dp->conns[i], true);
 	}
+	windows_poll(dp);
 	reap_all(dp);
 	uint32_t waiting = hs_steps(dp);
 	reap_all(dp); /* handshakes that failed just now */
@@ -1201,7 +1238,7 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 		sc.max_conns = cfg->max_conns;
 		sc.max_packet = cfg->mqtt.max_packet;
 		sc.max_done = cfg->store.on ? cfg->store.held_acks : 0;
-		const struct dp_shard_conn_ops co = { fwd_out, fwd_close, sh_barrier, sh_done, dp };
+		const struct dp_shard_conn_ops co = { fwd_out, fwd_close, sh_barrier, sh_done, fwd_data_credit, dp };
 		rc = dp_shard_init(&dp->shard, p, dp_shard_mem_size(&sc), &sc, dp->broker, &co);
 		if (rc) {
 			mqtt_broker_fini(dp->broker);
@@ -1289,7 +1326,7 @@ int dp_test_establish(struct dp *dp, uint32_t conn, const struct tls_rec *rec, c
 	c->rec = *rec;
 	c->state = DP_OPEN;
 	dp->n_est++;
-	return mq_open(dp, c, &ident, "test");
+	return mq_open(dp, c, &ident, "test", false);
 }
 #endif
 

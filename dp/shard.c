@@ -22,6 +22,12 @@
  *   5. Every routed message that carried a ticket is answered exactly once: by storage
  *      (after a barrier this shard asked for), or by a DONE this shard owes (owed[src]);
  *      n_owed is the sum of the owed rings, each at most max_done long.
+ *   6. Every LOST is sent once: at once, into a backlog, or from the lost ring (n_lost <=
+ *      max_lost_owed entries from lost_head) by dp_shard_poll; only one beyond the ring is
+ *      dropped (lost_dropped).
+ *   7. A proxy's data_owed is DATA its broker took whose credit was not yet returned;
+ *      n_data_owed counts proxies with PX_DATA_OWED (owed credit waiting for the backlogs
+ *      to leave congestion, or for mesh room).
  *  Proxy states: FREE -OPEN-> LIVE -(LOST | broker close, CLOSE sent)-> FREE;
  *                LIVE -broker close, no room-> CLOSE_OWED -poll sends CLOSE-> FREE.
  */
@@ -45,14 +51,22 @@
 #define PX_USED 0x01u
 #define PX_BLOCKED 0x02u
 #define PX_CLOSE_OWED 0x04u
+#define PX_DATA_OWED 0x08u
+#define SH_DATA_WINDOW_MAX (1u << 24)
 
 struct sh_proxy {
 	struct mqtt_conn *mq;
 	uint32_t conn, gen;
 	int32_t credit; /* OUT bytes the home may still send (one packet may overdraw) */
+	uint32_t data_owed; /* invariant 7 (a well-behaved peer: <= data_window + one record) */
 	uint16_t src;
 	uint8_t flags;
 	uint8_t pad;
+};
+
+/* A LOST still to be said to home (invariant 6). */
+struct sh_lost {
+	uint32_t home, conn, gen;
 };
 
 /* Answers owed to one origin core for its tickets (a ring of ticket | ok << 32). */
@@ -74,7 +88,9 @@ struct dp_shard {
 	uint32_t *bkt;              /* [mask + 1]: proxy index or SH_NIL */
 	uint32_t mask;
 	uint32_t px_free;           /* free list through px[].conn */
-	uint32_t n_blocked, n_close_owed;
+	uint32_t n_blocked, n_close_owed, n_data_owed;
+	struct sh_lost *lost;       /* [max_lost_owed] ring (invariant 6) */
+	uint32_t lost_head, n_lost;
 	uint8_t *asm_buf;           /* [n_cores][max_packet] */
 	uint32_t *asm_len, *asm_total;
 	uint8_t *asm_meta;          /* [n_cores][8]: tlen lo, tlen hi, qos, retain, ticket */
@@ -87,9 +103,10 @@ static bool cfg_ok(const struct dp_shard_config *c)
 {
 	if (!(c->n_cores >= 1 && c->n_cores <= SH_MAX_CORES && c->self < c->n_cores &&
 	      c->payload_max >= 64 && c->payload_max <= (1u << 20) && c->backlog_bytes <= (1u << 28) &&
-	      c->out_window >= 1 && c->max_proxies >= 1 && c->max_proxies <= (1u << 24) &&
+	      c->out_window >= 1 && c->data_window >= 1 && c->data_window <= SH_DATA_WINDOW_MAX &&
+	      c->max_proxies >= 1 && c->max_proxies <= (1u << 24) &&
 	      c->max_conns >= 1 && c->max_packet >= 16 && c->max_packet <= (1u << 24) && c->mesh.send &&
-	      c->max_done <= (1u << 24)))
+	      c->max_done <= (1u << 24) && c->max_lost_owed <= (1u << 24)))
 		return false;
 	/* A whole routed message of max_packet bytes must fit the shared half of a backlog's
 	 * data part (bl_room_shared), or it could never be carried. */
@@ -115,7 +132,7 @@ size_t dp_shard_mem_size(const struct dp_shard_config *c)
 	       align8(c->max_proxies * sizeof(struct sh_proxy)) +
 	       align8((size_t)pow2_at_least(2ull * c->max_proxies) * sizeof(uint32_t)) +
 	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * 8u) +
-	       align8(c->payload_max);
+	       align8(c->payload_max) + align8((size_t)c->max_lost_owed * sizeof(struct sh_lost));
 }
 
 int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_shard_config *cfg,
@@ -124,7 +141,7 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	*out = NULL;
 	size_t need = dp_shard_mem_size(cfg);
 	if (!need || !mem || len < need || ((uintptr_t)mem & 7u) || !broker || !conn ||
-	    !conn->out || !conn->close || !conn->done || !conn->barrier)
+	    !conn->out || !conn->close || !conn->done || !conn->barrier || !conn->data_credit)
 		return -E_INVAL;
 	uint8_t *p = mem;
 	memset(p, 0, need);
@@ -166,6 +183,8 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	sh->asm_meta = p;
 	p += align8(n * 8u);
 	sh->scratch = p;
+	p += align8(cfg->payload_max);
+	sh->lost = (struct sh_lost *)(void *)p;
 	*out = sh;
 	return 0;
 }
@@ -200,6 +219,11 @@ uint32_t dp_shard_self(const struct dp_shard *sh)
 uint32_t dp_shard_out_window(const struct dp_shard *sh)
 {
 	return sh->cfg.out_window;
+}
+
+uint32_t dp_shard_data_window(const struct dp_shard *sh)
+{
+	return sh->cfg.data_window;
 }
 
 /* ---- backlogs and sending ----------------------------------------------------------- */
@@ -327,12 +351,35 @@ int dp_shard_lost(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t ge
 {
 	if (home >= sh->cfg.n_cores || home == sh->cfg.self)
 		return -E_INVAL;
-	if (emit_conn(sh, home, DP_SHARD_LOST, conn, gen, NULL, 0)) {
+	if (emit_conn(sh, home, DP_SHARD_LOST, conn, gen, NULL, 0) == 0) {
+		sh->st.lost_out++;
+		return 0;
+	}
+	if (sh->n_lost == sh->cfg.max_lost_owed) {
 		sh->st.lost_dropped++;
 		return -E_AGAIN;
 	}
-	sh->st.lost_out++;
+	sh->lost[(sh->lost_head + sh->n_lost) % sh->cfg.max_lost_owed] = (struct sh_lost){ home, conn, gen };
+	sh->n_lost++;
+	sh->st.lost_owed++;
 	return 0;
+}
+
+/* The owed LOSTs, oldest first, each once there is room for it (dp_shard_poll). */
+static void send_lost(struct dp_shard *sh)
+{
+	for (uint32_t k = sh->n_lost; k; k--) {
+		struct sh_lost l = sh->lost[sh->lost_head];
+		sh->lost_head = (sh->lost_head + 1u) % sh->cfg.max_lost_owed;
+		sh->n_lost--;
+		if (emit_conn(sh, l.home, DP_SHARD_LOST, l.conn, l.gen, NULL, 0) == 0) {
+			sh->st.lost_out++;
+			continue;
+		}
+		/* still no room: back at the tail (order among LOSTs does not matter) */
+		sh->lost[(sh->lost_head + sh->n_lost) % sh->cfg.max_lost_owed] = l;
+		sh->n_lost++;
+	}
 }
 
 size_t dp_shard_bytes_per_proxy(const struct dp_shard *sh)
@@ -356,6 +403,14 @@ int dp_shard_credit(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t 
 bool dp_shard_congested(const struct dp_shard *sh, uint32_t home)
 {
 	return home < sh->cfg.n_cores && sh->bl[home].used >= sh->data_cap / 2u;
+}
+
+bool dp_shard_routing_congested(const struct dp_shard *sh)
+{
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
+		if (d != sh->cfg.self && sh->bl[d].used >= sh->data_cap / 4u)
+			return true;
+	return false;
 }
 
 /* ---- the proxy table (home side) ------------------------------------------------------- */
@@ -422,6 +477,8 @@ static void px_free(struct dp_shard *sh, uint32_t x)
 		sh->n_blocked--;
 	if (p->flags & PX_CLOSE_OWED)
 		sh->n_close_owed--;
+	if (p->flags & PX_DATA_OWED)
+		sh->n_data_owed--;
 	memset(p, 0, sizeof *p);
 	p->conn = sh->px_free;
 	sh->px_free = x;
@@ -731,6 +788,41 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 	route_in(sh, src, buf, tlen, buf + tlen, total - tlen, meta[2], meta[3] != 0, ld_le32(meta + 4));
 }
 
+/* Return a proxy's owed DATA credit now if the backlogs allow (invariant 7); else keep it
+ * owed for dp_shard_poll. */
+static void data_return(struct dp_shard *sh, struct sh_proxy *p)
+{
+	bool sent = false;
+	if (!dp_shard_routing_congested(sh)) {
+		uint8_t b[4];
+		st_le32(b, p->data_owed);
+		sent = emit_conn(sh, p->src, DP_SHARD_DCREDIT, p->conn, p->gen, b, 4) == 0;
+	}
+	if (sent) {
+		sh->st.dcredit_out++;
+		p->data_owed = 0;
+		if (p->flags & PX_DATA_OWED) {
+			p->flags = (uint8_t)(p->flags & ~PX_DATA_OWED);
+			sh->n_data_owed--;
+		}
+	} else if (!(p->flags & PX_DATA_OWED)) {
+		sh->st.dcredit_withheld++;
+		p->flags |= PX_DATA_OWED;
+		sh->n_data_owed++;
+	}
+}
+
+/* The broker took n bytes of a proxy's DATA: owe them back, in quarters of the window (few
+ * messages; the connection core still holds three quarters when one goes out). */
+static void data_taken(struct dp_shard *sh, struct sh_proxy *p, uint32_t n)
+{
+	/* bounded by the connection core's credit (invariant 7); saturates for a peer that
+	 * ignores it rather than wrap */
+	p->data_owed = n > UINT32_MAX - p->data_owed ? UINT32_MAX : p->data_owed + n;
+	if (p->data_owed >= sh->cfg.data_window / 4u + 1u || (p->flags & PX_DATA_OWED))
+		data_return(sh, p);
+}
+
 void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *d, uint32_t len,
 		   uint64_t now_ms)
 {
@@ -761,8 +853,11 @@ void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8
 	struct sh_proxy *p;
 	switch (kind) {
 	case DP_SHARD_DATA:
-		if ((p = px_of(sh, src, conn, gen)) != NULL)
-			(void)!mqtt_conn_input(sh->broker, p->mq, body, n, now_ms); /* -E_CLOSED: freed */
+		if ((p = px_of(sh, src, conn, gen)) == NULL)
+			break;
+		if (mqtt_conn_input(sh->broker, p->mq, body, n, now_ms) == 0 && (p->flags & PX_USED) &&
+		    p->src == src && p->conn == conn && p->gen == gen)
+			data_taken(sh, p, n); /* still the same proxy (-E_CLOSED freed it) */
 		break;
 	case DP_SHARD_LOST:
 		sh->st.lost_in++;
@@ -797,6 +892,14 @@ void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8
 		sh->st.close_in++;
 		sh->conn.close(sh->conn.ctx, conn, gen);
 		break;
+	case DP_SHARD_DCREDIT:
+		sh->st.dcredit_in++;
+		if (n != 4u) {
+			sh->st.bad++;
+			break;
+		}
+		sh->conn.data_credit(sh->conn.ctx, conn, gen, ld_le32(body));
+		break;
 	default:
 		sh->st.bad++;
 		break;
@@ -826,6 +929,12 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 			waiting += flush(sh, d);
 	if (sh->n_owed)
 		send_owed(sh);
+	if (sh->n_lost)
+		send_lost(sh);
+	if (sh->n_data_owed && !dp_shard_routing_congested(sh))
+		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_data_owed; x++)
+			if (sh->px[x].flags & PX_DATA_OWED)
+				data_return(sh, &sh->px[x]);
 	if (sh->n_close_owed)
 		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_close_owed; x++)
 			if ((sh->px[x].flags & PX_CLOSE_OWED) && send_close(sh, &sh->px[x]))
@@ -841,18 +950,21 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 			sh->n_blocked--;
 			mqtt_conn_writable(sh->broker, p->mq);
 		}
-	return waiting + sh->n_close_owed + sh->n_owed;
+	return waiting + sh->n_close_owed + sh->n_owed + sh->n_lost + sh->n_data_owed;
 }
 
 void dp_shard_stats_get(const struct dp_shard *sh, struct dp_shard_stats *out)
 {
 	*out = sh->st;
 	out->blocked = sh->n_blocked;
+	out->queued = 0;
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
+		out->queued += sh->bl[d].n;
 }
 
 int dp_shard_check(const struct dp_shard *sh)
 {
-	uint32_t used = 0, blocked = 0, owed = 0;
+	uint32_t used = 0, blocked = 0, owed = 0, data_owed = 0;
 	for (uint32_t x = 0; x < sh->cfg.max_proxies; x++) {
 		const struct sh_proxy *p = &sh->px[x];
 		if (!(p->flags & PX_USED))
@@ -864,6 +976,7 @@ int dp_shard_check(const struct dp_shard *sh)
 			return -E_CORRUPT; /* 2 */
 		blocked += (p->flags & PX_BLOCKED) != 0;
 		owed += (p->flags & PX_CLOSE_OWED) != 0;
+		data_owed += (p->flags & PX_DATA_OWED) != 0;
 	}
 	uint32_t in_table = 0;
 	for (uint32_t i = 0; i <= sh->mask; i++)
@@ -873,8 +986,8 @@ int dp_shard_check(const struct dp_shard *sh)
 			in_table++;
 		}
 	if (in_table != used || used != sh->st.proxies || blocked != sh->n_blocked ||
-	    owed != sh->n_close_owed)
-		return -E_CORRUPT; /* 2, 3 */
+	    owed != sh->n_close_owed || data_owed != sh->n_data_owed)
+		return -E_CORRUPT; /* 2, 3, 7 */
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++) {
 		if (msgq_check(&sh->bl[d]) != 0)
 			return -E_CORRUPT; /* 1 */
@@ -884,5 +997,7 @@ int dp_shard_check(const struct dp_shard *sh)
 					 sh->asm_len[d] >= sh->asm_total[d]))
 			return -E_CORRUPT; /* 4 */
 	}
+	if (sh->n_lost > sh->cfg.max_lost_owed || (sh->n_lost && sh->lost_head >= sh->cfg.max_lost_owed))
+		return -E_CORRUPT; /* 6 */
 	return 0;
 }

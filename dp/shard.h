@@ -11,7 +11,8 @@
  *                                   connection ended without the broker asking), CREDIT
  *                                   (bytes of OUT sealed and acknowledged by the peer)
  *   home core -> connection core:  OUT (plaintext MQTT to seal and send), CLOSE (the
- *                                   broker ended the connection: takeover, DISCONNECT...)
+ *                                   broker ended the connection: takeover, DISCONNECT...),
+ *                                   DCREDIT (bytes of DATA the home core took and routed)
  *   any shard -> every other:       FANOUT_HEAD / FANOUT_MORE (a routed message: topic,
  *                                   payload, QoS, retain, ticket; cut into slot-sized parts)
  *   any shard -> a ticket's origin: DONE (answers: ticket, stored or not) for routed
@@ -24,13 +25,19 @@
  * Flow control. Every message to a core goes through that core's bounded backlog when the
  * mesh has no credit, so order is kept per pair of cores. Data messages (DATA, OUT,
  * FANOUT) may fill backlog_bytes; control messages (OPEN, LOST, CLOSE, CREDIT) may use a
- * quarter more, so ending a connection can be said while data is stuck (a CLOSE that
- * still finds no room is owed and sent by dp_shard_poll; a LOST that finds none is
- * counted and the home core ends that connection at its keepalive). OUT is also limited
+ * quarter more, so ending a connection can be said while data is stuck (a CLOSE or a
+ * LOST that still finds no room is owed and sent by dp_shard_poll as soon as there is;
+ * only a LOST beyond max_lost_owed is dropped, counted, and left to the home core's
+ * keepalive). OUT is also limited
  * per forwarded connection by credit (out_window bytes in flight, returned by CREDIT once
  * the peer's TCP has acknowledged the ciphertext), so one slow reader holds at most
- * out_window of the home core's backlog. A connection core whose backlog to a home core
- * is half full advertises a zero TCP window to the connections that forward there.
+ * out_window of the home core's backlog. DATA is limited the same way by credit the home
+ * core grants (data_window bytes per forwarded connection, returned by DCREDIT once the
+ * broker took them, and withheld while the home core's own backlogs are congested), so a
+ * home core that cannot route as fast as its forwarded publishers write slows them through
+ * their TCP window instead of dropping what they sent. A connection core whose backlog to
+ * a home core is half full advertises a zero TCP window to the connections that forward
+ * there.
  *
  * Calling context: core-local, single-threaded; nothing here is shared except through the
  * mesh ops. Never allocates (caller memory), never parses MQTT (the home broker does).
@@ -52,6 +59,7 @@ enum dp_shard_kind {
 	DP_SHARD_FANOUT_HEAD = 0x0206,
 	DP_SHARD_FANOUT_MORE = 0x0207,
 	DP_SHARD_DONE = 0x0208,
+	DP_SHARD_DCREDIT = 0x0209,
 };
 #define DP_SHARD_KIND_FIRST 0x0200u
 #define DP_SHARD_KIND_LAST 0x02ffu
@@ -70,10 +78,13 @@ struct dp_shard_config {
 	uint32_t payload_max;    /* bytes one mesh message carries (>= 64) */
 	uint32_t backlog_bytes;  /* per destination core, data part */
 	uint32_t out_window;     /* OUT bytes in flight per forwarded connection */
+	uint32_t data_window;    /* DATA bytes in flight per forwarded connection (<= 2^24) */
 	uint32_t max_proxies;    /* connections of other cores whose session lives here */
 	uint32_t max_conns;      /* this core's connection records (the reserve's size) */
 	uint32_t max_packet;     /* largest routed message (topic + payload) to reassemble */
 	uint32_t max_done;       /* answers owed per origin core (>= its held acknowledgements) */
+	uint32_t max_lost_owed;  /* LOSTs kept for a later pass when even the control reserve
+				  * of the backlog to their home is full (0: counted, dropped) */
 	struct dp_mesh_ops mesh; /* copied; ctx linked */
 };
 
@@ -89,17 +100,21 @@ struct dp_shard_conn_ops {
 	int (*barrier)(void *ctx, uint32_t origin, uint32_t ticket);
 	/* An answer for one of this core's tickets, from another shard. */
 	void (*done)(void *ctx, uint32_t ticket, bool ok);
+	/* The home core took `bytes` more of a forwarded connection's DATA: they may be sent. */
+	void (*data_credit)(void *ctx, uint32_t conn, uint32_t gen, uint32_t bytes);
 	void *ctx;
 };
 
 struct dp_shard_stats {
 	uint64_t opens_out, opens_in, opens_refused;
 	uint64_t data_msgs, data_bytes, out_msgs, out_bytes;
-	uint64_t lost_out, lost_in, lost_dropped, close_out, close_in, credit_out, credit_in;
+	uint64_t lost_out, lost_in, lost_owed, lost_dropped, close_out, close_in, credit_out, credit_in;
+	uint64_t dcredit_out, dcredit_in, dcredit_withheld; /* DATA credit; times withheld */
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad;
 	uint64_t backlogged, backlog_full, stale, bad;
 	uint64_t done_out, done_in, done_dropped; /* answers to tickets */
 	uint32_t proxies, blocked;
+	uint32_t queued; /* messages waiting in the backlogs now, every destination */
 };
 
 struct dp_shard;
@@ -131,16 +146,23 @@ MUST_CHECK int dp_shard_open(struct dp_shard *sh, uint32_t home, uint32_t conn, 
 MUST_CHECK int dp_shard_data(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen,
 			     const uint8_t *p, size_t n);
 /* The connection ended without CLOSE from the home core: its will is due there. Control
- * class (may use the backlog's reserve). 0, or -E_AGAIN when even the reserve is full
- * (counted in lost_dropped; the home core then ends the session's connection at its
- * keepalive). */
+ * class (may use the backlog's reserve); when even the reserve is full it is owed and
+ * sent by a later dp_shard_poll (lost_owed). 0, or -E_AGAIN when max_lost_owed are owed
+ * already (counted in lost_dropped; the home core then ends the session's connection at
+ * its keepalive). */
 MUST_CHECK int dp_shard_lost(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen);
 /* Return `bytes` of OUT credit. 0 or -E_AGAIN (keep owing; try again later). */
 MUST_CHECK int dp_shard_credit(struct dp_shard *sh, uint32_t home, uint32_t conn, uint32_t gen,
 			       uint32_t bytes);
 /* The backlog to home is at least half full: stop taking bytes from the peer. */
 bool dp_shard_congested(const struct dp_shard *sh, uint32_t home);
+/* Some backlog holds at least a quarter of its data part (half of what routed messages may
+ * take): the caller stops reading its connections until it clears, so that publishers are
+ * slowed before a routed copy is refused. */
+bool dp_shard_routing_congested(const struct dp_shard *sh);
 uint32_t dp_shard_out_window(const struct dp_shard *sh);
+/* DATA bytes a forwarded connection may send before its home core returns credit. */
+uint32_t dp_shard_data_window(const struct dp_shard *sh);
 
 /* ---- the home side: the broker's ops for proxy connections ---- */
 /* Is `user` (a broker connection's user pointer) one of this shard's proxies? */

@@ -14,9 +14,11 @@
  *  2. tx[s][d].credit <= C, and credit > 0 implies used(s->d) + credit <= C at every
  *     instant: set from the consumer's tail read with acquire (tail only grows, so the
  *     bound only loosens afterwards) and decremented by every send of either class.
- *  3. A data message is committed only when the ring then holds <= C messages. Hence a
- *     full ring holds >= R control messages behind its last data message: control is
- *     refused only when more than R control messages are in flight, never because of data.
+ *  3. A data or bulk message is committed only when the ring then holds <= C messages.
+ *     Hence a full ring holds >= R control messages behind its last data message: control
+ *     is refused only when more than R control messages are in flight, never because of
+ *     data. A bulk message (F = bulk_reserve) is committed only when the ring then holds
+ *     <= C - F messages: bulk alone never takes the last F data credits.
  *  4. Credit comes back without any message: it is the consumer's published tail. Nothing
  *     is needed on the reverse ring d->s, so returning credit can never be blocked.
  *  5. xcore_poll consumes every message it hands out; the handler cannot refuse one, so
@@ -27,6 +29,8 @@
  *   EMPTY --xcore_send: tail re-read, >= B credits free--> HOLDING
  *   EMPTY --xcore_send: fewer than B free--> EMPTY (-E_AGAIN, n_stall)
  *   any   --xcore_send_ctrl: ring completely full--> same (-E_AGAIN, n_ctrl_stall)
+ *   credit <= F --xcore_send_bulk: tail re-read, >= F + B free--> HOLDING (credit > F)
+ *   credit <= F --xcore_send_bulk: fewer free--> same (-E_AGAIN, n_bulk_stall)
  * Deadlock freedom with all-pairs traffic: no call waits (2 states return -E_AGAIN), so no
  * core is ever blocked inside the mesh; by 4 and 5, as long as every core polls on every
  * loop pass, each ring drains whatever its consumer sends, so every sender regains B
@@ -57,7 +61,7 @@ struct xcore_row {
 
 struct xcore_tx {
 	uint32_t credit;
-	uint64_t n_sent, n_ctrl_sent, n_stall, n_ctrl_stall, n_refill;
+	uint64_t n_sent, n_ctrl_sent, n_stall, n_ctrl_stall, n_bulk_stall, n_refill;
 };
 
 struct xcore_rx {
@@ -88,6 +92,8 @@ static bool xcore_config_ok(const struct xcore_config *c)
 	if (c->ctrl_slots < 1 || c->ctrl_slots >= c->slots_per_ring)
 		return false;
 	if (c->credit_batch < 1 || c->credit_batch > c->slots_per_ring - c->ctrl_slots)
+		return false;
+	if (c->bulk_reserve > c->slots_per_ring - c->ctrl_slots - c->credit_batch)
 		return false;
 	return c->poll_max >= 1 && c->poll_per_source >= 1;
 }
@@ -200,15 +206,20 @@ static int xcore_put(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t 
 		return -E_INVAL;
 	struct xcore_tx *tx = xcore_tx_of(m, src, dst);
 	struct spsc_ring *r = xcore_ring(m, src, dst);
-	if (cls == XCORE_DATA && tx->credit == 0) {
+	/* Data refills at 0 credits; bulk as soon as it is down to its reserve (invariant 3). */
+	uint32_t keep = cls == XCORE_BULK ? m->cfg.bulk_reserve : 0;
+	if (cls != XCORE_CTRL && tx->credit <= keep) {
 		/* spsc_free_slots loads tail with acquire (pairs with the consumer's release in
 		 * spsc_release): every slot it counts as free has been completely read, and tail
 		 * only grows, so the credit taken here stays valid (invariant 2). */
 		uint32_t free = spsc_free_slots(r);
 		tx->n_refill++;
 		uint32_t avail = free > m->cfg.ctrl_slots ? free - m->cfg.ctrl_slots : 0;
-		if (avail < m->cfg.credit_batch) {
-			tx->n_stall++;
+		if (avail < keep + m->cfg.credit_batch) {
+			if (cls == XCORE_BULK)
+				tx->n_bulk_stall++;
+			else
+				tx->n_stall++;
 			return -E_AGAIN;
 		}
 		tx->credit = avail;
@@ -217,7 +228,7 @@ static int xcore_put(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t 
 	 * store of head that publishes it. For data, invariant 2 guarantees room. */
 	uint8_t *slot = spsc_reserve(r);
 	if (!slot) {
-		if (cls == XCORE_DATA) { /* unreachable by invariant 2; refuse rather than overwrite */
+		if (cls != XCORE_CTRL) { /* unreachable by invariant 2; refuse rather than overwrite */
 			tx->credit = 0;
 			tx->n_stall++;
 		} else {
@@ -235,16 +246,22 @@ static int xcore_put(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t 
 	spsc_commit(r);
 	if (tx->credit)
 		tx->credit--;
-	if (cls == XCORE_DATA)
-		tx->n_sent++;
-	else
+	if (cls == XCORE_CTRL)
 		tx->n_ctrl_sent++;
+	else
+		tx->n_sent++;
 	return 0;
 }
 
 int xcore_send(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
 {
 	return xcore_put(m, src, dst, kind, data, len, XCORE_DATA);
+}
+
+int xcore_send_bulk(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t kind, const void *data,
+		    uint32_t len)
+{
+	return xcore_put(m, src, dst, kind, data, len, XCORE_BULK);
 }
 
 int xcore_send_ctrl(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t kind, const void *data,
@@ -331,6 +348,7 @@ void xcore_stats(const struct xcore_mesh *m, uint32_t src, uint32_t dst, struct 
 	out->n_ctrl_sent = tx->n_ctrl_sent;
 	out->n_stall = tx->n_stall;
 	out->n_ctrl_stall = tx->n_ctrl_stall;
+	out->n_bulk_stall = tx->n_bulk_stall;
 	out->n_refill = tx->n_refill;
 	out->n_recv = rx->n_recv;
 	out->n_bad = rx->n_bad;

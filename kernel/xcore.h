@@ -28,10 +28,13 @@
 #define XCORE_HDR_SIZE 8u          /* kind, class, length */
 #define XCORE_MEM_ALIGN 64u        /* alignment the caller's memory must have */
 
-/* Message classes: data is limited by credits; control may also use the reserve. */
+/* Message classes: data is limited by credits; control may also use the reserve; bulk is
+ * limited by credits and leaves bulk_reserve of them to data (a flood of bulk messages can
+ * never take the last slots data needs). */
 enum xcore_class {
 	XCORE_DATA = 0,
 	XCORE_CTRL = 1,
+	XCORE_BULK = 2,
 };
 
 struct xcore_config {
@@ -43,6 +46,8 @@ struct xcore_config {
 				  * at least this many: 1..slots_per_ring-ctrl_slots */
 	uint32_t poll_max;       /* messages one xcore_poll() call handles at most: >= 1 */
 	uint32_t poll_per_source; /* ... and at most this many from one source: >= 1 */
+	uint32_t bulk_reserve;   /* data credits bulk messages leave unused:
+				  * 0..slots_per_ring-ctrl_slots-credit_batch (0: bulk is data) */
 };
 
 /* A received message, borrowed for the duration of the handler call only (it lives in the
@@ -63,6 +68,7 @@ struct xcore_pair_stats {
 	uint64_t n_ctrl_sent;  /* control messages sent */
 	uint64_t n_stall;      /* data sends refused for lack of credit (-E_AGAIN) */
 	uint64_t n_ctrl_stall; /* control sends refused: the ring, reserve included, is full */
+	uint64_t n_bulk_stall; /* bulk sends refused: no credit beyond bulk_reserve */
 	uint64_t n_refill;     /* times the sender re-read the consumer's index for credit */
 	uint64_t n_recv;       /* messages (both classes) handed to the receiver */
 	uint64_t n_bad;        /* slots with an impossible length (a bug), skipped */
@@ -98,6 +104,13 @@ MUST_CHECK int xcore_send(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint
  * both classes stay in one FIFO per pair: a control message is received after every
  * message src sent to dst before it. */
 MUST_CHECK int xcore_send_ctrl(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t kind,
+			       const void *data, uint32_t len);
+
+/* As xcore_send but class XCORE_BULK: sent only while src holds more than bulk_reserve
+ * credits for dst (re-read when not), so bulk traffic leaves data messages at least
+ * bulk_reserve slots of every ring. -E_AGAIN (n_bulk_stall) otherwise; counted with data in
+ * n_sent. One FIFO per pair with the other classes. */
+MUST_CHECK int xcore_send_bulk(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t kind,
 			       const void *data, uint32_t len);
 
 /* Data credits src currently holds for dst, after re-reading the consumer's index (for

@@ -840,6 +840,7 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		 * error [MQTT-4.8.0-2]) and the client sends it again on reconnect. */
 		b->st.fanout_refused++;
 		if (p->qos == 0) {
+			b->st.fanout_qos0_dropped++;
 			say(b, MQTT_LOG_RESOURCE, c, "shard links full: QoS 0 PUBLISH dropped");
 			return 0;
 		}

@@ -203,6 +203,7 @@ struct mqtt_broker_stats {
 	uint64_t client_id_overridden; /* client_id_policy "override": another id replaced */
 	uint64_t takeovers, wills_published;
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad; /* cross-shard routing */
+	uint64_t fanout_qos0_dropped; /* of fanout_refused: QoS 0 PUBLISHes dropped (links full) */
 	uint64_t rate_ids_evicted, rate_ids_full; /* identity table: recycled / no room */
 	uint64_t log_lines, log_suppressed;
 	/* durability */

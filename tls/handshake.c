@@ -37,6 +37,7 @@
 #include "mbedtls/platform_time.h"
 #include "mbedtls/ssl.h"
 #include "mbedtls/gcm.h"
+#include "mbedtls/md.h"
 #include "mbedtls/x509_crt.h"
 #include "psa/crypto.h"
 
@@ -49,11 +50,11 @@
 #define RSA_MIN_BITS 2048u /* below: factorable within reach; NIST SP 800-131A */
 #define RSA_MAX_BITS 4096u /* above: handshake CPU a client could make us spend */
 
-/* A ticket-sealing key: AES-128-GCM, from the CSPRNG, replaced every ticket lifetime. */
+/* A ticket-sealing key (AES-128-GCM) of one rotation period, derived from the env's
+ * ticket secret (tk_key_of); its id is the period's low byte. */
 struct tk_key {
 	uint8_t key[16];
-	int64_t created_s;
-	uint8_t id;
+	int64_t period;
 	bool live;
 };
 
@@ -64,8 +65,8 @@ struct tls_hs_env {
 	mbedtls_x509_crt cert;
 	mbedtls_pk_context key;
 	mbedtls_x509_crt_profile profile; /* linked from conf */
-	struct tk_key keys[2]; /* ticket keys: the newest and the one before */
-	uint8_t next_key_id;
+	struct tk_key keys[2]; /* the keys of the last two periods used (a cache) */
+	uint8_t ticket_secret[TLS_HS_TICKET_SECRET_LEN];
 	struct tls_hs_stats stats;
 };
 
@@ -309,22 +310,37 @@ static const int suites[] = { MBEDTLS_TLS1_3_AES_128_GCM_SHA256,
  * lifetime, so a ticket dies after at most two lifetimes (mbedTLS also enforces the
  * advertised lifetime from the ticket's age). */
 
-static struct tk_key *tk_current(struct tls_hs_env *env)
+static int64_t tk_period_now(const struct tls_hs_env *env)
 {
 	int64_t now = hooks.now_s(hooks.ctx);
+	return (now < 0 ? 0 : now) / (int64_t)env->cfg.ticket_key_rotate_s;
+}
+
+/* The key of `period` (cached: the two most recent periods asked for; the one it replaces
+ * is wiped): HMAC-SHA256(secret, "urMQTT ticket key" | period, 8 bytes big-endian), first
+ * 16 bytes. NULL if HMAC failed. */
+static struct tk_key *tk_key_of(struct tls_hs_env *env, int64_t period)
+{
 	struct tk_key *a = &env->keys[0], *b = &env->keys[1];
-	struct tk_key *cur = (a->live && (!b->live || a->created_s >= b->created_s)) ? a : b;
-	if (!cur->live || now - cur->created_s >= (int64_t)env->cfg.ticket_lifetime_s) {
-		struct tk_key *old = cur->live ? (cur == a ? b : a) : cur;
-		mem_wipe(old, sizeof *old);
-		if (hooks.random(hooks.ctx, old->key, sizeof old->key) != 0)
-			return NULL;
-		old->created_s = now;
-		old->id = env->next_key_id++;
-		old->live = true;
-		cur = old;
+	if (a->live && a->period == period)
+		return a;
+	if (b->live && b->period == period)
+		return b;
+	struct tk_key *k = !a->live ? a : !b->live ? b : a->period < b->period ? a : b;
+	mem_wipe(k, sizeof *k);
+	static const char label[] = "urMQTT ticket key";
+	uint8_t msg[sizeof label - 1 + 8], mac[32];
+	memcpy(msg, label, sizeof label - 1);
+	st_be64(msg + sizeof label - 1, (uint64_t)period);
+	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+	int rc = md ? mbedtls_md_hmac(md, env->ticket_secret, sizeof env->ticket_secret, msg, sizeof msg, mac) : -1;
+	if (rc == 0) {
+		memcpy(k->key, mac, sizeof k->key);
+		k->period = period;
+		k->live = true;
 	}
-	return cur;
+	mem_wipe(mac, sizeof mac);
+	return rc == 0 ? k : NULL;
 }
 
 static int tk_write(void *p, const mbedtls_ssl_session *session, unsigned char *start,
@@ -332,7 +348,7 @@ static int tk_write(void *p, const mbedtls_ssl_session *session, unsigned char *
 {
 	struct tls_hs_env *env = p;
 	struct tls_hs *hs = cur_hs[hook_core()];
-	struct tk_key *k = tk_current(env);
+	struct tk_key *k = tk_key_of(env, tk_period_now(env));
 	struct tls_identity id;
 	const uint8_t *serial = NULL;
 	size_t slen = 0, olen = 0;
@@ -371,7 +387,7 @@ static int tk_write(void *p, const mbedtls_ssl_session *session, unsigned char *
 	wcur_bytes(&w, serial, slen);
 	if (!wcur_ok(&w))
 		goto out;
-	start[0] = k->id;
+	start[0] = (uint8_t)k->period;
 	if (hooks.random(hooks.ctx, start + 1, 12) != 0)
 		goto out;
 	mbedtls_gcm_context g;
@@ -398,10 +414,13 @@ static int tk_parse(void *p, mbedtls_ssl_session *session, unsigned char *buf, s
 
 	if (!hs || len < 1 + 12 + 16 + 2)
 		return MBEDTLS_ERR_SSL_BAD_INPUT_DATA;
-	for (int i = 0; i < 2; i++)
-		if (env->keys[i].live && env->keys[i].id == buf[0])
-			k = &env->keys[i];
-	if (!k || hooks.now_s(hooks.ctx) - k->created_s >= 2 * (int64_t)env->cfg.ticket_lifetime_s)
+	/* The current and the previous period; the next one too, for a core whose clock read
+	 * crossed the boundary a moment before ours (cores rotate in step, not at once). */
+	int64_t now = tk_period_now(env);
+	for (int64_t e = now + 1; e >= now - 1 && e >= 0 && !k; e--)
+		if ((uint8_t)e == buf[0])
+			k = tk_key_of(env, e);
+	if (!k)
 		return MBEDTLS_ERR_SSL_SESSION_TICKET_EXPIRED;
 	size_t blen = len - 13 - 16;
 	uint8_t *body = buf + 13;
@@ -509,6 +528,15 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 	mbedtls_ssl_conf_ciphersuites(&env->conf, suites);
 	if (mbedtls_ssl_conf_own_cert(&env->conf, &env->cert, &env->key) != 0)
 		goto fail;
+	if (!env->cfg.ticket_key_rotate_s)
+		env->cfg.ticket_key_rotate_s = cfg->ticket_lifetime_s ? cfg->ticket_lifetime_s : 1u;
+	env->cfg.ticket_secret = NULL; /* copied below, never linked */
+	if (cfg->ticket_secret)
+		memcpy(env->ticket_secret, cfg->ticket_secret, sizeof env->ticket_secret);
+	else if (hooks.random(hooks.ctx, env->ticket_secret, sizeof env->ticket_secret) != 0) {
+		rc = -E_IO;
+		goto fail;
+	}
 	if (cfg->ticket_lifetime_s && cfg->n_tickets) {
 		/* Stateless tickets (tk_write/tk_parse above); resumption only with (EC)DHE,
 		 * 0-RTT is not compiled in. */
@@ -534,6 +562,7 @@ void tls_hs_env_destroy(struct tls_hs_env *env)
 	if (!env)
 		return;
 	mem_wipe(env->keys, sizeof env->keys);
+	mem_wipe(env->ticket_secret, sizeof env->ticket_secret);
 	mbedtls_ssl_config_free(&env->conf);
 	mbedtls_pk_free(&env->key);
 	mbedtls_x509_crt_free(&env->cert);
@@ -903,6 +932,11 @@ static void hs_free(struct tls_hs *hs)
 	if (hs->failed)
 		env->stats.n_failed++;
 	hook_free(hs); /* wipes the exported secrets with the rest (invariant 3) */
+}
+
+bool tls_hs_resumed(const struct tls_hs *hs)
+{
+	return hs->resumed;
 }
 
 int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec, struct tls_identity *id)

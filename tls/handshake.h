@@ -37,6 +37,8 @@ struct tls_hs_ops {
 };
 
 #define TLS_HS_MAX_CORES 64u
+#define TLS_HS_TICKET_SECRET_LEN 32u
+
 /* The largest handshake message mbedTLS takes in (MBEDTLS_SSL_IN_CONTENT_LEN). */
 #define TLS_HS_MAX_MESSAGE 16384u
 
@@ -52,6 +54,14 @@ struct tls_hs_config {
 	struct tls_id_config id;     /* linked (service prefix string) */
 	struct tls_revoke revoke;    /* linked; is_revoked NULL = no revocation list */
 	uint32_t ticket_lifetime_s;  /* 0: no resumption tickets */
+	/* Ticket keys: the key of period e = floor(now_s / ticket_key_rotate_s) is derived from
+	 * ticket_secret and e, so every env given the same secret (one per core) seals and opens
+	 * the same tickets, rotating in step without talking; the current and the previous
+	 * period's keys are accepted. rotate 0: ticket_lifetime_s. secret NULL: drawn from the
+	 * CSPRNG for this env alone. The secret is copied at create (the caller wipes its own)
+	 * and wiped at destroy. */
+	uint32_t ticket_key_rotate_s;
+	const uint8_t *ticket_secret; /* TLS_HS_TICKET_SECRET_LEN bytes, or NULL */
 	/* A peer certificate whose validity starts at most this many seconds in the future is
 	 * accepted (clocks a little apart); expiry is checked against the clock as it is. */
 	uint32_t clock_skew_s;
@@ -105,6 +115,9 @@ MUST_CHECK int tls_hs_start(struct tls_hs_env *env, tls_hs_send_fn send, void *s
  * tls_hs_abort. */
 MUST_CHECK int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len,
 			    size_t *consumed /* out */);
+
+/* After tls_hs_input returned 1: was it a resumption (a ticket of ours accepted)? */
+bool tls_hs_resumed(const struct tls_hs *hs);
 
 /* After tls_hs_input returned 1: start rec (the connection's record state) with the
  * traffic secrets, fill id, then free and wipe everything of the handshake (hs is gone

@@ -65,6 +65,15 @@ struct node_broker_config {
 	struct dp_mesh_ops mesh;
 	uint32_t mesh_payload_max;
 	uint8_t home_key[16];
+	/* The machine's ticket secret (tls/handshake.h, TLS_HS_TICKET_SECRET_LEN bytes, linked
+	 * for node_broker_init only): every core's env derives the same ticket keys from it, so
+	 * a resumption landing on another core than the full handshake is resumed. NULL: this
+	 * core's own keys. */
+	const uint8_t *ticket_secret;
+	/* Frames of this core's steering refused for lack of mesh credit so far (core 0: to
+	 * every worker; a worker: handed back to core 0), read on this core for its shard
+	 * line; NULL: none. */
+	uint64_t (*mesh_frame_drops)(uint32_t core);
 	/* Storage (kernel/kstore.h): on when the machine has a data disk. store_send carries
 	 * this core's storage records to the storage core (the mesh, or the storage engine's
 	 * local queue when one core does both), at most store_payload_max bytes each; the

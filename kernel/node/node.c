@@ -371,14 +371,31 @@ static void nd_shard_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
 }
 
 /* The shards' mesh op: from the calling core (the dp's own) to dst; -E_AGAIN without
- * credit (the shard backlogs it). */
+ * credit (the shard backlogs it). Bulk class: the shards leave core.mesh_frame_slots of
+ * every ring to the frames core 0 steers to a worker and a worker hands back to core 0,
+ * which share those rings (a flood of routed copies once took every slot, the steered
+ * frames were dropped and the connections behind them crawled on TCP retransmissions:
+ * ADR-053). */
 static int nd_shard_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
 {
 	(void)ctx;
-	int err = xcore_send(nd_mesh, node_port_core_self(), dst, kind, data, len);
+	int err = xcore_send_bulk(nd_mesh, node_port_core_self(), dst, kind, data, len);
 	if (err == 0)
 		nd_wake(dst);
 	return err;
+}
+
+/* The broker's shard line: frames this core's steering could not hand over for lack of
+ * mesh credit. Every counter read here is written by `core` itself (core 0 counts the
+ * frames and ARP copies it steers, a worker the frames it hands back). */
+static uint64_t nd_mesh_frame_drops(uint32_t core)
+{
+	if (core != 0)
+		return core < PLAT_MAX_CPUS ? node_cores[core].tx_drops : 0;
+	uint64_t n = 0;
+	for (uint32_t c = 1; c < nd_n_net; c++)
+		n += node_cores[c].steer_drops + node_cores[c].arp_drops;
+	return n;
 }
 
 /* ---- storage: the links between data cores and the storage core ----
@@ -455,6 +472,7 @@ static bool nd_mesh_init(uint32_t n)
 		.credit_batch = CONF_CORE_MESH_CREDIT_BATCH,
 		.poll_max = CONF_CORE_MESH_POLL_MAX,
 		.poll_per_source = CONF_CORE_MESH_POLL_MAX,
+		.bulk_reserve = CONF_CORE_MESH_FRAME_SLOTS,
 	};
 	size_t len, got;
 	void *va = NULL;
@@ -624,8 +642,13 @@ void node_init(const struct node_config *cfg)
 	if (n_data > 1) { /* one broker shard per data core, sessions on their home core (ADR-027) */
 		bc.n_cores = n_data;
 		bc.mesh = (struct dp_mesh_ops){ nd_shard_send, NULL };
+		bc.mesh_frame_drops = nd_mesh_frame_drops;
 		nd_random(bc.home_key, sizeof bc.home_key);
 	}
+	/* One ticket secret for every core's handshake env, wiped once they all copied it. */
+	uint8_t ticket_secret[TLS_HS_TICKET_SECRET_LEN];
+	nd_random(ticket_secret, sizeof ticket_secret);
+	bc.ticket_secret = ticket_secret;
 	bc.mesh_payload_max = nd_mesh ? xcore_payload_max(nd_mesh) : (uint32_t)align8(CONF_CORE_MESH_SLOT_BYTES) - 8u;
 	if (nd_store_on) {
 		bc.store_on = true;
@@ -640,27 +663,32 @@ void node_init(const struct node_config *cfg)
 		struct kstore_config kcfg = ks;
 		memcpy(kcfg.home_key, bc.home_key, sizeof kcfg.home_key);
 		nd_store_knobs(cfg->cmdline, cfg->cmdline_len, &kcfg.knobs);
-		if (kstore_init(&kcfg) != 0) {
-			LOG_ERR("broker", "storage could not be set up; no network service");
+		int rc = kstore_init(&kcfg);
+		mem_wipe(kcfg.home_key, sizeof kcfg.home_key);
+		if (rc != 0 || (nd_store_dedicated && !nd_store_core_init(nd_store_core))) {
+			if (rc != 0)
+				LOG_ERR("broker", "storage could not be set up; no network service");
+			mem_wipe(ticket_secret, sizeof ticket_secret);
+			mem_wipe(bc.home_key, sizeof bc.home_key);
 			return;
 		}
-		mem_wipe(kcfg.home_key, sizeof kcfg.home_key);
-		if (nd_store_dedicated && !nd_store_core_init(nd_store_core))
-			return;
 		node_devices_disk_vectors(nd_store_core);
 		LOG_INFO("boot", "storage: %s, run by core %u%s", nd_store_disk_name, (unsigned)nd_store_core,
 			 nd_store_dedicated ? " (nothing else runs there)" : " from its loop (one core)");
 	}
 	/* Core 0 first: its failure means no network at all; a worker's only shrinks the
 	 * set of cores flows are steered to (the cores after it are not started either). */
-	if (!nd_core_net_init(0, &bc, &kc)) {
+	bool core0 = nd_core_net_init(0, &bc, &kc);
+	nd_n_net = 1;
+	for (uint32_t c = 1; core0 && c < n_data && nd_core_net_init(c, &bc, &kc); c++)
+		nd_n_net = c + 1;
+	mem_wipe(bc.home_key, sizeof bc.home_key);
+	mem_wipe(ticket_secret, sizeof ticket_secret);
+	bc.ticket_secret = NULL;
+	if (!core0) {
 		LOG_ERR("boot", "broker: initialisation failed; no network service");
 		return;
 	}
-	nd_n_net = 1;
-	for (uint32_t c = 1; c < n_data && nd_core_net_init(c, &bc, &kc); c++)
-		nd_n_net = c + 1;
-	mem_wipe(bc.home_key, sizeof bc.home_key);
 	if (nd_n_net < n_data)
 		nd_serve_alone("a worker's stack or broker could not be built");
 	if (nd_mesh) {

@@ -89,6 +89,11 @@ static void c_done(void *ctx, uint32_t ticket, bool ok)
 	mqtt_broker_durable(B, ticket, ok); /* unknown tickets are counted, never trusted */
 }
 
+static void c_data_credit(void *ctx, uint32_t conn, uint32_t gen, uint32_t bytes)
+{
+	(void)ctx, (void)conn, (void)gen, (void)bytes;
+}
+
 static const char *const ids[] = { "d0", "d1", "svc", "admin" };
 static const char *const svc_pub[] = { "devices/+/cmd/#" };
 static const char *const svc_sub[] = { "devices/+/telemetry/#", "devices/+/status" };
@@ -137,12 +142,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!bmem || mqtt_broker_init(&B, bmem, bneed, &g, &ops))
 		abort();
 	struct dp_shard_config sc = {
-		.n_cores = 3, .self = 1, .payload_max = 128, .backlog_bytes = 1024, .out_window = 200,
+		.n_cores = 3, .self = 1, .payload_max = 128, .backlog_bytes = 1024, .out_window = 200, .data_window = 300,
 		.max_proxies = 4, .max_conns = 4, .max_packet = 300, .max_done = 8, .mesh = { m_send, NULL },
 	};
 	size_t sneed = dp_shard_mem_size(&sc);
 	void *smem = aligned_alloc(8, (sneed + 7) & ~(size_t)7);
-	const struct dp_shard_conn_ops co = { c_out, c_close, c_barrier, c_done, NULL };
+	const struct dp_shard_conn_ops co = { c_out, c_close, c_barrier, c_done, c_data_credit, NULL };
 	if (!sneed || !smem || dp_shard_init(&S, smem, sneed, &sc, B, &co))
 		abort();
 	struct in in = { data, size };

@@ -102,11 +102,22 @@ PORT_REV=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$TOOL" --port "$PORT_REV" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" \
 	--revoke-after 2 2001 --clock-skew-s 60 --max-hello 8192 --timeout-ms 1500 >"$W/server-rev.log" 2>&1 &
 SRV_REV=$!
-trap 'kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV 2>/dev/null; wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV 2>/dev/null' EXIT
+# Two handshake envs, connection N on env N % 2, as two cores of the broker: one ticket
+# secret for both (the broker's one key set for every core), or one each (the control).
+PORT_ENVS=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$TOOL" --port "$PORT_ENVS" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" --envs 2 \
+	--timeout-ms 1500 >"$W/server-envs.log" 2>&1 &
+SRV_ENVS=$!
+PORT_OWN=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$TOOL" --port "$PORT_OWN" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" --envs 2 --own-secrets \
+	--timeout-ms 1500 >"$W/server-own.log" 2>&1 &
+SRV_OWN=$!
+trap 'kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN 2>/dev/null; wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN 2>/dev/null' EXIT
 for _ in $(seq 50); do
 	grep -q listening "$W/server.log" 2>/dev/null && grep -q listening "$W/server-rsa.log" 2>/dev/null &&
 		grep -q listening "$W/server-rsa2.log" 2>/dev/null &&
-		grep -q listening "$W/server-rev.log" 2>/dev/null && break
+		grep -q listening "$W/server-rev.log" 2>/dev/null && grep -q listening "$W/server-envs.log" 2>/dev/null &&
+		grep -q listening "$W/server-own.log" 2>/dev/null && break
 	sleep 0.1
 done
 
@@ -278,6 +289,14 @@ for c in echo resume service no-cert; do
 	timeout 20 $PY "$W/client.py" "$PORT" "$W" $c >"$W/py-$c.out" 2>&1
 	result "python-$c" $? "$W/py-$c.out"
 done
+# One ticket key set for two envs: the ticket env 1 issued resumes on env 0; with a
+# secret each, the same client gets a full handshake on env 0 instead (the control).
+timeout 20 $PY "$W/client.py" "$PORT_ENVS" "$W" resume >"$W/py-resume-envs.out" 2>&1
+result resume-other-env $? "$W/py-resume-envs.out"
+timeout 20 $PY "$W/client.py" "$PORT_OWN" "$W" resume >"$W/py-resume-own.out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "not resumed" "$W/py-resume-own.out" && grep -q "^conn 2: established" "$W/server-own.log"
+result resume-own-secrets-full $? "$W/py-resume-own.out"
 # Revocation reaches a resumed session: the third connection offered its ticket and was
 # refused with certificate_revoked (its own alert, read by the client), and the server's
 # third connection ended in a failed handshake after the revocation.
@@ -497,9 +516,10 @@ base=$(grep -o 'live=[0-9]*' "$W/server-rsa.log" | head -1)
 	! grep 'in_flight=' "$W/server-rsa.log" | grep -qv 'in_flight=0$'
 result $name $? "$W/server-rsa.log"
 
-kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV 2>/dev/null
-wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV 2>/dev/null
-if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log" "$W/server-rsa.log" "$W/server-rsa2.log" "$W/server-rev.log"; then
+kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN 2>/dev/null
+wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN 2>/dev/null
+if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log" "$W/server-rsa.log" "$W/server-rsa2.log" "$W/server-rev.log" \
+	"$W/server-envs.log" "$W/server-own.log"; then
 	result sanitizers 1 "$W/server.log"
 else
 	result sanitizers 0

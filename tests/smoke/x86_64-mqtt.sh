@@ -42,6 +42,12 @@
 #                                 the takeover is counted on dev-5's home core
 #   x86_64-mqtt/shards            connections were forwarded to their home core and
 #                                 routed messages reached other shards
+#   x86_64-mqtt/resume-other-core dev-3's ticket resumed 12 times, at least once on another
+#                                 core than its full handshake (one ticket key set for all)
+#   x86_64-mqtt/flood-across-shards  eight devices flood QoS 0 (4,000 each at 900/s) to ops on
+#                                 one shard: at least 30% delivered, >= 2,000 copies crossed
+#                                 shards, every connection still answers a PINGREQ
+#   x86_64-mqtt/flood-backlog-drained  afterwards every core's routing line says queued=0
 # X86_64_MQTT_TAG names the results (x86_64-mqtt); X86_64_MQTT_IDLE=0 skips the idle part.
 # X86_64_MQTT_ARCH=aarch64 runs the same scenarios on BUILD_DIR/aarch64/urmqtt.img
 # (qemu-system-aarch64 -M virt, GICv3, -cpu max, TCG; tests/smoke/aarch64-mqtt.sh).
@@ -117,6 +123,7 @@ rep_lines() { glog | grep -a " broker: core [0-9]*: conns="; }
 core_field() { # FIELD CORE [shard]
 	local pat=" broker: core $2: conns="
 	[ "${3:-}" = shard ] && pat=" broker: core $2: shard "
+	[ "${3:-}" = routing ] && pat=" broker: core $2: routing "
 	glog | grep -a "$pat" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"
 }
 # Connection counts are summed over every core's newest line; machine-wide figures (the
@@ -286,6 +293,40 @@ if [ "$smp" -gt 1 ]; then
 	if wait_shards '[ "$(shard_sum fwd)" -ge 1 ] && [ "$(shard_sum fanout_in)" -ge 1 ]' 15; then
 		pass shards "$(shard_sum fwd) connections forwarded to their home core, $(shard_sum fanout_in) routed messages received from other shards, $(shard_sum refused) refused"
 	else fail shards "$(shard_lines)"; fi
+
+	# One set of ticket keys for every core (issue 26): dev-3 resumes its first ticket twelve
+	# times; each connection is steered anew, and a resumption on another core than the full
+	# handshake must be resumed, not turned into a full handshake.
+	r=$(client resume dev-3 12)
+	full_core=$(id_lines dev-3 | grep -v ' resumed$' | tail -n 1 | line_core)
+	other=$(id_lines dev-3 | grep ' resumed$' | line_core | grep -vc "^$full_core$")
+	if [ "$r" = "full 1 resumed 12 of 12" ] && [ -n "$full_core" ] && [ "$other" -ge 1 ]; then
+		pass resume-other-core "$r; full handshake on core $full_core, $other resumptions on other cores"
+	else fail resume-other-core "$r; full handshake on core ${full_core:-?}, resumed on other cores: $other"; fi
+
+	# A QoS 0 flood across shards (issue 26): eight devices publish 4,000 messages each at
+	# 900/s (under dev's 1,000/s per connection) while ops, whose session lives on one
+	# shard, subscribes. The subscriber must get a substantial share (a floor, not a rate),
+	# the routed copies must have crossed shards, every connection must still answer a
+	# PINGREQ, and every core's backlog must drain to zero.
+	fan0=$(shard_sum fanout_in)
+	r=$(MQTT_CLIENT_TIMEOUT=30 timeout 150 "$py" "$helper" 127.0.0.1 "$port" "$certs" flood ops \
+		dev-1,dev-2,dev-3,dev-6,dev-7,dev-8,dev-9,dev-10 4000 900 2>&1 | tail -n 1)
+	sent=$(echo "$r" | sed -n 's/^sent \([0-9]*\) .*$/\1/p')
+	got=$(echo "$r" | sed -n 's/^.* received \([0-9]*\) .*$/\1/p')
+	wait_shards 'true' 2
+	fan=$(($(shard_sum fanout_in) - fan0))
+	if [ -n "$sent" ] && [ "$sent" -ge 8000 ] && [ -n "$got" ] && [ $((got * 100)) -ge $((sent * 30)) ] &&
+		[ "$fan" -ge 2000 ] && echo "$r" | grep -q ' alive 9 of 9$'; then
+		pass flood-across-shards "$r; $fan routed copies received by other shards (floor: 30% delivered)"
+	else fail flood-across-shards "$r; fanout_in +$fan; $(shard_lines)"; fi
+	routing_idle() {
+		local c
+		for ((c = 0; c < smp; c++)); do [ "$(core_field queued $c routing)" = 0 ] || return 1; done
+	}
+	if wait_shards routing_idle 15; then
+		pass flood-backlog-drained "queued=0 on each of the $smp cores; $(glog | grep -a ' broker: core [0-9]*: routing ' | tail -n "$smp" | sed 's/^.*broker: //' | tr '\n' ';')"
+	else fail flood-backlog-drained "$(glog | grep -a ' broker: core [0-9]*: routing ' | tail -n "$smp" | sed 's/^.*broker: //' | tr '\n' ';')"; fi
 	settle
 fi
 

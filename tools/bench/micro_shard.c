@@ -115,6 +115,11 @@ static void c_done(void *ctx, uint32_t ticket, bool ok)
 	(void)ctx, (void)ticket, (void)ok;
 }
 
+static void c_data_credit(void *ctx, uint32_t conn, uint32_t gen, uint32_t bytes)
+{
+	(void)ctx, (void)conn, (void)gen, (void)bytes;
+}
+
 static const char *const svc_pub[] = { "devices/+/cmd/#" };
 static const char *const svc_sub[] = { "devices/+/#" };
 static const struct mqtt_acl_service services[] = { { NULL, svc_pub, svc_sub, 1, 1 } };
@@ -194,10 +199,10 @@ static int build(bool sharded)
 	};
 	size_t bneed = mqtt_broker_mem_size(&g);
 	struct dp_shard_config sc = {
-		.n_cores = 2, .payload_max = SLOT, .backlog_bytes = 1u << 20, .out_window = 65536,
+		.n_cores = 2, .payload_max = SLOT, .backlog_bytes = 1u << 20, .out_window = 65536, .data_window = 65536,
 		.max_proxies = 16, .max_conns = 16, .max_packet = 8192, .mesh = { m_send, NULL },
 	};
-	const struct dp_shard_conn_ops co = { c_out, c_close, c_barrier, c_done, NULL };
+	const struct dp_shard_conn_ops co = { c_out, c_close, c_barrier, c_done, c_data_credit, NULL };
 	for (uintptr_t i = 0; i < 2; i++) {
 		struct mqtt_broker_ops ops = { .send = t_send, .close = t_close, .heap = { h_alloc, h_free, NULL },
 					       .ctx = (void *)i };

@@ -57,12 +57,18 @@ const struct conf_key conf_schema[] = {
 	  .doc = "Slots per ring only control messages (addresses, takeovers) may use; data never blocks them." },
 	{ KEY("core", "mesh_credit_batch", "CONF_CORE_MESH_CREDIT_BATCH"), INT(8, 1, 65536, U_N),
 	  .doc = "A sender out of mesh credit takes new credit only in batches of at least this many slots." },
+	{ KEY("core", "mesh_frame_slots", "CONF_CORE_MESH_FRAME_SLOTS"), INT(32, 0, 65536, U_N),
+	  .doc = "Data slots per ring the broker shards' messages leave to network frames steered between cores, so a flood of routed messages never starves the TCP of another core's connections." },
 	{ KEY("core", "mesh_poll_max", "CONF_CORE_MESH_POLL_MAX"), INT(64, 1, 65536, U_N),
 	  .doc = "Mesh messages one core handles per loop pass (and at most this many from one source)." },
 	{ KEY("core", "shard_backlog_bytes", "CONF_CORE_SHARD_BACKLOG_BYTES"), INT(262144, 16384, 268435456, CONF_U_B),
 	  .doc = "Per destination core: bytes of broker-shard messages (forwarded MQTT, routed messages) a core holds while the mesh has no credit; a quarter more is kept for control messages; routed messages and replies may use only the first half, forwarded MQTT all of it. At least 3 x mqtt.max_packet_bytes." },
 	{ KEY("core", "shard_out_window", "CONF_CORE_SHARD_OUT_WINDOW"), INT(65536, 1024, 16777216, CONF_U_B),
 	  .doc = "Bytes a session's home core may send to its connection on another core before that core returns credit (acknowledged by the peer's TCP)." },
+	{ KEY("core", "shard_data_window", "CONF_CORE_SHARD_DATA_WINDOW"), INT(16384, 1024, 16777216, CONF_U_B),
+	  .doc = "Bytes of MQTT a connection whose session lives on another core may forward before that core returns credit; the home core withholds it while its own shard backlogs are congested, which closes the connection's TCP window." },
+	{ KEY("core", "shard_lost_owed", "CONF_CORE_SHARD_LOST_OWED"), INT(256, 0, 16777216, U_N),
+	  .doc = "Per core: notices of a forwarded connection's end (its will is due on the home core) kept for a later pass when even the control reserve of a shard backlog is full; beyond them a notice is dropped and counted, and the home core ends that session at its keepalive." },
 	{ KEY("core", "cmdline_overrides", "CONF_CORE_CMDLINE_OVERRIDES"),
 	  LIST(no_items, 16, CONF_CK_KEYREF),
 	  .doc = "Keys (\"section.key\") the kernel command line may override; must be empty in prod." },
@@ -142,7 +148,7 @@ const struct conf_key conf_schema[] = {
 	  .doc = "A client certificate whose validity starts at most this many seconds after the broker's clock is accepted (a device's clock, or a virtual machine's, a little ahead); expiry is never extended." },
 	{ KEY("tls", "ticket_key_rotate_s", "CONF_TLS_TICKET_KEY_ROTATE_S"),
 	  INT(86400, 60, 604800, CONF_U_S),
-	  .doc = "Period of the ticket key; the current and the previous key are accepted." },
+	  .doc = "Period of the ticket key, the same on every core (each derives it from one boot secret); tickets sealed with the current and the previous period's key are accepted." },
 	{ KEY("tls", "identity_source", "CONF_TLS_IDENTITY_SOURCE"), ENUM(identity_vals, 0),
 	  .doc = "Where a device's identity (its MQTT client id) is taken from in its certificate." },
 	{ KEY("tls", "service_uri_prefix", "CONF_TLS_SERVICE_URI_PREFIX"),
@@ -313,7 +319,7 @@ const char *const conf_constraints[] = {
 	"tls.heap_low_watermark_kb must be below core.heap_limit_mb",
 	"tls.ticket_lifetime_s must not exceed tls.ticket_key_rotate_s",
 	"mqtt.max_sessions must be at least tcp.max_connections",
-	"core.mesh_ctrl_slots + core.mesh_credit_batch must not exceed core.mesh_slots",
+	"core.mesh_ctrl_slots + core.mesh_credit_batch + core.mesh_frame_slots must not exceed core.mesh_slots",
 	"core.shard_backlog_bytes must be at least 3 x mqtt.max_packet_bytes",
 	"storage.link_backlog_bytes must be at least 4 x mqtt.max_packet_bytes",
 	"storage.lag_backlog_bytes must be below storage.link_backlog_bytes / 2",
@@ -350,7 +356,8 @@ int conf_schema_cross_check(const struct conf_doc *d, struct conf_err *err)
 		return fail(err, LINES("tls", "ticket_lifetime_s", "tls", "ticket_key_rotate_s"), 6);
 	if (val(d, "mqtt", "max_sessions") < val(d, "tcp", "max_connections"))
 		return fail(err, LINES("mqtt", "max_sessions", "tcp", "max_connections"), 7);
-	if (val(d, "core", "mesh_ctrl_slots") + val(d, "core", "mesh_credit_batch") > val(d, "core", "mesh_slots"))
+	if (val(d, "core", "mesh_ctrl_slots") + val(d, "core", "mesh_credit_batch") + val(d, "core", "mesh_frame_slots") >
+	    val(d, "core", "mesh_slots"))
 		return fail(err, LINES("core", "mesh_ctrl_slots", "core", "mesh_slots"), 8);
 	if (val(d, "core", "shard_backlog_bytes") < 3 * val(d, "mqtt", "max_packet_bytes"))
 		return fail(err, LINES("core", "shard_backlog_bytes", "mqtt", "max_packet_bytes"), 9);

@@ -14,6 +14,10 @@
  *                 [--id cn|uri] [--service-prefix P] [--revoked HEXSERIAL]...
  *                 [--max-plaintext N] [--tickets N] [--max-conns N] [--timeout-ms N] [--rsa]
  *                 [--revoke-after N HEXSERIAL] [--clock-skew-s N] [--max-hello N] [--max-chain N]
+ *                 [--envs 2 [--own-secrets]]
+ * --envs 2 serves connection N with handshake env N % 2, as two cores of the broker would:
+ * both derive their ticket keys from one secret (the broker's one key set for every core),
+ * or each from its own with --own-secrets (a resumption then becomes a full handshake).
  * --rsa allows RSA certificates (the broker's tls.rsa_allowed, CONF_TLS_RSA_ALLOWED).
  * --revoke-after revokes a serial once connection N is done (a revocation arriving while
  * a device holds a resumption ticket: the tests resume with it and must be refused).
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -33,6 +38,7 @@
 #include "kernel/node/port.h"
 #include "kernel/node/tls_port.h"
 #include "lib/err.h"
+#include "lib/mem.h"
 #include "tls/handshake.h"
 #include "tls/record.h"
 
@@ -241,6 +247,8 @@ int main(int argc, char **argv)
 	long max_conns = -1;
 	long timeout_ms = 10000;
 	unsigned long revoke_after = 0; /* 0: none */
+	int n_envs = 1;
+	bool own_secrets = false;
 	const char *revoke_later = NULL;
 
 	memset(&cfg, 0, sizeof cfg);
@@ -256,6 +264,17 @@ int main(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--rsa")) {
 			cfg.rsa = true;
+			continue;
+		}
+		if (!strcmp(a, "--own-secrets")) {
+			own_secrets = true;
+			continue;
+		}
+		if (!strcmp(a, "--envs") && v) {
+			n_envs = atoi(v);
+			i++;
+			if (n_envs < 1 || n_envs > 2)
+				goto usage;
 			continue;
 		}
 		if (!v)
@@ -313,9 +332,20 @@ int main(int argc, char **argv)
 	cfg.ops = node_tls_port_hs_ops(); /* the hosted port's hooks (hosted/node_port.c) */
 	rcfg.ops = node_tls_port_rec_ops();
 
-	struct tls_hs_env *env;
+	struct tls_hs_env *envs[2] = { NULL, NULL };
 	struct tls_rec_env renv;
-	int rc = tls_hs_env_create(&cfg, &env);
+	uint8_t secret[TLS_HS_TICKET_SECRET_LEN];
+	if (n_envs == 2 && !own_secrets) {
+		if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) {
+			perror("tls-echo: getrandom");
+			return 1;
+		}
+		cfg.ticket_secret = secret;
+	}
+	int rc = 0;
+	for (int e = 0; e < n_envs && !rc; e++)
+		rc = tls_hs_env_create(&cfg, &envs[e]);
+	mem_wipe(secret, sizeof secret);
 	if (rc) {
 		fprintf(stderr, "tls-echo: tls_hs_env_create: %s\n", err_name(rc));
 		return 1;
@@ -348,6 +378,7 @@ int main(int argc, char **argv)
 			(unsigned)ntohs(peer.sin_port));
 		struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = timeout_ms % 1000 * 1000 };
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		struct tls_hs_env *env = envs[n % (unsigned long)n_envs];
 		serve(env, &renv, fd, n, timeout_ms);
 		close(fd);
 		struct tls_hs_stats st;
@@ -363,11 +394,13 @@ int main(int argc, char **argv)
 		}
 	}
 	close(ls);
-	tls_hs_env_destroy(env);
+	for (int e = n_envs - 1; e >= 0; e--)
+		tls_hs_env_destroy(envs[e]);
 	return 0;
 usage:
 	fprintf(stderr, "usage: tls-echo --port N --ca F --cert F --key F [--id cn|uri] "
 			"[--service-prefix P] [--revoked HEX]... [--max-plaintext N] [--tickets N] "
-			"[--max-conns N] [--timeout-ms N] [--rsa] [--revoke-after N HEX] [--clock-skew-s N] [--max-hello N] [--max-chain N]\n");
+			"[--max-conns N] [--timeout-ms N] [--rsa] [--revoke-after N HEX] [--clock-skew-s N] [--max-hello N] [--max-chain N] "
+			"[--envs 2 [--own-secrets]]\n");
 	return 2;
 }

@@ -492,6 +492,128 @@ elif mode == "retained-count":  # NAME FILTER: a clean session subscribes to FIL
     s.sendall(pkt(0xE0, b""))
     s.close()
     print("retained %d bytes %d" % (n, nbytes))
+elif mode == "resume":  # NAME N: one full handshake, then N connections resuming its ticket,
+    # each with CONNECT/CONNACK and DISCONNECT (new source ports: the broker steers each one
+    # anew), about three a second. Prints "full 1 resumed R of N".
+    name, n = args[0], int(args[1])
+    c = ctx(*crt(name))
+    resumed = 0
+    try:
+        s = c.wrap_socket(socket.create_connection((host, port), timeout=TIMEOUT))
+        s.sendall(connect_pkt(name, 60))
+        h, b = read_pkt(s)
+        assert h == 0x20 and b[1] == 0, b
+        sess = s.session
+        s.sendall(pkt(0xE0, b""))
+        s.close()
+        for _ in range(n):
+            r = c.wrap_socket(socket.create_connection((host, port), timeout=TIMEOUT), session=sess)
+            r.sendall(connect_pkt(name, 60))
+            h, b = read_pkt(r)
+            assert h == 0x20 and b[1] == 0, b
+            resumed += r.session_reused
+            r.sendall(pkt(0xE0, b""))
+            r.close()
+            time.sleep(0.35)  # under the console's 10 lines a second per site: every line kept
+    except (ssl.SSLError, EOFError, ConnectionError, OSError, AssertionError) as e:
+        print("error %s after %d resumed" % (type(e).__name__, resumed))
+        sys.exit(0)
+    print("full 1 resumed %d of %d" % (resumed, n))
+elif mode == "flood":  # SUB PUBS COUNT RATE: SUB (a service) subscribes to devices/+/telemetry
+    # at QoS 0; each device of PUBS (comma-separated) publishes COUNT QoS 0 messages on its own
+    # telemetry topic at RATE per second (batched every 10 ms); SUB counts what arrives until
+    # 3 s pass without a message (at most 60 s). Then every connection must answer a PINGREQ.
+    # Prints "sent S received R alive A of C".
+    import threading
+    sub, pubs, count, rate = args[0], args[1].split(","), int(args[2]), float(args[3])
+    got = [0]
+    last = [time.time()]
+    try:
+        ss = tls_conn(*crt(sub))
+        ss.sendall(connect_pkt(sub, 60))
+        assert read_pkt(ss)[0] == 0x20
+        ss.sendall(pkt(0x82, struct.pack(">H", 1) + mstr("devices/+/telemetry") + b"\x00"))
+        h, b = read_pkt(ss)
+        assert h == 0x90 and b[2] == 0, b
+        ps = []
+        for name in pubs:
+            c = tls_conn(*crt(name))
+            c.sendall(connect_pkt(name, 60))
+            h, b = read_pkt(c)
+            assert h == 0x20 and b[1] == 0, b
+            ps.append((c, pkt(0x30, mstr("devices/%s/telemetry" % name) + b"x" * 64)))
+    except (ssl.SSLError, EOFError, ConnectionError, OSError, AssertionError) as e:
+        print("error connect %s" % type(e).__name__)
+        sys.exit(0)
+    done = threading.Event()
+
+    def reader():  # counts PUBLISH packets; the PINGRESP after `done` is counted apart
+        buf = b""
+        ss.settimeout(0.5)
+        while True:
+            try:
+                d = ss.recv(65536)
+            except (socket.timeout, TimeoutError):
+                if done.is_set() and time.time() - last[0] > 3:
+                    return
+                continue
+            except (ssl.SSLError, OSError):
+                return
+            if not d:
+                return
+            buf += d
+            while len(buf) >= 2:
+                n, mul, i = 0, 1, 1
+                while i < len(buf) and i < 5:
+                    n += (buf[i] & 127) * mul
+                    mul *= 128
+                    if not buf[i] & 128:
+                        break
+                    i += 1
+                if i >= len(buf) or len(buf) < i + 1 + n:
+                    break
+                if buf[0] & 0xF0 == 0x30:
+                    got[0] += 1
+                    last[0] = time.time()
+                buf = buf[i + 1 + n:]
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    sent, t0, alive = 0, time.time(), 0
+    try:
+        while sent < count * len(ps) and time.time() - t0 < 60:
+            due = min(count, int((time.time() - t0) * rate) + 1)
+            per = due - sent // len(ps)
+            if per > 0:
+                for c, m in ps:
+                    c.sendall(m * per)
+                sent += per * len(ps)
+            time.sleep(0.01)
+    except (ssl.SSLError, ConnectionError, OSError):
+        pass
+    last[0] = time.time()
+    done.set()
+    t.join(60)
+    for c, _ in ps:
+        try:
+            c.settimeout(10)
+            c.sendall(pkt(0xC0, b""))
+            h, _ = read_pkt(c)
+            alive += h == 0xD0
+        except (ssl.SSLError, EOFError, ConnectionError, OSError):
+            pass
+    try:
+        ss.settimeout(10)
+        ss.sendall(pkt(0xC0, b""))
+        while True:
+            h, _ = read_pkt(ss)
+            if h == 0xD0:
+                alive += 1
+                break
+            got[0] += h & 0xF0 == 0x30
+    except (ssl.SSLError, EOFError, ConnectionError, OSError):
+        pass
+    print("sent %d received %d alive %d of %d" % (sent, got[0], alive, len(ps) + 1))
 else:
     print("unknown mode")
     sys.exit(2)

@@ -22,6 +22,7 @@
 #include <sys/random.h>
 
 #include "dp/dp.h"
+#include "dp/shard.h"
 #include "lib/err.h"
 
 #include "tests/unit/tls/certs_der.h"
@@ -91,6 +92,7 @@ struct fifo {
 };
 static struct fifo mesh[NCORE][NCORE];
 static uint32_t mesh_limit = MESH_CAP; /* messages a FIFO takes (0: refuses all) */
+static bool mesh_blocked[NCORE][NCORE]; /* this pair refuses everything */
 static uint32_t self_of[NCORE];
 static struct dp *D[NCORE];
 
@@ -99,7 +101,7 @@ static int m_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint
 	uint32_t src = *(const uint32_t *)ctx;
 	assert_true(dst < NCORE && dst != src);
 	struct fifo *f = &mesh[src][dst];
-	if (f->n >= mesh_limit)
+	if (f->n >= mesh_limit || mesh_blocked[src][dst])
 		return -E_AGAIN;
 	struct mmsg *m = &f->m[(f->head + f->n) % MESH_CAP];
 	m->kind = kind;
@@ -139,7 +141,7 @@ static void pump(void)
 struct fconn {
 	uint8_t out[65536];
 	size_t out_len;
-	int closes, aborts;
+	int closes, aborts, windows;
 	bool gone;
 };
 static struct fconn fc[NCORE][MAXC];
@@ -172,7 +174,7 @@ static void f_abort(void *ctx, uint32_t conn)
 }
 static void f_window(void *ctx, uint32_t conn)
 {
-	(void)ctx, (void)conn;
+	fc[core_of_ctx(ctx)][conn].windows++;
 }
 static const struct dp_lower_ops fake_lower = { f_send, f_close, f_abort, f_window };
 
@@ -217,7 +219,7 @@ static struct dp_config cfg_make(uint32_t core)
 	g.now_ms = t_clock;
 	g.shard = (struct dp_shard_config){
 		.n_cores = NCORE, .self = core, .payload_max = 256, .backlog_bytes = 16384,
-		.out_window = 2048, .max_proxies = MAXC,
+		.out_window = 2048, .data_window = 4096, .max_proxies = MAXC,
 		.mesh = { m_send, &self_of[core] },
 	};
 	memset(g.shard.home_key, 0x5a, sizeof g.shard.home_key);
@@ -230,6 +232,7 @@ static int setup(void **state)
 	heap_used = 0;
 	now = 1000;
 	mesh_limit = MESH_CAP;
+	memset(mesh_blocked, 0, sizeof mesh_blocked);
 	memset(fc, 0, sizeof fc);
 	memset(mesh, 0, sizeof mesh);
 	struct tls_hs_config c;
@@ -723,6 +726,7 @@ static void t_backpressure_loses_nothing_acknowledged(void **state)
 	char dev[32], ops[32];
 	int from = 0;
 	id_homed(dev, sizeof dev, "dev-", 0, false, &from);
+	int after_dev = from;
 	from = 0;
 	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
 	struct client *s = cl_open(2, 10, ops, true);
@@ -733,10 +737,18 @@ static void t_backpressure_loses_nothing_acknowledged(void **state)
 	struct client *d = cl_open(0, 11, dev, false);
 	mq_connect(d, dev, true, NULL, NULL);
 	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	char dev2[32];
+	id_homed(dev2, sizeof dev2, "dev-", 0, false, &after_dev);
+	struct client *d2 = cl_open(0, 12, dev2, false); /* a bystander on the same core */
+	mq_connect(d2, dev2, true, NULL, NULL);
+	assert_int_equal(expect(d2, 2, NULL, 0), 2);
+	assert_int_equal(dp_tcp_upper.credit(D[0], 12), 16640);
 	char topic[64];
 	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
-	/* The mesh refuses everything: messages wait in core 0's backlogs until they are
-	 * full; then a PUBLISH is refused before its PUBACK and the connection ends. */
+	/* The mesh refuses everything: messages wait in core 0's backlogs; from a quarter of a
+	 * backlog core 0 stops reading its connections (zero windows); the test's client
+	 * writes on regardless, so the backlog fills and a PUBLISH is refused before its
+	 * PUBACK and the connection ends. */
 	mesh_limit = 0;
 	static uint8_t pl[200];
 	uint16_t acked = 0;
@@ -753,9 +765,18 @@ static void t_backpressure_loses_nothing_acknowledged(void **state)
 	assert_true(fc[0][11].closes == 1); /* ended without acknowledging the refused one */
 	assert_true(acked > 0);
 	assert_true(mqtt_broker_stats(dp_broker(D[0]))->fanout_refused >= 1);
-	/* The mesh flows again: every acknowledged message reaches the subscriber. */
+	(void)dp_poll(D[0]);
+	struct dp_stats ds;
+	dp_stats_get(D[0], &ds);
+	assert_int_equal(ds.route_windows_shut, 1);
+	assert_int_equal(dp_tcp_upper.credit(D[0], 12), 0); /* every connection of core 0 */
+	int windows = fc[0][12].windows;
+	/* The mesh flows again: the windows reopen at once, and every acknowledged message
+	 * reaches the subscriber. */
 	mesh_limit = MESH_CAP;
 	pump();
+	assert_int_equal(dp_tcp_upper.credit(D[0], 12), 16640);
+	assert_true(fc[0][12].windows > windows);
 	for (uint16_t i = 1; i <= acked; i++) {
 		uint8_t b[512];
 		size_t n = expect(s, 3, b, sizeof b);
@@ -770,6 +791,138 @@ static void t_backpressure_loses_nothing_acknowledged(void **state)
 	assert_true(nothing_pending(s));
 	cl_free(s);
 	cl_free(d);
+	cl_free(d2);
+}
+
+/* A publisher on core 0 whose session lives on core 1, while core 1 cannot route to the
+ * subscriber's core 2: core 1 withholds the DATA credit, so core 0 closes the
+ * publisher's TCP window (it is slowed, not cut off); once core 1 can route again the
+ * credit comes back and the window reopens at once. */
+static void t_forwarded_publisher_slowed_by_credit(void **state)
+{
+	(void)state;
+	char dev[32], ops[32];
+	int from = 0;
+	id_homed(dev, sizeof dev, "dev-", 1, false, &from);
+	from = 0;
+	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	struct client *s = cl_open(2, 10, ops, true);
+	mq_connect(s, ops, true, NULL, NULL);
+	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	mq_subscribe(s, 1, "devices/+/telemetry", 0);
+	assert_int_equal(expect(s, 9, NULL, 0), 3);
+	struct client *d = cl_open(0, 11, dev, false); /* forwarded to core 1 */
+	mq_connect(d, dev, true, NULL, NULL);
+	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	assert_true(dp_tcp_upper.credit(D[0], 11) > 4000); /* the data window, less the CONNECT */
+	char topic[64];
+	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
+	static uint8_t pl[200];
+	mesh_blocked[1][2] = true;
+	int sent = 0;
+	while (sent < 200 && dp_tcp_upper.credit(D[0], 11) > 0) {
+		mq_publish(d, topic, pl, sizeof pl, 0, false, 0);
+		sent++;
+	}
+	assert_true(sent < 200); /* the window closed */
+	assert_true(sent > 4096 / 256); /* after about a window's worth */
+	struct dp_shard_stats ss;
+	assert_true(dp_shard_stats(D[1], &ss));
+	assert_true(ss.dcredit_withheld >= 1);
+	int windows = fc[0][11].windows;
+	mesh_blocked[1][2] = false;
+	pump();
+	assert_true(dp_tcp_upper.credit(D[0], 11) > 0);
+	assert_true(fc[0][11].windows > windows); /* reopened at once, no probe needed */
+	assert_int_equal(fc[0][11].closes + fc[0][11].aborts, 0);
+	uint64_t dropped = mqtt_broker_stats(dp_broker(D[1]))->fanout_qos0_dropped;
+	int got = 0;
+	cl_read(s);
+	while (s->in_len) {
+		expect(s, 3, NULL, 0);
+		got++;
+	}
+	assert_int_equal((uint64_t)got + dropped, (uint64_t)sent);
+	assert_true(got > sent / 2);
+	cl_free(s);
+	cl_free(d);
+}
+
+/* A LOST that finds even the control reserve of its backlog full is owed and sent by a
+ * later poll (invariant 6 of dp/shard.c); only one beyond max_lost_owed is dropped. A
+ * shard of its own over a mesh that refuses, then takes, everything. */
+static bool lost_mesh_open;
+static uint32_t lost_mesh_sent;
+static int lost_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint32_t len)
+{
+	(void)ctx, (void)data, (void)len;
+	assert_int_equal(dst, 1);
+	assert_int_equal(kind, DP_SHARD_LOST);
+	if (!lost_mesh_open)
+		return -E_AGAIN;
+	lost_mesh_sent++;
+	return 0;
+}
+static void lost_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n)
+{
+	(void)ctx, (void)conn, (void)gen, (void)p, (void)n;
+	fail_msg("no OUT expected");
+}
+static void lost_close(void *ctx, uint32_t conn, uint32_t gen)
+{
+	(void)ctx, (void)conn, (void)gen;
+	fail_msg("no CLOSE expected");
+}
+static int lost_barrier(void *ctx, uint32_t origin, uint32_t ticket)
+{
+	(void)ctx, (void)origin, (void)ticket;
+	return -E_INVAL;
+}
+static void lost_done(void *ctx, uint32_t ticket, bool ok)
+{
+	(void)ctx, (void)ticket, (void)ok;
+}
+static void lost_data_credit(void *ctx, uint32_t conn, uint32_t gen, uint32_t bytes)
+{
+	(void)ctx, (void)conn, (void)gen, (void)bytes;
+}
+
+static void t_lost_owed_when_reserve_full(void **state)
+{
+	(void)state;
+	const struct dp_shard_config sc = {
+		.n_cores = 2, .self = 0, .payload_max = 256, .backlog_bytes = 16384, .out_window = 2048, .data_window = 4096,
+		.max_proxies = 4, .max_conns = 4, .max_packet = 4096, .max_lost_owed = 4,
+		.mesh = { lost_send, NULL },
+	};
+	const struct dp_shard_conn_ops ops = { lost_out, lost_close, lost_barrier, lost_done, lost_data_credit, NULL };
+	size_t len = dp_shard_mem_size(&sc);
+	assert_true(len > 0);
+	void *m = aligned_alloc(8, (len + 7) & ~(size_t)7);
+	struct dp_shard *sh;
+	assert_int_equal(dp_shard_init(&sh, m, len, &sc, dp_broker(D[0]), &ops), 0);
+	lost_mesh_open = false;
+	lost_mesh_sent = 0;
+	uint32_t n = 0;
+	while (dp_shard_lost(sh, 1, n, 7) == 0)
+		assert_true(++n < 100000);
+	struct dp_shard_stats st;
+	dp_shard_stats_get(sh, &st);
+	assert_int_equal(st.lost_owed, 4);
+	assert_int_equal(st.lost_dropped, 1);
+	assert_int_equal(st.lost_out + st.lost_owed, n); /* backlogged, then owed */
+	assert_true(st.lost_out > 0);
+	assert_int_equal(dp_shard_check(sh), 0);
+	assert_true(dp_shard_poll(sh) > 0); /* still waiting */
+	lost_mesh_open = true;
+	for (int pass = 0; pass < 4 && dp_shard_poll(sh); pass++)
+		;
+	assert_int_equal(dp_shard_poll(sh), 0);
+	assert_int_equal(lost_mesh_sent, n); /* every LOST but the dropped one, once */
+	dp_shard_stats_get(sh, &st);
+	assert_int_equal(st.lost_out, n);
+	assert_int_equal(dp_shard_check(sh), 0);
+	free(m);
 }
 
 static void t_bad_mesh_messages(void **state)
@@ -804,6 +957,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_will_from_home_core, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_retained_on_every_shard, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_backpressure_loses_nothing_acknowledged, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_forwarded_publisher_slowed_by_credit, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_lost_owed_when_reserve_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_bad_mesh_messages, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

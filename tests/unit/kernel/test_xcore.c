@@ -88,6 +88,8 @@ static const struct cfg_case cfg_cases[] = {
 	{ "batch 0", CFG_FIELD(credit_batch), 0, -E_INVAL },
 	{ "batch = credit", CFG_FIELD(credit_batch), 6, 0 },
 	{ "batch > credit", CFG_FIELD(credit_batch), 7, -E_INVAL },
+	{ "bulk reserve = credit - batch", CFG_FIELD(bulk_reserve), 5, 0 },
+	{ "bulk reserve > credit - batch", CFG_FIELD(bulk_reserve), 6, -E_INVAL },
 	{ "poll_max 0", CFG_FIELD(poll_max), 0, -E_INVAL },
 	{ "per_source 0", CFG_FIELD(poll_per_source), 0, -E_INVAL },
 };
@@ -317,6 +319,42 @@ static void test_control_never_blocked_by_data(void **state)
 	xcore_stats(m, 2, 0, &st);
 	assert_int_equal(st.n_ctrl_stall, 4);
 	assert_int_equal(st.n_ctrl_sent, 3 * base_cfg.ctrl_slots + 3);
+	check_all(m);
+}
+
+/* Bulk messages stop at bulk_reserve credits; data still takes those; once the consumer
+ * frees room, bulk goes on; one FIFO with the other classes. */
+static void test_bulk_leaves_reserve_to_data(void **state)
+{
+	(void)state;
+	struct xcore_config c = base_cfg;
+	c.slots_per_ring = 16;
+	c.ctrl_slots = 2;
+	c.credit_batch = 2;
+	c.bulk_reserve = 4;
+	struct xcore_mesh *m = mesh_new(&c);
+	uint32_t credit = c.slots_per_ring - c.ctrl_slots;
+	for (uint32_t round = 0; round < 3; round++) {
+		uint32_t i = 0;
+		while (xcore_send_bulk(m, 1, 0, 3, &i, sizeof i) == 0)
+			i++;
+		assert_int_equal(i, credit - c.bulk_reserve);
+		/* the reserve is data's */
+		for (uint32_t k = 0; k < c.bulk_reserve; k++)
+			assert_int_equal(xcore_send(m, 1, 0, 1, &k, sizeof k), 0);
+		assert_int_equal(xcore_send(m, 1, 0, 1, "d", 1), -E_AGAIN);
+		assert_int_equal(xcore_send_bulk(m, 1, 0, 3, "b", 1), -E_AGAIN);
+		check_all(m);
+		struct rec r = { 0 };
+		assert_int_equal(xcore_poll(m, 0, rec_fn, &r), credit);
+		for (uint32_t k = 0; k < r.n; k++)
+			assert_int_equal(r.cls[k], k < credit - c.bulk_reserve ? XCORE_BULK : XCORE_DATA);
+	}
+	/* each round: the refusal that ended the loop and the one after the data */
+	struct xcore_pair_stats st;
+	xcore_stats(m, 1, 0, &st);
+	assert_int_equal(st.n_bulk_stall, 6);
+	assert_int_equal(st.n_sent, 3 * credit);
 	check_all(m);
 }
 
@@ -640,6 +678,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_credits_and_again, teardown),
 		cmocka_unit_test_teardown(test_credit_batch, teardown),
 		cmocka_unit_test_teardown(test_control_never_blocked_by_data, teardown),
+		cmocka_unit_test_teardown(test_bulk_leaves_reserve_to_data, teardown),
 		cmocka_unit_test_teardown(test_poll_fair_and_bounded, teardown),
 		cmocka_unit_test_teardown(test_long_run, teardown),
 		cmocka_unit_test_teardown(test_pending_and_writable, teardown),
