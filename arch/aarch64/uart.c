@@ -3,7 +3,8 @@
  * The PL011 console: polled transmit only (the log's sink). The base is QEMU virt's until
  * the device tree names the stdout UART. Writes never block forever: a transmit FIFO that
  * stays full for A64_UART_SPINS polls drops the rest of the write (a console must never
- * stop the kernel).
+ * stop the kernel). A write runs with this core's IRQs masked, so the watchdog's tick
+ * cannot cut a line in two.
  */
 #include "arch/aarch64/a64.h"
 
@@ -33,10 +34,13 @@ static bool uart_putc(char c)
 
 void a64_uart_write(const char *s, size_t len)
 {
+	uint64_t daif;
+	__asm__ volatile("mrs %0, daif\n\tmsr daifset, #2" : "=r"(daif)::"memory");
 	for (size_t i = 0; i < len; i++) {
 		if (s[i] == '\n' && !uart_putc('\r'))
-			return;
+			break;
 		if (!uart_putc(s[i]))
-			return;
+			break;
 	}
+	__asm__ volatile("msr daif, %0" ::"r"(daif) : "memory");
 }

@@ -3,11 +3,12 @@
  * 16550 UART console on COM1 (I/O port 0x3f8), polled, 115200 8N1. Owns the port; the
  * log and panic paths write through it. Never blocks forever: a missing or wedged UART
  * costs a bounded spin per character and output is dropped. Lines from several cores
- * are kept whole by a lock whose wait is bounded too: a core that faults or is
- * interrupted while holding it can only cost others a short delay, never a deadlock. An
- * interrupt handler that logs on the core holding the lock (the watchdog's tick while a
- * slow line is being written) writes at once instead of waiting for itself: under
- * emulation that wait alone outlasted the watchdog's hard limit on every core at once.
+ * are kept whole by a lock whose wait is bounded too: a core that faults while holding it
+ * can only cost others a short delay, never a deadlock. A line is written with this
+ * core's interrupts masked, so the watchdog's tick cannot cut it in two (it logs once the
+ * line is out; a tick line in the middle of another once broke a test's log match); an
+ * exception that logs on the core holding the lock writes at once instead of waiting for
+ * itself (under emulation that wait alone outlasted the watchdog's hard limit).
  */
 #include <stdatomic.h>
 #include "arch/x86_64/x86.h"
@@ -61,6 +62,8 @@ static void x86_serial_putc(char c)
 
 void x86_serial_write(const char *s, size_t len)
 {
+	uint64_t rflags;
+	__asm__ volatile("pushfq; popq %0; cli" : "=r"(rflags)::"memory");
 	bool locked = false;
 	unsigned me = serial_me();
 	/* Relaxed: only this core ever stores `me`, so seeing it means this core holds the
@@ -82,4 +85,6 @@ void x86_serial_write(const char *s, size_t len)
 	}
 	if (locked)
 		atomic_store_explicit(&serial_lock, 0, memory_order_release);
+	if (rflags & (1u << 9)) /* IF: interrupts were on */
+		__asm__ volatile("sti" ::: "memory");
 }
