@@ -455,10 +455,22 @@ static void mq_close(void *ctx, void *user)
 
 /* ---- broker shards (dp/shard.h) --------------------------------------------------------- */
 
-static bool mq_fanout_room(void *ctx, size_t bytes)
+static bool mq_fanout_room(void *ctx, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
 {
 	struct dp *dp = ctx;
-	return !dp->shard || dp_shard_fanout_room(dp->shard, bytes);
+	return !dp->shard || dp_shard_fanout_room(dp->shard, topic, tlen, bytes, retain);
+}
+
+static int mq_interest(void *ctx, uint16_t key, bool add)
+{
+	struct dp *dp = ctx;
+	return dp_shard_interest(dp->shard, key, add);
+}
+
+static int mq_interest_sync(void *ctx, uint32_t ticket)
+{
+	struct dp *dp = ctx;
+	return dp_shard_interest_sync(dp->shard, ticket);
 }
 
 static uint32_t mq_fanout(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
@@ -1074,6 +1086,8 @@ uint32_t dp_poll(struct dp *dp)
 	if (dp->store)
 		backlogged += dp_store_poll(dp->store);
 	if (dp->shard) {
+		if (dp_serving(dp)) /* restored subscriptions are in: the summary is whole */
+			dp_shard_interest_ready(dp->shard);
 		backlogged += dp_shard_poll(dp->shard);
 		for (uint32_t i = 0; i < dp->cfg.max_conns && dp->n_owe; i++)
 			if (dp->conns[i].flags & DP_F_OWE)
@@ -1142,21 +1156,41 @@ int dp_footprint(const struct dp_config *g, const struct tcp_config *tc, struct 
 	return 0;
 }
 
+/* Interest summaries need a ring of held acknowledgements (a SUBACK waits for the other
+ * shards) and answers owed per origin: the storage's sizes, storage or not. */
+static bool interest_on(const struct dp_config *cfg)
+{
+	return cfg->shard.n_cores > 1 && cfg->shard.interest_slots && cfg->store.held_acks;
+}
+
+static uint32_t held_of(const struct dp_config *cfg)
+{
+	return cfg->store.on || interest_on(cfg) ? cfg->store.held_acks : 0;
+}
+
+static struct dp_shard_config shard_cfg(const struct dp_config *cfg)
+{
+	struct dp_shard_config sc = cfg->shard;
+	sc.max_conns = cfg->max_conns;
+	sc.max_packet = cfg->mqtt.max_packet;
+	sc.max_done = held_of(cfg);
+	if (!interest_on(cfg))
+		sc.interest_slots = 0;
+	return sc;
+}
+
 size_t dp_mem_size(const struct dp_config *cfg)
 {
 	if (!config_ok(cfg))
 		return 0;
 	struct mqtt_broker_config mc = cfg->mqtt;
-	mc.max_held = cfg->store.on ? cfg->store.held_acks : 0;
+	mc.max_held = held_of(cfg);
 	size_t b = mqtt_broker_mem_size(&mc);
 	if (!b)
 		return 0;
 	size_t sh = 0, st = 0;
 	if (cfg->shard.n_cores > 1) {
-		struct dp_shard_config sc = cfg->shard;
-		sc.max_conns = cfg->max_conns;
-		sc.max_packet = cfg->mqtt.max_packet;
-		sc.max_done = cfg->store.on ? cfg->store.held_acks : 0;
+		struct dp_shard_config sc = shard_cfg(cfg);
 		if (!(sh = dp_shard_mem_size(&sc)))
 			return 0;
 	}
@@ -1207,8 +1241,12 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	if (cfg->shard.n_cores > 1) {
 		bops.fanout_room = mq_fanout_room;
 		bops.fanout = mq_fanout;
+		if (interest_on(cfg)) {
+			bops.interest = mq_interest;
+			bops.interest_sync = mq_interest_sync;
+		}
 	}
-	dp->cfg.mqtt.max_held = 0;
+	dp->cfg.mqtt.max_held = held_of(cfg);
 	if (cfg->store.on) {
 		size_t sl = align8(dp_store_mem_size(&cfg->store));
 		rc = dp_store_init(&dp->store, p, sl, &cfg->store, cfg->log, cfg->log_ctx);
@@ -1216,7 +1254,6 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 			return rc;
 		p += sl;
 		bops.store = dp_store_broker_ops(dp->store);
-		dp->cfg.mqtt.max_held = cfg->store.held_acks;
 	}
 	if (!dp->cfg.mqtt.log) { /* the broker's refusal lines go where dp's lines go */
 		dp->cfg.mqtt.log = cfg->log;
@@ -1234,10 +1271,7 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	if (dp->store)
 		dp_store_bind(dp->store, dp->broker);
 	if (cfg->shard.n_cores > 1) {
-		struct dp_shard_config sc = cfg->shard;
-		sc.max_conns = cfg->max_conns;
-		sc.max_packet = cfg->mqtt.max_packet;
-		sc.max_done = cfg->store.on ? cfg->store.held_acks : 0;
+		struct dp_shard_config sc = shard_cfg(cfg);
 		const struct dp_shard_conn_ops co = { fwd_out, fwd_close, sh_barrier, sh_done, fwd_data_credit, dp };
 		rc = dp_shard_init(&dp->shard, p, dp_shard_mem_size(&sc), &sc, dp->broker, &co);
 		if (rc) {

@@ -28,6 +28,12 @@
  *   7. A proxy's data_owed is DATA its broker took whose credit was not yet returned;
  *      n_data_owed counts proxies with PX_DATA_OWED (owed credit waiting for the backlogs
  *      to leave congestion, or for mesh room).
+ *   8. Interest (ADR-055): icnt[k] counts this shard's subscriptions whose key maps to slot
+ *      k (saturating: a full count never falls); every other shard was sent an add when it
+ *      left 0 and a del when it came back to 0, so bit k of ibits[src] is 1 exactly while
+ *      src's count is not 0 (or a del to us was lost: a false positive only). A routed
+ *      message skips shard d only when d said ready, it is not retained, and no key of its
+ *      topic has its bit set in ibits[d].
  *  Proxy states: FREE -OPEN-> LIVE -(LOST | broker close, CLOSE sent)-> FREE;
  *                LIVE -broker close, no room-> CLOSE_OWED -poll sends CLOSE-> FREE.
  */
@@ -95,6 +101,11 @@ struct dp_shard {
 	uint32_t *asm_len, *asm_total;
 	uint8_t *asm_meta;          /* [n_cores][8]: tlen lo, tlen hi, qos, retain, ticket */
 	uint8_t *scratch;           /* one message being assembled: payload_max bytes */
+	uint16_t *icnt;             /* [interest_slots] invariant 8 */
+	uint8_t *ibits;             /* [n_cores][interest_slots / 8] */
+	uint8_t *iready;            /* [n_cores]: that shard's summary may be trusted */
+	bool isync_pending;         /* a key appeared since the last sync */
+	uint8_t iready_state;       /* 0 not yet, 1 to say, 2 said */
 	uint64_t now_ms;
 	struct dp_shard_stats st;
 };
@@ -107,6 +118,9 @@ static bool cfg_ok(const struct dp_shard_config *c)
 	      c->max_proxies >= 1 && c->max_proxies <= (1u << 24) &&
 	      c->max_conns >= 1 && c->max_packet >= 16 && c->max_packet <= (1u << 24) && c->mesh.send &&
 	      c->max_done <= (1u << 24) && c->max_lost_owed <= (1u << 24)))
+		return false;
+	if (c->interest_slots && (c->interest_slots < 64u || c->interest_slots > 65536u ||
+				  (c->interest_slots & (c->interest_slots - 1u))))
 		return false;
 	/* A whole routed message of max_packet bytes must fit the shared half of a backlog's
 	 * data part (bl_room_shared), or it could never be carried. */
@@ -132,7 +146,9 @@ size_t dp_shard_mem_size(const struct dp_shard_config *c)
 	       align8(c->max_proxies * sizeof(struct sh_proxy)) +
 	       align8((size_t)pow2_at_least(2ull * c->max_proxies) * sizeof(uint32_t)) +
 	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * 8u) +
-	       align8(c->payload_max) + align8((size_t)c->max_lost_owed * sizeof(struct sh_lost));
+	       align8(c->payload_max) + align8((size_t)c->max_lost_owed * sizeof(struct sh_lost)) +
+	       align8((size_t)c->interest_slots * sizeof(uint16_t)) + align8(n * (c->interest_slots / 8u)) +
+	       align8(n);
 }
 
 int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_shard_config *cfg,
@@ -185,6 +201,12 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	sh->scratch = p;
 	p += align8(cfg->payload_max);
 	sh->lost = (struct sh_lost *)(void *)p;
+	p += align8((size_t)cfg->max_lost_owed * sizeof(struct sh_lost));
+	sh->icnt = (uint16_t *)(void *)p;
+	p += align8((size_t)cfg->interest_slots * sizeof(uint16_t));
+	sh->ibits = p;
+	p += align8(n * (cfg->interest_slots / 8u));
+	sh->iready = p;
 	*out = sh;
 	return 0;
 }
@@ -534,13 +556,145 @@ void dp_shard_proxy_close(struct dp_shard *sh, void *user)
 
 /* ---- routing between shards ---------------------------------------------------------- */
 
-bool dp_shard_fanout_room(struct dp_shard *sh, size_t bytes)
+/* ---- interest (invariant 8) ------------------------------------------------------------ */
+
+static void owe(struct dp_shard *sh, uint32_t origin, uint32_t ticket, bool ok);
+
+/* INTEREST body: op u8, pad u8, key u16, ticket u32. */
+#define SH_INT_LEN 8u
+enum { INT_DEL = 0, INT_ADD = 1, INT_SYNC = 2, INT_READY = 3 };
+
+static int emit_interest(struct dp_shard *sh, uint32_t dst, uint8_t op, uint16_t key, uint32_t ticket)
+{
+	sh->scratch[0] = op;
+	sh->scratch[1] = 0;
+	st_le16(sh->scratch + 2, key);
+	st_le32(sh->scratch + 4, ticket);
+	return emit(sh, dst, DP_SHARD_INTEREST, SH_INT_LEN); /* control class: may use the reserve */
+}
+
+/* op to every other shard; 0, or -E_AGAIN when one could not be told (counted). */
+static int tell_all(struct dp_shard *sh, uint8_t op, uint16_t key, uint32_t ticket)
+{
+	int rc = 0;
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++) {
+		if (d == sh->cfg.self)
+			continue;
+		if (emit_interest(sh, d, op, key, ticket) == 0) {
+			sh->st.interest_out++;
+		} else {
+			sh->st.interest_lost++;
+			rc = -E_AGAIN;
+		}
+	}
+	return rc;
+}
+
+int dp_shard_interest(struct dp_shard *sh, uint16_t key, bool add)
+{
+	if (!sh->cfg.interest_slots || sh->cfg.n_cores < 2)
+		return 0;
+	uint32_t k = key & (sh->cfg.interest_slots - 1u);
+	uint16_t *c = &sh->icnt[k];
+	if (add) {
+		if (*c == UINT16_MAX)
+			return 0; /* saturated: stays set for good */
+		if (*c == 0) {
+			/* An add some shard did not hear would let it skip us: refuse the
+			 * subscription instead (the ones that heard it keep a false positive). */
+			if (tell_all(sh, INT_ADD, (uint16_t)k, 0) != 0)
+				return -E_AGAIN;
+			sh->isync_pending = true;
+		}
+		(*c)++;
+		return 0;
+	}
+	if (*c == 0 || *c == UINT16_MAX)
+		return 0; /* never added here (a bug elsewhere), or saturated */
+	if (--*c == 0)
+		(void)tell_all(sh, INT_DEL, (uint16_t)k, 0); /* a lost del is a false positive */
+	return 0;
+}
+
+int dp_shard_interest_sync(struct dp_shard *sh, uint32_t ticket)
+{
+	if (!sh->isync_pending || !ticket)
+		return 0;
+	sh->isync_pending = false;
+	if (tell_all(sh, INT_SYNC, 0, ticket) != 0)
+		return -E_AGAIN;
+	return (int)(sh->cfg.n_cores - 1u);
+}
+
+void dp_shard_interest_ready(struct dp_shard *sh)
+{
+	if (sh->iready_state == 0)
+		sh->iready_state = 1;
+}
+
+static void ready_poll(struct dp_shard *sh)
+{
+	bool all = true;
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
+		if (d != sh->cfg.self && !(sh->iready[d] & 2u)) {
+			if (emit_interest(sh, d, INT_READY, 0, 0) == 0)
+				sh->iready[d] |= 2u; /* bit 1: said to d; bit 0: heard from d */
+			else
+				all = false;
+		}
+	if (all)
+		sh->iready_state = 2;
+}
+
+static void recv_interest(struct dp_shard *sh, uint32_t src, const uint8_t *d, uint32_t len)
+{
+	if (len != SH_INT_LEN || d[0] > INT_READY || !sh->cfg.interest_slots ||
+	    ld_le16(d + 2) >= sh->cfg.interest_slots) {
+		sh->st.bad++;
+		return;
+	}
+	sh->st.interest_in++;
+	uint32_t k = ld_le16(d + 2);
+	uint8_t *row = sh->ibits + (size_t)src * (sh->cfg.interest_slots / 8u);
+	switch (d[0]) {
+	case INT_ADD:
+		row[k / 8u] = (uint8_t)(row[k / 8u] | (1u << (k % 8u)));
+		break;
+	case INT_DEL:
+		row[k / 8u] = (uint8_t)(row[k / 8u] & ~(1u << (k % 8u)));
+		break;
+	case INT_SYNC:
+		owe(sh, src, ld_le32(d + 4), true); /* everything before it on this ring is applied */
+		break;
+	default:
+		sh->iready[src] |= 1u;
+		break;
+	}
+}
+
+/* Would a message on topic (its keys) matter to shard d? */
+static bool wants(const struct dp_shard *sh, uint32_t d, bool retain, const uint16_t *keys, uint32_t n)
+{
+	if (!sh->cfg.interest_slots || retain || !(sh->iready[d] & 1u))
+		return true;
+	const uint8_t *row = sh->ibits + (size_t)d * (sh->cfg.interest_slots / 8u);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = keys[i] & (sh->cfg.interest_slots - 1u);
+		if (row[k / 8u] & (1u << (k % 8u)))
+			return true;
+	}
+	return false;
+}
+
+bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
 {
 	if (bytes > sh->cfg.max_packet)
 		return false;
+	uint16_t keys[MQTT_INTEREST_DEPTH + 1];
+	uint32_t nk = sh->cfg.interest_slots ? mqtt_interest_topic_keys(topic, tlen, keys) : 0;
 	uint64_t need = parts_size(sh, bytes, SH_FAN_HDR);
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
-		if (d != sh->cfg.self && !bl_room_shared(sh, d, need))
+		if (d != sh->cfg.self && wants(sh, d, retain, keys, nk) && !bl_room_shared(sh, d, need))
 			return false;
 	return true;
 }
@@ -588,9 +742,15 @@ uint32_t dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen,
 		sh->st.fanout_refused++;
 		return 0;
 	}
+	uint16_t keys[MQTT_INTEREST_DEPTH + 1];
+	uint32_t nk = sh->cfg.interest_slots ? mqtt_interest_topic_keys(topic, tlen, keys) : 0;
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++) {
 		if (d == sh->cfg.self)
 			continue;
+		if (!wants(sh, d, retain, keys, nk)) {
+			sh->st.fanout_skipped++;
+			continue;
+		}
 		if (fanout_one(sh, d, topic, tlen, payload, plen, qos, retain, ticket)) {
 			sh->st.fanout_refused++; /* a will without room (a PUBLISH checked first) */
 		} else {
@@ -843,6 +1003,10 @@ void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8
 		recv_done(sh, d, len);
 		return;
 	}
+	if (kind == DP_SHARD_INTEREST) {
+		recv_interest(sh, src, d, len);
+		return;
+	}
 	if (len < SH_CONN_HDR) {
 		sh->st.bad++;
 		return;
@@ -931,6 +1095,8 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 		send_owed(sh);
 	if (sh->n_lost)
 		send_lost(sh);
+	if (sh->iready_state == 1)
+		ready_poll(sh);
 	if (sh->n_data_owed && !dp_shard_routing_congested(sh))
 		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_data_owed; x++)
 			if (sh->px[x].flags & PX_DATA_OWED)
@@ -950,7 +1116,7 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 			sh->n_blocked--;
 			mqtt_conn_writable(sh->broker, p->mq);
 		}
-	return waiting + sh->n_close_owed + sh->n_owed + sh->n_lost + sh->n_data_owed;
+	return waiting + sh->n_close_owed + sh->n_owed + sh->n_lost + sh->n_data_owed + (sh->iready_state == 1);
 }
 
 void dp_shard_stats_get(const struct dp_shard *sh, struct dp_shard_stats *out)

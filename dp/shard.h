@@ -15,6 +15,10 @@
  *                                   DCREDIT (bytes of DATA the home core took and routed)
  *   any shard -> every other:       FANOUT_HEAD / FANOUT_MORE (a routed message: topic,
  *                                   payload, QoS, retain, ticket; cut into slot-sized parts)
+ *   any shard -> every other:       INTEREST (an interest key of this shard's
+ *                                   subscriptions appeared or went; a sync asking for a
+ *                                   DONE once everything before it is applied; ready: the
+ *                                   shard's keys are complete, its summary may be trusted)
  *   any shard -> a ticket's origin: DONE (answers: ticket, stored or not) for routed
  *                                   messages whose acknowledgement waits on the origin;
  *                                   storage answers instead when this shard recorded
@@ -60,6 +64,7 @@ enum dp_shard_kind {
 	DP_SHARD_FANOUT_MORE = 0x0207,
 	DP_SHARD_DONE = 0x0208,
 	DP_SHARD_DCREDIT = 0x0209,
+	DP_SHARD_INTEREST = 0x020a,
 };
 #define DP_SHARD_KIND_FIRST 0x0200u
 #define DP_SHARD_KIND_LAST 0x02ffu
@@ -83,6 +88,8 @@ struct dp_shard_config {
 	uint32_t max_conns;      /* this core's connection records (the reserve's size) */
 	uint32_t max_packet;     /* largest routed message (topic + payload) to reassemble */
 	uint32_t max_done;       /* answers owed per origin core (>= its held acknowledgements) */
+	uint32_t interest_slots; /* interest summary per core (power of two <= 65536; 0: every
+				  * routed message goes to every shard) */
 	uint32_t max_lost_owed;  /* LOSTs kept for a later pass when even the control reserve
 				  * of the backlog to their home is full (0: counted, dropped) */
 	struct dp_mesh_ops mesh; /* copied; ctx linked */
@@ -111,6 +118,8 @@ struct dp_shard_stats {
 	uint64_t lost_out, lost_in, lost_owed, lost_dropped, close_out, close_in, credit_out, credit_in;
 	uint64_t dcredit_out, dcredit_in, dcredit_withheld; /* DATA credit; times withheld */
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad;
+	uint64_t fanout_skipped;  /* copies not sent: the shard holds no matching subscription */
+	uint64_t interest_out, interest_in, interest_lost; /* key changes said / heard / unsaid */
 	uint64_t backlogged, backlog_full, stale, bad;
 	uint64_t done_out, done_in, done_dropped; /* answers to tickets */
 	uint32_t proxies, blocked;
@@ -173,11 +182,27 @@ int dp_shard_proxy_send(struct dp_shard *sh, void *user, const uint8_t *buf, siz
 void dp_shard_proxy_close(struct dp_shard *sh, void *user);
 
 /* ---- routing between shards (the broker's fanout ops) ---- */
-bool dp_shard_fanout_room(struct dp_shard *sh, size_t bytes);
+/* Room for a routed message of `bytes` on every link it will take (those to shards whose
+ * summary may hold a match, every link for a retained message). */
+bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain);
 /* ticket != 0: every shard that gets the message answers it once (DONE, or storage after
  * a barrier). Returns how many will answer. */
 uint32_t dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen,
 			 const uint8_t *payload, size_t plen, uint8_t qos, bool retain, uint32_t ticket);
+
+/* ---- interest summaries (ADR-055) ----
+ * A subscription with interest key `key` (mqtt_interest_filter_key) was added or removed
+ * on this shard. The other shards hear of a key when it appears here and when it goes. 0,
+ * or -E_AGAIN when an appearing key could not be said (the caller refuses the
+ * subscription). */
+MUST_CHECK int dp_shard_interest(struct dp_shard *sh, uint16_t key, bool add);
+/* After the keys of one SUBSCRIBE: when any appeared since the last sync, ask every other
+ * shard to answer `ticket` once it applied them (the SUBACK waits). Returns how many will
+ * answer, or -E_AGAIN when one could not be asked. */
+MUST_CHECK int dp_shard_interest_sync(struct dp_shard *sh, uint32_t ticket);
+/* This shard's keys are complete (its restored sessions are in): tell the others, which
+ * until then send it every routed message. Repeated by dp_shard_poll until said. */
+void dp_shard_interest_ready(struct dp_shard *sh);
 
 /* ---- the mesh ---- */
 /* One message from core src (data borrowed for the call). */

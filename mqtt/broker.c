@@ -834,7 +834,8 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		return -E_CLOSED;
 	}
 	if (!drop && b->ops.fanout_room &&
-	    !b->ops.fanout_room(b->ops.ctx, (size_t)p->topic.len + p->payload_len)) {
+	    !b->ops.fanout_room(b->ops.ctx, p->topic.p, p->topic.len, (size_t)p->topic.len + p->payload_len,
+				p->retain)) {
 		/* The other shards cannot take it now. Never acknowledge what was not carried:
 		 * QoS 0 is dropped; QoS 1/2 close the connection unacknowledged (a transient
 		 * error [MQTT-4.8.0-2]) and the client sends it again on reconnect. */
@@ -981,6 +982,23 @@ static void retained_cb(struct mqtt_broker *b, struct mqtt_msg *m, void *arg)
 	deliver(b, a->si, &v, (uint8_t)MIN(m->qos, a->qos), true);
 }
 
+void mqtt_subscribe_retained(struct mqtt_broker *b, uint32_t si, const struct mqtt_filters *filters,
+			     const uint8_t *codes)
+{
+	struct mqtt_filters it = *filters;
+	struct mqtt_str f;
+	uint8_t q;
+	for (size_t i = 0; mqtt_filters_next(&it, &f, &q); i++) {
+		if (codes[i] == MQTT_SUBACK_FAILURE)
+			continue;
+		int nl = mqtt_topic_split(b, f.p, f.len);
+		for (int k = 0; k < nl; k++)
+			b->fl_id[k] = mqtt_level_find(b, f.p + b->lv_off[k], b->lv_len[k]);
+		struct retained_arg a = { si, codes[i] };
+		mqtt_tree_retained(b, nl, retained_cb, &a);
+	}
+}
+
 static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 			    const struct mqtt_packet *pk)
 {
@@ -1013,7 +1031,9 @@ static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 			else if (rc)
 				say(b, rc == -E_RANGE ? MQTT_LOG_PROTOCOL : MQTT_LOG_RESOURCE, c,
 				    "subscription refused (%s)",
-				    rc == -E_RANGE ? "per-session limit" : "pools full");
+				    rc == -E_RANGE   ? "per-session limit"
+				    : rc == -E_AGAIN ? "shard links full"
+						     : "pools full");
 			else
 				code = q; /* granted as requested [MQTT-3.8.4-5] */
 			if (code != MQTT_SUBACK_FAILURE && mqtt_persistent(s)) {
@@ -1024,21 +1044,33 @@ static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 		}
 		b->codes[n++] = code;
 	}
+	/* Subscriptions new to this shard's interest summary: the SUBACK waits until every
+	 * other shard applied them, so no message published after it can skip this shard. */
+	if (b->ops.interest_sync) {
+		uint32_t t = mqtt_ack_hold_ticket(b);
+		int k = b->ops.interest_sync(b->ops.ctx, t);
+		if (k < 0) {
+			say(b, MQTT_LOG_RESOURCE, c, "shard links full: closed before acknowledging");
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		if (k > 0) {
+			b->route_ticket = t;
+			b->route_owed += (uint32_t)k;
+		}
+	}
 	struct wcur w = wcur_make(b->out, b->out_len);
 	/* one SUBACK, one code per filter in order [MQTT-3.8.4-1], -4, -5, [MQTT-3.9.3-1];
 	 * for a persistent session once its subscriptions are durable */
+	uint32_t seq = b->held_head + b->held_n;
 	if (mqtt_encode_suback(&w, pk->pid, b->codes, n) == 0 && mqtt_ack(b, c, MQTT_SUBACK, 0, w.buf, w.pos))
 		return -E_CLOSED;
-	/* retained messages after the SUBACK */
-	it = pk->u.filters;
-	for (size_t i = 0; mqtt_filters_next(&it, &f, &q); i++) {
-		if (b->codes[i] == MQTT_SUBACK_FAILURE)
-			continue;
-		int nl = mqtt_topic_split(b, f.p, f.len);
-		for (int k = 0; k < nl; k++)
-			b->fl_id[k] = mqtt_level_find(b, f.p + b->lv_off[k], b->lv_len[k]);
-		struct retained_arg a = { si, b->codes[i] };
-		mqtt_tree_retained(b, nl, retained_cb, &a);
+	/* retained messages after the SUBACK: now, or when the held SUBACK goes out */
+	if (!mqtt_held_pending(b, seq))
+		mqtt_subscribe_retained(b, si, &pk->u.filters, b->codes);
+	else if (mqtt_held_attach_subs(b, seq, &pk->u.filters, b->codes) != 0) {
+		mqtt_conn_fail(b, c, "no memory to hold a SUBSCRIBE's retained messages");
+		return -E_CLOSED;
 	}
 	if (denied)
 		return violation(b, c);

@@ -178,12 +178,20 @@ struct mqtt_broker_ops {
 	 * one that could not be carried. `fanout` carries a message routed here from a local
 	 * origin (a PUBLISH, a will) to the other shards, which hand it to
 	 * mqtt_broker_route_remote. Must not call back. */
-	bool (*fanout_room)(void *ctx, size_t bytes);
+	bool (*fanout_room)(void *ctx, const uint8_t *topic, size_t tlen, size_t bytes, bool retain);
 	/* ticket != 0: the acknowledgement of this message waits for every other shard to
 	 * answer it (after committing what it stored for the message). Returns how many
 	 * shards will answer. */
 	uint32_t (*fanout)(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
 			   size_t plen, uint8_t qos, bool retain, uint32_t ticket);
+	/* Interest summaries (both NULL: every routed message goes to every shard). interest:
+	 * a subscription with this key (mqtt_interest_filter_key) was added or removed here;
+	 * 0, or negative when an add could not be said (the subscription is refused).
+	 * interest_sync: after a SUBSCRIBE's adds, the shards that must confirm them before its
+	 * SUBACK answer `ticket`; returns how many will (0: none needed), negative when they
+	 * could not be asked (the connection is ended unacknowledged). */
+	int (*interest)(void *ctx, uint16_t key, bool add);
+	int (*interest_sync)(void *ctx, uint32_t ticket);
 	void *ctx;
 	/* Storage (all NULL: no persistence, acknowledgements are sent at once). */
 	struct mqtt_store_ops store;
@@ -215,6 +223,15 @@ struct mqtt_broker_stats {
 	uint64_t restored_sessions, restored_subs, restored_dlvs, restored_retained;
 	uint64_t restore_refused;                 /* restore records that did not fit or decode */
 };
+
+/* ---- interest keys (mqtt/interest.c) ----
+ * Summaries of where subscriptions are, so a shard can skip a routed copy to another shard
+ * that holds nothing the message could match. A filter's key (of a valid filter) is among
+ * the keys of every topic it matches (a topic has one per depth 0..MQTT_INTEREST_DEPTH). */
+#define MQTT_INTEREST_DEPTH 3u
+uint16_t mqtt_interest_filter_key(const uint8_t *f, size_t len);
+/* Fills keys; returns how many (1..MQTT_INTEREST_DEPTH + 1). */
+uint32_t mqtt_interest_topic_keys(const uint8_t *t, size_t len, uint16_t keys[MQTT_INTEREST_DEPTH + 1]);
 
 /* Bytes of the region mqtt_broker_init needs for this configuration (0 if invalid). */
 size_t mqtt_broker_mem_size(const struct mqtt_broker_config *cfg);

@@ -95,6 +95,11 @@ uint32_t mqtt_ack_track(struct mqtt_broker *b, bool needs_store)
 	return b->route_ticket;
 }
 
+uint32_t mqtt_ack_hold_ticket(struct mqtt_broker *b)
+{
+	return b->held ? ticket_of(b->held_head + b->held_n) : 0;
+}
+
 bool mqtt_ack_room(struct mqtt_broker *b, size_t bytes)
 {
 	if (!b->store_on)
@@ -124,13 +129,42 @@ static void held_release(struct mqtt_broker *b)
 				mqtt_conn_fail(b, c, "storage could not commit what this acknowledgement promises");
 			} else if (e.pkt) {
 				(void)mqtt_send_bytes(b, c, e.pkt, e.pkt_len);
+				if (e.subs && c->state == MQTT_CONN_UP) {
+					struct mqtt_filters f = { e.subs, (size_t)e.subs_len - e.n_subs, e.n_subs, true };
+					mqtt_subscribe_retained(b, e.sess, &f, e.subs + f.len);
+				}
 			} else {
 				(void)mqtt_send_ack(b, c, e.type, e.pid);
 			}
 		}
 		if (e.pkt)
 			mqtt_heap_free(b, e.pkt, e.pkt_len);
+		if (e.subs)
+			mqtt_heap_free(b, e.subs, e.subs_len);
 	}
+}
+
+bool mqtt_held_pending(const struct mqtt_broker *b, uint32_t seq)
+{
+	return b->held && seq - b->held_head < b->held_n;
+}
+
+int mqtt_held_attach_subs(struct mqtt_broker *b, uint32_t seq, const struct mqtt_filters *f,
+			  const uint8_t *codes)
+{
+	struct mqtt_held *h = held_at(b, seq);
+	size_t len = f->len + f->n;
+	if (len > UINT16_MAX)
+		return -E_NOMEM;
+	uint8_t *copy = mqtt_heap_alloc(b, len);
+	if (!copy)
+		return -E_NOMEM;
+	memcpy(copy, f->p, f->len);
+	memcpy(copy + f->len, codes, f->n);
+	h->subs = copy;
+	h->subs_len = (uint16_t)len;
+	h->n_subs = f->n;
+	return 0;
 }
 
 int mqtt_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid, const uint8_t *pkt,
@@ -233,6 +267,8 @@ void mqtt_held_fini(struct mqtt_broker *b)
 			b->sess[h->sess].n_held--;
 		if (h->pkt)
 			mqtt_heap_free(b, h->pkt, h->pkt_len);
+		if (h->subs)
+			mqtt_heap_free(b, h->subs, h->subs_len);
 		memset(h, 0, sizeof *h);
 	}
 	b->held_n = 0;

@@ -6,3 +6,5 @@ PORTABLE_SRCS += mqtt/codec.c mqtt/topic.c mqtt/session.c mqtt/broker.c mqtt/dur
 PORTABLE_SRCS += mqtt/msg.c mqtt/acl.c mqtt/rate.c mqtt/out.c
 # tquery.c: the telemetry query's text (parse, JSON rows); tq.c: queries on the broker.
 PORTABLE_SRCS += mqtt/tquery.c mqtt/tq.c
+# interest.c: the interest keys shards use to skip one another (pure, used by dp/shard.c).
+PORTABLE_SRCS += mqtt/interest.c

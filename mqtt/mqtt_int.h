@@ -44,6 +44,7 @@ struct mqtt_sub {
 	uint32_t next_in_node;
 	uint8_t qos;
 	uint8_t rel;
+	uint16_t key; /* interest key of its filter (mqtt_interest_filter_key) */
 };
 
 enum mqtt_conn_state { MQTT_CONN_FREE = 0, MQTT_CONN_NEW, MQTT_CONN_UP };
@@ -142,6 +143,10 @@ struct mqtt_broker {
 /* An acknowledgement waiting for its commit (durable.c). */
 struct mqtt_held {
 	uint8_t *pkt;     /* SUBACK: heap copy of the packet (pkt_len bytes), else NULL */
+	uint8_t *subs;    /* SUBACK: heap copy of the SUBSCRIBE's filter list then one code per
+			   * filter (subs_len bytes, n_subs filters): its retained messages go
+			   * out after the SUBACK; NULL when none are due */
+	uint16_t subs_len, n_subs;
 	uint32_t conn;    /* connection index, MQTT_NIL once the connection ended */
 	uint32_t sess;    /* the connection's session when held (its n_held counts us) */
 	uint16_t owed;    /* parties (storage, other shards) still to answer */
@@ -180,6 +185,18 @@ void mqtt_rec_dlv(struct mqtt_broker *b, uint8_t kind, const struct mqtt_session
 /* Start tracking the events and fan-out answers an acknowledgement will wait for; the
  * ticket to give the fan-out (0 when acknowledgements need no storage). */
 uint32_t mqtt_ack_track(struct mqtt_broker *b, bool needs_store);
+/* The ticket the acknowledgement being tracked takes if it must be held (other shards
+ * will answer it), 0 when there is no ring to hold it in. */
+uint32_t mqtt_ack_hold_ticket(struct mqtt_broker *b);
+/* Is the acknowledgement of sequence seq (held_head + held_n before its mqtt_ack) still
+ * held? Then keep the SUBSCRIBE's filters and codes with it (0, or -E_NOMEM). */
+bool mqtt_held_pending(const struct mqtt_broker *b, uint32_t seq);
+int mqtt_held_attach_subs(struct mqtt_broker *b, uint32_t seq, const struct mqtt_filters *f,
+			  const uint8_t *codes);
+/* The retained messages matching a SUBSCRIBE's granted filters, to session si (broker.c);
+ * called right after its SUBACK went out. */
+void mqtt_subscribe_retained(struct mqtt_broker *b, uint32_t si, const struct mqtt_filters *f,
+			     const uint8_t *codes);
 /* Send an acknowledgement (type + pid, or the packet pkt of pkt_len bytes) once what was
  * tracked since mqtt_ack_track is durable, after every acknowledgement held before it.
  * Returns 0, or -E_CLOSED when the connection was ended (a refusal sent at once). */

@@ -80,6 +80,13 @@ void mqtt_dlv_release(struct mqtt_broker *b, uint32_t d)
 	b->n_dlvs--;
 }
 
+/* The shards' interest summaries follow every subscription added or dropped here. */
+static void interest_gone(struct mqtt_broker *b, uint16_t key)
+{
+	if (b->ops.interest)
+		(void)b->ops.interest(b->ops.ctx, key, false);
+}
+
 static void rel_unref(struct mqtt_broker *b, uint32_t node)
 {
 	b->nodes[node].rel_refs--;
@@ -98,6 +105,7 @@ static void sub_unlink_node(struct mqtt_broker *b, uint32_t r)
 
 static void sub_free(struct mqtt_broker *b, uint32_t r)
 {
+	interest_gone(b, b->subs[r].key);
 	if (b->subs[r].rel)
 		rel_unref(b, b->subs[r].node);
 	else
@@ -118,8 +126,10 @@ void mqtt_sess_free(struct mqtt_broker *b, uint32_t i)
 		s->subs = b->subs[r].next_in_session;
 		sub_free(b, r);
 	}
-	if (s->sub0_node != MQTT_NIL)
+	if (s->sub0_node != MQTT_NIL) {
+		interest_gone(b, s->sub0_key);
 		rel_unref(b, s->sub0_node);
+	}
 	for (uint32_t d = s->q_head; d != MQTT_NIL;) {
 		uint32_t next = b->dlvs[d].next;
 		mqtt_dlv_release(b, d);
@@ -148,6 +158,8 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	uint32_t node = mqtt_node_path(b, rel ? MQTT_ROOT_REL : MQTT_ROOT_ABS, filter, from, n, true);
 	if (node == MQTT_NIL)
 		return -E_NOMEM;
+	/* the whole filter's bytes: its levels were split by the caller */
+	uint16_t key = mqtt_interest_filter_key(filter, (size_t)b->lv_off[n - 1] + b->lv_len[n - 1]);
 	/* an identical filter replaces the existing subscription [MQTT-3.8.4-3] */
 	if (rel && s->sub0_node == node) {
 		s->sub0_qos = qos;
@@ -159,17 +171,23 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 			return 0;
 		}
 	}
-	if (rel && s->sub0_node == MQTT_NIL) {
-		s->sub0_node = node;
-		s->sub0_qos = qos;
-		b->nodes[node].rel_refs++;
-		return 0;
-	}
-	if (s->n_subs >= b->cfg.max_subs_per_session || b->sub_free == MQTT_NIL) {
+	bool inline0 = rel && s->sub0_node == MQTT_NIL;
+	if (!inline0 && (s->n_subs >= b->cfg.max_subs_per_session || b->sub_free == MQTT_NIL)) {
 		if (b->sub_free == MQTT_NIL)
 			b->st.pool_exhausted++;
 		mqtt_node_prune(b, node);
 		return -E_RANGE;
+	}
+	if (b->ops.interest && b->ops.interest(b->ops.ctx, key, true) != 0) {
+		mqtt_node_prune(b, node); /* the other shards could not be told: not subscribed */
+		return -E_AGAIN;
+	}
+	if (inline0) {
+		s->sub0_node = node;
+		s->sub0_qos = qos;
+		s->sub0_key = key;
+		b->nodes[node].rel_refs++;
+		return 0;
 	}
 	uint32_t r = b->sub_free;
 	struct mqtt_sub *sub = &b->subs[r];
@@ -178,6 +196,7 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	sub->session = i;
 	sub->qos = qos;
 	sub->rel = rel;
+	sub->key = key;
 	sub->next_in_session = s->subs;
 	s->subs = r;
 	s->n_subs++;
@@ -201,6 +220,7 @@ void mqtt_sub_remove(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, i
 		return;
 	if (rel && s->sub0_node == node) {
 		s->sub0_node = MQTT_NIL;
+		interest_gone(b, s->sub0_key);
 		rel_unref(b, node);
 		return;
 	}

@@ -172,13 +172,15 @@ void node_broker_report(struct node_broker *b)
 		 (unsigned long)ss.fanout_in,
 		 (unsigned long)ss.fanout_out, (unsigned long)ss.backlogged,
 		 (unsigned long)(ss.fanout_refused + ss.backlog_full));
-	/* Routing under load: messages waiting for the mesh now, QoS 0 PUBLISHes dropped for
-	 * full links, times this core stopped reading its connections for a backlog, steered
-	 * frames refused for lack of mesh credit. */
+	/* Routing under load: copies not sent to shards whose interest summary cannot match,
+	 * messages waiting for the mesh now, QoS 0 PUBLISHes dropped for full links, times this
+	 * core stopped reading its connections for a backlog, steered frames refused for lack
+	 * of mesh credit. */
 	uint64_t frame_drops = b->cfg.mesh_frame_drops ? b->cfg.mesh_frame_drops(b->cfg.core) : 0;
-	LOG_INFO("broker", "core %u: routing queued=%u qos0_dropped=%lu windows_shut=%lu frame_drops=%lu",
-		 (unsigned)b->cfg.core, (unsigned)ss.queued, (unsigned long)ms->fanout_qos0_dropped,
-		 (unsigned long)s.route_windows_shut, (unsigned long)frame_drops);
+	LOG_INFO("broker", "core %u: routing skipped=%lu queued=%u qos0_dropped=%lu windows_shut=%lu frame_drops=%lu",
+		 (unsigned)b->cfg.core, (unsigned long)ss.fanout_skipped, (unsigned)ss.queued,
+		 (unsigned long)ms->fanout_qos0_dropped, (unsigned long)s.route_windows_shut,
+		 (unsigned long)frame_drops);
 	/* Why this core's connections ended (the console's per-site limit may drop the
 	 * individual lines under load). */
 	LOG_INFO("broker", "core %u: closes peer_fin=%lu tls_alert=%lu tls_error=%lu mqtt=%lu tcp=%lu fwd_full=%lu "
@@ -264,6 +266,7 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 			.n_cores = cfg->n_cores, .self = cfg->core, .payload_max = cfg->mesh_payload_max,
 			.backlog_bytes = CONF_CORE_SHARD_BACKLOG_BYTES, .out_window = CONF_CORE_SHARD_OUT_WINDOW,
 			.data_window = CONF_CORE_SHARD_DATA_WINDOW,
+			.interest_slots = CONF_CORE_SHARD_INTEREST_SLOTS,
 			.max_proxies = g.max_conns, .max_lost_owed = CONF_CORE_SHARD_LOST_OWED, .mesh = cfg->mesh,
 		};
 		memcpy(g.shard.home_key, cfg->home_key, sizeof g.shard.home_key);

@@ -58,10 +58,20 @@ static void b_close(void *ctx, void *user)
 		abort();
 	dp_shard_proxy_close(S, user);
 }
-static bool b_room(void *ctx, size_t bytes)
+static bool b_room(void *ctx, const uint8_t *t, size_t tl, size_t bytes, bool retain)
 {
 	(void)ctx;
-	return dp_shard_fanout_room(S, bytes);
+	return dp_shard_fanout_room(S, t, tl, bytes, retain);
+}
+static int b_interest(void *ctx, uint16_t key, bool add)
+{
+	(void)ctx;
+	return dp_shard_interest(S, key, add);
+}
+static int b_interest_sync(void *ctx, uint32_t ticket)
+{
+	(void)ctx;
+	return dp_shard_interest_sync(S, ticket);
 }
 static uint32_t b_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r,
 			 uint32_t ticket)
@@ -136,13 +146,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.services = services, .n_services = 1,
 	};
 	struct mqtt_broker_ops ops = { .send = b_send, .close = b_close, .heap = { h_alloc, h_free, NULL },
-				       .fanout_room = b_room, .fanout = b_fanout };
+				       .fanout_room = b_room, .fanout = b_fanout,
+				       .interest = b_interest, .interest_sync = b_interest_sync };
 	size_t bneed = mqtt_broker_mem_size(&g);
 	void *bmem = aligned_alloc(8, (bneed + 7) & ~(size_t)7);
 	if (!bmem || mqtt_broker_init(&B, bmem, bneed, &g, &ops))
 		abort();
 	struct dp_shard_config sc = {
-		.n_cores = 3, .self = 1, .payload_max = 128, .backlog_bytes = 1024, .out_window = 200, .data_window = 300,
+		.n_cores = 3, .self = 1, .payload_max = 128, .backlog_bytes = 1024, .out_window = 200, .data_window = 300, .interest_slots = 64,
 		.max_proxies = 4, .max_conns = 4, .max_packet = 300, .max_done = 8, .mesh = { m_send, NULL },
 	};
 	size_t sneed = dp_shard_mem_size(&sc);
@@ -205,7 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			g_refuse = !g_refuse;
 			continue;
 		case 4: /* a local fan-out (as a local PUBLISH would) */
-			if (dp_shard_fanout_room(S, 40))
+			if (dp_shard_fanout_room(S, (const uint8_t *)topics[conn], strlen(topics[conn]), 40, (op & 2) != 0))
 				(void)dp_shard_fanout(S, (const uint8_t *)topics[conn], strlen(topics[conn]), msg,
 						      take(&in) % 200u, (uint8_t)(gen + 1), (op & 2) != 0,
 						      (op & 4) ? 0x80000000u | take(&in) : 0);

@@ -44,6 +44,8 @@
 #                                 routed messages reached other shards
 #   x86_64-mqtt/resume-other-core dev-3's ticket resumed 12 times, at least once on another
 #                                 core than its full handshake (one ticket key set for all)
+#   x86_64-mqtt/interest-unread-topic  300 acknowledged publishes on a topic nobody reads:
+#                                 no other shard receives a copy (fanout_in +0)
 #   x86_64-mqtt/flood-across-shards  eight devices flood QoS 0 (4,000 each at 900/s) to ops on
 #                                 one shard: at least 30% delivered, >= 2,000 copies crossed
 #                                 shards, every connection still answers a PINGREQ
@@ -136,6 +138,11 @@ rep() {
 		echo $t ;;
 	*) core_field "$1" 0 ;;
 	esac
+}
+routing_sum() { # FIELD: summed over every core's newest routing line
+	local c t=0 v
+	for ((c = 0; c < smp; c++)); do v=$(core_field "$1" $c routing); t=$((t + ${v:-0})); done
+	echo $t
 }
 shard_sum() { # FIELD: summed over every core's newest shard line
 	local c t=0 v
@@ -303,6 +310,18 @@ if [ "$smp" -gt 1 ]; then
 	if [ "$r" = "full 1 resumed 12 of 12" ] && [ -n "$full_core" ] && [ "$other" -ge 1 ]; then
 		pass resume-other-core "$r; full handshake on core $full_core, $other resumptions on other cores"
 	else fail resume-other-core "$r; full handshake on core ${full_core:-?}, resumed on other cores: $other"; fi
+
+	# Interest filters (issue 26, ADR-055): 300 acknowledged publishes on a topic no shard
+	# holds a subscription for reach no other shard (fanout_in unchanged everywhere).
+	fan0=$(shard_sum fanout_in)
+	skip0=$(routing_sum skipped)
+	: >"$tmp/unread.acked"
+	r=$(client acked-pub dev-1 devices/dev-1/unread/x 300 "$tmp/unread.acked")
+	wait_shards 'true' 2
+	fan=$(($(shard_sum fanout_in) - fan0)) skipped=$(($(routing_sum skipped) - skip0))
+	if [ "$r" = "acked 300 ended complete" ] && [ "$fan" = 0 ] && [ "$skipped" -ge $((300 * (smp - 1))) ]; then
+		pass interest-unread-topic "$r; fanout_in +0, $skipped copies skipped"
+	else fail interest-unread-topic "$r; fanout_in +$fan, skipped +$skipped; $(shard_lines)"; fi
 
 	# A QoS 0 flood across shards (issue 26): eight devices publish 4,000 messages each at
 	# 900/s (under dev's 1,000/s per connection) while ops, whose session lives on one

@@ -219,9 +219,10 @@ static struct dp_config cfg_make(uint32_t core)
 	g.now_ms = t_clock;
 	g.shard = (struct dp_shard_config){
 		.n_cores = NCORE, .self = core, .payload_max = 256, .backlog_bytes = 16384,
-		.out_window = 2048, .data_window = 4096, .max_proxies = MAXC,
+		.out_window = 2048, .data_window = 4096, .max_proxies = MAXC, .interest_slots = 256,
 		.mesh = { m_send, &self_of[core] },
 	};
+	g.store.held_acks = 16; /* no storage: the ring the SUBACKs wait in for the other shards */
 	memset(g.shard.home_key, 0x5a, sizeof g.shard.home_key);
 	return g;
 }
@@ -610,7 +611,73 @@ static void t_routing_between_shards(void **state)
 	assert_memory_equal(pl, "now", 3);
 	struct dp_shard_stats st;
 	assert_true(dp_shard_stats(D[1], &st));
-	assert_true(st.fanout_out >= 20 * (NCORE - 1)); /* each message to each other shard once */
+	/* each message once to the shard with the subscriber; core 0 holds none: skipped */
+	assert_true(st.fanout_out >= 20);
+	assert_true(st.fanout_skipped >= 20);
+	cl_free(s);
+	cl_free(d);
+}
+
+/* Interest summaries (ADR-055): a message goes only to shards holding a subscription its
+ * topic may match; a topic nobody reads costs the other shards nothing; a SUBACK waits
+ * until every other shard has applied the new key, so a message published after it cannot
+ * skip the subscriber's shard; after the UNSUBSCRIBE the copies stop again. */
+static void t_interest_filters(void **state)
+{
+	(void)state;
+	char dev[32], ops[32];
+	int from = 0;
+	id_homed(dev, sizeof dev, "dev-", 0, false, &from);
+	from = 0;
+	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	struct client *d = cl_open(0, 5, dev, false);
+	mq_connect(d, dev, true, NULL, NULL);
+	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	struct client *s = cl_open(2, 6, ops, true);
+	mq_connect(s, ops, true, NULL, NULL);
+	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	struct dp_shard_stats in1, in2, out0;
+	char topic[64];
+	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
+	/* nobody subscribed anywhere: 30 messages stay on core 0 */
+	for (int i = 0; i < 30; i++)
+		mq_publish(d, topic, (const uint8_t *)"x", 1, 0, false, 0);
+	assert_true(dp_shard_stats(D[1], &in1) && dp_shard_stats(D[2], &in2) && dp_shard_stats(D[0], &out0));
+	assert_int_equal(in1.fanout_in, 0);
+	assert_int_equal(in2.fanout_in, 0);
+	assert_int_equal(out0.fanout_skipped, 60);
+	/* ops subscribes on core 2 while core 2 cannot reach core 0: no SUBACK yet */
+	mesh_blocked[2][0] = true;
+	mq_subscribe(s, 1, "devices/+/telemetry", 0);
+	cl_read(s);
+	assert_int_equal(s->in_len, 0);
+	mesh_blocked[2][0] = false;
+	pump();
+	assert_int_equal(expect(s, 9, NULL, 0), 3); /* SUBACK, now that core 0 applied the key */
+	for (int i = 0; i < 10; i++)
+		mq_publish(d, topic, (const uint8_t *)"y", 1, 0, false, 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(expect(s, 3, NULL, 0), 3 + strlen(topic));
+	assert_true(dp_shard_stats(D[1], &in1) && dp_shard_stats(D[2], &in2));
+	assert_int_equal(in1.fanout_in, 0); /* core 1 still holds nothing */
+	assert_int_equal(in2.fanout_in, 10);
+	/* unsubscribed: the key goes, the copies stop */
+	uint8_t un[64];
+	size_t fl = strlen("devices/+/telemetry");
+	un[0] = 0xa2;
+	un[1] = (uint8_t)(2 + 2 + fl);
+	un[2] = 0;
+	un[3] = 2;
+	un[4] = 0;
+	un[5] = (uint8_t)fl;
+	memcpy(un + 6, "devices/+/telemetry", fl);
+	cl_send(s, un, 6 + fl);
+	assert_int_equal(expect(s, 11, NULL, 0), 2); /* UNSUBACK */
+	for (int i = 0; i < 5; i++)
+		mq_publish(d, topic, (const uint8_t *)"z", 1, 0, false, 0);
+	assert_true(dp_shard_stats(D[2], &in2));
+	assert_int_equal(in2.fanout_in, 10);
+	assert_true(nothing_pending(s));
 	cl_free(s);
 	cl_free(d);
 }
@@ -957,6 +1024,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_will_from_home_core, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_retained_on_every_shard, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_backpressure_loses_nothing_acknowledged, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_interest_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_forwarded_publisher_slowed_by_credit, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_lost_owed_when_reserve_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_bad_mesh_messages, setup, teardown),

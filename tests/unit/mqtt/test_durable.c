@@ -71,9 +71,9 @@ static uint32_t f_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *
 	g_fanout_ticket = ticket;
 	return ticket ? g_fanout_answers : 0;
 }
-static bool f_room(void *ctx, size_t bytes)
+static bool f_room(void *ctx, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
 {
-	(void)ctx, (void)bytes;
+	(void)ctx, (void)topic, (void)tlen, (void)bytes, (void)retain;
 	return true;
 }
 
