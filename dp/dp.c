@@ -526,19 +526,19 @@ static void fwd_credit(struct dp *dp, struct dp_conn *c, bool force)
 	}
 }
 
-/* DCREDIT from the home core: it took `bytes` more of what this connection forwarded;
- * a window that credit had closed is reopened at once. */
+/* DCREDIT from the home core: it took `bytes` more of what this connection forwarded.
+ * TCP is told every time: a small positive credit can still mean a zero window (below one
+ * unit of the window scale), and TCP itself decides whether the new window is worth a
+ * segment (a window credit had closed is reopened at once, not at the peer's probe). */
 static void fwd_data_credit(void *ctx, uint32_t conn, uint32_t gen, uint32_t bytes)
 {
 	struct dp *dp = ctx;
 	struct dp_conn *c = fwd_conn(dp, conn, gen);
 	if (!c)
 		return;
-	bool was_shut = c->fq.credit <= 0;
 	int64_t v = (int64_t)c->fq.credit + bytes;
 	c->fq.credit = (int32_t)MIN(v, (int64_t)dp_shard_data_window(dp->shard));
-	if (was_shut && c->fq.credit > 0)
-		dp->cfg.lower.window_update(dp->cfg.lower_ctx, conn);
+	dp->cfg.lower.window_update(dp->cfg.lower_ctx, conn);
 }
 
 /* OUT from the home core: plaintext MQTT for one of our forwarded connections. */

@@ -108,6 +108,8 @@ _SHORT = {
 
 def group_of(key, smp=None):
     """The group of a results.json figure key (VM keys: by their vCPU count)."""
+    if key.startswith("cores_"):
+        return "cores"
     if key.startswith("vm_"):
         # the cores group: what scales with vCPUs (handshakes/s, msgs/s) above one vCPU
         return "cores" if smp and smp > 1 and key in _BY_CORES else "VMs"
@@ -147,12 +149,14 @@ def short_name(key, label, smp=None):
         name = _MICRO[key]
     elif key.startswith("micro_shard_"):
         name = "shards: " + key[len("micro_shard_"):].replace("_", " ") + " (micro_shard)"
+    elif re.match(r"cores_q\d_msgs_per_s$", key):
+        name = "QoS %s flood (cores)" % key[len("cores_q")]
     elif re.match(r"dpbench_hs_per_s_w\d+$", key):
         n = int(key.rsplit("w", 1)[1])
         name = "dp-bench handshakes/s, %d worker core%s" % (n, "s" if n > 1 else "")
     else:
         name = label or key
-    if key.startswith("vm_") and smp:
+    if (key.startswith("vm_") or key.startswith("cores_")) and smp:
         name += ", %d vCPU%s" % (smp, "s" if smp > 1 else "")
     return name
 
@@ -225,6 +229,13 @@ def figures(res):
         out.append(Fig(fid, key, f.get("label"), f.get("unit"), f.get("better"), _num(f.get("urmqtt_vm")),
                        _num(f.get("linux_guest")), _num(f.get("ratio_urmqtt_vm_over_linux_guest")),
                        r.get("urmqtt_vm"), r.get("linux_guest"), "urMQTT VM", "Linux+Mosquitto VM", smp))
+    for f in ((res.get("cores") or {}).get("figures") or []):
+        r = f.get("runs") or {}
+        smp = f.get("smp")
+        out.append(Fig("%s_smp%s" % (f.get("key"), smp), f.get("key"), f.get("label"), f.get("unit"),
+                       f.get("better"), _num(f.get("urmqtt_vm")), _num(f.get("linux_guest")),
+                       _num(f.get("ratio_urmqtt_vm_over_linux_guest")), r.get("urmqtt_vm"),
+                       r.get("linux_guest"), "urMQTT VM", "Linux+Mosquitto VM", smp))
     by_w = {}
     for r in res.get("dpbench") or []:
         if _num(r.get("workers")) is not None and _num(r.get("handshakes_per_s")) is not None:

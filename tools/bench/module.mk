@@ -69,7 +69,7 @@ bench: setup
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(ACCEL_PROBE)
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) $(B)/x86_64/urmqtt.elf || \
 		echo "bench: $(B)/x86_64/urmqtt.elf did not build; boot time and image size are skipped"
-	$(Q)case " $${BENCH_ONLY:-vm} " in *" vm "*) \
+	$(Q)case " $${BENCH_ONLY:-vm} " in *" vm "* | *" cores "*) \
 		tools/bench/linux-guest/build.sh $(BENCH_OUT)/linux-guest || \
 		echo "bench: the Linux+Mosquitto guest did not build; the virtual machines' table has no Linux column";; \
 	esac

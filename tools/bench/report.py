@@ -575,6 +575,50 @@ def vm_table():
 
 
 res["vm"] = vm_table()
+
+
+def cores_table():
+    """Group cores: the urMQTT image and the Linux+Mosquitto guest with each vCPU count of
+    the run (BENCH_CORES_SMP), QoS 0/1/2 flat out; the image's shard and routing lines after
+    each run. Figures are listed (not keyed) because every one exists once per vCPU count."""
+    sts = [r for r in rows if r.get("cores") == "settings"]
+    if not sts:
+        return None
+    UV, LG = "urmqtt-vm", "linux-guest"
+    out_ = {"settings": sts, "figures": [], "shards": []}
+    print()
+    print("cores: the same image and guest with %s vCPU(s) in one run (%s, pinned to the broker core; "
+          "%s publishers -> 1 subscriber, 64 B, medians of %s runs of %ss)"
+          % (", ".join(str(x.get("smp")) for x in sts), sts[0].get("accel", "?").upper(), args.pubs,
+             args.runs, args.seconds))
+    print("%-40s %12s %12s %8s" % ("figure", "urMQTT VM", "Linux+Mosq", "ratio"))
+    for st in sts:
+        smp = st.get("smp")
+        for q in (0, 1, 2):
+            fig = "cores_q%d_smp%s" % (q, smp)
+            u, m = med(UV, fig, "msgs_per_s"), med(LG, fig, "msgs_per_s")
+            if u is None and m is None:
+                continue
+            ratio = (u / m) if (u is not None and m) else None
+            out_["figures"].append({"key": "cores_q%d_msgs_per_s" % q, "smp": smp,
+                                    "label": "QoS %d msgs/s, %s vCPU(s)" % (q, smp), "unit": "1/s",
+                                    "urmqtt_vm": u, "linux_guest": m,
+                                    "ratio_urmqtt_vm_over_linux_guest": ratio, "better": "higher",
+                                    "runs": {"urmqtt_vm": runs_of(u), "linux_guest": runs_of(m)}})
+            print("%-40s %12s %12s %8s" % ("QoS %d msgs/s, -smp %s" % (q, smp), fmt(u), fmt(m),
+                                           ("%.2fx" % ratio) if ratio is not None else "n/a"))
+            for r in rows:
+                if r.get("figure") == "cores_shards" and r.get("smp") == smp and r.get("qos") == q:
+                    out_["shards"].append(r)
+    for st in sts:  # the last run's counters of each setting, as the image printed them
+        for q in (0, 1, 2):
+            last = [r for r in out_["shards"] if r.get("smp") == st.get("smp") and r.get("qos") == q]
+            if last and st.get("smp", 1) > 1:
+                print("  -smp %s QoS %d, after the last run: %s" % (st.get("smp"), q, last[-1].get("lines", "")))
+    return out_
+
+
+res["cores"] = cores_table()
 for r in res["micro"]:
     print("micro %s: %s" % (r.get("micro"), " ".join("%s=%s" % (k, v) for k, v in r.items()
                                                        if k != "micro")))

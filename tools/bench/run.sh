@@ -62,7 +62,10 @@
 # duration and longest step; the scrubber's read rate at a budget of 4 MiB/s and at an
 # unreachable one (its own speed); bring-up time and KiB read on a 64 MiB and a 16 GiB disk
 # file (format, then reopen).
-# BENCH_ONLY="hs idle pubsub lat storm durable telemetry disk boot dpbench micro vm" picks figure groups
+# Cores (group cores): the urMQTT image and the Linux+Mosquitto guest with 1 then 2 vCPUs
+# (BENCH_CORES_SMP) in the same run, QoS 0/1/2 flat out; the image's shard and routing lines
+# after each run.
+# BENCH_ONLY="hs idle pubsub lat storm durable telemetry disk boot dpbench micro vm cores" picks figure groups
 # (default: all).
 # dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
 # with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
@@ -80,7 +83,7 @@ secs=${BENCH_SECONDS:-5}
 idle_list=${BENCH_IDLE:-1000 10000}
 idle_list=${idle_list//,/ }
 rate=${BENCH_RATE:-1000}
-only=" ${BENCH_ONLY:-hs idle pubsub lat storm durable telemetry disk boot dpbench micro vm} "
+only=" ${BENCH_ONLY:-hs idle pubsub lat storm durable telemetry disk boot dpbench micro vm cores} "
 durable_queued=${BENCH_DURABLE_QUEUED:-100}
 # Storm: devices, cap on new connection attempts per second, seconds of storm, each
 # attempt's deadline (ms), how long a connected storm device stays before it drops (ms).
@@ -862,6 +865,47 @@ if want vm; then
 	fi
 	for b in "${!pid_of[@]}"; do vm_stop "$b"; done
 	vm_net_del
+fi
+
+# ---- cores: the same image and guest with 1, then 2 (BENCH_CORES_SMP) vCPUs, in one run ----
+# Both VMs pinned to the broker core, as in the vm group; QoS 0, 1 and 2 flat out ($pubs
+# publishers -> 1 subscriber); after each urMQTT run its shard and routing lines (every core's
+# last) go into raw.jsonl with the figure, so the table shows what crossed the cores.
+if want cores; then
+	vm_accel=("${accel[@]}") vm_acc=$accel_mode
+	cvms=()
+	command -v qemu-system-x86_64 >/dev/null && [ -f "$vm_img" ] && cvms+=(urmqtt-vm)
+	command -v qemu-system-x86_64 >/dev/null && [ -f "$lg_dir/vmlinux" ] && [ -f "$lg_dir/initrd.base" ] &&
+		cvms+=(linux-guest)
+	[ ${#cvms[@]} -gt 0 ] || say "cores skipped: neither VM is available"
+	for smp in ${BENCH_CORES_SMP:-1 2}; do
+		[ ${#cvms[@]} -gt 0 ] || break
+		vm_smp=$smp
+		echo "{\"cores\":\"settings\",\"smp\":$smp,\"accel\":\"$vm_acc\",\"pubs\":$pubs}" >>"$raw"
+		cb=()
+		for b in "${cvms[@]}"; do
+			vm_net "$b" || { say "[$b] could not create its namespace and TAP device"; continue; }
+			if vm_start "$b" "$out/$b-smp$smp.log"; then cb+=("$b"); else say "[$b] -smp $smp did not start"; fi
+		done
+		say "cores: -smp $smp (${vm_acc^^}, pinned to CPU $bcpu): ${cb[*]}"
+		for q in 0 1 2; do
+			say "[cores] -smp $smp, QoS $q flat out, $pubs publishers -> 1 subscriber"
+			for r in $(seq "$runs"); do
+				for b in "${cb[@]}"; do
+					use "$b"
+					lg "cores_q${q}_smp$smp" pubsub --pubs "$pubs" --subs 1 --qos $q --payload 64 --k "$k" --seconds "$secs"
+					if [ "$b" = urmqtt-vm ]; then
+						sleep 1.2 # the next report lines
+						lines=$(tr -d '\r' <"$out/$b-smp$smp.log" | grep -a ' broker: core [0-9]*: \(shard\|routing\) ' |
+							tail -n $((2 * smp)) | sed 's/^.*broker: //' | tr '\n' ';' | tr -d '"\\')
+						echo "{\"broker\":\"$b\",\"figure\":\"cores_shards\",\"smp\":$smp,\"qos\":$q,\"lines\":\"$lines\"}" >>"$raw"
+					fi
+				done
+			done
+		done
+		for b in "${cb[@]}"; do vm_stop "$b"; done
+		vm_net_del
+	done
 fi
 
 # ---- boot time and image size --------------------------------------------------------------

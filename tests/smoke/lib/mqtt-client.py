@@ -594,16 +594,19 @@ elif mode == "flood":  # SUB PUBS COUNT RATE: SUB (a service) subscribes to devi
     last[0] = time.time()
     done.set()
     t.join(60)
-    for c, _ in ps:
+    # A connection whose frames were dropped in the flood may sit in TCP's retransmission
+    # backoff for a while: 30 s to answer (alive, not fast, is what is asked).
+    silent = []
+    for name, (c, _) in zip(pubs, ps):
         try:
-            c.settimeout(10)
+            c.settimeout(30)
             c.sendall(pkt(0xC0, b""))
             h, _ = read_pkt(c)
             alive += h == 0xD0
-        except (ssl.SSLError, EOFError, ConnectionError, OSError):
-            pass
+        except (ssl.SSLError, EOFError, ConnectionError, OSError) as e:
+            silent.append("%s: %s" % (name, type(e).__name__))
     try:
-        ss.settimeout(10)
+        ss.settimeout(30)
         ss.sendall(pkt(0xC0, b""))
         while True:
             h, _ = read_pkt(ss)
@@ -611,9 +614,10 @@ elif mode == "flood":  # SUB PUBS COUNT RATE: SUB (a service) subscribes to devi
                 alive += 1
                 break
             got[0] += h & 0xF0 == 0x30
-    except (ssl.SSLError, EOFError, ConnectionError, OSError):
-        pass
-    print("sent %d received %d alive %d of %d" % (sent, got[0], alive, len(ps) + 1))
+    except (ssl.SSLError, EOFError, ConnectionError, OSError) as e:
+        silent.append("%s: %s" % (sub, type(e).__name__))
+    print("sent %d received %d alive %d of %d%s" % (sent, got[0], alive, len(ps) + 1,
+                                                    " (no PINGRESP: %s)" % ", ".join(silent) if silent else ""))
 else:
     print("unknown mode")
     sys.exit(2)

@@ -439,6 +439,15 @@ static void mq_connect(struct client *k, const char *id, bool clean, const char 
 	cl_send(k, p, frame(p, 0x10, b, n));
 }
 
+/* A client whose CONNECT (clean session) was accepted. */
+static struct client *cl_up(uint32_t core, uint32_t conn, const char *id, bool service)
+{
+	struct client *k = cl_open(core, conn, id, service);
+	mq_connect(k, id, true, NULL, NULL);
+	assert_int_equal(expect(k, 2, NULL, 0), 2);
+	return k;
+}
+
 static void mq_subscribe(struct client *k, uint16_t pid, const char *filter, uint8_t qos)
 {
 	uint8_t b[256], p[264];
@@ -561,14 +570,10 @@ static void t_routing_between_shards(void **state)
 	from = 0;
 	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
 	/* service on core 0 (home 2), device on core 1 (home 1: local) */
-	struct client *s = cl_open(0, 2, ops, true);
-	mq_connect(s, ops, true, NULL, NULL);
-	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	struct client *s = cl_up(0, 2, ops, true);
 	mq_subscribe(s, 7, "devices/+/telemetry", 1);
 	assert_int_equal(expect(s, 9, NULL, 0), 3); /* SUBACK */
-	struct client *d = cl_open(1, 3, dev, false);
-	mq_connect(d, dev, true, NULL, NULL);
-	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	struct client *d = cl_up(1, 3, dev, false);
 	char topic[64];
 	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
 	for (uint16_t i = 1; i <= 20; i++) {
@@ -630,12 +635,8 @@ static void t_interest_filters(void **state)
 	id_homed(dev, sizeof dev, "dev-", 0, false, &from);
 	from = 0;
 	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
-	struct client *d = cl_open(0, 5, dev, false);
-	mq_connect(d, dev, true, NULL, NULL);
-	assert_int_equal(expect(d, 2, NULL, 0), 2);
-	struct client *s = cl_open(2, 6, ops, true);
-	mq_connect(s, ops, true, NULL, NULL);
-	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	struct client *d = cl_up(0, 5, dev, false);
+	struct client *s = cl_up(2, 6, ops, true);
 	struct dp_shard_stats in1, in2, out0;
 	char topic[64];
 	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
@@ -718,9 +719,7 @@ static void t_will_from_home_core(void **state)
 	id_homed(dev, sizeof dev, "dev-", 1, false, &from);
 	from = 0;
 	id_homed(ops, sizeof ops, "ops-", 0, true, &from);
-	struct client *s = cl_open(2, 6, ops, true);
-	mq_connect(s, ops, true, NULL, NULL);
-	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	struct client *s = cl_up(2, 6, ops, true);
 	mq_subscribe(s, 1, "devices/+/status", 1);
 	assert_int_equal(expect(s, 9, NULL, 0), 3);
 	char wt[64];
@@ -752,9 +751,7 @@ static void t_retained_on_every_shard(void **state)
 	char ops[32], dev[32];
 	int from = 0;
 	id_homed(ops, sizeof ops, "ops-", 1, true, &from);
-	struct client *s = cl_open(1, 8, ops, true);
-	mq_connect(s, ops, true, NULL, NULL);
-	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	struct client *s = cl_up(1, 8, ops, true);
 	mq_publish(s, "devices/x/cmd/config", (const uint8_t *)"v2", 2, 1, true, 5);
 	assert_int_equal(expect(s, 4, NULL, 0), 2);
 	for (uint32_t c = 0; c < NCORE; c++) {
@@ -765,9 +762,7 @@ static void t_retained_on_every_shard(void **state)
 	/* a subscriber whose session lives elsewhere sees it at SUBSCRIBE time */
 	from = 0;
 	id_homed(dev, sizeof dev, "ops-r", 2, true, &from);
-	struct client *r = cl_open(0, 9, dev, true);
-	mq_connect(r, dev, true, NULL, NULL);
-	assert_int_equal(expect(r, 2, NULL, 0), 2);
+	struct client *r = cl_up(0, 9, dev, true);
 	mq_subscribe(r, 3, "devices/+/cmd/#", 1);
 	assert_int_equal(expect(r, 9, NULL, 0), 3);
 	uint8_t b[128];
@@ -796,19 +791,13 @@ static void t_backpressure_loses_nothing_acknowledged(void **state)
 	int after_dev = from;
 	from = 0;
 	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
-	struct client *s = cl_open(2, 10, ops, true);
-	mq_connect(s, ops, true, NULL, NULL);
-	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	struct client *s = cl_up(2, 10, ops, true);
 	mq_subscribe(s, 1, "devices/+/telemetry", 1);
 	assert_int_equal(expect(s, 9, NULL, 0), 3);
-	struct client *d = cl_open(0, 11, dev, false);
-	mq_connect(d, dev, true, NULL, NULL);
-	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	struct client *d = cl_up(0, 11, dev, false);
 	char dev2[32];
 	id_homed(dev2, sizeof dev2, "dev-", 0, false, &after_dev);
-	struct client *d2 = cl_open(0, 12, dev2, false); /* a bystander on the same core */
-	mq_connect(d2, dev2, true, NULL, NULL);
-	assert_int_equal(expect(d2, 2, NULL, 0), 2);
+	struct client *d2 = cl_up(0, 12, dev2, false); /* a bystander on the same core */
 	assert_int_equal(dp_tcp_upper.credit(D[0], 12), 16640);
 	char topic[64];
 	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
@@ -873,14 +862,10 @@ static void t_forwarded_publisher_slowed_by_credit(void **state)
 	id_homed(dev, sizeof dev, "dev-", 1, false, &from);
 	from = 0;
 	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
-	struct client *s = cl_open(2, 10, ops, true);
-	mq_connect(s, ops, true, NULL, NULL);
-	assert_int_equal(expect(s, 2, NULL, 0), 2);
+	struct client *s = cl_up(2, 10, ops, true);
 	mq_subscribe(s, 1, "devices/+/telemetry", 0);
 	assert_int_equal(expect(s, 9, NULL, 0), 3);
-	struct client *d = cl_open(0, 11, dev, false); /* forwarded to core 1 */
-	mq_connect(d, dev, true, NULL, NULL);
-	assert_int_equal(expect(d, 2, NULL, 0), 2);
+	struct client *d = cl_up(0, 11, dev, false); /* forwarded to core 1 */
 	assert_true(dp_tcp_upper.credit(D[0], 11) > 4000); /* the data window, less the CONNECT */
 	char topic[64];
 	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
