@@ -88,9 +88,9 @@ static void t_close(void *ctx, void *user)
 	(void)ctx;
 	((struct client *)user)->c = NULL;
 }
-static bool f_room(void *ctx, size_t bytes)
+static bool f_room(void *ctx, const uint8_t *t, size_t tl, size_t bytes, bool retain)
 {
-	return dp_shard_fanout_room(S[(uintptr_t)ctx], bytes);
+	return dp_shard_fanout_room(S[(uintptr_t)ctx], t, tl, bytes, retain);
 }
 static uint32_t f_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r,
 			 uint32_t ticket)
