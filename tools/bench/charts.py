@@ -431,17 +431,22 @@ def cores_chart(figs, ctx, recs):
     # (smp, key) -> (urMQTT VM, Linux+Mosquitto VM, source); this run first, then the latest
     # record of the same signature for every other vCPU count
     cells, used = {}, [f for _, f in dpb]
-    for f in figs:
-        if f.smp and f.key in keys:
-            cells[(f.smp, f.key)] = (f.u, f.m, "this run")
+    # group cores measures the same floods with every vCPU count side by side: its figures
+    # fill the VM panels first (cores_qN_msgs_per_s stands for vm_qN_msgs_per_s)
+    def panel_key(key):
+        return "vm_" + key[len("cores_"):] if key.startswith("cores_") else key
+    for f in sorted(figs, key=lambda f: not f.key.startswith("cores_")):
+        k = panel_key(f.key)
+        if f.smp and k in keys and (f.smp, k) not in cells:
+            cells[(f.smp, k)] = (f.u, f.m, "this run")
             used.append(f)
     for rec in reversed(recs):
         if rec.sig != ctx.sig:
             continue
         for fid, v in rec.figs.items():
-            m = re.match(r"(vm_\w+?)_smp(\d+)$", fid)
-            if m and m.group(1) in keys and (int(m.group(2)), m.group(1)) not in cells:
-                cells[(int(m.group(2)), m.group(1))] = (v["u"], v["m"], rec.commit[:12])
+            m = re.match(r"((?:vm|cores)_\w+?)_smp(\d+)$", fid)
+            if m and panel_key(m.group(1)) in keys and (int(m.group(2)), panel_key(m.group(1))) not in cells:
+                cells[(int(m.group(2)), panel_key(m.group(1)))] = (v["u"], v["m"], rec.commit[:12])
     if not dpb and not cells:
         return placeholder(cid, title, ctx, "Cores: " + NOT_MEASURED, cap)
     ph = 200
