@@ -511,6 +511,15 @@ static void id_homed(char *buf, size_t cap, const char *prefix, uint32_t home, b
 	fail_msg("no identity homed on core %u", home);
 }
 
+/* A device homed on dev_home and a service homed on ops_home (names into 32-byte buffers). */
+static void ids_homed(char *dev, uint32_t dev_home, char *ops, uint32_t ops_home)
+{
+	int from = 0;
+	id_homed(dev, 32, "dev-", dev_home, false, &from);
+	from = 0;
+	id_homed(ops, 32, "ops-", ops_home, true, &from);
+}
+
 /* ---- tests ---------------------------------------------------------------------------- */
 
 static void t_home_is_the_same_everywhere(void **state)
@@ -565,10 +574,7 @@ static void t_routing_between_shards(void **state)
 {
 	(void)state;
 	char dev[32], ops[32];
-	int from = 0;
-	id_homed(dev, sizeof dev, "dev-", 1, false, &from);
-	from = 0;
-	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	ids_homed(dev, 1, ops, 2);
 	/* service on core 0 (home 2), device on core 1 (home 1: local) */
 	struct client *s = cl_up(0, 2, ops, true);
 	mq_subscribe(s, 7, "devices/+/telemetry", 1);
@@ -631,10 +637,7 @@ static void t_interest_filters(void **state)
 {
 	(void)state;
 	char dev[32], ops[32];
-	int from = 0;
-	id_homed(dev, sizeof dev, "dev-", 0, false, &from);
-	from = 0;
-	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	ids_homed(dev, 0, ops, 2);
 	struct client *d = cl_up(0, 5, dev, false);
 	struct client *s = cl_up(2, 6, ops, true);
 	struct dp_shard_stats in1, in2, out0;
@@ -715,10 +718,7 @@ static void t_will_from_home_core(void **state)
 {
 	(void)state;
 	char dev[32], ops[32];
-	int from = 0;
-	id_homed(dev, sizeof dev, "dev-", 1, false, &from);
-	from = 0;
-	id_homed(ops, sizeof ops, "ops-", 0, true, &from);
+	ids_homed(dev, 1, ops, 0);
 	struct client *s = cl_up(2, 6, ops, true);
 	mq_subscribe(s, 1, "devices/+/status", 1);
 	assert_int_equal(expect(s, 9, NULL, 0), 3);
@@ -858,10 +858,7 @@ static void t_forwarded_publisher_slowed_by_credit(void **state)
 {
 	(void)state;
 	char dev[32], ops[32];
-	int from = 0;
-	id_homed(dev, sizeof dev, "dev-", 1, false, &from);
-	from = 0;
-	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	ids_homed(dev, 1, ops, 2);
 	struct client *s = cl_up(2, 10, ops, true);
 	mq_subscribe(s, 1, "devices/+/telemetry", 0);
 	assert_int_equal(expect(s, 9, NULL, 0), 3);
