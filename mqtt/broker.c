@@ -1422,6 +1422,7 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 void mqtt_broker_fini(struct mqtt_broker *b)
 {
 	b->store_on = false; /* shutting down is not a change of persistent state */
+	b->ops.interest = NULL; /* ... nor of where subscriptions are: the other shards go too */
 	mqtt_broker_restore_end(b);
 	b->store_on = false;
 	mqtt_held_fini(b);
