@@ -149,14 +149,15 @@ $(B)/host/tests/unit/%: $(B)/host/t/tests/unit/%.o $$(call objs,host,t,$$(TEST_S
 		$(TEST_SUPPORT_OBJS) $(HOST_LIB) $(TEST_LIBS_$(subst /,_,$*)) -lcmocka
 
 # Fuzz targets: the libFuzzer binary and a replay binary (gcc ASan) for `make test`.
-# FUZZ_SRCS_<name> adds non-portable sources to one fuzz target.
+# FUZZ_SRCS_<name> adds non-portable sources to one fuzz target. The archives are linked as
+# a group: a target's extra archive (libmbedtls.a, which holds tls/accel) may need lib/ back.
 $(B)/fuzz/fuzz_%: $(B)/fuzz/t/tests/fuzz/fuzz_%.o $$(call objs,fuzz,t,$$(FUZZ_SRCS_$$*)) $(FUZZ_LIB)
 	@mkdir -p $(@D); echo "  LD [fuzz]   $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^
+	$(Q)$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ -Wl,--start-group $^ -Wl,--end-group
 $(B)/host/tests/fuzz/replay_%: $(B)/host/t/tests/fuzz/fuzz_%.o $(B)/host/t/tests/fuzz/replay_main.o \
 		$$(call objs,host,t,$$(FUZZ_SRCS_$$*)) $(HOST_LIB)
 	@mkdir -p $(@D); echo "  LD [replay] $@"
-	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $^
+	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ -Wl,--start-group $^ -Wl,--end-group
 
 # Host tools.
 define tool_rule

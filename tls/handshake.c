@@ -32,6 +32,7 @@
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "tls/hello.h"
+#include "tls/accel/accel.h"
 
 #include "mbedtls/platform.h"
 #include "mbedtls/platform_time.h"
@@ -478,6 +479,10 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 		env->cfg.max_client_hello_bytes = TLS_HS_MAX_MESSAGE;
 	if (!env->cfg.max_client_chain_bytes || env->cfg.max_client_chain_bytes > TLS_HS_MAX_MESSAGE)
 		env->cfg.max_client_chain_bytes = TLS_HS_MAX_MESSAGE;
+	/* The curve driver's CPU probe, before the first handshake of this process or image
+	 * (envs are created on one core, invariant of n_envs). */
+	if (n_envs == 0)
+		accel_cpu_init();
 	uint32_t core = hook_core();
 	hook_stats[core] = &env->stats;
 	env->stats = hook_stats_none[core]; /* the env's own allocation counts too */

@@ -60,6 +60,11 @@
 #define MBEDTLS_ECP_DP_SECP256R1_ENABLED /* P-256: ECDHE group and ECDSA certificates */
 #define MBEDTLS_ECP_DP_CURVE25519_ENABLED /* X25519 ECDHE group */
 #define MBEDTLS_ECP_NIST_OPTIM           /* fast reduction modulo the P-256 prime */
+/* Our PSA transparent driver (tls/accel, ADR-056) takes P-256 and X25519 key generation, ECDH
+ * and P-256 ECDSA through the hooks our pinned patch adds to the driver wrappers
+ * (tools/deps/patches/); mbedTLS's ECP code above stays for everything else and as the
+ * reference of the differential tests. */
+#define URMQTT_PSA_ACCEL
 #define MBEDTLS_ECDH_C                   /* (EC)DHE key exchange */
 #define MBEDTLS_ECDSA_C                  /* ecdsa_secp256r1_sha256 signatures */
 #define MBEDTLS_ECDSA_DETERMINISTIC      /* signatures do not depend on RNG quality */

@@ -63,14 +63,35 @@ TLS_MBEDTLS_SSE_CFLAGS_x86_64 = $(filter-out -mgeneral-regs-only,$(TLS_MBEDTLS_C
 TLS_MBEDTLS_SSE_CFLAGS_aarch64 = $(TLS_MBEDTLS_CFLAGS_aarch64)
 tls_mbedtls_flags = $(if $(filter $(TLS_MBEDTLS_SSE_FILES),$(2)),$(TLS_MBEDTLS_SSE_CFLAGS_$(1)),$(TLS_MBEDTLS_CFLAGS_$(1)))
 
+# The unpacked tree is checked before anything of it is compiled: make deps applies our
+# patches (tools/deps/patches/mbedtls-3.6.6-*.patch) when it unpacks, and `fetch-deps.sh
+# --check` fails, naming make deps, when the tree was unpacked for another pin or patch. Its
+# stamp is rewritten by every unpack, so every object depends on it: tar restores the
+# tarball's old file times, so a re-unpack alone would not look newer than our objects.
+TLS_MBEDTLS_STAMP := $(TLS_MBEDTLS_DIR)/.urmqtt-digest
+.PHONY: deps-check
+deps-check:
+	$(Q)tools/deps/fetch-deps.sh --out $(B)/deps --check
+$(TLS_MBEDTLS_STAMP):
+	@echo "make: $(TLS_MBEDTLS_DIR) is missing: run 'make deps'" >&2; exit 1
+
+# Each archive also holds tls/accel's objects for the flavour (TLS_ACCEL_OBJS_<fl>, from
+# tls/accel/module.mk, which is read first): mbedTLS's patched driver wrappers call them.
+# It is rebuilt when its member list changes, as libportable.a is (the top Makefile's
+# member_list is defined only after the module files are read, hence this copy).
+$(if $(TLS_ACCEL_FLAVOURS),,$(error tls/accel/module.mk must be read before tls/module.mk))
+tls_archive_list = $(shell mkdir -p $(dir $(1)) && { [ "$$(cat $(1) 2>/dev/null)" = "$(strip $(2))" ] || \
+	echo "$(strip $(2))" > $(1); })
 define tls_mbedtls_rules
 TLS_MBEDTLS_OBJS_$(1) := $$(patsubst $$(TLS_MBEDTLS_DIR)/library/%.c,$$(B)/$(1)/mbedtls/%.o,$$(TLS_MBEDTLS_SRCS))
-$$(B)/$(1)/mbedtls/%.o: $$(TLS_MBEDTLS_DIR)/library/%.c tls/mbedtls_config.h
+$$(B)/$(1)/mbedtls/%.o: $$(TLS_MBEDTLS_DIR)/library/%.c tls/mbedtls_config.h $$(TLS_MBEDTLS_STAMP) | deps-check
 	@mkdir -p $$(@D); echo "  CC [mbedtls $(1)] $$*"
 	$$(Q)$$(TLS_MBEDTLS_CC_$(1)) $$(call tls_mbedtls_flags,$(1),$$*) -c $$< -o $$@
-$$(B)/$(1)/libmbedtls.a: $$(TLS_MBEDTLS_OBJS_$(1))
+$$(call tls_archive_list,$$(B)/$(1)/libmbedtls.list,$$(TLS_MBEDTLS_OBJS_$(1)) $$(TLS_ACCEL_OBJS_$(1)))
+$$(B)/$(1)/libmbedtls.a: $$(TLS_MBEDTLS_OBJS_$(1)) $$(TLS_ACCEL_OBJS_$(1)) $$(B)/$(1)/libmbedtls.list \
+		$$(TLS_MBEDTLS_STAMP) | deps-check
 	@mkdir -p $$(@D); echo "  AR          $$@"
-	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+	$$(Q)rm -f $$@ && ar rcs $$@ $$(filter %.o,$$^)
 endef
 $(foreach fl,host hostrel fuzz x86_64 aarch64,$(eval $(call tls_mbedtls_rules,$(fl))))
 

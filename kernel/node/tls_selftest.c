@@ -20,6 +20,7 @@
 #include "lib/mem.h"
 #include "tls/handshake.h"
 #include "tls/record.h"
+#include "tls/accel/accel.h"
 #include "urmqtt_certs.h"
 
 #include "mbedtls/oid.h"
@@ -194,6 +195,81 @@ out:
 }
 
 
+/* ---- the curve driver through PSA, as the handshake calls it ------------------------------ */
+
+static int ts_new_key(psa_key_type_t type, size_t bits, psa_algorithm_t alg,
+		      psa_key_usage_t usage, psa_key_id_t *id)
+{
+	psa_key_attributes_t a = PSA_KEY_ATTRIBUTES_INIT;
+	psa_set_key_type(&a, type);
+	psa_set_key_bits(&a, bits);
+	psa_set_key_algorithm(&a, alg);
+	psa_set_key_usage_flags(&a, usage);
+	return psa_generate_key(&a, id) == PSA_SUCCESS ? 0 : -E_IO;
+}
+
+/* Two fresh key pairs agree on one secret, whichever side computes it. */
+static int ts_agree(psa_key_type_t type, size_t bits)
+{
+	psa_key_id_t a = 0, b = 0;
+	uint8_t pa[65], pb[65], sa[32], sb[32];
+	size_t la = 0, lb = 0, ls_a = 0, ls_b = 0;
+	int err = -E_IO;
+	if (ts_new_key(type, bits, PSA_ALG_ECDH, PSA_KEY_USAGE_DERIVE, &a) != 0 ||
+	    ts_new_key(type, bits, PSA_ALG_ECDH, PSA_KEY_USAGE_DERIVE, &b) != 0)
+		goto out;
+	if (psa_export_public_key(a, pa, sizeof pa, &la) != PSA_SUCCESS ||
+	    psa_export_public_key(b, pb, sizeof pb, &lb) != PSA_SUCCESS)
+		goto out;
+	if (psa_raw_key_agreement(PSA_ALG_ECDH, a, pb, lb, sa, sizeof sa, &ls_a) != PSA_SUCCESS ||
+	    psa_raw_key_agreement(PSA_ALG_ECDH, b, pa, la, sb, sizeof sb, &ls_b) != PSA_SUCCESS)
+		goto out;
+	if (ls_a == sizeof sa && ls_b == sizeof sb && memcmp(sa, sb, sizeof sa) == 0)
+		err = 0;
+out:
+	mem_wipe(sa, sizeof sa);
+	mem_wipe(sb, sizeof sb);
+	psa_destroy_key(a);
+	psa_destroy_key(b);
+	return err;
+}
+
+/* A deterministic P-256 signature verifies, and the same signature over another digest
+ * does not. */
+static int ts_sign(void)
+{
+	const psa_algorithm_t alg = PSA_ALG_DETERMINISTIC_ECDSA(PSA_ALG_SHA_256);
+	psa_key_id_t k = 0;
+	uint8_t digest[32], sig[64];
+	size_t sl = 0;
+	int err = -E_IO;
+	for (size_t i = 0; i < sizeof digest; i++)
+		digest[i] = (uint8_t)(i * 7u + 1u);
+	if (ts_new_key(PSA_KEY_TYPE_ECC_KEY_PAIR(PSA_ECC_FAMILY_SECP_R1), 256, alg,
+		   PSA_KEY_USAGE_SIGN_HASH | PSA_KEY_USAGE_VERIFY_HASH, &k) != 0)
+		goto out;
+	if (psa_sign_hash(k, alg, digest, sizeof digest, sig, sizeof sig, &sl) != PSA_SUCCESS ||
+	    psa_verify_hash(k, alg, digest, sizeof digest, sig, sl) != PSA_SUCCESS)
+		goto out;
+	digest[0] ^= 1;
+	if (psa_verify_hash(k, alg, digest, sizeof digest, sig, sl) != PSA_ERROR_INVALID_SIGNATURE)
+		goto out;
+	err = 0;
+out:
+	psa_destroy_key(k);
+	return err;
+}
+
+static int ts_curves(void)
+{
+	int err = ts_agree(PSA_KEY_TYPE_ECC_KEY_PAIR(PSA_ECC_FAMILY_SECP_R1), 256);
+	if (!err)
+		err = ts_agree(PSA_KEY_TYPE_ECC_KEY_PAIR(PSA_ECC_FAMILY_MONTGOMERY), 255);
+	if (!err)
+		err = ts_sign();
+	return err;
+}
+
 /* ---- entry ---------------------------------------------------------------------------- */
 
 int node_tls_selftest(void)
@@ -212,6 +288,7 @@ int node_tls_selftest(void)
 	int err;
 
 	tls_threading_init(); /* before mbedTLS is first used, while only this core runs */
+	accel_cpu_init();     /* the curve driver's CPU probe, while only this core runs */
 	tls_hs_hooks_install(&ops);
 	err = tls_rec_env_init(&env, &rc);
 	if (!err && (err = ts_expand_label()) != 0)
@@ -226,6 +303,8 @@ int node_tls_selftest(void)
 		err = -E_IO;
 		what = "PSA crypto init";
 	}
+	if (!err && (err = ts_curves()) != 0)
+		what = "P-256 and X25519 through PSA (agreement, sign/verify)";
 	ca_cn[0] = srv_cn[0] = 0;
 	if (!err && (err = node_tls_selftest_certs(ca_cn, srv_cn, sizeof ca_cn, &vflags)) != 0)
 		what = "certificate parse/verify";
@@ -234,6 +313,7 @@ int node_tls_selftest(void)
 		LOG_ERR("tls", "self-test FAIL: %s (%s, verify flags 0x%x)", what, err_name(err), (unsigned)vflags);
 		return err;
 	}
+	LOG_INFO("tls", "curves: %s (P-256 and X25519 agreement, P-256 signature: PASS)", accel_describe());
 	LOG_INFO("tls", "x509: CA \"%s\", server \"%s\" (signature verified%s)", ca_cn, srv_cn,
 		 vflags ? "; validity period does not include the wall clock" : ", in validity");
 	LOG_INFO("tls", "self-test PASS (RFC 8448 key schedule, AES-128-GCM and ChaCha20-Poly1305 "

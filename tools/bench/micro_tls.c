@@ -6,7 +6,8 @@
  *     per resumed handshake (the client offers the ticket it got): median and p90 in us of
  *     this thread's CPU time (CLOCK_THREAD_CPUTIME_ID) summed over the server's calls only
  *     (tls_hs_start, tls_hs_input, tls_hs_finish; the send callback only appends to a BIO);
- *     the OpenSSL client's work between them is not counted;
+ *     the OpenSSL client's work between them is not counted; each figure twice, with the
+ *     curve driver (tls/accel) on and off ("curve_driver"), handshakes alternating;
  *   - bytes of TLS state per idle connection (tls_rec_sizeof) and peak bytes per handshake
  *     in flight (the handshake allocator's live bytes above the env's, per handshake, from
  *     this file's accounting hook; the env's own peak from tls_hs_stats_get beside it);
@@ -32,6 +33,7 @@
 #include "kernel/node/port.h"
 #include "kernel/node/tls_port.h"
 #include "lib/err.h"
+#include "tls/accel/accel.h"
 #include "tls/handshake.h"
 #include "tls/record.h"
 
@@ -180,37 +182,45 @@ out:
 	return rc;
 }
 
+/* Handshakes alternate between the curve driver on (res[1]) and off (res[0], mbedTLS's
+ * built-in arithmetic), one each in turn, so that both see the same machine load (paired). */
 static void run_handshakes(SSL_CTX *cctx, struct tls_hs_env *env, struct tls_rec_env *renv,
-			   bool resume, double budget, struct hs_result *res)
+			   bool resume, double budget, struct hs_result res[2])
 {
-	memset(res, 0, sizeof *res);
+	memset(res, 0, 2 * sizeof *res);
 	double t0 = cpu_s();
-	while (res->n < MAX_HS && (res->n < MIN_HS || cpu_s() - t0 < budget)) {
+	for (unsigned turn = 0;; turn++) {
+		struct hs_result *r = &res[turn & 1];
+		if (r->failed > 5 || res[0].n >= MAX_HS || res[1].n >= MAX_HS ||
+		    (res[0].n >= MIN_HS && res[1].n >= MIN_HS && cpu_s() - t0 >= budget))
+			break;
 		bool reused = false;
 		double us;
 		size_t peak;
+		accel_set_enabled(turn & 1);
 		if (one_handshake(cctx, env, renv, resume, &us, &peak, &reused)) {
-			if (++res->failed > 5)
-				break;
+			r->failed++;
 			continue;
 		}
-		res->us[res->n] = us;
-		res->peak[res->n] = peak;
-		res->n++;
-		res->resumed += reused;
+		r->us[r->n] = us;
+		r->peak[r->n] = peak;
+		r->n++;
+		r->resumed += reused;
 	}
+	accel_set_enabled(true);
 }
 
-static void print_hs(const char *kind, struct hs_result *r)
+static void print_hs(const char *kind, bool driver, struct hs_result *r)
 {
 	size_t pk = 0;
 	for (unsigned i = 0; i < r->n; i++)
 		pk = r->peak[i] > pk ? r->peak[i] : pk;
 	qsort(r->us, r->n, sizeof r->us[0], cmp_d);
-	printf("{\"micro\":\"tls_handshake\",\"kind\":\"%s\",\"handshakes\":%u,\"resumed\":%u,"
+	printf("{\"micro\":\"tls_handshake\",\"kind\":\"%s\",\"curve_driver\":\"%s\","
+	       "\"handshakes\":%u,\"resumed\":%u,"
 	       "\"failed\":%u,\"server_cpu_us_median\":%.0f,\"server_cpu_us_p90\":%.0f,"
 	       "\"server_cpu_us_min\":%.0f,\"peak_bytes_per_handshake\":%zu}\n",
-	       kind, r->n, r->resumed, r->failed, r->n ? r->us[r->n / 2] : 0.0,
+	       kind, driver ? "on" : "off", r->n, r->resumed, r->failed, r->n ? r->us[r->n / 2] : 0.0,
 	       r->n ? r->us[r->n * 9 / 10] : 0.0, r->n ? r->us[0] : 0.0, pk);
 	fflush(stdout);
 }
@@ -252,14 +262,16 @@ static int handshakes(const char *dir, double budget, struct tls_rec_env *renv)
 	SSL_CTX_set_session_cache_mode(cctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(cctx, new_session);
 
-	static struct hs_result full, res;
-	run_handshakes(cctx, env, renv, false, budget, &full);
+	static struct hs_result full[2], res[2];
+	run_handshakes(cctx, env, renv, false, budget, full);
 	struct tls_hs_stats st;
 	tls_hs_stats_get(env, &st);
 	size_t env_peak_full = st.peak_bytes;
-	run_handshakes(cctx, env, renv, true, budget, &res);
-	print_hs("full", &full);
-	print_hs("resumed", &res);
+	run_handshakes(cctx, env, renv, true, budget, res);
+	print_hs("full", true, &full[1]);
+	print_hs("resumed", true, &res[1]);
+	print_hs("full", false, &full[0]);
+	print_hs("resumed", false, &res[0]);
 	tls_hs_stats_get(env, &st);
 	printf("{\"micro\":\"tls_idle_conn\",\"tls_rec_bytes\":%zu,\"env_heap_bytes\":%zu,"
 	       "\"hs_env_peak_bytes_after_full\":%zu,\"hs_env_peak_bytes\":%zu,"
@@ -271,7 +283,7 @@ static int handshakes(const char *dir, double budget, struct tls_rec_env *renv)
 		SSL_SESSION_free(ticket);
 	SSL_CTX_free(cctx);
 	tls_hs_env_destroy(env);
-	return full.n && res.n ? 0 : 1;
+	return full[0].n && full[1].n && res[0].n && res[1].n ? 0 : 1;
 }
 
 static int sink_n;

@@ -5,21 +5,64 @@
 # generated from the Debian URIs this machine already uses; the system's apt sources are
 # never changed. Every tarball's SHA-256 is checked before it is unpacked, on every run,
 # so a tarball altered in the cache stops the build. URMQTT_DEPS_DIR=dir takes tarballs
-# from dir instead (offline builds). Outputs, under --out DIR:
+# from dir instead (offline builds). Per pin, optionally (see the head of pins.txt):
+#   tools/deps/members/<name>.txt      unpack only these members of the tarball
+#   tools/deps/patches/<name>-<upstream-version>-*.patch
+#                                      our own patches, applied in name order with
+#                                      patch -p1 --forward --fuzz=0 after unpacking; one
+#                                      that does not apply exactly stops make deps
+# Outputs, under --out DIR:
 #   DIR/cache/<tarball>             verified downloads (a second run downloads nothing)
-#   DIR/<name>-<version>/           unpacked upstream tree (+ .urmqtt-digest stamp)
+#   DIR/<name>-<version>/           unpacked (and patched) upstream tree + .urmqtt-digest
+#                                   stamp: the tarball's digest, then the member list's and
+#                                   each patch's, so changing either unpacks again
 #   DIR/sqlite-amalgamation/        sqlite3.c + sqlite3.h generated from the source tree
+# --check: fetch and unpack nothing; compare every unpacked tree's stamp with what pins.txt,
+# the member lists and the patches make it now, and fail naming `make deps` when one is
+# missing or differs. The build runs it before compiling third-party code (tls/module.mk),
+# so a changed patch is never compiled from a tree unpacked before. Silent when all match.
 set -euo pipefail
 out=build/deps
+check=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
+	--check) check=1; shift ;;
 	*) echo "fetch-deps: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
 pins=$here/pins.txt
 suite=${DEPS_SUITE:-trixie}
+
+stamp_of() { # name upver digest -> the stamp the unpacked tree must carry
+	local s=$3 p
+	if [ -f "$here/members/$1.txt" ]; then
+		s+=" members=$(sha256sum "$here/members/$1.txt" | cut -d' ' -f1)"
+	fi
+	for p in "$here/patches/$1-$2-"*.patch; do
+		if [ -f "$p" ]; then s+=" patch=$(basename "$p"):$(sha256sum "$p" | cut -d' ' -f1)"; fi
+	done
+	echo "$s"
+}
+
+if [ $check -eq 1 ]; then
+	bad=()
+	while read -r name pkg upver tarball digest; do
+		case $name in ''|'#'*) continue ;; esac
+		st=$out/$name-$upver/.urmqtt-digest
+		if [ ! -f "$st" ]; then
+			bad+=("$out/$name-$upver is missing")
+		elif [ "$(cat "$st")" != "$(stamp_of "$name" "$upver" "$digest")" ]; then
+			bad+=("$out/$name-$upver was unpacked for another pin, member list or patch")
+		fi
+	done <"$pins"
+	[ ${#bad[@]} -eq 0 ] && exit 0
+	printf 'make deps: %s\n' "${bad[@]}" >&2
+	echo "make deps: run 'make deps' to fetch, unpack and patch again (tools/deps/pins.txt)" >&2
+	exit 1
+fi
+
 mkdir -p "$out/cache"
 out=$(cd "$out" && pwd)
 # Leftovers of an interrupted run are never trusted: only renamed results count.
@@ -104,13 +147,38 @@ while read -r name pkg upver tarball digest; do
 	fi
 	verify "$file" "$digest"
 	dest=$out/$name-$upver
-	if [ ! -f "$dest/.urmqtt-digest" ] || [ "$(cat "$dest/.urmqtt-digest")" != "$digest" ]; then
-		echo "  DEPS        unpack $tarball"
+	stamp=$(stamp_of "$name" "$upver" "$digest")
+	if [ ! -f "$dest/.urmqtt-digest" ] || [ "$(cat "$dest/.urmqtt-digest")" != "$stamp" ]; then
 		tmp=$(mktemp -d "$out/unpack.XXXXXX")
-		tar -xf "$file" -C "$tmp" || { rm -rf "$tmp"; die "cannot unpack $file"; }
+		members=$here/members/$name.txt
+		if [ -f "$members" ]; then
+			# Paths relative to the tarball's top folder, whatever its name: '*' stands for it
+			# and, with --no-wildcards-match-slash, for nothing deeper; a folder brings its
+			# contents. tar fails on a pattern that matches no member.
+			pats=()
+			while read -r m; do
+				case $m in ''|'#'*) continue ;; esac
+				pats+=("*/${m%/}")
+			done <"$members"
+			[ ${#pats[@]} -gt 0 ] || { rm -rf "$tmp"; die "tools/deps/members/$name.txt names no member"; }
+			echo "  DEPS        unpack ${#pats[@]} members of $tarball (tools/deps/members/$name.txt)"
+			tar -xf "$file" -C "$tmp" --wildcards --no-wildcards-match-slash --anchored "${pats[@]}" ||
+				{ rm -rf "$tmp"; die "cannot unpack tools/deps/members/$name.txt from $file"; }
+		else
+			echo "  DEPS        unpack $tarball"
+			tar -xf "$file" -C "$tmp" || { rm -rf "$tmp"; die "cannot unpack $file"; }
+		fi
 		top=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 		[ -n "$top" ] || { rm -rf "$tmp"; die "$file has no top-level folder"; }
-		echo "$digest" >"$top/.urmqtt-digest"
+		for p in "$here/patches/$name-$upver-"*.patch; do
+			[ -f "$p" ] || continue
+			need patch patch
+			echo "  DEPS        patch $name-$upver with tools/deps/patches/$(basename "$p")"
+			(cd "$top" && patch -p1 --forward --fuzz=0 --batch --no-backup-if-mismatch -r - <"$p") \
+				>"$tmp/patch.log" 2>&1 || { cat "$tmp/patch.log" >&2; rm -rf "$tmp"
+				die "tools/deps/patches/$(basename "$p") does not apply to $name $upver (output above)"; }
+		done
+		echo "$stamp" >"$top/.urmqtt-digest"
 		rm -rf "$dest" && mv "$top" "$dest" && rm -rf "$tmp"
 	fi
 done <"$pins"

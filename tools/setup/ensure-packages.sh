@@ -10,6 +10,10 @@ packages=(
 	libcmocka-dev                                           # unit tests
 	cppcheck clang-tidy-14                                  # make lint
 	apt coreutils tar bzip2 xz-utils tcl                    # make deps (tclsh: SQLite amalgamation)
+	patch                                                   # make deps: tools/deps/patches/ (mbedTLS)
+	# OpenSSL's perlasm generators (tls/accel/module.mk) run on /usr/bin/perl from perl-base,
+	# which is Essential (always installed) and holds all they use (strict, integer): no package.
+	python3-cryptography-vectors valgrind                   # tls/accel tests: test vectors, valgrind runs
 	qemu-system-x86 qemu-system-arm qemu-utils              # kernel smoke tests
 	grub-pc-bin grub-common xorriso mtools                  # Multiboot2 boot through GRUB
 	openssl python3 iproute2 procps dnsmasq-base            # TLS/real-client tests, netns, DHCP

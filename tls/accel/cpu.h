@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* tls/accel: the CPU features the assembly dispatches on, one file per architecture
+ * (cpu_x86_64.c, cpu_generic.c) chosen by the build. Private to tls/accel. */
+#ifndef URMQTT_TLS_ACCEL_CPU_H
+#define URMQTT_TLS_ACCEL_CPU_H
+
+#include <stdbool.h>
+
+/* Which arithmetic runs, for accel_describe(). Static string. */
+const char *accel_cpu_describe(void);
+
+/* Tests and benchmarks: forget the optional instructions (x86_64: MULX/ADX) so the baseline
+ * code paths run, or read them from the CPU again. Only while no handshake runs. */
+void accel_cpu_use_optional(bool on);
+
+#endif

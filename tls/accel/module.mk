@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: MIT
+# tls/accel: urMQTT's PSA transparent driver for the handshake's elliptic curves (P-256, X25519)
+# on OpenSSL's perlasm arithmetic (tls/accel/accel.h). Its objects go into each flavour's
+# $(B)/<flavour>/libmbedtls.a (tls/module.mk), because mbedTLS's patched driver wrappers
+# (tools/deps/patches/mbedtls-3.6.6-accel-hooks.patch) call urmqtt_accel_*: every link that
+# takes mbedTLS then resolves them, with no link line changed. The assembly is generated at
+# build time by perl from OpenSSL's source (make deps unpacks the members listed in
+# tools/deps/members/openssl.txt); nothing generated or third-party is committed.
+#
+# Our C files are compiled by the top Makefile's portable pattern rules ($(B)/<fl>/p/...): the
+# flavour's strict flags (-Werror, -Wconversion, freestanding) plus TLS_ACCEL_CFLAGS.
+# This file is read before tls/module.mk (sorted names), which uses the TLS_ACCEL_OBJS_<fl>
+# lists below at parse time: so no $(call objs,...) here (defined after the module files).
+
+# ---- what is built: edit these lists ---------------------------------------------------
+# Our C for every architecture.
+TLS_ACCEL_SRCS := tls/accel/p256.c tls/accel/x25519.c tls/accel/psa_driver.c
+# Our C for one architecture (a variant replaces the generic file by path, not by #ifdef).
+TLS_ACCEL_SRCS_x86_64 := tls/accel/fe25519_x86_64.c tls/accel/cpu_x86_64.c
+TLS_ACCEL_SRCS_aarch64 := tls/accel/fe25519_generic.c tls/accel/cpu_generic.c
+# Generated assembly per architecture: names of $(TLS_ACCEL_GEN)/<name>.S (rules below).
+TLS_ACCEL_ASM_x86_64 := nistz256-x86_64 x25519-x86_64
+TLS_ACCEL_ASM_aarch64 := nistz256-armv8
+# Every file above must exist: a missing one fails the build.
+tls_accel_have = $(1)
+# Flags our C files get on top of the flavour's: mbedTLS's headers (PSA types) and its config.
+TLS_ACCEL_CFLAGS = $(TLS_INC)
+# Unit tests tests/unit/accel/test_*.c: host libc build, mbedTLS's headers, host libmbedtls.a.
+TLS_ACCEL_TEST_CFLAGS = $(TLS_TEST_INC)
+
+# ---- flavours and architectures ------------------------------------------------------
+TLS_ACCEL_HOST_ARCH := $(shell uname -m)
+TLS_ACCEL_ARCH_host := $(TLS_ACCEL_HOST_ARCH)
+TLS_ACCEL_ARCH_hostrel := $(TLS_ACCEL_HOST_ARCH)
+TLS_ACCEL_ARCH_fuzz := $(TLS_ACCEL_HOST_ARCH)
+TLS_ACCEL_ARCH_x86_64 := x86_64
+TLS_ACCEL_ARCH_aarch64 := aarch64
+TLS_ACCEL_FLAVOURS := host hostrel fuzz x86_64 aarch64
+
+# $(call tls_accel_objs,flavour): our C objects and the assembly objects of its archive.
+tls_accel_objs = $(patsubst %.c,$(B)/$(1)/p/%.o,$(call tls_accel_have,$(TLS_ACCEL_SRCS) \
+		$(TLS_ACCEL_SRCS_$(TLS_ACCEL_ARCH_$(1))))) \
+	$(patsubst %,$(B)/$(1)/accel/%.o,$(TLS_ACCEL_ASM_$(TLS_ACCEL_ARCH_$(1))))
+$(foreach fl,$(TLS_ACCEL_FLAVOURS),$(eval TLS_ACCEL_OBJS_$(fl) := $(call tls_accel_objs,$(fl))))
+$(foreach s,$(TLS_ACCEL_SRCS) $(TLS_ACCEL_SRCS_x86_64) $(TLS_ACCEL_SRCS_aarch64), \
+	$(eval CFLAGS_$(subst /,_,$(basename $(s))) = $$(TLS_ACCEL_CFLAGS)))
+
+# ---- OpenSSL's perlasm, generated once per tree ---------------------------------------
+# The generators run from the unpacked members. The tree's stamp (rewritten by every unpack)
+# stands for all of them; deps-check (tls/module.mk) stops the build on a stale tree.
+TLS_ACCEL_OSSL := $(B)/deps/openssl-3.5.7
+TLS_ACCEL_OSSL_STAMP := $(TLS_ACCEL_OSSL)/.urmqtt-digest
+TLS_ACCEL_GEN := $(B)/gen/openssl
+# Per output: generator, perlasm flavour, CC the generator probes, a word the output must hold.
+# The x86_64 generators ask $CC's assembler (`$CC -Wa,-v`) whether it takes MULX/ADX and AVX:
+# a GNU as answers yes, and without `mulx` in the output (the probe failed) the build stops
+# rather than ship the slower path silently. The AVX2 code is emitted too; accel_cpu_init()
+# reports AVX2 absent, so it never runs (tls/accel/accel.h).
+TLS_ACCEL_PL_nistz256-x86_64 := crypto/ec/asm/ecp_nistz256-x86_64.pl
+TLS_ACCEL_PLFL_nistz256-x86_64 := elf
+TLS_ACCEL_PLCC_nistz256-x86_64 = $(X86_64_CC)
+TLS_ACCEL_MUST_nistz256-x86_64 := mulx
+TLS_ACCEL_PL_x25519-x86_64 := crypto/ec/asm/x25519-x86_64.pl
+TLS_ACCEL_PLFL_x25519-x86_64 := elf
+TLS_ACCEL_PLCC_x25519-x86_64 = $(X86_64_CC)
+TLS_ACCEL_MUST_x25519-x86_64 := mulx
+TLS_ACCEL_PL_nistz256-armv8 := crypto/ec/asm/ecp_nistz256-armv8.pl
+TLS_ACCEL_PLFL_nistz256-armv8 := linux64
+TLS_ACCEL_PLCC_nistz256-armv8 = $(AARCH64_CC)
+TLS_ACCEL_MUST_nistz256-armv8 := AARCH64_VALID_CALL_TARGET
+
+TLS_ACCEL_PERL ?= perl
+define tls_accel_gen_rule
+$(TLS_ACCEL_GEN)/$(1).S: $(TLS_ACCEL_OSSL_STAMP) | deps-check
+	@mkdir -p $$(@D); echo "  PERLASM     $$@"
+	$$(Q)rm -f $$@.tmp.S && CC='$$(TLS_ACCEL_PLCC_$(1))' $$(TLS_ACCEL_PERL) \
+		$(TLS_ACCEL_OSSL)/$(TLS_ACCEL_PL_$(1)) $(TLS_ACCEL_PLFL_$(1)) $$@.tmp.S
+	$$(Q)grep -q '$(TLS_ACCEL_MUST_$(1))' $$@.tmp.S || { rm -f $$@.tmp.S; \
+		echo "$$@: no '$(TLS_ACCEL_MUST_$(1))' in the output: is CC=$$(TLS_ACCEL_PLCC_$(1)) a gcc with GNU as?" >&2; exit 1; }
+	$$(Q)mv $$@.tmp.S $$@
+endef
+$(foreach a,$(sort $(TLS_ACCEL_ASM_x86_64) $(TLS_ACCEL_ASM_aarch64)),$(eval $(call tls_accel_gen_rule,$(a))))
+
+# The unpacked tree is made by make deps, never by a build: say so when it is missing.
+$(TLS_ACCEL_OSSL_STAMP):
+	@echo "make: $(TLS_ACCEL_OSSL) is missing: run 'make deps'" >&2; exit 1
+
+# ---- assembling, per flavour ----------------------------------------------------------
+# The flavour's own compiler driver; -g and dependency files as for our .S; arm_arch.h from
+# the OpenSSL tree. The generated x86_64 code carries no .note.GNU-stack: --noexecstack
+# keeps the linker from asking for an executable stack. -mbranch-protection on aarch64
+# defines __ARM_FEATURE_BTI_DEFAULT/__ARM_FEATURE_PAC_DEFAULT, which arm_arch.h turns into
+# BTI landing pads and PAC-signed return addresses, as in the kernel's C.
+TLS_ACCEL_ASFLAGS := -g -I $(TLS_ACCEL_OSSL)/crypto -Wa,--noexecstack $(DEPFLAGS)
+TLS_ACCEL_AS_host = $(HOST_CC) $(TLS_ACCEL_ASFLAGS)
+TLS_ACCEL_AS_hostrel = $(HOST_CC) $(TLS_ACCEL_ASFLAGS)
+TLS_ACCEL_AS_fuzz = $(FUZZ_CC) $(TLS_ACCEL_ASFLAGS)
+TLS_ACCEL_AS_x86_64 = $(X86_64_CC) $(TLS_ACCEL_ASFLAGS)
+TLS_ACCEL_AS_aarch64 = $(AARCH64_CC) $(TLS_ACCEL_ASFLAGS) -mbranch-protection=standard
+
+define tls_accel_as_rule
+$(B)/$(1)/accel/%.o: $(TLS_ACCEL_GEN)/%.S | deps-check
+	@mkdir -p $$(@D); echo "  AS [accel $(1)] $$*"
+	$$(Q)$$(TLS_ACCEL_AS_$(1)) -c $$< -o $$@
+endef
+$(foreach fl,$(TLS_ACCEL_FLAVOURS),$(eval $(call tls_accel_as_rule,$(fl))))
+
+# ---- unit tests: tests/unit/accel/test_<name>.c ---------------------------------------
+# Discovered like every unit test (top Makefile); these also see mbedTLS's headers and link
+# the host libmbedtls.a, which holds the driver and the assembly. The portable archive comes
+# again after it: the driver's C uses lib/ (lib/mem.h, lib/bytes.h), which the test's own
+# objects may not have pulled from the copy the top Makefile links before it.
+# TLS_ACCEL_TEST_OBJS are linked into each of them as objects, before the archives.
+TLS_ACCEL_TESTS := $(patsubst tests/unit/accel/%.c,%,$(wildcard tests/unit/accel/test_*.c))
+TLS_ACCEL_TEST_OBJS := $(B)/host/accel/x25519_generic.o
+$(foreach t,$(TLS_ACCEL_TESTS),$(eval CFLAGS_tests_unit_accel_$(t) = $$(TLS_ACCEL_TEST_CFLAGS)) \
+	$(eval TEST_LIBS_accel_$(t) = $$(TLS_ACCEL_TEST_OBJS) $$(B)/host/libmbedtls.a $$(HOST_LIB)))
+$(patsubst %,$(B)/host/tests/unit/accel/%,$(TLS_ACCEL_TESTS)): $(TLS_ACCEL_TEST_OBJS) $(B)/host/libmbedtls.a
+
+# The portable X25519 next to the architecture's in one test binary (tests/unit/accel/
+# test_x25519.c compares both with mbedTLS): x25519.c and fe25519_generic.c linked into one
+# object whose global names all get `generic_` after their prefix (x25519_scalarmult ->
+# x25519_generic_scalarmult, fe25519_ops_get -> fe25519_generic_ops_get), so it cannot clash
+# with the archive's copy. Any other global name stops the build: rename it here first.
+TLS_ACCEL_GENERIC_X25519 := tls/accel/x25519.c tls/accel/fe25519_generic.c
+$(B)/host/accel/x25519_generic.o: $(patsubst %.c,$(B)/host/p/%.o,$(TLS_ACCEL_GENERIC_X25519))
+	@mkdir -p $(@D); echo "  LD -r       $@"
+	$(Q)ld -r -o $@.tmp.o $^ && syms=$$(nm -g --defined-only $@.tmp.o | awk '{ print $$3 }') && \
+	args=() && for s in $$syms; do case $$s in \
+		x25519_*|fe25519_*) args+=(--redefine-sym "$$s=$${s%%_*}_generic_$${s#*_}") ;; \
+		*) echo "$@: no generic_ name for global $$s (tls/accel/module.mk)" >&2; rm -f $@.tmp.o; exit 1 ;; \
+		esac; done && objcopy "$${args[@]}" $@.tmp.o $@ && rm -f $@.tmp.o
+
+# ---- fuzz target tests/fuzz/fuzz_p256_verify.c: the driver's verify path vs mbedTLS ----------
+CFLAGS_tests_fuzz_fuzz_p256_verify = $(TLS_TEST_INC)
+$(B)/fuzz/fuzz_p256_verify: $(B)/fuzz/libmbedtls.a
+$(B)/host/tests/fuzz/replay_p256_verify: $(B)/host/libmbedtls.a

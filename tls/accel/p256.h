@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* tls/accel: P-256 (secp256r1) point arithmetic, ECDH and ECDSA on OpenSSL's ecp_nistz256
+ * assembly (field and scalar-order Montgomery multiplication, point double/add, constant-time
+ * table gathers, the generator's precomputed table); the scalar multiplications around them are
+ * ours. Private to tls/accel (psa_driver.c and the tests).
+ * Encodings are SEC1's: scalars and coordinates 32 bytes big-endian, public keys 65 bytes
+ * uncompressed (0x04 || X || Y), signatures r || s, 32 bytes each. Every function is constant
+ * time in its secret inputs (private keys, nonces); all pointers are borrowed for the call and
+ * outputs are written only on success. Thread-safe: no state beyond the read-only tables. */
+#ifndef URMQTT_TLS_ACCEL_P256_H
+#define URMQTT_TLS_ACCEL_P256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define P256_SCALAR_LEN 32
+#define P256_PUBLIC_LEN 65
+#define P256_SIG_LEN 64
+
+/* 0 when 1 <= priv < n, else -1. */
+int p256_check_private(const uint8_t priv[P256_SCALAR_LEN]);
+
+/* 0 when pub is an uncompressed point on the curve with canonical coordinates (< p) and not
+ * the point at infinity, else -1. */
+int p256_check_public(const uint8_t pub[P256_PUBLIC_LEN]);
+
+/* pub = priv * G. -1 (pub untouched) when priv is not a valid private key. */
+int p256_public_from_private(uint8_t pub[P256_PUBLIC_LEN] /* out */,
+	const uint8_t priv[P256_SCALAR_LEN]);
+
+/* shared_x = X coordinate of priv * peer. -1 when priv or peer is invalid (p256_check_*) or the
+ * result is the point at infinity. */
+int p256_ecdh(uint8_t shared_x[P256_SCALAR_LEN] /* out */, const uint8_t priv[P256_SCALAR_LEN],
+	const uint8_t peer[P256_PUBLIC_LEN]);
+
+/* ECDSA signature of a message digest with nonce k (the caller draws k: RFC 6979 or random).
+ * The digest is converted as ECDSA says (its leftmost 256 bits, then reduced mod n), so any
+ * length from 0 bytes up is accepted. -1 when priv or k is not in [1, n-1], or when r or s
+ * comes out zero (the caller then draws another k). */
+int p256_sign_digest(uint8_t sig[P256_SIG_LEN] /* out */, const uint8_t priv[P256_SCALAR_LEN],
+	const uint8_t *digest, size_t digest_len, const uint8_t k[P256_SCALAR_LEN]);
+
+/* 0 when sig is a valid ECDSA signature of digest under pub, -1 otherwise (invalid key, r or s
+ * zero or >= n, mismatch). Not secret-dependent: everything is public. */
+int p256_verify_digest(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *digest,
+	size_t digest_len, const uint8_t sig[P256_SIG_LEN]);
+
+#endif
