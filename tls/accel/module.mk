@@ -122,8 +122,8 @@ $(patsubst %,$(B)/host/tests/unit/accel/%,$(TLS_ACCEL_TESTS)): $(TLS_ACCEL_TEST_
 # object whose global names all get `generic_` after their prefix (x25519_scalarmult ->
 # x25519_generic_scalarmult, fe25519_ops_get -> fe25519_generic_ops_get), so it cannot clash
 # with the archive's copy. Any other global name stops the build: rename it here first.
-TLS_ACCEL_GENERIC_X25519 := tls/accel/x25519.c tls/accel/fe25519_generic.c
-$(B)/host/accel/x25519_generic.o: $(patsubst %.c,$(B)/host/p/%.o,$(TLS_ACCEL_GENERIC_X25519))
+# One rule for every host flavour: host for the unit test, hostrel for tests/ct.
+$(B)/%/accel/x25519_generic.o: $(B)/%/p/tls/accel/x25519.o $(B)/%/p/tls/accel/fe25519_generic.o
 	@mkdir -p $(@D); echo "  LD -r       $@"
 	$(Q)ld -r -o $@.tmp.o $^ && syms=$$(nm -g --defined-only $@.tmp.o | awk '{ print $$3 }') && \
 	args=() && for s in $$syms; do case $$s in \

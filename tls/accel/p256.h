@@ -5,8 +5,9 @@
  * ours. Private to tls/accel (psa_driver.c and the tests).
  * Encodings are SEC1's: scalars and coordinates 32 bytes big-endian, public keys 65 bytes
  * uncompressed (0x04 || X || Y), signatures r || s, 32 bytes each. Every function is constant
- * time in its secret inputs (private keys, nonces); all pointers are borrowed for the call and
- * outputs are written only on success. Thread-safe: no state beyond the read-only tables. */
+ * time in its secret inputs (private keys, nonces); all pointers are borrowed for the call; on
+ * failure an output keeps its previous bytes (stored back through a mask, so that no branch
+ * depends on a secret verdict: tests/ct). Thread-safe: no state beyond the read-only tables. */
 #ifndef URMQTT_TLS_ACCEL_P256_H
 #define URMQTT_TLS_ACCEL_P256_H
 
