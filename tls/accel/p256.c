@@ -570,6 +570,13 @@ int p256_sign_digest(uint8_t sig[P256_SIG_LEN], const uint8_t priv[P256_SCALAR_L
 	return rc_from_mask(ok);
 }
 
+void p256_digest_to_scalar(uint8_t out[P256_SCALAR_LEN], const uint8_t *digest, size_t digest_len)
+{
+	uint64_t e[4];
+	scalar_from_digest(e, digest, digest_len);
+	limbs_to_be(out, e);
+}
+
 int p256_verify_digest(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *digest,
 	size_t digest_len, const uint8_t sig[P256_SIG_LEN])
 {

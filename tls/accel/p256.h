@@ -41,6 +41,11 @@ int p256_ecdh(uint8_t shared_x[P256_SCALAR_LEN] /* out */, const uint8_t priv[P2
 int p256_sign_digest(uint8_t sig[P256_SIG_LEN] /* out */, const uint8_t priv[P256_SCALAR_LEN],
 	const uint8_t *digest, size_t digest_len, const uint8_t k[P256_SCALAR_LEN]);
 
+/* out = the digest as ECDSA reads it (its leftmost 256 bits, then reduced mod n), big-endian:
+ * RFC 6979's bits2octets, which seeds deterministic nonces. Public data. */
+void p256_digest_to_scalar(uint8_t out[P256_SCALAR_LEN] /* out */, const uint8_t *digest,
+	size_t digest_len);
+
 /* 0 when sig is a valid ECDSA signature of digest under pub, -1 otherwise (invalid key, r or s
  * zero or >= n, mismatch). Not secret-dependent: everything is public. */
 int p256_verify_digest(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *digest,

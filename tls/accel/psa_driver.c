@@ -19,6 +19,8 @@
 #include "tls/accel/x25519.h"
 #include "tls/accel/cpu.h"
 
+#include "lib/mem.h"
+
 #include <string.h>
 
 #include <mbedtls/hmac_drbg.h>
@@ -42,20 +44,6 @@ const char *accel_describe(void)
 {
 	return enabled ? accel_cpu_describe() : "off (mbedTLS built-in)";
 }
-
-/* A wipe the compiler cannot drop: the stores go through a volatile pointer. */
-static void wipe(void *p, size_t len)
-{
-	volatile uint8_t *v = p;
-	while (len--)
-		*v++ = 0;
-}
-
-/* The P-256 group order n, big-endian. */
-static const uint8_t p256_n[P256_SCALAR_LEN] = {
-	0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-	0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
-};
 
 enum curve { CURVE_NONE, CURVE_P256, CURVE_X25519 };
 
@@ -118,7 +106,7 @@ psa_status_t urmqtt_accel_generate_key(const psa_key_attributes_t *attributes,
 		key_buffer[31] |= 64;
 	}
 	if (st != PSA_SUCCESS) {
-		wipe(key_buffer, 32);
+		mem_wipe(key_buffer, 32);
 		return st;
 	}
 	*key_buffer_length = 32;
@@ -173,28 +161,11 @@ psa_status_t urmqtt_accel_key_agreement(const psa_key_attributes_t *attributes,
 	int rc = x25519_scalarmult(out, key_buffer, peer_key);
 	if (rc == 0)
 		memcpy(shared_secret, out, X25519_LEN);
-	wipe(out, sizeof out);
+	mem_wipe(out, sizeof out);
 	if (rc != 0)
 		return PSA_ERROR_INVALID_ARGUMENT; /* all-zero secret: a small-order peer point */
 	*shared_secret_length = X25519_LEN;
 	return PSA_SUCCESS;
-}
-
-/* bits2octets(h) of RFC 6979 for P-256, as mbedTLS's derive_mpi computes it: the leftmost 32
- * bytes of the digest (shorter digests as they are), reduced once modulo n. Public data. */
-static void p256_digest_mod_n(uint8_t out[P256_SCALAR_LEN], const uint8_t *digest, size_t len)
-{
-	size_t use = len > P256_SCALAR_LEN ? P256_SCALAR_LEN : len;
-	memset(out, 0, P256_SCALAR_LEN);
-	memcpy(out + P256_SCALAR_LEN - use, digest, use);
-	if (memcmp(out, p256_n, P256_SCALAR_LEN) < 0)
-		return;
-	unsigned borrow = 0;
-	for (int i = P256_SCALAR_LEN - 1; i >= 0; i--) {
-		unsigned d = (unsigned)out[i] - p256_n[i] - borrow;
-		out[i] = (uint8_t)d;
-		borrow = (d >> 8) & 1;
-	}
 }
 
 /* Deterministic ECDSA: nonces from an HMAC_DRBG over the hash algorithm, seeded with
@@ -209,7 +180,7 @@ static psa_status_t p256_sign_deterministic(const uint8_t priv[P256_SCALAR_LEN],
 		return PSA_ERROR_NOT_SUPPORTED;
 	uint8_t seed[2 * P256_SCALAR_LEN], k[P256_SCALAR_LEN];
 	memcpy(seed, priv, P256_SCALAR_LEN);
-	p256_digest_mod_n(seed + P256_SCALAR_LEN, hash, hash_length);
+	p256_digest_to_scalar(seed + P256_SCALAR_LEN, hash, hash_length);
 	mbedtls_hmac_drbg_context drbg;
 	mbedtls_hmac_drbg_init(&drbg);
 	psa_status_t st = PSA_ERROR_INSUFFICIENT_ENTROPY;
@@ -233,8 +204,8 @@ static psa_status_t p256_sign_deterministic(const uint8_t priv[P256_SCALAR_LEN],
 	}
 out:
 	mbedtls_hmac_drbg_free(&drbg);
-	wipe(seed, sizeof seed);
-	wipe(k, sizeof k);
+	mem_wipe(seed, sizeof seed);
+	mem_wipe(k, sizeof k);
 	return st;
 }
 
@@ -252,7 +223,7 @@ static psa_status_t p256_sign_randomized(const uint8_t priv[P256_SCALAR_LEN],
 			break;
 		}
 	}
-	wipe(k, sizeof k);
+	mem_wipe(k, sizeof k);
 	return st;
 }
 
