@@ -43,6 +43,12 @@ KERNEL_IMAGES :=          # kernel images the arch modules build
 GENERATED_HEADERS :=      # headers under $(B)/gen that compiles depend on
 TEST_DEPS :=              # extra targets `make test` must build first
 
+# An archive is rebuilt when its member list changes (a module added or removed), not only
+# when a member is newer: each has a .list file rewritten at parse time only on change.
+# Defined before the module files, which use it too (tls/module.mk: libmbedtls.a).
+member_list = $(shell mkdir -p $(dir $(1)) && { [ "$$(cat $(1) 2>/dev/null)" = "$(strip $(2))" ] || \
+	echo "$(strip $(2))" > $(1); })
+
 MODULE_MKS := $(sort $(wildcard */module.mk */*/module.mk))
 # Module rules may name objects listed only after every module.mk is read.
 .SECONDEXPANSION:
@@ -120,10 +126,6 @@ $(B)/aarch64/k/%.o: %.S | $(GENERATED_HEADERS)
 	@mkdir -p $(@D); echo "  AS [aarch64] $<"
 	$(Q)$(AARCH64_CC) $(AARCH64_ASFLAGS) -c $< -o $@
 
-# An archive is rebuilt when its member list changes (a module added or removed), not only
-# when a member is newer: each has a .list file rewritten at parse time only on change.
-member_list = $(shell mkdir -p $(dir $(1)) && { [ "$$(cat $(1) 2>/dev/null)" = "$(strip $(2))" ] || \
-	echo "$(strip $(2))" > $(1); })
 $(call member_list,$(B)/host/libportable.list,$(HOST_P_OBJS))
 $(call member_list,$(B)/hostrel/libportable.list,$(HOSTREL_P_OBJS))
 $(call member_list,$(B)/fuzz/libportable.list,$(FUZZ_P_OBJS))

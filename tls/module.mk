@@ -78,16 +78,14 @@ $(TLS_MBEDTLS_STAMP):
 # Each archive also holds tls/accel's objects for the flavour (TLS_ACCEL_OBJS_<fl>, from
 # tls/accel/module.mk, which is read first): mbedTLS's patched driver wrappers call them.
 # It is rebuilt when its member list changes, as libportable.a is (the top Makefile's
-# member_list is defined only after the module files are read, hence this copy).
+# member_list).
 $(if $(TLS_ACCEL_FLAVOURS),,$(error tls/accel/module.mk must be read before tls/module.mk))
-tls_archive_list = $(shell mkdir -p $(dir $(1)) && { [ "$$(cat $(1) 2>/dev/null)" = "$(strip $(2))" ] || \
-	echo "$(strip $(2))" > $(1); })
 define tls_mbedtls_rules
 TLS_MBEDTLS_OBJS_$(1) := $$(patsubst $$(TLS_MBEDTLS_DIR)/library/%.c,$$(B)/$(1)/mbedtls/%.o,$$(TLS_MBEDTLS_SRCS))
 $$(B)/$(1)/mbedtls/%.o: $$(TLS_MBEDTLS_DIR)/library/%.c tls/mbedtls_config.h $$(TLS_MBEDTLS_STAMP) | deps-check
 	@mkdir -p $$(@D); echo "  CC [mbedtls $(1)] $$*"
 	$$(Q)$$(TLS_MBEDTLS_CC_$(1)) $$(call tls_mbedtls_flags,$(1),$$*) -c $$< -o $$@
-$$(call tls_archive_list,$$(B)/$(1)/libmbedtls.list,$$(TLS_MBEDTLS_OBJS_$(1)) $$(TLS_ACCEL_OBJS_$(1)))
+$$(call member_list,$$(B)/$(1)/libmbedtls.list,$$(TLS_MBEDTLS_OBJS_$(1)) $$(TLS_ACCEL_OBJS_$(1)))
 $$(B)/$(1)/libmbedtls.a: $$(TLS_MBEDTLS_OBJS_$(1)) $$(TLS_ACCEL_OBJS_$(1)) $$(B)/$(1)/libmbedtls.list \
 		$$(TLS_MBEDTLS_STAMP) | deps-check
 	@mkdir -p $$(@D); echo "  AR          $$@"
