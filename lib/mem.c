@@ -144,10 +144,9 @@ int lib_strncmp(const char *a, const char *b, size_t n)
 
 void mem_wipe(void *p, size_t n)
 {
-	volatile uint8_t *v = p;
-	while (n--)
-		*v++ = 0;
-	/* Keep the stores: the compiler may not prove the buffer dead. */
+	memset(p, 0, n);
+	/* Keep the stores: the empty asm takes p and clobbers memory, so the compiler must
+	 * assume the zeroes are read and cannot drop the memset as a dead store. */
 	__asm__ __volatile__("" : : "r"(p) : "memory");
 }
 

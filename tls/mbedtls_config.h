@@ -29,6 +29,7 @@
 /* ---- PSA crypto, which mbedTLS 3.6 uses for every TLS 1.3 operation ---- */
 #define MBEDTLS_PSA_CRYPTO_C             /* TLS 1.3 key schedule and ECDHE run through PSA */
 #define MBEDTLS_USE_PSA_CRYPTO           /* required by TLS 1.3 in 3.6 */
+#define MBEDTLS_PSA_ASSUME_EXCLUSIVE_BUFFERS /* no copies of PSA arguments: no PSA buffer is shared with another party (ADR-057) */
 #if defined(URMQTT_KERNEL)
 /* The images: the key store is shared by every core (ADR-026): ~6 volatile keys per handshake in flight
  * x 32 per core x 4 handshaking cores, with headroom. */
@@ -52,6 +53,7 @@
 #define MBEDTLS_CHACHAPOLY_C             /* TLS_CHACHA20_POLY1305_SHA256 (and our record layer) */
 #define MBEDTLS_MD_C                     /* HMAC for HKDF (our record layer and the key schedule) */
 #define MBEDTLS_SHA256_C                 /* the suites' hash, certificate signatures */
+#define MBEDTLS_SHA256_PROCESS_ALT       /* its block function is OpenSSL's perlasm, SHA-NI/Armv8 SHA-256 when the CPU has them (tls/accel/sha256.c) */
 #define MBEDTLS_HKDF_C                   /* HKDF-Expand-Label; also turns on PSA HKDF */
 
 /* ---- public key: ECDHE X25519/P-256, ECDSA P-256 ---- */
