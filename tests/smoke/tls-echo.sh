@@ -439,6 +439,17 @@ for case in good:echo good@1303:echo bad-ccs:10 finished-plaintext:10 finished-b
 	result "$name" $? "$W/$name.out"
 done
 
+# A signature_algorithms list of 300 schemes whose only usable one comes last is served
+# (mbedTLS keeps 19 received schemes; our pinned patch keeps only usable ones in TLS 1.3 too).
+name=flight2-good-300-sigalgs
+idle_server
+SIGALGS_BEFORE=300 CLIENT_CERT=$W/dev.pem CLIENT_KEY=$W/dev.key timeout 10 \
+	$PY "$(dirname "$0")/lib/tls-flights.py" 127.0.0.1 "$PORT" second-good >"$W/$name.out" 2>&1
+n=$(conn_no "$W/$name.out")
+[ "$(tail -n 1 "$W/$name.out")" = echo ] && [ -n "$n" ] && conn_lines "$n" >"$W/$name.conn" &&
+	grep -q "^conn $n: established identity=dev-42 " "$W/$name.conn"
+result "$name" $? "$W/$name.out"
+
 # Real-world sizes. ClientHellos of exactly the limit are served (16,384 bytes by default,
 # in two records; 8,192 on the server given --max-hello 8192) and one byte more is refused
 # with illegal_parameter. The long RSA-4096 chain (leaf + 3 intermediates, over the 4 KiB

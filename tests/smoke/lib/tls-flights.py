@@ -25,7 +25,10 @@ def ext(t, body):
 def client_hello(groups, shares, extra=b"", suites=(0x1301, 0x1303)):
     exts = ext(0x002b, b"\x02\x03\x04")                                   # supported_versions: TLS 1.3
     exts += ext(0x000a, struct.pack(">H", 2 * len(groups)) + b"".join(struct.pack(">H", g) for g in groups))
-    exts += ext(0x000d, struct.pack(">HH", 2, 0x0403))                    # ecdsa_secp256r1_sha256
+    # signature_algorithms: ecdsa_secp256r1_sha256, after SIGALGS_BEFORE private-use schemes
+    # (RFC 8446 4.2.3: 0xfe00-0xffff) that no server can use
+    algs = [0xfe00 + i for i in range(int(os.environ.get("SIGALGS_BEFORE", "0")))] + [0x0403]
+    exts += ext(0x000d, struct.pack(">H", 2 * len(algs)) + b"".join(struct.pack(">H", a) for a in algs))
     ks = b"".join(struct.pack(">HH", g, len(k)) + k for g, k in shares)
     exts += ext(0x0033, struct.pack(">H", len(ks)) + ks)
     exts += extra
