@@ -112,6 +112,8 @@ void hosted_opts_usage(const char *prog)
 		"  --client-id-policy P      require (default: the configuration's) or override\n"
 		"  --no-telemetry-log        do not keep storage.telemetry_topics in the telemetry log\n"
 		"                            (make bench: the same broker with the log off)\n"
+		"  --no-curve-driver         P-256 and X25519 on mbedTLS's own code, not tls/accel's\n"
+		"                            driver (make bench: the handshakes before and after)\n"
 		"  --backup-s FIRST,INTERVAL the database backup's first delay and period in seconds\n"
 		"                            (tests; default: the configuration's)\n"
 		"  --scrub-kb-s N            the scrubber's budget in KiB/s, 0: off (make bench;\n"
@@ -152,6 +154,9 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 			takes = false;
 		} else if (!strcmp(opt, "--no-telemetry-log")) {
 			o->storage.no_telemetry_log = true;
+			takes = false;
+		} else if (!strcmp(opt, "--no-curve-driver")) {
+			o->no_curve_driver = true;
 			takes = false;
 		} else if (!val) {
 			*err = "missing value";

@@ -182,6 +182,7 @@ struct hosted_opts {
 	struct hosted_storage_opts storage; /* --no-telemetry-log, --backup-s, --scrub-kb-s */
 	uint32_t broker_stats_ms; /* broker line period (default 10000), 0: off */
 	bool client_id_override;  /* --client-id-policy override */
+	bool no_curve_driver;     /* --no-curve-driver: mbedTLS's own curve arithmetic (make bench) */
 };
 /* Parse argv into `o` (defaults first). 0, or -E_INVAL with `err` (a static message)
  * naming the bad option; 1 when --help was asked. */

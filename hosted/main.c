@@ -26,6 +26,7 @@
 #include "lib/err.h"
 #include "net/net.h"
 #include "net/tcp/tcp.h"
+#include "tls/accel/accel.h"
 #include "tests/support/tcp_echo.h"
 
 #define HOSTED_N_ARP 64
@@ -468,6 +469,10 @@ static int setup(struct hosted *h)
 				       &h->o.storage, h->o.client_id_override) < 0)
 			return -1;
 		h->broker_up = true;
+		if (h->o.no_curve_driver) {
+			accel_set_enabled(false);
+			fprintf(stderr, "hosted: curve driver off (--no-curve-driver): %s\n", accel_describe());
+		}
 		upper = &dp_tcp_upper;
 		upper_ctx = h->broker.nb.dp;
 		dp_tcp_config_from_conf(&tc);

@@ -120,7 +120,7 @@ if len(floor) == 3:
                                  + 2 / floor["p256_verify_per_s"])
     floor["resumed_hs_us"] = 1e6 * 2 / floor["x25519_ops_per_s"]
 
-U, M = "urmqtt", "mosquitto"
+U, M, UN = "urmqtt", "mosquitto", "urmqtt-nodriver"
 idle_ns = [n for n in str(args.idle).replace(",", " ").split() if n]
 held = {U: {}, M: {}}
 figs = [
@@ -134,6 +134,16 @@ figs = [
      cpu_us_per_hs(U, "hs_full"), cpu_us_per_hs(M, "hs_full"), "lower"),
     ("hs_resumed_cpu_us", "broker CPU per resumed handshake", "us",
      cpu_us_per_hs(U, "hs_resumed"), cpu_us_per_hs(M, "hs_resumed"), "lower"),
+    # the same on urMQTT restarted without its curve driver (run.sh hs_driver_off): the
+    # driver's before and after in one run, each against the same Mosquitto figure
+    ("hs_full_nodriver_per_s", "full mTLS handshakes/s, urMQTT's curve driver off", "1/s",
+     med(UN, "hs_full", "handshakes_per_s"), med(M, "hs_full", "handshakes_per_s"), "higher"),
+    ("hs_resumed_nodriver_per_s", "resumed handshakes/s, urMQTT's curve driver off", "1/s",
+     med(UN, "hs_resumed", "handshakes_per_s"), med(M, "hs_resumed", "handshakes_per_s"), "higher"),
+    ("hs_full_nodriver_cpu_us", "broker CPU per full handshake, urMQTT's curve driver off", "us",
+     cpu_us_per_hs(UN, "hs_full"), cpu_us_per_hs(M, "hs_full"), "lower"),
+    ("hs_resumed_nodriver_cpu_us", "broker CPU per resumed handshake, urMQTT's curve driver off", "us",
+     cpu_us_per_hs(UN, "hs_resumed"), cpu_us_per_hs(M, "hs_resumed"), "lower"),
 ]
 for n in idle_ns:
     # urMQTT: the data plane's own figure (records + heap per connection); Mosquitto: RSS

@@ -12,7 +12,7 @@
 #              TLS 1.3 only, require_certificate, use_identity_as_username, one listener,
 #              the same CA and the same server certificate
 # Figures (median of BENCH_RUNS runs, default 3): full and resumed handshakes/s and the
-# broker's CPU per handshake; bytes per idle mTLS connection at each of BENCH_IDLE (1,000
+# broker's CPU per handshake (urMQTT also with its curve driver off); bytes per idle mTLS connection at each of BENCH_IDLE (1,000
 # and 10,000) connections; QoS 0, 1 and 2 msgs/s (64-byte payloads, 4 publishers -> 1
 # subscriber, flat out); latency p50/p99/p99.9 at BENCH_RATE (1,000) msgs/s QoS 1 and QoS 2;
 # a connection storm (BENCH_STORM_DEV devices, at most BENCH_STORM_RATE new mTLS connections
@@ -178,7 +178,7 @@ use() {
 	name=$1
 	bns=$ns
 	case $1 in
-	urmqtt | urmqtt-disk | urmqtt-mem | urmqtt-tlog | urmqtt-notlog | urmqtt-backup | urmqtt-nobackup | \
+	urmqtt | urmqtt-nodriver | urmqtt-disk | urmqtt-mem | urmqtt-tlog | urmqtt-notlog | urmqtt-backup | urmqtt-nobackup | \
 		urmqtt-scrub | urmqtt-boot) host=$our_ip srcs=$srcs_tap ;;
 	urmqtt-vm | linux-guest) host=$our_ip srcs=$srcs_tap bns=${ns_of[$1]} ;;
 	*) host=127.0.0.1 srcs=$srcs_lo ;;
@@ -367,12 +367,33 @@ print("    %s: before %.0f msgs/s p99 %s us; storm %.0f msgs/s p99 %s us; attemp
 	echo "    $name: alive=$alive rss_peak_kb=$rss_peak rss_end_kb=$rss_end heap_peak=$heap_peak"
 }
 
+# The same handshakes on urMQTT without its curve driver (--no-curve-driver: mbedTLS's own
+# P-256 and X25519), as broker urmqtt-nodriver: the driver's before and after in one run. The
+# broker is restarted for it, then again as before for the figures that follow.
+hs_driver_off() {
+	[[ " ${brokers[*]} " == *" urmqtt "* ]] || return 0
+	stop_one urmqtt
+	if start_urmqtt urmqtt-nodriver --no-curve-driver; then
+		use urmqtt-nodriver
+		say "full and resumed handshakes, urMQTT with the curve driver off"
+		for r in $(seq "$runs"); do lg hs_full handshake --k "$k" --seconds "$secs"; done
+		for r in $(seq "$runs"); do lg hs_resumed handshake --k "$k" --seconds "$secs" --resume; done
+		stop_one urmqtt-nodriver
+	fi
+	if ! start_urmqtt urmqtt; then
+		local b keep=()
+		for b in "${brokers[@]}"; do [ "$b" = urmqtt ] || keep+=("$b"); done
+		brokers=("${keep[@]}")
+	fi
+}
+
 measure() { # every figure, the brokers' runs alternating
 	if want hs; then
 		say "full handshakes ($k in flight)"
 		for r in $(seq "$runs"); do each lg hs_full handshake --k "$k" --seconds "$secs"; done
 		say "resumed handshakes"
 		for r in $(seq "$runs"); do each lg hs_resumed handshake --k "$k" --seconds "$secs" --resume; done
+		hs_driver_off
 	fi
 	if want idle; then
 		for n in $idle_list; do each idle "$n"; done
@@ -405,25 +426,44 @@ measure() { # every figure, the brokers' runs alternating
 }
 
 # ---- both brokers, side by side on the broker core -------------------------------------------
-start_brokers() {
-	brokers=()
-	# urMQTT (hosted, hostrel) on the TAP device
-	blog=$out/urmqtt.log
+# start_urmqtt NAME [OPTIONS...]: urMQTT (hosted, hostrel) on the TAP device as broker NAME,
+# its log $out/NAME.log; 0 once it printed a broker stats line beyond the log's current ones.
+start_urmqtt() {
+	local n=$1 up=0 lines
+	shift
+	blog=$out/$n.log
+	touch "$blog"
+	lines=$(grep -c "^stats broker" "$blog")
 	ip netns exec "$ns" taskset -c "$bcpu" "$broker" --tap "$tap" --ip "$our_ip/24" --broker \
-		--broker-stats-ms 1000 --stats-ms 0 --max-conn "$max_conn" >>"$blog" 2>&1 &
-	pid_of[urmqtt]=$!
-	local up=0
+		--broker-stats-ms 1000 --stats-ms 0 --max-conn "$max_conn" "$@" >>"$blog" 2>&1 &
+	pid_of[$n]=$!
 	for _ in $(seq 50); do
-		[ "$(grep -c "^stats broker" "$blog")" -gt "$1" ] && { up=1; break; }
-		kill -0 "${pid_of[urmqtt]}" 2>/dev/null || break
+		[ "$(grep -c "^stats broker" "$blog")" -gt "$lines" ] && { up=1; break; }
+		kill -0 "${pid_of[$n]}" 2>/dev/null || break
 		sleep 0.2
 	done
-	if [ $up = 1 ]; then brokers+=(urmqtt); else say "urMQTT did not start:"; tail -n 5 "$blog"; fi
+	[ $up = 1 ] && return 0
+	say "urMQTT ($n) did not start:"; tail -n 5 "$blog"
+	return 1
+}
+# stop_one NAME: stops that broker's process only.
+stop_one() {
+	local p=${pid_of[$1]:-}
+	[ -n "$p" ] || return 0
+	kill -TERM "$p" 2>/dev/null
+	for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	unset "pid_of[$1]"
+}
+start_brokers() {
+	brokers=()
+	start_urmqtt urmqtt && brokers+=(urmqtt)
 	# Mosquitto on the namespace's loopback
 	blog=$out/mosquitto.log
 	ip netns exec "$ns" taskset -c "$bcpu" "$mosq" -c "$out/mosquitto.conf" >>"$blog" 2>&1 &
 	pid_of[mosquitto]=$!
-	up=0
+	local up=0
 	for _ in $(seq 50); do
 		in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8883' 2>/dev/null && { up=1; break; }
 		kill -0 "${pid_of[mosquitto]}" 2>/dev/null || break
