@@ -42,6 +42,8 @@ SMOKE_SCRIPTS :=          # scripts run by `make test` after unit tests
 KERNEL_IMAGES :=          # kernel images the arch modules build
 GENERATED_HEADERS :=      # headers under $(B)/gen that compiles depend on
 TEST_DEPS :=              # extra targets `make test` must build first
+UNIT_TESTS_BG :=          # long unit runs (cmocka, TAP) under $(B)/<flavour>/tests/unit/: run by
+                          # `make test` in the background beside the unit and fuzz phases
 
 # An archive is rebuilt when its member list changes (a module added or removed), not only
 # when a member is newer: each has a .list file rewritten at parse time only on change.
@@ -176,7 +178,7 @@ $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 all: host kernels compile_commands
 host: $(HOST_LIB) $(UNIT_TESTS) $(FUZZ_REPLAYS) $(TOOL_BINS)
 kernels: $(X86_64_LIB) $(AARCH64_LIB) $(KERNEL_IMAGES)
-tests: $(UNIT_TESTS) $(FUZZ_REPLAYS)
+tests: $(UNIT_TESTS) $(UNIT_TESTS_BG) $(FUZZ_REPLAYS)
 fuzzers: $(FUZZERS)
 
 # setup: install missing Debian packages (as root) — used by every entry point.
@@ -189,7 +191,8 @@ test: setup
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all tests fuzzers $(TEST_DEPS)
 	$(Q)$(ACCEL_DECIDE) tests/run-all.sh --build $(B) --fuzz-seconds $(FUZZ_SMOKE_SECONDS) \
-		--unit "$(UNIT_TESTS)" --fuzz "$(FUZZ_NAMES)" --smoke "$(SMOKE_SCRIPTS)"
+		--unit "$(UNIT_TESTS)" --unit-bg "$(UNIT_TESTS_BG)" --fuzz "$(FUZZ_NAMES)" \
+		--smoke "$(SMOKE_SCRIPTS)"
 
 FUZZ_SECONDS ?= 300
 .PHONY: test-mutants

@@ -53,7 +53,8 @@ PROFILE_DEFS := $(if $(filter prod,$(PROFILE)),-DURMQTT_PROD=1)
 # x86_64 kernel. The image has no thread pointer: the stack protector reads the global
 # __stack_chk_guard (arch/x86_64/ssp.c), not %fs:0x28. Interrupt-safe default: general
 # registers only; the only SSE code is mbedTLS's AES/GCM with AES-NI (tls/module.mk,
-# ADR-021). Kernel code model for the higher half.
+# ADR-021) and tls/accel's generated assembly (P-256 table gathers, SHA-NI; ADR-056, ADR-058),
+# all run from the cores' loops, never from an interrupt. Kernel code model for the higher half.
 X86_64_CFLAGS = -std=c11 -g -O2 $(WARN_PORTABLE) $(HARDEN) -fcf-protection \
         $(call gcc_freestanding,$(X86_64_CC)) -fno-pie -mcmodel=kernel -mno-red-zone \
         -mgeneral-regs-only -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \

@@ -3,6 +3,10 @@
 # Runs every test kind and prints one result line per case, then
 # "N passed, N failed, N skipped" (a skip is neither: it is shown and counted on its own).
 #   unit:  each cmocka binary, TAP output, one case per test function
+#   unit-bg: the same, for long runs (--unit-bg): started in the background before the unit
+#          phase, one after another (on the core the sequential unit and fuzz phases leave
+#          idle), collected and reported before the smoke phase, so that no smoke scenario
+#          (some measure time) shares the machine with them
 #   fuzz:  replay of tests/fuzz/corpus/<name> under ASan, then a bounded libFuzzer run
 #   smoke: each script; it prints "PASS <name>" / "FAIL <name>" / "SKIP <name> (why)" lines
 # A skip must say what this machine lacks, in one of a fixed set of reasons, and this script
@@ -19,12 +23,13 @@
 # name" and exits 0; others print "ok N # SKIP name" or count it in the exit status):
 # neither is trusted, the TAP lines are read explicitly.
 set -uo pipefail
-build=build; fuzz_seconds=5; unit=""; fuzz=""; smoke=""
+build=build; fuzz_seconds=5; unit=""; unit_bg=""; fuzz=""; smoke=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) build=$2; shift 2 ;;
 	--fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
 	--unit) unit=$2; shift 2 ;;
+	--unit-bg) unit_bg=$2; shift 2 ;;
 	--fuzz) fuzz=$2; shift 2 ;;
 	--smoke) smoke=$2; shift 2 ;;
 	*) echo "run-all: unknown argument $1" >&2; exit 2 ;;
@@ -103,11 +108,38 @@ skip() {
 	esac
 }
 
-for t in $unit; do
-	name=${t#"$build"/host/tests/unit/}
-	log=$logdir/unit-${name//\//_}.log
-	CMOCKA_MESSAGE_OUTPUT=TAP timeout 300 "$t" >"$log" 2>&1
-	rc=$?
+# unit_name PATH: the name of the unit test at $build/<flavour>/tests/unit/<name>.
+unit_name() {
+	local n=${1#"$build"/}
+	echo "${n#*/tests/unit/}"
+}
+unit_log() { local n; n=$(unit_name "$1"); echo "$logdir/unit-${n//\//_}.log"; }
+
+# The long runs start first, in the background, one after another (see the head); each one's
+# exit status goes to <log>.rc: a run that leaves none is a failure when collected. The EXIT
+# trap stops the one running when this script ends early (timeout runs it in a process group
+# of its own, which an interrupt of ours would not reach).
+bg_pid=""
+if [ -n "$unit_bg" ]; then
+	for t in $unit_bg; do rm -f "$(unit_log "$t")" "$(unit_log "$t").rc"; done
+	(
+		for t in $unit_bg; do
+			log=$(unit_log "$t")
+			CMOCKA_MESSAGE_OUTPUT=TAP timeout 1800 "$t" >"$log" 2>&1 &
+			echo $! >"$logdir/unit-bg.pid"
+			wait $!
+			echo $? >"$log.rc"
+		done
+	) &
+	bg_pid=$!
+	trap 'if [ -n "$bg_pid" ]; then kill "$(cat "$logdir/unit-bg.pid" 2>/dev/null)" "$bg_pid" 2>/dev/null; fi' EXIT
+fi
+
+# unit_report PATH LOG RC: one result line per TAP case of the run of PATH, then the checks
+# on the run as a whole.
+unit_report() {
+	local t=$1 log=$2 rc=$3 name rows planned n_ok=0 n_bad=0 n_skip=0 n_all dups kind case why
+	name=$(unit_name "$t")
 	# One row per TAP result: kind (ok, bad, skip), case name, the "# needs ..." reason
 	# printed since the previous result (skips only). Plans ("1..N", one per group) summed.
 	rows=$(awk '
@@ -116,7 +148,6 @@ for t in $unit; do
 		/^ok [0-9]+( - |$)/ { n = $0; sub(/^ok [0-9]+( - )?/, "", n); print "ok\t" n "\t"; why = ""; next }
 		/^not ok [0-9]+( - |$)/ { n = $0; sub(/^not ok [0-9]+( - )?/, "", n); print "bad\t" n "\t"; why = ""; next }' "$log")
 	planned=$(grep -Eo '^1\.\.[0-9]+' "$log" | awk -F. '{ s += $3 } END { print s + 0 }')
-	n_ok=0; n_bad=0; n_skip=0
 	while IFS=$'\t' read -r kind case why; do
 		case $kind in
 		ok) n_ok=$((n_ok + 1)); pass "unit/$name: $case" ;;
@@ -138,6 +169,12 @@ for t in $unit; do
 		# A cmocka that counts skips in its exit status exits with at most their number.
 		fail "unit/$name" "exit $rc, see $log"
 	fi
+}
+
+for t in $unit; do
+	log=$(unit_log "$t")
+	CMOCKA_MESSAGE_OUTPUT=TAP timeout 300 "$t" >"$log" 2>&1
+	unit_report "$t" "$log" $?
 done
 
 for f in $fuzz; do
@@ -160,6 +197,23 @@ for f in $fuzz; do
 	fi
 done
 # libFuzzer prints its stats only with -print_final_stats; fall back gracefully above.
+
+# The long runs: wait for the last, then report each (a missing exit status is a failure).
+if [ -n "$bg_pid" ]; then
+	bg_t0=$SECONDS
+	wait "$bg_pid"
+	bg_pid=""
+	echo "# background unit runs: waited $((SECONDS - bg_t0)) s for them after the fuzz phase"
+	for t in $unit_bg; do
+		log=$(unit_log "$t")
+		rc=$(cat "$log.rc" 2>/dev/null)
+		if [[ $rc =~ ^[0-9]+$ ]]; then
+			unit_report "$t" "$log" "$rc"
+		else
+			fail "unit/$(unit_name "$t")" "no exit status recorded, see $log"
+		fi
+	done
+fi
 
 for s in $smoke; do
 	log=$logdir/smoke-$(basename "$s" .sh).log

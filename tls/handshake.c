@@ -34,6 +34,8 @@
 #include "tls/hello.h"
 #include "tls/accel/accel.h"
 
+#include "mbedtls/ecp.h"
+#include "mbedtls/pk.h"
 #include "mbedtls/platform.h"
 #include "mbedtls/platform_time.h"
 #include "mbedtls/ssl.h"
@@ -249,6 +251,26 @@ static int key_check(const struct tls_hs_env *env, const mbedtls_pk_context *pk)
 	default:
 		return -E_INVAL;
 	}
+}
+
+/* Gives a P-256 CA key to the curve driver as a fixed base (tls/accel/accel.h: a comb table
+ * built once, so a client certificate's signature costs two fixed-base multiplications);
+ * other keys are left alone. Not an error when refused: a key the registry refuses (full)
+ * verifies on the generic path, with the same verdicts; the broker logs how many it holds. */
+static void ca_key_trust(const mbedtls_pk_context *pk)
+{
+	uint8_t pub[ACCEL_P256_PUBLIC_LEN];
+	size_t len = 0;
+	mbedtls_pk_type_t type = mbedtls_pk_get_type(pk);
+	if (type != MBEDTLS_PK_ECKEY && type != MBEDTLS_PK_ECDSA)
+		return;
+	const mbedtls_ecp_keypair *kp = mbedtls_pk_ec(*pk);
+	if (!kp || mbedtls_ecp_keypair_get_group_id(kp) != MBEDTLS_ECP_DP_SECP256R1 ||
+	    mbedtls_ecp_write_public_key(kp, MBEDTLS_ECP_PF_UNCOMPRESSED, &len, pub, sizeof pub) != 0 ||
+	    len != sizeof pub)
+		return;
+	if (accel_trust_p256_key(pub) != 0)
+		return; /* refused (the registry counts it): the generic path verifies under it */
 }
 
 static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
@@ -504,6 +526,9 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 	for (const mbedtls_x509_crt *c = &env->ca; c && c->raw.p; c = c->next)
 		if ((rc = key_check(env, &c->pk)) != 0)
 			goto fail;
+	/* Envs are made on one core while no other handshakes: accel.h's calling context. */
+	for (const mbedtls_x509_crt *c = &env->ca; c && c->raw.p; c = c->next)
+		ca_key_trust(&c->pk);
 	for (const mbedtls_x509_crt *c = &env->cert; c && c->raw.p; c = c->next)
 		if ((rc = key_check(env, &c->pk)) != 0)
 			goto fail;
@@ -572,8 +597,10 @@ void tls_hs_env_destroy(struct tls_hs_env *env)
 	mbedtls_pk_free(&env->key);
 	mbedtls_x509_crt_free(&env->cert);
 	mbedtls_x509_crt_free(&env->ca);
-	if (--n_envs == 0)
+	if (--n_envs == 0) {
 		mbedtls_psa_crypto_free(); /* other cores' envs still use PSA otherwise */
+		accel_trust_p256_clear(); /* the next env may trust another CA */
+	}
 	uint32_t core = hook_core();
 	hook_stats_none[core] = env->stats;
 	hook_stats[core] = NULL;

@@ -334,8 +334,9 @@ static void main_core_irqs(struct a64_core *c)
 }
 
 /* FP/SIMD usable at EL1 on this core: only the code built for it uses the registers
- * (SQLite on the storage core; -mgeneral-regs-only everywhere else, interrupt handlers
- * included, so no vector state is ever saved). */
+ * (SQLite on the storage core, tls/accel's SHA-256 assembly in every core's loop: ADR-058;
+ * -mgeneral-regs-only everywhere else, interrupt handlers included, so no vector state is
+ * ever saved). */
 static void main_fp_on(void)
 {
 	A64_SYSREG_WRITE(cpacr_el1, A64_SYSREG_READ(cpacr_el1) | 3u << 20); /* FPEN: no traps */

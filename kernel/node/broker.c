@@ -14,6 +14,7 @@
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "tls/handshake.h"
+#include "tls/accel/accel.h"
 #include "urmqtt_config.h"
 
 STATIC_ASSERT(NODE_MAX_CORES == TLS_HS_MAX_CORES, "node broker: one broker per core TLS keeps state for");
@@ -243,6 +244,10 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 		LOG_ERR("broker", "TLS handshake env: %s", err_name(rc));
 		return rc;
 	}
+	/* Once (the envs share one registry): a refused CA key verifies on the generic path. */
+	if (cfg->core == 0)
+		LOG_INFO("broker", "CA keys with a P-256 fixed-base table: %u (limit %u, %u refused)",
+			 accel_trusted_p256_keys(), (unsigned)ACCEL_P256_TRUSTED_MAX, accel_trust_p256_refused());
 
 	struct dp_config g;
 	dp_config_from_conf(&g);

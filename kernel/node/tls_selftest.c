@@ -8,8 +8,10 @@
  * opened), and a random-secret round trip per suite fed in pieces (reassembly buffers on
  * the heap under the TLS record tag) with a tampered record refused. Finally it parses the
  * embedded development CA and server certificate (DER) and verifies the server's against
- * the CA, reporting each subject CN. Owns nothing after it returns (everything freed);
- * never logs key material, never stops the boot (a failure is reported FAIL and counted).
+ * the CA, reporting each subject CN. The curve driver's operations run through PSA, among them
+ * the fixed-base table a trusted CA key gets (in a registry it leaves empty). Owns nothing
+ * after it returns (everything freed); never logs key material, never stops the boot (a
+ * failure is reported FAIL and counted).
  */
 #include "kernel/node/tls_selftest.h"
 
@@ -260,13 +262,60 @@ out:
 	return err;
 }
 
-static int ts_curves(void)
+/* The fixed-base path a trusted CA key takes (tls/accel/accel.h), once: a fresh P-256 key is
+ * registered, its signature verifies through PSA as a certificate's does (public key
+ * imported) and the same signature over another digest does not; then the registry is
+ * emptied for the brokers' CA. Skipped (0, *ran false) when a key is registered already. */
+static int ts_trusted(bool *ran)
+{
+	const psa_algorithm_t alg = PSA_ALG_ECDSA(PSA_ALG_SHA_256);
+	psa_key_attributes_t a = PSA_KEY_ATTRIBUTES_INIT;
+	psa_key_id_t k = 0, q = 0;
+	uint8_t digest[32], sig[64], pub[ACCEL_P256_PUBLIC_LEN];
+	size_t sl = 0, pl = 0;
+	int err = -E_IO;
+
+	*ran = false;
+	if (accel_trusted_p256_keys() != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof digest; i++)
+		digest[i] = (uint8_t)(i * 5u + 3u);
+	if (ts_new_key(PSA_KEY_TYPE_ECC_KEY_PAIR(PSA_ECC_FAMILY_SECP_R1), 256, alg, PSA_KEY_USAGE_SIGN_HASH,
+		       &k) != 0 ||
+	    psa_export_public_key(k, pub, sizeof pub, &pl) != PSA_SUCCESS || pl != sizeof pub)
+		goto out;
+	psa_set_key_type(&a, PSA_KEY_TYPE_ECC_PUBLIC_KEY(PSA_ECC_FAMILY_SECP_R1));
+	psa_set_key_bits(&a, 256);
+	psa_set_key_algorithm(&a, alg);
+	psa_set_key_usage_flags(&a, PSA_KEY_USAGE_VERIFY_HASH);
+	if (psa_import_key(&a, pub, pl, &q) != PSA_SUCCESS)
+		goto out;
+	*ran = true;
+	if (accel_trust_p256_key(pub) != 0 || !accel_p256_key_trusted(pub))
+		goto out;
+	if (psa_sign_hash(k, alg, digest, sizeof digest, sig, sizeof sig, &sl) != PSA_SUCCESS ||
+	    psa_verify_hash(q, alg, digest, sizeof digest, sig, sl) != PSA_SUCCESS)
+		goto out;
+	digest[0] ^= 1;
+	if (psa_verify_hash(q, alg, digest, sizeof digest, sig, sl) != PSA_ERROR_INVALID_SIGNATURE)
+		goto out;
+	err = 0;
+out:
+	accel_trust_p256_clear();
+	psa_destroy_key(k);
+	psa_destroy_key(q);
+	return err;
+}
+
+static int ts_curves(bool *table_ran)
 {
 	int err = ts_agree(PSA_KEY_TYPE_ECC_KEY_PAIR(PSA_ECC_FAMILY_SECP_R1), 256);
 	if (!err)
 		err = ts_agree(PSA_KEY_TYPE_ECC_KEY_PAIR(PSA_ECC_FAMILY_MONTGOMERY), 255);
 	if (!err)
 		err = ts_sign();
+	if (!err)
+		err = ts_trusted(table_ran);
 	return err;
 }
 
@@ -285,10 +334,11 @@ int node_tls_selftest(void)
 	uint32_t vflags = 0;
 	uint64_t t0 = node_port_now_ns();
 	const char *what = "";
+	bool table_ran = false;
 	int err;
 
 	tls_threading_init(); /* before mbedTLS is first used, while only this core runs */
-	accel_cpu_init();     /* the curve driver's CPU probe, while only this core runs */
+	accel_cpu_init();     /* tls/accel's CPU probe (curves, SHA-256), while only this core runs */
 	tls_hs_hooks_install(&ops);
 	err = tls_rec_env_init(&env, &rc);
 	if (!err && (err = ts_expand_label()) != 0)
@@ -303,8 +353,8 @@ int node_tls_selftest(void)
 		err = -E_IO;
 		what = "PSA crypto init";
 	}
-	if (!err && (err = ts_curves()) != 0)
-		what = "P-256 and X25519 through PSA (agreement, sign/verify)";
+	if (!err && (err = ts_curves(&table_ran)) != 0)
+		what = "P-256 and X25519 through PSA (agreement, sign/verify, trusted-key table)";
 	ca_cn[0] = srv_cn[0] = 0;
 	if (!err && (err = node_tls_selftest_certs(ca_cn, srv_cn, sizeof ca_cn, &vflags)) != 0)
 		what = "certificate parse/verify";
@@ -313,7 +363,9 @@ int node_tls_selftest(void)
 		LOG_ERR("tls", "self-test FAIL: %s (%s, verify flags 0x%x)", what, err_name(err), (unsigned)vflags);
 		return err;
 	}
-	LOG_INFO("tls", "curves: %s (P-256 and X25519 agreement, P-256 signature: PASS)", accel_describe());
+	LOG_INFO("tls", "accel: %s (P-256 and X25519 agreement, P-256 signature: PASS)", accel_describe());
+	if (table_ran)
+		LOG_INFO("tls", "accel: P-256 verification on a trusted key's fixed-base table: PASS");
 	LOG_INFO("tls", "x509: CA \"%s\", server \"%s\" (signature verified%s)", ca_cn, srv_cn,
 		 vflags ? "; validity period does not include the wall clock" : ", in validity");
 	LOG_INFO("tls", "self-test PASS (RFC 8448 key schedule, AES-128-GCM and ChaCha20-Poly1305 "

@@ -12,9 +12,9 @@
  *   ct_accel check generic  x86_64: X25519 on the portable C field, linked in renamed
  *   ct_accel control        the negative control: a secret-dependent branch and a secret
  *                           array index of our own; valgrind must report both
- * Per path: P-256 public key, ECDH and signing, X25519 scalar multiplication and public key,
- * each over edge scalars (1, 2, n-1, n-2, powers of two, out of range) and a few pseudo-random
- * ones; the outputs are checked (known answers, ECDH against the public key, signatures
+ * Per path: P-256 public key, ECDH and signing, X25519 scalar multiplication and public key
+ * (the fixed-base multiplication, also on scalars that reach every signed digit), each over
+ * edge scalars (1, 2, n-1, n-2, powers of two, out of range) and a few pseudo-random ones; the outputs are checked (known answers, ECDH against the public key, signatures
  * verified, X25519's RFC 7748 vectors) so that a path that did not run cannot pass.
  * Refuses to run outside valgrind: nothing would be checked there. Exit 0 when every result
  * is right and memcheck counted no error; the per-operation error counts are printed. */
@@ -374,6 +374,30 @@ static void x25519_run(const struct x25519_impl *xi, uint64_t seed)
 		wrong("x25519_scalarmult: bit 255 of u not ignored", 0);
 }
 
+/* The fixed-base public key (x25519.c's design note): its digit recoding, table lookups and
+ * conditional negations under the secret scalar, on scalars of extreme signed radix-16
+ * digits (all-0x88 bytes carry through all 64 digits, 0x77 none, 0xf8 and 0x8f mix -8, -7,
+ * -1 and 0, 0x00 and 0xff clamp to 2^254 and 2^255 - 8) and on pseudo-random ones; each key
+ * must equal the ladder's X25519(k, 9), so a path that did not run cannot pass. */
+#define X25519_N_BASE 12
+
+static void x25519_base_run(const struct x25519_impl *xi, uint64_t seed)
+{
+	static const uint8_t pattern[] = { 0x88, 0x77, 0xf8, 0x8f, 0x00, 0xff, 0x80, 0x08 };
+	static const uint8_t nine[X25519_LEN] = { 9 };
+	uint8_t k[X25519_LEN], pub[X25519_LEN], want[X25519_LEN];
+
+	for (unsigned i = 0; i < X25519_N_BASE; i++) {
+		if (i < sizeof pattern)
+			memset(k, pattern[i], sizeof k);
+		else
+			random_bytes(k, sizeof k, &seed);
+		x25519_pub_ct(xi, pub, k);
+		if (x25519_mul_ct(xi, want, k, nine) != 0 || memcmp(pub, want, sizeof pub) != 0)
+			wrong("x25519_public_from_private differs from the ladder's X25519(k, 9)", i);
+	}
+}
+
 /* ---- paths ---- */
 
 static const struct x25519_impl x25519_arch = { x25519_scalarmult, x25519_public_from_private };
@@ -433,6 +457,7 @@ static int check(const char *path, uint64_t seed)
 	if (run_p256)
 		p256_run(seed);
 	x25519_run(xi, seed);
+	x25519_base_run(xi, seed);
 
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
 		if (!ops[i]->calls)

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* tls/accel: arithmetic modulo p = 2^255 - 19, as x25519.c's ladder uses it. Private to
- * tls/accel (x25519.c and the tests). One file per architecture supplies the arithmetic and is
- * chosen by the build, never by #ifdef: fe25519_x86_64.c (OpenSSL's perlasm: the 64-bit-limb
- * MULX/ADX code when the CPU has it, else the 51-bit one) or fe25519_generic.c (portable C).
- * The ladder reaches the arithmetic through a table chosen once per scalar multiplication,
- * so one copy of the constant-time ladder serves every representation.
+/* tls/accel: arithmetic modulo p = 2^255 - 19, as x25519.c's ladder and fixed-base
+ * multiplication use it. Private to tls/accel (x25519.c and the tests). One file per
+ * architecture supplies the arithmetic and is chosen by the build, never by #ifdef:
+ * fe25519_x86_64.c (OpenSSL's perlasm: the 64-bit-limb MULX/ADX code when the CPU has it, else
+ * the 51-bit one) or fe25519_generic.c (portable C). x25519.c reaches the arithmetic through a
+ * table chosen once per scalar multiplication, so one copy of its constant-time code serves
+ * every representation.
  *
- * Representations (the ladder never looks inside an element):
+ * Representations (x25519.c never looks inside an element):
  *  - fe51: v[0..4] are 51-bit limbs, value = sum v[i] * 2^(51 i); limbs may exceed 51 bits
  *    within the bounds below.
  *  - fe64: v[0..3] are the 64-bit words of a value below 2^256 (so up to 2p + 37: not
@@ -15,8 +16,12 @@
  *
  * Bounds, stated for fe51 (fe64 accepts every value below 2^256 everywhere):
  *  - "reduced": every limb < 2^52. frombytes, mul, sqr and mul121666 return reduced elements.
- *  - add and sub take two reduced elements and return limbs < 2^54.
- *  - mul, sqr and mul121666 take limbs < 2^54: reduced elements or one add/sub of them.
+ *  - add and sub take two reduced elements and return limbs < 2^54. They also take as f one
+ *    add of two reduced elements (limbs < 2^53) with g reduced, and still return limbs
+ *    < 2^54 (x25519.c's Edwards formulas need this): add gives < 2^53 + 2^52, and sub's
+ *    f + 4p - g < 2^53 + 2^53, 4p's limbs being above any reduced g.
+ *  - mul, sqr and mul121666 take limbs < 2^54: reduced elements or one add/sub of them
+ *    (either form above).
  *    The x86_64 assembly needs its 128-bit column sums below 2^115 (and the top column below
  *    2^110.7); limbs < 2^54 keep them at 2^114.3 and 2^110.3.
  *  - tobytes takes a reduced element.

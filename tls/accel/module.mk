@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 # tls/accel: urMQTT's PSA transparent driver for the handshake's elliptic curves (P-256, X25519)
-# on OpenSSL's perlasm arithmetic (tls/accel/accel.h). Its objects go into each flavour's
-# $(B)/<flavour>/libmbedtls.a (tls/module.mk), because mbedTLS's patched driver wrappers
-# (tools/deps/patches/mbedtls-3.6.6-accel-hooks.patch) call urmqtt_accel_*: every link that
+# on OpenSSL's perlasm arithmetic (tls/accel/accel.h), and SHA-256's block function for
+# mbedTLS. Its objects go into each flavour's $(B)/<flavour>/libmbedtls.a (tls/module.mk),
+# because mbedTLS's patched driver wrappers (tools/deps/patches/mbedtls-3.6.6-accel-hooks.patch)
+# call urmqtt_accel_* and its sha256.c calls mbedtls_internal_sha256_process (ours: sha256_process.c, so that no
+# member of the archive shares a name with one of mbedTLS's): every link that
 # takes mbedTLS then resolves them, with no link line changed. The assembly is generated at
 # build time by perl from OpenSSL's source (make deps unpacks the members listed in
 # tools/deps/members/openssl.txt); nothing generated or third-party is committed.
@@ -15,12 +17,17 @@
 # ---- what is built: edit these lists ---------------------------------------------------
 # Our C for every architecture.
 TLS_ACCEL_SRCS := tls/accel/p256.c tls/accel/x25519.c tls/accel/psa_driver.c
+# SHA-256's block function for mbedTLS (MBEDTLS_SHA256_PROCESS_ALT): not reached through the
+# driver wrappers but by name from mbedTLS's sha256.c, which the same archive resolves.
+TLS_ACCEL_SRCS += tls/accel/sha256_process.c
 # Our C for one architecture (a variant replaces the generic file by path, not by #ifdef).
 TLS_ACCEL_SRCS_x86_64 := tls/accel/fe25519_x86_64.c tls/accel/cpu_x86_64.c
-TLS_ACCEL_SRCS_aarch64 := tls/accel/fe25519_generic.c tls/accel/cpu_generic.c
+TLS_ACCEL_SRCS_aarch64 := tls/accel/fe25519_generic.c tls/accel/cpu_aarch64.c
 # Generated assembly per architecture: names of $(TLS_ACCEL_GEN)/<name>.S (rules below).
 TLS_ACCEL_ASM_x86_64 := nistz256-x86_64 x25519-x86_64
 TLS_ACCEL_ASM_aarch64 := nistz256-armv8
+TLS_ACCEL_ASM_x86_64 += sha256-x86_64
+TLS_ACCEL_ASM_aarch64 += sha256-armv8
 # Every file above must exist: a missing one fails the build.
 tls_accel_have = $(1)
 # Flags our C files get on top of the flavour's: mbedTLS's headers (PSA types) and its config.
@@ -68,6 +75,20 @@ TLS_ACCEL_PL_nistz256-armv8 := crypto/ec/asm/ecp_nistz256-armv8.pl
 TLS_ACCEL_PLFL_nistz256-armv8 := linux64
 TLS_ACCEL_PLCC_nistz256-armv8 = $(AARCH64_CC)
 TLS_ACCEL_MUST_nistz256-armv8 := AARCH64_VALID_CALL_TARGET
+# SHA-256: sha512-*.pl writes SHA-512 code when its output's path contains "512", SHA-256
+# code otherwise; so the name says sha256 (a build directory whose path holds "512" would
+# get SHA-512 code: the MUST word then stops the build). Both outputs spell the
+# SHA instructions as bytes, so the MUST words are what only the SHA-256 hardware path
+# carries: its function's name (x86_64), the mnemonic in the comment of each .inst (armv8).
+# The x86_64 SSSE3/AVX/AVX2 paths are emitted too and never run (tls/accel/cpu_x86_64.c).
+TLS_ACCEL_PL_sha256-x86_64 := crypto/sha/asm/sha512-x86_64.pl
+TLS_ACCEL_PLFL_sha256-x86_64 := elf
+TLS_ACCEL_PLCC_sha256-x86_64 = $(X86_64_CC)
+TLS_ACCEL_MUST_sha256-x86_64 := sha256_block_data_order_shaext
+TLS_ACCEL_PL_sha256-armv8 := crypto/sha/asm/sha512-armv8.pl
+TLS_ACCEL_PLFL_sha256-armv8 := linux64
+TLS_ACCEL_PLCC_sha256-armv8 = $(AARCH64_CC)
+TLS_ACCEL_MUST_sha256-armv8 := sha256h
 
 TLS_ACCEL_PERL ?= perl
 define tls_accel_gen_rule
@@ -84,6 +105,18 @@ $(foreach a,$(sort $(TLS_ACCEL_ASM_x86_64) $(TLS_ACCEL_ASM_aarch64)),$(eval $(ca
 # The unpacked tree is made by make deps, never by a build: say so when it is missing.
 $(TLS_ACCEL_OSSL_STAMP):
 	@echo "make: $(TLS_ACCEL_OSSL) is missing: run 'make deps'" >&2; exit 1
+
+# ---- the fixed-base table of X25519 public keys (x25519.c's design note) ----------------
+# 32 x 8 multiples of edwards25519's base point, computed by our generator from the curve's
+# definition with exact integers (a second derivation checks them) into a header of const
+# data that x25519.c includes: .rodata in every image, nothing computed at boot, nothing
+# generated committed. Order-only for every compile (GENERATED_HEADERS), then -MMD tracks it.
+TLS_ACCEL_X25519_TABLE := $(B)/gen/x25519_base_table.h
+TLS_ACCEL_PYTHON ?= python3
+$(TLS_ACCEL_X25519_TABLE): tls/accel/gen_x25519_base.py
+	@mkdir -p $(@D); echo "  GEN         $@"
+	$(Q)$(TLS_ACCEL_PYTHON) $< $@.tmp && mv $@.tmp $@
+GENERATED_HEADERS += $(TLS_ACCEL_X25519_TABLE)
 
 # ---- assembling, per flavour ----------------------------------------------------------
 # The flavour's own compiler driver; -g and dependency files as for our .S; arm_arch.h from
@@ -116,6 +149,9 @@ TLS_ACCEL_TEST_OBJS := $(B)/host/accel/x25519_generic.o
 $(foreach t,$(TLS_ACCEL_TESTS),$(eval CFLAGS_tests_unit_accel_$(t) = $$(TLS_ACCEL_TEST_CFLAGS)) \
 	$(eval TEST_LIBS_accel_$(t) = $$(TLS_ACCEL_TEST_OBJS) $$(B)/host/libmbedtls.a $$(HOST_LIB)))
 $(patsubst %,$(B)/host/tests/unit/accel/%,$(TLS_ACCEL_TESTS)): $(TLS_ACCEL_TEST_OBJS) $(B)/host/libmbedtls.a
+# test_sha256's reference is the system's OpenSSL (libssl-dev), whose SHA-256 symbols are
+# internal to libcrypto.so: no clash with the archive's sha256_block_data_order.
+TEST_LIBS_accel_test_sha256 += -lcrypto
 
 # The portable X25519 next to the architecture's in one test binary (tests/unit/accel/
 # test_x25519.c compares both with mbedTLS): x25519.c and fe25519_generic.c linked into one
@@ -135,3 +171,25 @@ $(B)/%/accel/x25519_generic.o: $(B)/%/p/tls/accel/x25519.o $(B)/%/p/tls/accel/fe
 CFLAGS_tests_fuzz_fuzz_p256_verify = $(TLS_TEST_INC)
 $(B)/fuzz/fuzz_p256_verify: $(B)/fuzz/libmbedtls.a
 $(B)/host/tests/fuzz/replay_p256_verify: $(B)/host/libmbedtls.a
+
+# ---- the 100,000-case campaign (issue 22 item 6): test_p256 and test_x25519, hostrel -------------
+# The same two sources built in the hostrel flavour (-O2, no sanitizers) against the hostrel
+# libmbedtls.a, which holds the image's optimised driver objects and assembly. make test runs
+# them with 100,000 random cases per operation, in the background beside the unit and fuzz
+# phases (UNIT_TESTS_BG, tests/run-all.sh --unit-bg); the ASan builds above keep their default
+# counts (under ASan, 100,000 would cost ~24 CPU-minutes; here ~7, mbedTLS's reference ~88%).
+# Each run is a small script beside the binary that sets the count and execs it: the runner
+# reads its TAP as any unit test's, named accel/test_<name>-100k.
+TLS_ACCEL_REL_TESTS := test_p256 test_x25519
+TLS_ACCEL_REL_ENV_test_p256 := URMQTT_P256_ITERS=100000
+TLS_ACCEL_REL_ENV_test_x25519 := X25519_TEST_N=100000
+TLS_ACCEL_REL_BINS := $(patsubst %,$(B)/hostrel/tests/unit/accel/%,$(TLS_ACCEL_REL_TESTS))
+$(TLS_ACCEL_REL_BINS): $(B)/hostrel/tests/unit/accel/%: $(B)/hostrel/t/tests/unit/accel/%.o \
+		$(B)/hostrel/accel/x25519_generic.o $(B)/hostrel/libmbedtls.a $$(HOSTREL_LIB)
+	@mkdir -p $(@D); echo "  LD [hostrel] $@"
+	$(Q)$(HOST_CC) -o $@ -Wl,--start-group $^ -Wl,--end-group -lcmocka
+$(B)/hostrel/tests/unit/accel/%-100k: $(B)/hostrel/tests/unit/accel/% tls/accel/module.mk
+	@echo "  GEN         $@"
+	$(Q)printf '#!/bin/sh\n# generated by tls/accel/module.mk\n%s exec "$$(dirname "$$0")/%s" "$$@"\n' \
+		'$(TLS_ACCEL_REL_ENV_$*)' '$*' > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+UNIT_TESTS_BG += $(patsubst %,%-100k,$(TLS_ACCEL_REL_BINS))

@@ -91,8 +91,13 @@ void ecp_nistz256_scatter_w5(struct nistz256_w5_table *t, const struct nistz256_
  * of each line). */
 void ecp_nistz256_gather_w5(struct nistz256_point *r, const struct nistz256_w5_table *t,
 	uint64_t index);
-/* r = entry index (1..64) of one 4096-byte block of ecp_nistz256_precomputed, or (0, 0) for
- * index 0. Touches every cache line of the block whatever the index, as gather_w5. */
+/* r = entry index (1..64) of one 4096-byte block of ecp_nistz256_precomputed (or of a table
+ * of the same layout), or (0, 0) for index 0. Touches every cache line of the block whatever
+ * the index, as gather_w5. */
 void ecp_nistz256_gather_w7(struct nistz256_affine *r, const void *block, uint64_t index);
+/* Stores a as entry index + 1 of one 4096-byte block (index 0..63: one less than gather_w7's
+ * index) in the layout gather_w7 reads; the block 64-byte aligned (x86_64 stores it with
+ * movdqa). Not constant time in the index (it writes one entry's bytes only). */
+void ecp_nistz256_scatter_w7(void *block, const struct nistz256_affine *a, uint64_t index);
 
 #endif

@@ -2,8 +2,9 @@
 /* tls/accel: P-256 keys, ECDH and ECDSA (contract in p256.h) on OpenSSL's ecp_nistz256
  * assembly (declared, with the contract we rely on, in nistz256.h). This file owns the
  * encodings, the range and curve checks, the scalar multiplications, the two inversions and the
- * ECDSA equations; the assembly owns the field and order arithmetic, point doubling and
- * addition and the constant-time table lookups. It keeps no state, allocates nothing, includes
+ * ECDSA equations, and the building of comb tables for other fixed points (struct p256_table);
+ * the assembly owns the field and order arithmetic, point doubling and addition and the
+ * constant-time table lookups. It keeps no state, allocates nothing, includes
  * no libc header (lib/ only), and must never branch on or index memory by a secret (private
  * keys, nonces, anything derived from them before it is published), nor leave one behind on
  * the stack: secrets are wiped with mem_wipe before every return.
@@ -13,11 +14,21 @@
  * Scalars and coordinates are converted from SEC1's big-endian bytes to the assembly's four
  * 64-bit limbs (least significant first) by limbs_from_be/limbs_to_be only.
  *
- * Fixed base (public key, k*G, u1*G): a comb over the generator's precomputed table. The
- * scalar is Booth-recoded into 37 signed digits d_i in [-64, 64] of 7 bits (bits 7i-1 ..
- * 7i+6, bit -1 read as 0), k = sum d_i * 2^(7i), and the result is the sum of the 37 affine
- * points d_i * 2^(7i) * G, each fetched with gather_w7 from block i (|d_i|, 0 giving (0, 0))
- * and negated by mask: 37 point_add_affine and no doubling.
+ * Fixed base (public key, k*G, u1*G; u2*Q for a key with a table): a comb over a precomputed
+ * table, the generator's (ecp_nistz256_precomputed) or one p256_table_build made for Q in the
+ * same layout (mul_comb takes either). The scalar is Booth-recoded into 37 signed digits d_i
+ * in [-64, 64] of 7 bits (bits 7i-1 .. 7i+6, bit -1 read as 0), k = sum d_i * 2^(7i), and the
+ * result is the sum of the 37 affine points d_i * 2^(7i) * P, each fetched with gather_w7 from
+ * block i (|d_i|, 0 giving (0, 0)) and negated by mask: 37 point_add_affine and no doubling.
+ *
+ * Table building (p256_table_build, public data): row i holds j * B_i for j = 1..64 with
+ * B_0 = Q and B_(i+1) = 2 * (64 * B_i), made in Jacobian coordinates (one doubling, then
+ * point_add) and turned affine one row at a time by Montgomery's trick: going forward, with
+ * c_j = Z_1 * .. * Z_j, entry j is stored as (X_j * c_(j-1)^2, Y_j * c_(j-1)^3) and Z_j kept;
+ * one inversion gives 1/c_64, and going back each entry is multiplied by (1/c_j)^2 and
+ * (1/c_j)^3 (giving X_j / Z_j^2, Y_j / Z_j^3) before 1/c_(j-1) = Z_j / c_j. 37 inversions
+ * (one per row) rather than one for the whole table: the Z values of a row are 2 KiB of stack,
+ * those of the whole table would be 74 KiB of scratch memory.
  *
  * Variable base (ECDH, u2*Q): a width-5 window. A table of 1*P .. 16*P is built per call
  * (scatter_w5), the scalar Booth-recoded into 52 digits in [-16, 16], and from the top digit
@@ -25,11 +36,12 @@
  * point at infinity) by point_add.
  *
  * Invariants (why the point formulas' special cases cannot bite):
- *  1. In the comb, point_add_affine never sees equal inputs for 0 <= k < n. Before digit i
- *     the accumulator is a*G with |a| <= 64 * (2^(7i) - 1) / 127 < 2^(7i) / 1.98, and the
- *     addend is d_i * 2^(7i) * G with |d_i| >= 1 (d_i = 0 adds (0, 0), which the assembly
- *     handles). For i < 36, 0 < |d_i * 2^(7i) - a| < 65 * 2^245 < n: they differ mod n.
- *     For i = 36, d_i is in [1, 16] and a = d_i * 2^252 mod n would need
+ *  1. In the comb, point_add_affine never sees equal inputs for 0 <= k < n, whichever point P
+ *     of order n (every point on the curve but infinity: the cofactor is 1) the table is
+ *     for. Before digit i the accumulator is a*P with |a| <= 64 * (2^(7i) - 1) / 127 <
+ *     2^(7i) / 1.98, and the addend is d_i * 2^(7i) * P with |d_i| >= 1 (d_i = 0 adds (0, 0),
+ *     which the assembly handles). For i < 36, 0 < |d_i * 2^(7i) - a| < 65 * 2^245 < n: they
+ *     differ mod n. For i = 36, d_i is in [1, 16] and a = d_i * 2^252 mod n would need
  *     |a| >= 2^252 - 2^224 (d_i <= 15) or k = 2^257 - n > n (d_i = 16).
  *  2. In the window method point_add never takes its doubling branch for 0 <= k < n: with
  *     V_i the value of the digits from i up, the accumulator is (V_i - d_i) * P when d_i * P
@@ -43,11 +55,15 @@
  *     from_mont, which is canonical for any 256-bit input.
  *  4. Every ord_ input is < n: private keys and nonces are range-checked, r and the digest are
  *     reduced by one conditional subtraction (both are < 2n).
+ *  5. Building a table, point_add never sees equal, opposite or infinite inputs: entry j of
+ *     row i is j * 2^(7i) * Q, and m * Q is at infinity only for m = 0 mod n, a prime above
+ *     2^255 that divides no j * 2^(7i) with j <= 64; (j - 1) * B == +-B needs j = 2 (done by
+ *     point_double) or j = 0. So no Z is zero and each row's product is invertible.
  * Inversions are Fermat's (a^(p-2), a^(n-2)) with fixed chains: time does not depend on a.
  *
  * Known limits: the assembly's own stack frames (point_add keeps about 600 bytes of
  * temporaries) are left as they are: only our variables are wiped. Verification is not
- * constant time and need not be (a constant-time window method serves u2*Q anyway). */
+ * constant time and need not be (the constant-time window method or comb serves u2*Q anyway). */
 #include "tls/accel/p256.h"
 
 #include "tls/accel/nistz256.h"
@@ -384,8 +400,15 @@ static uint32_t booth_digit(uint32_t v, unsigned w, uint64_t *neg)
 	return u ^ ((u ^ ((1u << w) - u)) & m);
 }
 
-/* r = k * G for 0 <= k < n (k = 0 gives the point at infinity). Invariant 1. */
-static void mul_base(struct nistz256_point *r, const uint64_t k[4])
+/* The generator's table and ours have one layout (p256.h, nistz256.h). */
+_Static_assert(P256_TABLE_BLOCKS == NISTZ256_W7_BLOCKS, "comb rows");
+_Static_assert(P256_TABLE_BLOCK_LEN == NISTZ256_W7_BLOCK_LEN, "comb row bytes");
+_Static_assert(sizeof(struct p256_table) == sizeof ecp_nistz256_precomputed, "comb table size");
+
+/* r = k * P for 0 <= k < n (k = 0 gives the point at infinity), P the point whose comb table
+ * is blocks: ecp_nistz256_precomputed (P = G) or a struct p256_table's. Invariant 1. */
+static void mul_comb(struct nistz256_point *r, const uint64_t k[4],
+	const uint8_t (*blocks)[NISTZ256_W7_BLOCK_LEN])
 {
 	uint8_t le[SCALAR_LE_LEN];
 	struct nistz256_affine a;
@@ -396,7 +419,7 @@ static void mul_base(struct nistz256_point *r, const uint64_t k[4])
 	for (unsigned i = 0; i < W7_DIGITS; i++) {
 		uint64_t neg;
 		uint32_t idx = booth_digit(window_bits(le, 7 * i, 7), 7, &neg);
-		ecp_nistz256_gather_w7(&a, ecp_nistz256_precomputed[i], idx);
+		ecp_nistz256_gather_w7(&a, blocks[i], idx);
 		fe_neg_if(a.y, neg, scratch);
 		ecp_nistz256_point_add_affine(r, r, &a);
 	}
@@ -497,7 +520,7 @@ int p256_public_from_private(uint8_t pub[P256_PUBLIC_LEN], const uint8_t priv[P2
 	struct nistz256_point r;
 	uint64_t ok = scalar_decode(d, priv);
 
-	mul_base(&r, d);
+	mul_comb(&r, d, ecp_nistz256_precomputed);
 	point_to_affine(x, y, &r);
 	out[0] = 0x04;
 	limbs_to_be(out + 1, x);
@@ -541,7 +564,7 @@ int p256_sign_digest(uint8_t sig[P256_SIG_LEN], const uint8_t priv[P256_SCALAR_L
 	struct nistz256_point kg;
 	uint64_t ok = scalar_decode(d, priv) & scalar_decode(k, k_bytes);
 
-	mul_base(&kg, k);
+	mul_comb(&kg, k, ecp_nistz256_precomputed);
 	point_to_affine(x, NULL, &kg);
 	limbs_reduce_once(r, x, P256_N); /* x < p < 2n */
 	scalar_from_digest(e, digest, digest_len);
@@ -577,14 +600,14 @@ void p256_digest_to_scalar(uint8_t out[P256_SCALAR_LEN], const uint8_t *digest, 
 	limbs_to_be(out, e);
 }
 
-int p256_verify_digest(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *digest,
-	size_t digest_len, const uint8_t sig[P256_SIG_LEN])
+/* The ECDSA verification of (r, s) over the digest: u2*Q by the window method on q, or by the
+ * comb over qt when q is NULL. Public data: may branch. */
+static int verify(const struct nistz256_point *q, const struct p256_table *qt,
+	const uint8_t *digest, size_t digest_len, const uint8_t sig[P256_SIG_LEN])
 {
 	uint64_t r[4], s[4], e[4], sinv[4], u1[4], u2[4], lhs[4], rhs[4], z2[4], rn[4];
-	struct nistz256_point q, a, b;
+	struct nistz256_point a, b;
 
-	if (point_decode(&q, pub) != 0)
-		return -1;
 	limbs_from_be(r, sig);
 	limbs_from_be(s, sig + P256_SCALAR_LEN);
 	if (!scalar_valid_mask(r) || !scalar_valid_mask(s))
@@ -595,8 +618,11 @@ int p256_verify_digest(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *digest
 	scalar_inv_mont(sinv, sinv); /* s^-1 in Montgomery form */
 	ecp_nistz256_ord_mul_mont(u1, e, sinv);
 	ecp_nistz256_ord_mul_mont(u2, r, sinv);
-	mul_base(&a, u1);
-	mul_point(&b, u2, &q);
+	mul_comb(&a, u1, ecp_nistz256_precomputed);
+	if (q)
+		mul_point(&b, u2, q);
+	else
+		mul_comb(&b, u2, qt->block);
 	ecp_nistz256_point_add(&a, &a, &b);
 	if (limbs_zero_mask(a.z))
 		return -1;
@@ -618,4 +644,66 @@ int p256_verify_digest(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *digest
 			return 0;
 	}
 	return -1;
+}
+
+int p256_verify_digest(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *digest,
+	size_t digest_len, const uint8_t sig[P256_SIG_LEN])
+{
+	struct nistz256_point q;
+	if (point_decode(&q, pub) != 0)
+		return -1;
+	return verify(&q, NULL, digest, digest_len, sig);
+}
+
+int p256_verify_digest_table(const struct p256_table *t, const uint8_t *digest,
+	size_t digest_len, const uint8_t sig[P256_SIG_LEN])
+{
+	return verify(NULL, t, digest, digest_len, sig);
+}
+
+/* Entries in one row of a comb table (the Booth digits' magnitudes 1..64). */
+#define COMB_ROW 64
+
+int p256_table_build(struct p256_table *t, const uint8_t pub[P256_PUBLIC_LEN])
+{
+	struct nistz256_point base, acc;
+	struct nistz256_affine a;
+	uint64_t z[COMB_ROW][4]; /* the row's Z_j */
+	uint64_t c[4], c2[4], c3[4];
+
+	if (point_decode(&base, pub) != 0)
+		return -1;
+	for (unsigned i = 0; i < P256_TABLE_BLOCKS; i++) {
+		/* Forward: acc = j * B_i; entry j = (X_j * c_(j-1)^2, Y_j * c_(j-1)^3). */
+		memcpy(c, P256_ONE_MONT, sizeof c);
+		for (uint64_t j = 1; j <= COMB_ROW; j++) {
+			if (j == 1)
+				acc = base;
+			else if (j == 2)
+				ecp_nistz256_point_double(&acc, &base);
+			else
+				ecp_nistz256_point_add(&acc, &acc, &base); /* invariant 5 */
+			ecp_nistz256_sqr_mont(c2, c);
+			ecp_nistz256_mul_mont(c3, c2, c);
+			ecp_nistz256_mul_mont(a.x, acc.x, c2);
+			ecp_nistz256_mul_mont(a.y, acc.y, c3);
+			ecp_nistz256_scatter_w7(t->block[i], &a, j - 1);
+			memcpy(z[j - 1], acc.z, sizeof z[0]);
+			ecp_nistz256_mul_mont(c, c, acc.z);
+		}
+		ecp_nistz256_point_double(&base, &acc); /* B_(i+1) = 2 * 64 * B_i = 2^7 * B_i */
+
+		/* Back: c = 1/c_j; entry j times c^2 and c^3; then 1/c_(j-1) = Z_j / c_j. */
+		fe_inv(c, c);
+		for (uint64_t j = COMB_ROW; j >= 1; j--) {
+			ecp_nistz256_gather_w7(&a, t->block[i], j);
+			ecp_nistz256_sqr_mont(c2, c);
+			ecp_nistz256_mul_mont(c3, c2, c);
+			ecp_nistz256_mul_mont(a.x, a.x, c2);
+			ecp_nistz256_mul_mont(a.y, a.y, c3);
+			ecp_nistz256_scatter_w7(t->block[i], &a, j - 1);
+			ecp_nistz256_mul_mont(c, c, z[j - 1]);
+		}
+	}
+	return 0;
 }

@@ -7,7 +7,8 @@
  * uncompressed (0x04 || X || Y), signatures r || s, 32 bytes each. Every function is constant
  * time in its secret inputs (private keys, nonces); all pointers are borrowed for the call; on
  * failure an output keeps its previous bytes (stored back through a mask, so that no branch
- * depends on a secret verdict: tests/ct). Thread-safe: no state beyond the read-only tables. */
+ * depends on a secret verdict: tests/ct). Thread-safe: no state beyond the read-only tables
+ * (the generator's, and the callers' struct p256_table once built). */
 #ifndef URMQTT_TLS_ACCEL_P256_H
 #define URMQTT_TLS_ACCEL_P256_H
 
@@ -17,6 +18,18 @@
 #define P256_SCALAR_LEN 32
 #define P256_PUBLIC_LEN 65
 #define P256_SIG_LEN 64
+
+/* A fixed-base comb table for one public point Q, in the layout of the generator's table
+ * (tls/accel/nistz256.h): P256_TABLE_BLOCKS blocks of P256_TABLE_BLOCK_LEN bytes, block i
+ * holding j * 2^(7i) * Q for j = 1..64 as affine points in Montgomery form. Built by
+ * p256_table_build, then only read: any number of cores may read one table at once. The
+ * bytes are public (multiples of a public key). 64-byte aligned: the x86_64 gathers load it
+ * with movdqa. */
+#define P256_TABLE_BLOCKS 37
+#define P256_TABLE_BLOCK_LEN 4096
+struct p256_table {
+	_Alignas(64) uint8_t block[P256_TABLE_BLOCKS][P256_TABLE_BLOCK_LEN];
+};
 
 /* 0 when 1 <= priv < n, else -1. */
 int p256_check_private(const uint8_t priv[P256_SCALAR_LEN]);
@@ -49,6 +62,16 @@ void p256_digest_to_scalar(uint8_t out[P256_SCALAR_LEN] /* out */, const uint8_t
 /* 0 when sig is a valid ECDSA signature of digest under pub, -1 otherwise (invalid key, r or s
  * zero or >= n, mismatch). Not secret-dependent: everything is public. */
 int p256_verify_digest(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *digest,
+	size_t digest_len, const uint8_t sig[P256_SIG_LEN]);
+
+/* Fills t (about 148 KiB, the caller's) with the comb table of pub: 0, or -1 (t untouched)
+ * when pub is not a valid public key (p256_check_public). Not constant time (public data);
+ * about 2 KiB of stack. */
+int p256_table_build(struct p256_table *t /* out */, const uint8_t pub[P256_PUBLIC_LEN]);
+
+/* p256_verify_digest for the key t was built from, with u2*Q by the comb over t instead of a
+ * window method: the same verdict for every input. t borrowed (read only). */
+int p256_verify_digest_table(const struct p256_table *t, const uint8_t *digest,
 	size_t digest_len, const uint8_t sig[P256_SIG_LEN]);
 
 #endif

@@ -12,13 +12,18 @@
  *     point) go to the built-in code rather than being refused here, so the driver never
  *     narrows what mbedTLS accepts.
  *  3. Every secret copied or derived here (nonce, seed, key bytes) is wiped before return.
- *  4. No state but `enabled`, written only while no handshake runs (accel.h). */
+ *  4. No state but `enabled` and the trusted-key registry, both written only on the boot core
+ *     while no handshake runs (accel.h), and only read afterwards, by every core: a table is
+ *     never written once its key is counted in n_trusted (it is built first).
+ *  5. A verification under a registered key (its exact 65 bytes) gives the verdict the generic
+ *     path gives (p256.h; tests/unit/accel/test_p256.c compares both with mbedTLS). */
 #include "tls/accel/accel.h"
 #include "tls/accel/psa_driver.h"
 #include "tls/accel/p256.h"
 #include "tls/accel/x25519.h"
 #include "tls/accel/cpu.h"
 
+#include "lib/err.h"
 #include "lib/mem.h"
 
 #include <string.h>
@@ -29,6 +34,62 @@
 #include <psa/crypto.h>
 
 static bool enabled = true;
+
+_Static_assert(ACCEL_P256_PUBLIC_LEN == P256_PUBLIC_LEN, "accel.h and p256.h agree");
+_Static_assert(ACCEL_P256_TRUSTED_MAX >= 1, "a registry of at least one key");
+
+/* The trusted-key registry (accel.h): entries 0 .. n_trusted - 1 are live. Static rather
+ * than from an allocator: one region the size the limit says, present before any env, with
+ * no owner to outlive (ACCEL_P256_TRUSTED_MAX * 151,552 bytes of bss). */
+static struct p256_table trusted_table[ACCEL_P256_TRUSTED_MAX];
+static uint8_t trusted_pub[ACCEL_P256_TRUSTED_MAX][P256_PUBLIC_LEN];
+static unsigned n_trusted, n_trust_refused;
+
+/* The table of pub when pub is a registered key, else NULL. Public bytes: memcmp is fine. */
+static const struct p256_table *trusted_table_of(const uint8_t pub[P256_PUBLIC_LEN])
+{
+	for (unsigned i = 0; i < n_trusted; i++)
+		if (memcmp(trusted_pub[i], pub, P256_PUBLIC_LEN) == 0)
+			return &trusted_table[i];
+	return NULL;
+}
+
+int accel_trust_p256_key(const uint8_t pub[ACCEL_P256_PUBLIC_LEN])
+{
+	if (trusted_table_of(pub))
+		return 0;
+	if (p256_check_public(pub) != 0)
+		return -E_INVAL;
+	if (n_trusted >= ACCEL_P256_TRUSTED_MAX) {
+		n_trust_refused++;
+		return -E_NOMEM;
+	}
+	if (p256_table_build(&trusted_table[n_trusted], pub) != 0)
+		return -E_INVAL; /* not reached: checked above */
+	memcpy(trusted_pub[n_trusted], pub, P256_PUBLIC_LEN);
+	n_trusted++; /* invariant 4: counted once built */
+	return 0;
+}
+
+void accel_trust_p256_clear(void)
+{
+	n_trusted = 0;
+}
+
+bool accel_p256_key_trusted(const uint8_t pub[ACCEL_P256_PUBLIC_LEN])
+{
+	return trusted_table_of(pub) != NULL;
+}
+
+unsigned accel_trusted_p256_keys(void)
+{
+	return n_trusted;
+}
+
+unsigned accel_trust_p256_refused(void)
+{
+	return n_trust_refused;
+}
 
 void accel_set_enabled(bool on)
 {
@@ -268,6 +329,12 @@ psa_status_t urmqtt_accel_verify_hash(const psa_key_attributes_t *attributes,
 	}
 	if (signature_length != P256_SIG_LEN)
 		return PSA_ERROR_INVALID_SIGNATURE;
+	/* A registered key was checked when registered (the same bytes): its table, u2*Q by the
+	 * comb (invariant 5). */
+	const struct p256_table *t = trusted_table_of(q);
+	if (t)
+		return p256_verify_digest_table(t, hash, hash_length, signature) == 0
+			? PSA_SUCCESS : PSA_ERROR_INVALID_SIGNATURE;
 	if (p256_check_public(q) != 0)
 		return PSA_ERROR_INVALID_ARGUMENT;
 	return p256_verify_digest(q, hash, hash_length, signature) == 0 ? PSA_SUCCESS

@@ -14,6 +14,7 @@ packages=(
 	# OpenSSL's perlasm generators (tls/accel/module.mk) run on /usr/bin/perl from perl-base,
 	# which is Essential (always installed) and holds all they use (strict, integer): no package.
 	python3-cryptography-vectors valgrind                   # tls/accel tests: test vectors, valgrind runs
+	libssl-dev                                              # tls/accel test_sha256: OpenSSL's SHA-256 as reference
 	qemu-system-x86 qemu-system-arm qemu-utils              # kernel smoke tests
 	grub-pc-bin grub-common xorriso mtools                  # Multiboot2 boot through GRUB
 	openssl python3 iproute2 procps dnsmasq-base            # TLS/real-client tests, netns, DHCP

@@ -5,17 +5,27 @@
  *    crafted signatures (u1*G == u2*Q, u1*G == -u2*Q), for random scalars of several shapes;
  *    on x86_64 a second pass with MULX/ADX turned off runs the baseline assembly;
  *  - edge scalars (small, powers of two, runs of ones, near n) through every operation;
+ *  - fixed-base tables of trusted keys (accel_trust_p256_key): G's table equals the generator's;
+ *    for a registered random key, at least 5,000 valid and corrupted signatures verified by the
+ *    table, the window method, the driver entry and mbedTLS, all agreeing; the registry's
+ *    limits; an unregistered key on the window path; us per verification printed;
  *  - rejection tables: private keys, public keys (off the curve, non-canonical coordinates,
  *    other prefixes, infinity), signatures (r or s zero, n, above n), ECDH peers;
+ *  - the same classes at random (URMQTT_P256_ITERS cases): malformed and off-curve keys,
+ *    non-canonical coordinates, infinity, other encodings, r or s zero or >= n, private keys
+ *    out of range; both verdicts, ECDH and verification refusing, the PSA entry's answers;
  *  - NIST CAVP vectors, read at run time from the python3-cryptography-vectors package (never
  *    copied into the tree; a missing file is a failure): FIPS 186-3 SigVer, SigGen (verify,
- *    and sign with SigGen.txt's d and k), KeyPair and PKV for P-256 with every hash, and the
- *    P-256 sets of the KAS ECC static-unified ZZ-only validity files.
+ *    and sign with SigGen.txt's d and k), KeyPair and PKV for P-256 with every hash, the same
+ *    FIPS 186-2 files (SHA-1), the P-256 sets of the KAS ECC static-unified ZZ-only validity
+ *    files and the Z of their KDFConcat ones (the package has no KAS ECC CDH primitive file).
  * The CAVP messages need SHA-1/224/384/512, which our mbedTLS configuration leaves out: small
  * test-only implementations below, checked against FIPS 180 examples and, for the SHA-256
  * core, against mbedTLS.
  * URMQTT_P256_ITERS sets the random cases per operation, URMQTT_P256_SEED the seed (both
- * printed). Every teardown checks that mbedTLS gave back all it allocated. */
+ * printed; a value that is not a number stops the run). make test runs this file twice:
+ * under ASan with the default count, and built -O2 with 100,000 (tls/accel/module.mk).
+ * Every teardown checks that mbedTLS gave back all it allocated. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +47,9 @@
 #include "tls/accel/accel.h"
 #include "tls/accel/cpu.h"
 #include "tls/accel/p256.h"
+#include "tls/accel/nistz256.h"
+#include "tls/accel/psa_driver.h"
+#include "lib/err.h"
 
 #define ITERS_DEFAULT 2000u
 
@@ -1386,7 +1399,8 @@ static bool on_pkv(const struct rsp_rec *r, void *vctx)
 	bool enc = rsp_point(pub, rsp_get(r, "Qx"), rsp_get(r, "Qy"));
 	bool got = enc && p256_check_public(pub) == 0;
 	if (got != want || (enc && (ref_check_public(pub) == 0) != want)) {
-		printf("# PKV Qx = %s: file says %s, ours %s\n", rsp_get(r, "Qx"), res, got ? "valid" : "invalid");
+		const char *qx = rsp_get(r, "Qx");
+		printf("# PKV Qx = %s: file says %s, ours %s\n", qx ? qx : "?", res, got ? "valid" : "invalid");
 		fail();
 	}
 	want ? c->pass++ : c->fail++;
@@ -1486,12 +1500,682 @@ static void test_cavp_ecdh(void **state)
 	}
 }
 
+/* ---- fixed-base tables for trusted keys (accel_trust_p256_key, p256_table_build) ----
+ * For a random key registered with the driver: table path, window path, the driver (PSA's
+ * entry point) and mbedTLS agree on every case; a key not registered takes the window path;
+ * the table of G is the generator's table byte for byte (the build and the layout). */
+
+#define TABLE_CASES_MIN 5000u
+
+static struct p256_table *table_new(void)
+{
+	struct p256_table *t = aligned_alloc(_Alignof(struct p256_table), sizeof *t);
+	assert_non_null(t);
+	return t;
+}
+
+/* The driver's verdict (PSA's transparent-driver entry, as mbedTLS calls it). */
+static bool driver_verify(const uint8_t pub[P256_PUBLIC_LEN], const uint8_t *dg, size_t len,
+	const uint8_t sig[64])
+{
+	psa_key_attributes_t a = PSA_KEY_ATTRIBUTES_INIT;
+	psa_set_key_type(&a, PSA_KEY_TYPE_ECC_PUBLIC_KEY(PSA_ECC_FAMILY_SECP_R1));
+	psa_set_key_bits(&a, 256);
+	psa_status_t st = urmqtt_accel_verify_hash(&a, pub, P256_PUBLIC_LEN,
+		PSA_ALG_ECDSA(PSA_ALG_SHA_256), len ? dg : NULL, len, sig, 64);
+	assert_true(st == PSA_SUCCESS || st == PSA_ERROR_INVALID_SIGNATURE);
+	return st == PSA_SUCCESS;
+}
+
+/* Table, window, driver and mbedTLS: one verdict. Returns it. */
+static bool check_verify_table(const struct p256_table *t, const uint8_t pub[P256_PUBLIC_LEN],
+	const uint8_t *dg, size_t len, const uint8_t sig[64])
+{
+	bool tab = p256_verify_digest_table(t, len ? dg : NULL, len, sig) == 0;
+	bool var = p256_verify_digest(pub, len ? dg : NULL, len, sig) == 0;
+	bool drv = driver_verify(pub, dg, len, sig);
+	bool ref = ref_verify(pub, dg, len, sig) == 0;
+	if (tab != var || var != drv || drv != ref) {
+		printf("# verify: table %d, window %d, driver %d, mbedTLS %d\n", tab, var, drv, ref);
+		print_hex("digest", dg, len);
+		print_hex("signature", sig, 64);
+		fail_case("verify_digest_table (public key)", pub, P256_PUBLIC_LEN, NULL, 0);
+	}
+	return ref;
+}
+
+/* A signature of (d, digest) and then one change of case % 10: none; a flipped bit in r, in
+ * s, in the digest; r or s zero; r or s n + small or all ones; random r and s; a digest
+ * making u1*G == u2*Q (valid, the final addition doubles) or u1*G == -u2*Q (infinity). */
+static bool table_case(const struct p256_table *t, const uint8_t d[32],
+	const uint8_t pub[P256_PUBLIC_LEN], unsigned i)
+{
+	uint8_t k[32], dg[64], sig[64];
+	rnd_scalar(k);
+	size_t len = rnd_digest(dg);
+	assert_int_equal(p256_sign_digest(sig, d, len ? dg : NULL, len, k), 0);
+	uint8_t *part = sig + (rnd64() % 2 ? 32 : 0);
+	switch (i % 10) {
+	case 0:
+		break;
+	case 1:
+		sig[rnd64() % 32] ^= (uint8_t)(1u << (rnd64() % 8));
+		break;
+	case 2:
+		sig[32 + rnd64() % 32] ^= (uint8_t)(1u << (rnd64() % 8));
+		break;
+	case 3:
+		if (len == 0)
+			len = 32;
+		dg[rnd64() % len] ^= (uint8_t)(1u << (rnd64() % 8));
+		break;
+	case 4:
+		memset(part, 0, 32);
+		break;
+	case 5:
+		if (rnd64() % 4 == 0) {
+			memset(part, 0xff, 32);
+		} else { /* n + v, v in 0..255 (no carry out of the last byte of n's 0x51) */
+			memcpy(part, n_be, 32);
+			part[31] = (uint8_t)(part[31] + rnd64() % 0xae);
+		}
+		break;
+	case 6:
+		rnd_scalar(sig);
+		rnd_scalar(sig + 32);
+		break;
+	case 7:
+		len = 32;
+		ref_mul_mod_n(dg, sig, d, false);
+		assert_int_equal(p256_sign_digest(sig, d, dg, len, k), 0);
+		break;
+	case 8:
+		len = 32;
+		ref_mul_mod_n(dg, sig, d, true);
+		break;
+	default: /* another valid one, with a small or edge nonce */
+		break;
+	}
+	return check_verify_table(t, pub, dg, len, sig);
+}
+
+static void test_table_generator(void **state)
+{
+	(void)state;
+	uint8_t g[P256_PUBLIC_LEN];
+	struct p256_table *t = table_new();
+	g[0] = 0x04;
+	hex32(g + 1, HEX_GX);
+	hex32(g + 33, HEX_GY);
+	double t0 = now_s();
+	assert_int_equal(p256_table_build(t, g), 0);
+	printf("# table of G: built in %.0f us, equal to ecp_nistz256_precomputed\n", (now_s() - t0) * 1e6);
+	assert_memory_equal(t->block, ecp_nistz256_precomputed, sizeof t->block);
+	/* A key that is not a point leaves the table alone. */
+	g[64] ^= 1;
+	memset(t, 0xa5, sizeof *t);
+	assert_int_equal(p256_table_build(t, g), -1);
+	for (size_t j = 0; j < sizeof *t; j += 97)
+		assert_int_equal(((const uint8_t *)t)[j], 0xa5);
+	free(t);
+}
+
+static void test_table_registry(void **state)
+{
+	(void)state;
+	uint8_t d[32], pub[P256_PUBLIC_LEN], other[P256_PUBLIC_LEN], bad[P256_PUBLIC_LEN];
+	rnd_scalar(d);
+	assert_int_equal(p256_public_from_private(pub, d), 0);
+	rnd_scalar(d);
+	assert_int_equal(p256_public_from_private(other, d), 0);
+	memcpy(bad, pub, sizeof bad);
+	bad[1] ^= 1;
+
+	accel_trust_p256_clear();
+	unsigned refused = accel_trust_p256_refused();
+	assert_int_equal(accel_trust_p256_key(bad), -E_INVAL);
+	assert_int_equal(accel_trust_p256_key(pub), 0);
+	assert_int_equal(accel_trust_p256_key(pub), 0); /* again: one entry */
+	assert_int_equal(accel_trusted_p256_keys(), 1);
+	assert_true(accel_p256_key_trusted(pub));
+	assert_false(accel_p256_key_trusted(other));
+	assert_false(accel_p256_key_trusted(bad));
+	if (ACCEL_P256_TRUSTED_MAX == 1) {
+		assert_int_equal(accel_trust_p256_key(other), -E_NOMEM);
+		assert_int_equal(accel_trust_p256_refused(), refused + 1);
+		assert_false(accel_p256_key_trusted(other));
+	}
+	accel_trust_p256_clear();
+	assert_int_equal(accel_trusted_p256_keys(), 0);
+	assert_false(accel_p256_key_trusted(pub));
+}
+
+/* us per verification of one valid signature by each path. */
+static double table_time_us(const struct p256_table *t, const uint8_t pub[P256_PUBLIC_LEN],
+	const uint8_t dg[32], const uint8_t sig[64], int path, unsigned n)
+{
+	double t0 = now_s();
+	for (unsigned j = 0; j < n; j++) {
+		bool ok = path == 0 ? p256_verify_digest_table(t, dg, 32, sig) == 0
+			: path == 1 ? p256_verify_digest(pub, dg, 32, sig) == 0
+				    : driver_verify(pub, dg, 32, sig);
+		assert_true(ok);
+	}
+	return (now_s() - t0) * 1e6 / n;
+}
+
+static void test_table_differential(void **state)
+{
+	(void)state;
+	unsigned n = iters > TABLE_CASES_MIN ? iters : TABLE_CASES_MIN;
+	uint8_t d[32], pub[P256_PUBLIC_LEN], d2[32], pub2[P256_PUBLIC_LEN];
+	struct p256_table *t = table_new();
+	rnd_scalar(d);
+	assert_int_equal(p256_public_from_private(pub, d), 0);
+	do
+		rnd_scalar(d2);
+	while (memcmp(d, d2, 32) == 0);
+	assert_int_equal(p256_public_from_private(pub2, d2), 0);
+
+	double t0 = now_s();
+	assert_int_equal(p256_table_build(t, pub), 0);
+	double build_us = (now_s() - t0) * 1e6;
+	accel_trust_p256_clear();
+	t0 = now_s();
+	assert_int_equal(accel_trust_p256_key(pub), 0);
+	double reg_us = (now_s() - t0) * 1e6;
+	assert_true(accel_p256_key_trusted(pub));
+	assert_false(accel_p256_key_trusted(pub2));
+
+	unsigned n_valid = 0;
+	t0 = now_s();
+	for (unsigned i = 0; i < n; i++)
+		n_valid += table_case(t, d, pub, i);
+	printf("# table differential: %u cases (%u valid), table = window = driver = mbedTLS, %.2f s\n",
+	       n, n_valid, now_s() - t0);
+
+	/* The key not registered: the driver takes the window path (and agrees). The table
+	 * built for pub says no to pub2's signatures: it is pub's alone. */
+	unsigned n2 = n / 10 ? n / 10 : 1, n2_valid = 0;
+	for (unsigned i = 0; i < n2; i++) {
+		uint8_t k[32], dg[32], sig[64];
+		rnd_scalar(k);
+		rnd_bytes(dg, sizeof dg);
+		assert_int_equal(p256_sign_digest(sig, d2, dg, sizeof dg, k), 0);
+		if (i % 2)
+			sig[rnd64() % 64] ^= (uint8_t)(1u << (rnd64() % 8));
+		bool v = check_verify(pub2, dg, sizeof dg, sig);
+		assert_true(driver_verify(pub2, dg, sizeof dg, sig) == v);
+		assert_int_equal(p256_verify_digest_table(t, dg, sizeof dg, sig), -1);
+		n2_valid += v;
+	}
+	printf("# unregistered key: %u cases (%u valid), driver = window = mbedTLS\n", n2, n2_valid);
+
+	/* Information: the cost of one valid verification by each path. */
+	uint8_t k[32], dg[32], sig[64];
+	rnd_scalar(k);
+	rnd_bytes(dg, sizeof dg);
+	assert_int_equal(p256_sign_digest(sig, d, dg, sizeof dg, k), 0);
+	unsigned reps = 2000;
+	double us_tab = table_time_us(t, pub, dg, sig, 0, reps);
+	double us_var = table_time_us(t, pub, dg, sig, 1, reps);
+	double us_drv = table_time_us(t, pub, dg, sig, 2, reps);
+	accel_trust_p256_clear();
+	double us_drv_off = table_time_us(t, pub, dg, sig, 2, reps);
+	printf("# verify us (this build's flags): table %.1f, window %.1f; driver registered %.1f, "
+	       "not %.1f; table build %.0f us (registration %.0f us)\n",
+	       us_tab, us_var, us_drv, us_drv_off, build_us, reg_us);
+	free(t);
+}
+
+/* ---- malformed inputs at random, against mbedTLS (issue 22 item 6) ----
+ * Each case one input of class case % 8, and both implementations' verdicts on it:
+ *   0  0x04 || random X || random Y (off the curve)
+ *   1  a valid point with one bit of X or Y flipped
+ *   2  a valid point under another encoding: a prefix other than 0x04 (65 bytes), compressed
+ *      (33), bare X || Y (64), one byte more (66)
+ *   3  a valid point whose x < 2^256 - p is written as x + p (non-canonical)
+ *   4  a valid point with X or Y replaced by a value in [p, 2^256)
+ *   5  the point at infinity: 65 zero bytes, 0x04 and zeros, (0, random y), the single byte 0x00
+ *   6  a valid key's signature with r or s made 0, n, n + small, p, all ones or >= n at random
+ *   7  private keys 0, n + small, p, all ones or >= n at random
+ * A public key (65 bytes) is judged by p256_check_public and by mbedTLS's read + check_pubkey;
+ * a refused one is refused by ECDH on both sides (our output untouched) and by verification on
+ * both. The PSA entry points answer NOT_SUPPORTED for an encoding other than 0x04 || X || Y
+ * (mbedTLS's built-in code then decides: psa_driver.c, invariant 2) and INVALID_ARGUMENT for
+ * a refused one; INVALID_SIGNATURE for a bad signature. */
+
+static uint8_t p_be[32];
+
+/* out = a + b, big-endian 32 bytes; returns the carry. */
+static unsigned be_add(uint8_t out[32], const uint8_t a[32], const uint8_t b[32])
+{
+	unsigned carry = 0;
+	for (int i = 31; i >= 0; i--) {
+		unsigned v = (unsigned)a[i] + b[i] + carry;
+		out[i] = (uint8_t)v;
+		carry = v >> 8;
+	}
+	return carry;
+}
+
+/* mbedTLS's verdict on an encoding of any length (its reader takes 0x00 alone, compressed and
+ * uncompressed points). */
+static int ref_check_public_len(const uint8_t *pub, size_t len)
+{
+	mbedtls_ecp_point q;
+	mbedtls_ecp_point_init(&q);
+	int rc = mbedtls_ecp_point_read_binary(&grp, &q, pub, len) == 0 &&
+			 mbedtls_ecp_check_pubkey(&grp, &q) == 0 ? 0 : -1;
+	mbedtls_ecp_point_free(&q);
+	return rc;
+}
+
+/* The point with this x (big-endian, < p) through mbedTLS's bignums; false when x^3 - 3x + b
+ * is not a square mod p. */
+static bool ref_lift_x(uint8_t pub[P256_PUBLIC_LEN], const uint8_t x[32])
+{
+	mbedtls_mpi X, T, E, Y, W;
+	mbedtls_mpi *all[] = { &X, &T, &E, &Y, &W };
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		mbedtls_mpi_init(all[i]);
+	assert_int_equal(mbedtls_mpi_read_binary(&X, x, 32), 0);
+	assert_int_equal(mbedtls_mpi_mul_mpi(&T, &X, &X), 0);
+	assert_int_equal(mbedtls_mpi_sub_int(&T, &T, 3), 0);
+	assert_int_equal(mbedtls_mpi_mul_mpi(&T, &T, &X), 0);
+	assert_int_equal(mbedtls_mpi_add_mpi(&T, &T, &grp.B), 0);
+	assert_int_equal(mbedtls_mpi_mod_mpi(&T, &T, &grp.P), 0);
+	assert_int_equal(mbedtls_mpi_add_int(&E, &grp.P, 1), 0); /* sqrt = ^((p + 1) / 4) */
+	assert_int_equal(mbedtls_mpi_shift_r(&E, 2), 0);
+	assert_int_equal(mbedtls_mpi_exp_mod(&Y, &T, &E, &grp.P, NULL), 0);
+	assert_int_equal(mbedtls_mpi_mul_mpi(&W, &Y, &Y), 0);
+	assert_int_equal(mbedtls_mpi_mod_mpi(&W, &W, &grp.P), 0);
+	bool ok = mbedtls_mpi_cmp_mpi(&W, &T) == 0;
+	if (ok) {
+		pub[0] = 0x04;
+		memcpy(pub + 1, x, 32);
+		assert_int_equal(mbedtls_mpi_write_binary(&Y, pub + 33, 32), 0);
+	}
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		mbedtls_mpi_free(all[i]);
+	return ok;
+}
+
+static psa_key_attributes_t psa_p256_attrs(bool pair)
+{
+	psa_key_attributes_t a = PSA_KEY_ATTRIBUTES_INIT;
+	psa_set_key_type(&a, pair ? PSA_KEY_TYPE_ECC_KEY_PAIR(PSA_ECC_FAMILY_SECP_R1)
+				  : PSA_KEY_TYPE_ECC_PUBLIC_KEY(PSA_ECC_FAMILY_SECP_R1));
+	psa_set_key_bits(&a, 256);
+	return a;
+}
+
+static void malformed_fail(const char *what, const uint8_t *in, size_t len)
+{
+	printf("# malformed input (%s), seed %llu\n", what, (unsigned long long)seed);
+	print_hex("input", in, len);
+	fail();
+}
+
+/* A malformed encoding: both verdicts, then, when refused, ECDH and verification with it on
+ * both sides and the PSA entry points. Returns whether mbedTLS took it (a random one may be a
+ * point after all: then nothing more is asked of it here). */
+static bool malformed_public(const uint8_t *pub, size_t len, const uint8_t d[32])
+{
+	bool ref_ok = ref_check_public_len(pub, len) == 0;
+	if (len == P256_PUBLIC_LEN) {
+		if ((p256_check_public(pub) == 0) != ref_ok)
+			malformed_fail(ref_ok ? "mbedTLS takes it, we do not" : "we take it, mbedTLS does not", pub, len);
+		if (ref_ok)
+			return true;
+		uint8_t x[32], dg[32], sig[64];
+		memset(x, 0xa5, sizeof x);
+		if (p256_ecdh(x, d, pub) != -1)
+			malformed_fail("ecdh with it did not fail", pub, len);
+		for (size_t j = 0; j < sizeof x; j++)
+			if (x[j] != 0xa5)
+				malformed_fail("ecdh wrote its output", pub, len);
+		if (ref_ecdh(x, d, pub) != -1)
+			malformed_fail("mbedTLS's ECDH took it", pub, len);
+		rnd_bytes(dg, sizeof dg);
+		rnd_scalar(sig);
+		rnd_scalar(sig + 32);
+		if (p256_verify_digest(pub, dg, sizeof dg, sig) != -1 || ref_verify(pub, dg, sizeof dg, sig) != -1)
+			malformed_fail("a verification under it did not fail", pub, len);
+	}
+	psa_status_t want = len == P256_PUBLIC_LEN && pub[0] == 0x04 ? PSA_ERROR_INVALID_ARGUMENT
+								  : PSA_ERROR_NOT_SUPPORTED;
+	psa_key_attributes_t pair = psa_p256_attrs(true), pubkey = psa_p256_attrs(false);
+	uint8_t out[32], dg[32] = { 1 }, sig[64] = { 1 };
+	size_t olen = 0;
+	sig[32] = 1;
+	if (urmqtt_accel_key_agreement(&pair, d, 32, PSA_ALG_ECDH, pub, len, out, sizeof out, &olen) != want)
+		malformed_fail("PSA key agreement's answer", pub, len);
+	if (urmqtt_accel_verify_hash(&pubkey, pub, len, PSA_ALG_ECDSA(PSA_ALG_SHA_256), dg, sizeof dg,
+				     sig, sizeof sig) != want)
+		malformed_fail("PSA verify's answer", pub, len);
+	return ref_ok;
+}
+
+/* A signature of a valid key with r or s out of [1, n - 1]: refused by both, and by PSA. */
+static void malformed_signature(const uint8_t d[32], const uint8_t pub[P256_PUBLIC_LEN])
+{
+	uint8_t k[32], dg[32], sig[64];
+	rnd_scalar(k);
+	rnd_bytes(dg, sizeof dg);
+	assert_int_equal(p256_sign_digest(sig, d, dg, sizeof dg, k), 0);
+	uint8_t *part = sig + (rnd64() % 2 ? 32 : 0);
+	switch (rnd64() % 6) {
+	case 0:
+		memset(part, 0, 32);
+		break;
+	case 1:
+		memcpy(part, n_be, 32);
+		break;
+	case 2: /* n + v, v in 1..0xae: no carry out of n's last byte 0x51 */
+		memcpy(part, n_be, 32);
+		part[31] = (uint8_t)(part[31] + 1 + rnd64() % 0xae);
+		break;
+	case 3:
+		memcpy(part, p_be, 32);
+		break;
+	case 4:
+		memset(part, 0xff, 32);
+		break;
+	default: /* >= n: the top 64 bits all ones exceed n's ffffffff00000000 */
+		rnd_bytes(part, 32);
+		memset(part, 0xff, 8);
+		break;
+	}
+	psa_key_attributes_t a = psa_p256_attrs(false);
+	if (p256_verify_digest(pub, dg, sizeof dg, sig) != -1 || ref_verify(pub, dg, sizeof dg, sig) != -1 ||
+	    urmqtt_accel_verify_hash(&a, pub, P256_PUBLIC_LEN, PSA_ALG_ECDSA(PSA_ALG_SHA_256), dg, sizeof dg,
+				     sig, sizeof sig) != PSA_ERROR_INVALID_SIGNATURE)
+		malformed_fail("signature with r or s out of range", sig, sizeof sig);
+}
+
+/* A private key out of [1, n - 1]: refused by both, by every operation (outputs untouched),
+ * and by PSA. */
+static void malformed_private(const uint8_t peer[P256_PUBLIC_LEN])
+{
+	uint8_t s[32], pub[P256_PUBLIC_LEN], x[32], sig[64], k[32], dg[32] = { 3 };
+	switch (rnd64() % 5) {
+	case 0:
+		memset(s, 0, 32);
+		break;
+	case 1: /* n + v, v in 0..0xae */
+		memcpy(s, n_be, 32);
+		s[31] = (uint8_t)(s[31] + rnd64() % 0xaf);
+		break;
+	case 2:
+		memcpy(s, p_be, 32);
+		break;
+	case 3:
+		memset(s, 0xff, 32);
+		break;
+	default:
+		rnd_bytes(s, 32);
+		memset(s, 0xff, 8);
+		break;
+	}
+	rnd_scalar(k);
+	memset(pub, 0xa5, sizeof pub);
+	memset(x, 0xa5, sizeof x);
+	memset(sig, 0xa5, sizeof sig);
+	bool refused = p256_check_private(s) == -1 && ref_check_private(s) == -1 &&
+		       p256_public_from_private(pub, s) == -1 && p256_ecdh(x, s, peer) == -1 &&
+		       p256_sign_digest(sig, s, dg, sizeof dg, k) == -1 && ref_ecdh(x, s, peer) == -1;
+	for (size_t j = 0; j < sizeof pub; j++)
+		refused = refused && pub[j] == 0xa5;
+	for (size_t j = 0; j < sizeof x; j++)
+		refused = refused && x[j] == 0xa5;
+	for (size_t j = 0; j < sizeof sig; j++)
+		refused = refused && sig[j] == 0xa5;
+	psa_key_attributes_t pair = psa_p256_attrs(true);
+	size_t olen = 0;
+	refused = refused && urmqtt_accel_key_agreement(&pair, s, 32, PSA_ALG_ECDH, peer, P256_PUBLIC_LEN,
+							 x, sizeof x, &olen) == PSA_ERROR_INVALID_ARGUMENT;
+	refused = refused && urmqtt_accel_export_public_key(&pair, s, 32, pub, sizeof pub, &olen) ==
+				     PSA_ERROR_INVALID_ARGUMENT;
+	if (!refused)
+		malformed_fail("private key out of range", s, 32);
+}
+
+static void diff_malformed(unsigned n)
+{
+	static const uint8_t prefixes[] = { 0x00, 0x01, 0x02, 0x03, 0x05, 0x06, 0x07, 0x14, 0x44, 0x84, 0xff };
+	unsigned n_class[8] = { 0 }, n_taken = 0, n_compressed = 0;
+	uint8_t d[32], pub[P256_PUBLIC_LEN], buf[P256_PUBLIC_LEN + 1];
+	for (unsigned i = 0; i < n; i++) {
+		unsigned cls = i % 8;
+		rnd_scalar(d);
+		assert_int_equal(p256_public_from_private(pub, d), 0);
+		size_t len = P256_PUBLIC_LEN;
+		memcpy(buf, pub, P256_PUBLIC_LEN);
+		switch (cls) {
+		case 0:
+			rnd_bytes(buf + 1, 64);
+			break;
+		case 1: {
+			unsigned bit = (unsigned)(rnd64() % 512);
+			buf[1 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+			break;
+		}
+		case 2:
+			switch (rnd64() % 4) {
+			case 0:
+				buf[0] = prefixes[rnd64() % sizeof prefixes];
+				break;
+			case 1: /* compressed: 02/03 by the parity of y */
+				buf[0] = (uint8_t)(0x02 | (pub[64] & 1));
+				len = 33;
+				n_compressed++;
+				break;
+			case 2:
+				memmove(buf, pub + 1, 64);
+				len = 64;
+				break;
+			default:
+				buf[65] = (uint8_t)rnd64();
+				len = 66;
+				break;
+			}
+			break;
+		case 3: { /* x < 2^223 (below 2^256 - p) on the curve, written as x + p */
+			uint8_t x[32];
+			do {
+				rnd_bytes(x, sizeof x);
+				memset(x, 0, 4);
+				x[4] &= 0x7f;
+			} while (!ref_lift_x(buf, x));
+			if (p256_check_public(buf) != 0)
+				malformed_fail("the canonical point is refused", buf, P256_PUBLIC_LEN);
+			assert_int_equal(be_add(buf + 1, buf + 1, p_be), 0);
+			break;
+		}
+		case 4: { /* p + r, r < 2^216 */
+			uint8_t r[32] = { 0 };
+			rnd_bytes(r + 5, 27);
+			assert_int_equal(be_add(buf + (rnd64() % 2 ? 33 : 1), p_be, r), 0);
+			break;
+		}
+		case 5:
+			switch (rnd64() % 4) {
+			case 0:
+				memset(buf, 0, P256_PUBLIC_LEN);
+				break;
+			case 1:
+				memset(buf + 1, 0, 64);
+				break;
+			case 2:
+				memset(buf + 1, 0, 32);
+				rnd_bytes(buf + 33, 32);
+				break;
+			default:
+				buf[0] = 0x00;
+				len = 1;
+				break;
+			}
+			break;
+		case 6:
+			malformed_signature(d, pub);
+			break;
+		default:
+			malformed_private(pub);
+			break;
+		}
+		if (cls <= 5)
+			n_taken += malformed_public(buf, len, d);
+		n_class[cls]++;
+	}
+	printf("#   per class: %u %u %u %u %u %u %u %u; mbedTLS took %u keys, the %u compressed ones\n",
+	       n_class[0], n_class[1], n_class[2], n_class[3], n_class[4], n_class[5], n_class[6],
+	       n_class[7], n_taken, n_compressed);
+	/* Nothing else: a random encoding is a point with negligible probability. */
+	assert_int_equal(n_taken, n_compressed);
+}
+
+static void test_diff_malformed(void **state)
+{
+	(void)state;
+	hex32(p_be, HEX_P);
+	run_timed("malformed inputs", diff_malformed, iters);
+}
+
+/* ---- CAVP: FIPS 186-2's P-256 sets (SHA-1) ---- */
+
+#define CAVP_ECDSA_186_2 CAVP_DIR "ECDSA/FIPS_186-2/"
+
+static void test_cavp_186_2(void **state)
+{
+	(void)state;
+	struct cavp c = { H_SHA1, 0, 0, 0 };
+	unsigned n = rsp_each(CAVP_ECDSA_186_2 "SigVer.rsp", "P-256", on_sigver, &c);
+	printf("# 186-2 SigVer [P-256]: %u vectors, %u valid, %u invalid\n", n, c.pass, c.fail);
+	assert_true(n >= 15 && c.pass > 0 && c.fail > 0);
+	c = (struct cavp){ H_SHA1, 0, 0, 0 };
+	n = rsp_each(CAVP_ECDSA_186_2 "SigGen.rsp", "P-256", on_siggen, &c);
+	printf("# 186-2 SigGen.rsp [P-256]: %u signatures verified\n", n);
+	assert_true(n >= 10);
+	c = (struct cavp){ H_SHA1, 0, 0, 0 };
+	n = rsp_each(CAVP_ECDSA_186_2 "SigGen.txt", "P-256", on_siggen, &c);
+	printf("# 186-2 SigGen.txt [P-256]: %u signatures verified, %u made again from d and k\n", n, c.made);
+	assert_true(n >= 10 && c.made == n);
+	c = (struct cavp){ H_SHA1, 0, 0, 0 };
+	n = rsp_each(CAVP_ECDSA_186_2 "KeyPair.rsp", "P-256", on_keypair, &c);
+	printf("# 186-2 KeyPair [P-256]: %u key pairs\n", n);
+	assert_true(n >= 10);
+	c = (struct cavp){ H_SHA1, 0, 0, 0 };
+	n = rsp_each(CAVP_ECDSA_186_2 "PKV.rsp", "P-256", on_pkv, &c);
+	printf("# 186-2 PKV [P-256]: %u public keys, %u valid, %u invalid\n", n, c.pass, c.fail);
+	assert_true(n >= 10 && c.pass > 0 && c.fail > 0);
+}
+
+/* ---- CAVP: Z of the KAS ECC KDFConcat validity files (P-256) ----
+ * Their records fail for reasons of the key derivation and MAC too (9-12: DKM, OI, MacData,
+ * tag changed), which do not touch Z: each record's reason says what must hold of the keys and
+ * of Z. Both ECDH directions and mbedTLS's must agree. */
+static bool on_ecdh_z(const struct rsp_rec *r, void *vctx)
+{
+	struct cavp *c = vctx;
+	const char *res = rsp_get(r, "Result");
+	uint8_t dc[32], di[32], qc[P256_PUBLIC_LEN], qi[P256_PUBLIC_LEN], pc[P256_PUBLIC_LEN],
+		pi[P256_PUBLIC_LEN], z[32], z1[32], z2[32], zr[32];
+	if (!res)
+		return false;
+	hex32(dc, rsp_get(r, "dsCAVS"));
+	hex32(di, rsp_get(r, "dsIUT"));
+	hex32(z, rsp_get(r, "Z"));
+	bool enc_c = rsp_point(qc, rsp_get(r, "QsCAVSx"), rsp_get(r, "QsCAVSy"));
+	bool enc_i = rsp_point(qi, rsp_get(r, "QsIUTx"), rsp_get(r, "QsIUTy"));
+	bool valid_c = enc_c && p256_check_public(qc) == 0;
+	bool valid_i = enc_i && p256_check_public(qi) == 0;
+	bool agree = (!enc_c || (ref_check_public(qc) == 0) == valid_c) &&
+		     (!enc_i || (ref_check_public(qi) == 0) == valid_i);
+	bool pub_c = p256_public_from_private(pc, dc) == 0 && memcmp(pc, qc, sizeof pc) == 0;
+	bool pub_i = p256_public_from_private(pi, di) == 0 && memcmp(pi, qi, sizeof pi) == 0;
+	bool z_same = false, z_file = false;
+	if (valid_c && valid_i && pub_c && pub_i) {
+		assert_int_equal(p256_ecdh(z1, di, qc), 0);
+		assert_int_equal(p256_ecdh(z2, dc, qi), 0);
+		assert_int_equal(ref_ecdh(zr, di, qc), 0);
+		agree = agree && memcmp(zr, z1, 32) == 0;
+		z_same = memcmp(z1, z2, 32) == 0;
+		z_file = memcmp(z1, z, 32) == 0;
+	}
+	long reason = strtol(res + 3, NULL, 10);
+	bool good;
+	switch (reason) {
+	case 1:
+	case 2:
+		good = !valid_c;
+		break;
+	case 5:
+	case 6:
+		good = !valid_i;
+		break;
+	case 7: /* the IUT's private key changed: it is not the public key's */
+		good = valid_c && valid_i && !pub_i;
+		break;
+	case 8:
+		good = z_same && !z_file;
+		break;
+	default: /* 0 and 13, 14 (P); 9-12: the derivation or MAC, not Z */
+		good = z_same && z_file;
+		break;
+	}
+	if (!good || !agree || (res[0] == 'P') != (reason == 0 || reason >= 13)) {
+		printf("# KAS KDFConcat [%s] COUNT = %s, %s: keys valid %d/%d, theirs %d/%d, Z both ways %d, "
+		       "the file's %d, mbedTLS agrees %d\n", r->section, rsp_get(r, "COUNT") ? rsp_get(r, "COUNT") : "?",
+		       res, valid_c, valid_i, pub_c, pub_i, z_same, z_file, agree);
+		fail();
+	}
+	res[0] == 'P' ? c->pass++ : c->fail++;
+	return true;
+}
+
+static void test_cavp_ecdh_kdf(void **state)
+{
+	(void)state;
+	static const char *files[] = {
+		CAVP_ECDH "KASValidityTest_ECCStaticUnified_KDFConcat_NOKC_init.fax",
+		CAVP_ECDH "KASValidityTest_ECCStaticUnified_KDFConcat_NOKC_resp.fax",
+	};
+	static const char *sections[] = { "EC - SHA256", "EC - SHA384", "EC - SHA512" };
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		for (size_t j = 0; j < sizeof sections / sizeof sections[0]; j++) {
+			struct cavp c = { H_SHA256, 0, 0, 0 };
+			unsigned n = rsp_each(files[i], sections[j], on_ecdh_z, &c);
+			printf("# KAS KDFConcat %s [%s, P-256]: %u vectors, %u pass, %u fail (Z checked)\n",
+			       strrchr(files[i], '_') + 1, sections[j], n, c.pass, c.fail);
+			assert_true(n >= 20 && c.pass > 0 && c.fail > 0);
+		}
+	}
+}
+
+/* A count or seed from the environment: decimal digits only, else the run stops (exit 2)
+ * rather than run another number of cases than asked under the same test names. */
+static bool env_number(const char *name, unsigned long long min, unsigned long long max,
+	unsigned long long *out /* out */)
+{
+	const char *e = getenv(name);
+	char *end;
+	if (!e)
+		return false;
+	unsigned long long v = strtoull(e, &end, 10);
+	if (*e < '0' || *e > '9' || *end || v < min || v > max) {
+		printf("Bail out! %s=%s: not a decimal number in [%llu, %llu]\n", name, e, min, max);
+		exit(2);
+	}
+	*out = v;
+	return true;
+}
+
 int main(void)
 {
-	const char *e = getenv("URMQTT_P256_ITERS");
-	iters = e && strtoul(e, NULL, 10) > 0 ? (unsigned)strtoul(e, NULL, 10) : ITERS_DEFAULT;
-	e = getenv("URMQTT_P256_SEED");
-	seed = e ? strtoull(e, NULL, 10) : (uint64_t)time(NULL);
+	unsigned long long v;
+	iters = env_number("URMQTT_P256_ITERS", 1, 100000000, &v) ? (unsigned)v : ITERS_DEFAULT;
+	seed = env_number("URMQTT_P256_SEED", 0, UINT64_MAX, &v) ? v : (uint64_t)time(NULL);
 	rng_state = seed;
 	hex32(n_be, HEX_N);
 	accel_cpu_init();
@@ -1509,11 +2193,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cavp_siggen, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cavp_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cavp_ecdh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cavp_186_2, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cavp_ecdh_kdf, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_diff_public, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_diff_ecdh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_diff_sign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_diff_verify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_diff_baseline_isa, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_diff_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_generator, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_registry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_differential, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

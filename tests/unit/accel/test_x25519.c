@@ -4,10 +4,14 @@
  * 1,000 iterations, 1,000,000 with X25519_TEST_ITER_1M=1) checked step by step against
  * mbedTLS's own Curve25519 (MBEDTLS_ECP_DP_CURVE25519), a differential test of random scalars
  * and u-coordinates against mbedTLS for both operations (X25519_TEST_N pairs, default
- * 4,000 in make test; 100,000 take about 8 CPU-minutes under ASan), small-order points (-1 and an all-zero output), non-canonical u (>= p), the
+ * 4,000 under ASan in make test, which also runs an -O2 build with 100,000: tls/accel/module.mk),
+ * small-order points (-1 and an all-zero output; also at random with random scalars,
+ * X25519_TEST_N / 8 cases: section 8), non-canonical u (>= p), the
  * ignored high bit of u and the scalar bits clamping discards, outputs aliasing inputs, and
  * the field arithmetic alone on edge values (canonical encoding, carries) against mbedTLS's
- * bignums.
+ * bignums. The fixed-base public key against the ladder's X25519(k, 9) (X25519_TEST_BASE_N
+ * random scalars, default 10,000, and edge scalars: section 6) and the wider add/sub bounds it
+ * relies on (section 7).
  * Every test runs on every arithmetic linked in (see "the arithmetics to run" below): on an
  * x86_64 host fe64 MULX/ADX (when the CPU has it), fe51 and the portable C. */
 #include <setjmp.h>
@@ -614,8 +618,301 @@ static void test_field_edges(void **state)
 	print_message("[ x25519   ] %u field results on edge values equal mbedTLS's\n", checked);
 }
 
+/* ---- 6. the fixed-base public key against the ladder ----
+ * x25519_public_from_private is a fixed-base multiplication on edwards25519 over a generated
+ * table (tls/accel/x25519.c's design note); x25519_scalarmult(k, 9), the ladder, is its
+ * reference: random scalars (X25519_TEST_BASE_N, default 10,000, on every path), edge
+ * scalars (zero, all ones, digit patterns that carry through all 64 signed digits, every
+ * single bit, scalars that clamp alike, and m l + r for the group order l, which make k B a
+ * small multiple of +-B), the file's RFC 7748 vectors whose u is 9, and pub aliasing priv. */
+
+static const uint8_t base_nine[32] = { 9 };
+
+/* pub(s) on p must equal the ladder's X25519(s, 9) on p; returns pub. */
+static void base_check(uint8_t pub[32], const struct path *p, const uint8_t s[32], const char *what,
+	unsigned long long idx)
+{
+	uint8_t want[32];
+	assert_int_equal(p->scalarmult(want, s, base_nine), 0);
+	memset(pub, 0xa5, 32);
+	p->public_from_private(pub, s);
+	assert_same(pub, want, what, p, idx);
+}
+
+static void test_base_vs_ladder(void **state)
+{
+	(void)state;
+	uint64_t n = env_u64("X25519_TEST_BASE_N", 10000);
+	for (uint64_t i = 0; i < n; i++) {
+		uint8_t s[32], pub[32], alias[32];
+		rng_bytes(s, 32);
+		for (size_t pi = 0; pi < n_paths; pi++) {
+			const struct path *p = path_use(&paths[pi]);
+			base_check(pub, p, s, "public_from_private vs ladder", i);
+			if (i % 97 == 0) { /* pub may alias priv */
+				memcpy(alias, s, 32);
+				p->public_from_private(alias, alias);
+				assert_same(alias, pub, "public_from_private, pub aliasing priv", p, i);
+			}
+		}
+	}
+	print_message("[ x25519   ] %llu random public keys equal the ladder's X25519(k, 9) on %zu "
+		      "paths\n", (unsigned long long)n, n_paths);
+}
+
+/* k = m l + r as 32 little-endian bytes, for the order l of the base point (mbedTLS's N). */
+static void base_ml_plus_r(uint8_t k[32], int m, int r)
+{
+	mbedtls_mpi x;
+	mbedtls_mpi_init(&x);
+	assert_int_equal(mbedtls_mpi_mul_int(&x, &grp.N, (mbedtls_mpi_uint)m), 0);
+	assert_int_equal(mbedtls_mpi_add_int(&x, &x, r), 0);
+	assert_int_equal(mbedtls_mpi_write_binary_le(&x, k, 32), 0);
+	mbedtls_mpi_free(&x);
+}
+
+static void test_base_edges(void **state)
+{
+	(void)state;
+	enum { N_PAT = 12 };
+	static const uint8_t pat[N_PAT] = { 0x00, 0xff, 0x88, 0x77, 0x80, 0x08, 0xf0, 0x0f, 0x78,
+		0x87, 0xf8, 0x8f };
+	unsigned checked = 0;
+	for (size_t pi = 0; pi < n_paths; pi++) {
+		const struct path *p = path_use(&paths[pi]);
+		uint8_t s[32], s2[32], pub[32], pub2[32];
+
+		/* Every byte the same: zero and all ones clamp to 2^254 and 2^255 - 8; 0x88 and
+		 * 0x78 make every digit carry, 0x77 none. */
+		for (size_t i = 0; i < N_PAT; i++) {
+			memset(s, pat[i], 32);
+			base_check(pub, p, s, "public_from_private, repeated byte", i);
+			checked++;
+		}
+		/* One bit (3..253) besides the clamp's bit 254; then all bits but one. */
+		for (unsigned b = 3; b < 254; b++) {
+			memset(s, 0, 32);
+			s[b / 8] = (uint8_t)(1u << (b % 8));
+			base_check(pub, p, s, "public_from_private, one bit", b);
+			memset(s, 0xff, 32);
+			s[b / 8] ^= (uint8_t)(1u << (b % 8));
+			base_check(pub, p, s, "public_from_private, one bit clear", b);
+			checked += 2;
+		}
+		/* Bits 0-2 and 255 are ignored, 254 is forced: scalars that clamp alike give one key. */
+		for (unsigned i = 0; i < 64; i++) {
+			rng_bytes(s, 32);
+			base_check(pub, p, s, "public_from_private, clamping", i);
+			memcpy(s2, s, 32);
+			s2[0] ^= (uint8_t)(rng_next() & 7);
+			s2[31] ^= (uint8_t)(rng_next() & 0xc0);
+			p->public_from_private(pub2, s2);
+			assert_same(pub2, pub, "public_from_private, scalars that clamp alike", p, i);
+			checked += 2;
+		}
+		/* k = m l + r, k a multiple of 8 in [2^254, 2^255) (so a clamped scalar): k B = r B.
+		 * u(-P) = u(P), so 4l - 4 and 4l + 4 give one key, and 5l - 1 gives u(-B) = 9. */
+		uint8_t by_r[9][32];
+		bool have_r[9] = { false };
+		unsigned n_ml = 0;
+		for (int m = 4; m <= 7; m++)
+			for (int r = -8; r <= 8; r++) {
+				base_ml_plus_r(s, m, r);
+				if ((s[0] & 7) || (s[31] & 0xc0) != 0x40)
+					continue; /* clamping would change it */
+				base_check(pub, p, s, "public_from_private, m l + r", (unsigned long long)(m * 100 + r + 50));
+				unsigned ar = (unsigned)(r < 0 ? -r : r);
+				if (have_r[ar])
+					assert_same(pub, by_r[ar], "public_from_private, m l + r vs m' l - r", p, ar);
+				memcpy(by_r[ar], pub, 32);
+				have_r[ar] = true;
+				if (m == 5 && r == -1)
+					assert_same(pub, base_nine, "public_from_private, 5 l - 1", p, 0);
+				n_ml++;
+			}
+		assert_int_equal(n_ml, 8); /* l = 5 mod 8: two r per m */
+		assert_true(have_r[1] && have_r[4]);
+		checked += n_ml;
+	}
+
+	/* The file's vectors whose u is 9 are public keys. */
+	struct vector v[16];
+	size_t nv = vectors_load(v, 16), n_kat = 0;
+	for (size_t i = 0; i < nv; i++) {
+		if (memcmp(v[i].u, base_nine, 32) != 0)
+			continue;
+		for (size_t pi = 0; pi < n_paths; pi++) {
+			const struct path *p = path_use(&paths[pi]);
+			uint8_t pub[32];
+			p->public_from_private(pub, v[i].scalar);
+			assert_same(pub, v[i].out, "public_from_private, RFC 7748 vector", p, i + 1);
+		}
+		n_kat++;
+	}
+	assert_true(n_kat > 0);
+	print_message("[ x25519   ] %u edge public keys equal the ladder's, %zu RFC 7748 vectors with "
+		      "u = 9, on %zu paths\n", checked, n_kat, n_paths);
+}
+
+/* ---- 7. the wider add/sub bounds the fixed base relies on (tls/accel/fe25519.h) ----
+ * sub(add(a, b), c) and add(add(a, b), c) with a, b, c at the largest "reduced" limbs
+ * (< 2^52 in fe51, < 2^256 in fe64), built limb by limb since frombytes never returns such
+ * limbs, then through mul: the results against mbedTLS's bignums. */
+
+static bool path_is_fe64(const struct fe25519_ops *fe)
+{
+	return strstr(fe->name, "fe64") != NULL;
+}
+
+/* f from 5 limbs (fe51, each < 2^52) or 4 words (fe64), and its integer value in x. */
+static void fe_raw(struct fe25519 *f, mbedtls_mpi *x, const struct fe25519_ops *fe, const uint64_t v[5])
+{
+	bool w64 = path_is_fe64(fe);
+	size_t n = w64 ? 4 : 5, shift = w64 ? 64 : 51;
+	mbedtls_mpi t;
+	mbedtls_mpi_init(&t);
+	assert_int_equal(mbedtls_mpi_lset(x, 0), 0);
+	memset(f, 0, sizeof *f);
+	for (size_t i = n; i-- > 0;) {
+		f->v[i] = w64 ? v[i] : v[i] & ((UINT64_C(1) << 52) - 1);
+		uint8_t le[8];
+		for (size_t j = 0; j < 8; j++)
+			le[j] = (uint8_t)(f->v[i] >> (8 * j));
+		assert_int_equal(mbedtls_mpi_shift_l(x, shift), 0);
+		assert_int_equal(mbedtls_mpi_read_binary_le(&t, le, 8), 0);
+		assert_int_equal(mbedtls_mpi_add_mpi(x, x, &t), 0);
+	}
+	mbedtls_mpi_free(&t);
+}
+
+static void test_field_wide_add_sub(void **state)
+{
+	(void)state;
+	const uint64_t top = UINT64_MAX; /* masked to 2^52 - 1 for fe51 */
+	unsigned checked = 0;
+	for (size_t pi = 0; pi < n_paths; pi++) {
+		const struct fe25519_ops *fe = path_use(&paths[pi])->ops_get();
+		for (unsigned i = 0; i < 600; i++) {
+			uint64_t raw[3][5];
+			for (size_t k = 0; k < 3; k++)
+				for (size_t j = 0; j < 5; j++) {
+					unsigned kind = (i / 3 + (unsigned)(k * 5 + j)) % 4;
+					raw[k][j] = i < 300 ? (kind == 0 ? 0 : kind == 1 ? top : rng_next()) : rng_next();
+				}
+			struct fe25519 a, b, c, ab, sub, add, one = { .v = { 1 } };
+			mbedtls_mpi A, B, C, R, T;
+			mbedtls_mpi_init(&A), mbedtls_mpi_init(&B), mbedtls_mpi_init(&C);
+			mbedtls_mpi_init(&R), mbedtls_mpi_init(&T);
+			fe_raw(&a, &A, fe, raw[0]);
+			fe_raw(&b, &B, fe, raw[1]);
+			fe_raw(&c, &C, fe, raw[2]);
+			fe->add(&ab, &a, &b);
+			fe->sub(&sub, &ab, &c);
+			fe->add(&add, &ab, &c);
+			uint8_t got[3][32], want[3][32];
+			struct fe25519 h;
+			fe->mul(&h, &sub, &one);
+			fe->tobytes(got[0], &h);
+			fe->mul(&h, &add, &one);
+			fe->tobytes(got[1], &h);
+			fe->mul(&h, &sub, &add);
+			fe->tobytes(got[2], &h);
+			assert_int_equal(mbedtls_mpi_add_mpi(&T, &A, &B), 0);
+			assert_int_equal(mbedtls_mpi_sub_mpi(&R, &T, &C), 0); /* a + b - c */
+			assert_int_equal(mbedtls_mpi_add_mpi(&T, &T, &C), 0); /* a + b + c */
+			assert_int_equal(mbedtls_mpi_mod_mpi(&R, &R, &grp.P), 0);
+			assert_int_equal(mbedtls_mpi_mod_mpi(&T, &T, &grp.P), 0);
+			assert_int_equal(mbedtls_mpi_write_binary_le(&R, want[0], 32), 0);
+			assert_int_equal(mbedtls_mpi_write_binary_le(&T, want[1], 32), 0);
+			assert_int_equal(mbedtls_mpi_mul_mpi(&R, &R, &T), 0);
+			assert_int_equal(mbedtls_mpi_mod_mpi(&R, &R, &grp.P), 0);
+			assert_int_equal(mbedtls_mpi_write_binary_le(&R, want[2], 32), 0);
+			for (size_t k = 0; k < 3; k++)
+				assert_same(got[k], want[k], k == 0 ? "(a + b) - c" : k == 1 ? "(a + b) + c" :
+					"((a + b) - c)((a + b) + c)", &paths[pi], i);
+			mbedtls_mpi_free(&A), mbedtls_mpi_free(&B), mbedtls_mpi_free(&C);
+			mbedtls_mpi_free(&R), mbedtls_mpi_free(&T);
+			checked += 3;
+		}
+	}
+	print_message("[ x25519   ] %u results of the wider add/sub bounds equal mbedTLS's\n", checked);
+}
+
+/* ---- 8. small-order and non-canonical u at random, against mbedTLS (issue 22 item 6) ----
+ * X25519_TEST_N / 8 cases (at least 64): a random scalar (every 16th all zero or all ones)
+ * with, three times in four, a u of test_small_order's list (p and p + 1 are the non-canonical
+ * names of 0 and 1), else a non-canonical u = p + 2..p + 18; bit 255 of u set at random. Small
+ * order: mbedTLS refuses, every path answers -1 with a zero output; otherwise every path
+ * equals mbedTLS. */
+static void test_diff_small_order_random(void **state)
+{
+	(void)state;
+	uint64_t n = env_u64("X25519_TEST_N", 4000) / 8;
+	uint64_t n_small = 0, n_nc = 0;
+	uint8_t us[7][32] = { { 0 }, { 1 } };
+	p_plus(us[2], 0), us[2][0] = 0xec; /* p - 1 */
+	p_plus(us[3], 0);                   /* p */
+	p_plus(us[4], 1);                   /* p + 1 */
+	memcpy(us[5], order8_a, 32);
+	memcpy(us[6], order8_b, 32);
+	if (n < 64)
+		n = 64;
+	for (uint64_t i = 0; i < n; i++) {
+		uint8_t s[32], u[32], want[32], got[32];
+		rng_bytes(s, 32);
+		if (i % 16 == 5)
+			memset(s, i % 32 == 5 ? 0x00 : 0xff, 32);
+		bool small = rng_next() % 4 != 0;
+		if (small)
+			memcpy(u, us[rng_next() % 7], 32);
+		else
+			p_plus(u, 2 + (unsigned)(rng_next() % 17));
+		u[31] |= (uint8_t)(rng_next() & 0x80);
+		int ref = ref_x25519(want, s, u);
+		if (small ? ref == 0 : ref != 0)
+			fail_msg("case %llu: mbedTLS %s a %s u", (unsigned long long)i, ref ? "refuses" : "takes",
+				 small ? "small-order" : "non-canonical");
+		for (size_t pi = 0; pi < n_paths; pi++) {
+			const struct path *p = path_use(&paths[pi]);
+			memset(got, 0xa5, 32);
+			int rc = p->scalarmult(got, s, u);
+			if (small) {
+				if (rc != -1 || !all_zero(got, 32))
+					fail_msg("case %llu, small-order u on %s: not -1 with a zero output",
+						 (unsigned long long)i, paths[pi].name);
+			} else {
+				assert_int_equal(rc, 0);
+				assert_same(got, want, "non-canonical u", &paths[pi], i);
+			}
+		}
+		small ? n_small++ : n_nc++;
+	}
+	print_message("[ x25519   ] %llu random scalars with small-order u (refused by all), %llu with u = p + 2..18 "
+		      "(equal to mbedTLS) on %zu paths\n", (unsigned long long)n_small, (unsigned long long)n_nc, n_paths);
+	assert_true(n_small > 0 && n_nc > 0);
+}
+
+/* A count or seed from the environment (strtoull's forms) must be all number, and a count at
+ * least 1: else the run stops (exit 2) rather than run another number of cases than asked
+ * under the same test names. */
+static void env_check(const char *name, bool count)
+{
+	const char *e = getenv(name);
+	char *end;
+	if (!e)
+		return;
+	unsigned long long v = strtoull(e, &end, 0);
+	if (*e < '0' || *e > '9' || *end || (count && v == 0)) {
+		printf("Bail out! %s=%s: not a %s\n", name, e, count ? "count of at least 1" : "number");
+		exit(2);
+	}
+}
+
 int main(void)
 {
+	env_check("X25519_TEST_N", true);
+	env_check("X25519_TEST_SEED", false);
+	env_check("X25519_TEST_BASE_N", true);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_field_edges),
 		cmocka_unit_test(test_rfc7748_vectors),
@@ -623,6 +920,10 @@ int main(void)
 		cmocka_unit_test(test_small_order),
 		cmocka_unit_test(test_noncanonical_and_high_bits),
 		cmocka_unit_test(test_differential),
+		cmocka_unit_test(test_diff_small_order_random),
+		cmocka_unit_test(test_field_wide_add_sub),
+		cmocka_unit_test(test_base_edges),
+		cmocka_unit_test(test_base_vs_ladder),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
