@@ -411,14 +411,17 @@ done
 # (RFC 8446 7.1), verifies the server's Finished, then sends a second flight no client may
 # send. The answer must be the alert RFC 8446 names, sealed under the server's application
 # traffic key (the key a client reads with after the server's Finished, 7.2): a plaintext
-# alert, one under the handshake key, a close or a timeout all fail. The controls, on each
+# alert, one under the handshake key, a close or a timeout all fail. record-at-limit (a
+# ciphertext of exactly 2^14 + 256 bytes that does not open), content-overflow (one that
+# opens to 2^14 + 1 bytes of content) and protected-ccs need our pinned mbedTLS patches
+# (tools/deps/patches/mbedtls-3.6.6-{record-limit,protected-ccs}.patch). The controls, on each
 # suite (@1303: only ChaCha20-Poly1305 offered), complete the handshake with the dev
 # certificate and get their data echoed, so each refusal differs from a good flight only
 # where its name says.
 for case in good:echo good@1303:echo bad-ccs:10 finished-plaintext:10 finished-bad-tag:20 \
 	finished-bad-tag@1303:20 finished-wrong-mac:51 inner-type-zero:10 empty-alert:50 \
 	empty-alert-plaintext:50 garbage-handshake:10 garbage-certificate:50 record-type-zero:10 \
-	record-overflow:22; do
+	record-overflow:22 record-at-limit:20 content-overflow:22 protected-ccs:10; do
 	c=${case%%:*} want=${case##*:} suite=
 	[ "$c" != "${c%@*}" ] && suite=${c##*@} c=${c%@*}
 	name=flight2-$c${suite:+-$suite}

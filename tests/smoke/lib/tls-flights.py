@@ -344,14 +344,17 @@ def second_flight(c, case):
         return record(0, os.urandom(40))
     if case == "record-overflow":      # 5.2: ciphertext over 2^14 + 256 bytes: record_overflow
         return record(23, os.urandom(0x4001 + 256))
-    # Not in tls-echo.sh, where mbedTLS 3.6 answers wrongly: 2^14 + 256 bytes that do not
-    # open are bad_record_mac, but it reads at most 2^14 + 32 in a handshake and refuses more
-    # as illegal_parameter; a protected ChangeCipherSpec is unexpected_message (5), but it
-    # skips it and the handshake times out.
+    # Two that unpatched mbedTLS 3.6 answers wrongly (tools/deps/patches): 2^14 + 256 bytes
+    # (5.2: the most a TLSCiphertext may hold) that do not open are bad_record_mac, not
+    # illegal_parameter (mbedtls-3.6.6-record-limit.patch); a protected ChangeCipherSpec is
+    # unexpected_message (5), not skipped until the timeout (mbedtls-3.6.6-protected-ccs.patch).
     if case == "record-at-limit":
         return record(23, os.urandom(0x4000 + 256))
     if case == "protected-ccs":
         return tx.seal(20, b"\x01")
+    if case == "content-overflow":     # 5.1, 5.4: 2^14 + 1 bytes of content (padded to a
+        # ciphertext of 2^14 + 256, legal by itself): record_overflow
+        return tx.seal(22, b"", inner=os.urandom(0x4001) + b"\x16" + bytes(238))
     if case == "garbage-handshake":    # an unknown handshake type where Certificate is due
         return tx.seal(22, b"\x63\x00\x00\xc4" + os.urandom(196))
     if case == "garbage-certificate":  # a Certificate whose list runs past the message
@@ -361,7 +364,7 @@ def second_flight(c, case):
 SECOND = ("good", "bad-ccs", "finished-plaintext", "finished-bad-tag", "finished-wrong-mac",
           "inner-type-zero", "empty-alert", "empty-alert-plaintext", "garbage-handshake",
           "garbage-certificate", "record-type-zero", "record-overflow", "record-at-limit",
-          "protected-ccs")
+          "protected-ccs", "content-overflow")
 
 def run_second(s, case):
     # SUITE: the one suite offered (hex, e.g. 1303); both of ours by default

@@ -335,6 +335,33 @@ static void test_header_rejections(void **state)
 	}
 }
 
+/* RFC 8446 5.2: a TLSCiphertext of exactly 2^14 + 256 bytes (2^14 of content, its type,
+ * 239 bytes of padding, the tag) is legal; one byte more is refused (test_header_rejections).
+ * Opened in place (whole in one chunk) and through the reassembly buffer (split). */
+static void test_ciphertext_at_limit(void **state)
+{
+	(void)state;
+	static uint8_t inner[TLS_REC_MAX_PLAINTEXT + 240];
+	memset(inner, 0, sizeof inner);
+	for (size_t i = 0; i < TLS_REC_MAX_PLAINTEXT; i++)
+		inner[i] = (uint8_t)(i * 7u + 1u);
+	inner[TLS_REC_MAX_PLAINTEXT] = TLS_CT_APPDATA;
+	for (uint64_t seq = 0; seq < 2; seq++) {
+		size_t n = craft(sec_a, seq, TLS_CT_APPDATA, inner, sizeof inner, wire);
+		assert_int_equal(n, TLS_REC_HDR_LEN + TLS_REC_MAX_PLAINTEXT + 256u);
+		got.len = 0;
+		if (seq == 0) {
+			assert_int_equal(tls_rec_input(&env, &srv, wire, n, on_data, &got), 0);
+		} else {
+			assert_int_equal(tls_rec_input(&env, &srv, wire, 1000, on_data, &got), 0);
+			assert_int_equal(tls_rec_input(&env, &srv, wire + 1000, n - 1000, on_data, &got), 0);
+		}
+		assert_int_equal(got.len, TLS_REC_MAX_PLAINTEXT);
+		assert_memory_equal(got.data, inner, TLS_REC_MAX_PLAINTEXT);
+		assert_false(tls_rec_failed(&srv));
+	}
+}
+
 static void test_oversized_plaintext(void **state)
 {
 	(void)state;
@@ -388,6 +415,9 @@ static void test_padding_and_inner_types(void **state)
 	} v[] = {
 		{ { 0, 0, 0, 0 }, 4, TLS_ALERT_UNEXPECTED_MESSAGE, TLS_REC_REJ_NO_TYPE },
 		{ { 'x', 20 }, 2, TLS_ALERT_UNEXPECTED_MESSAGE, TLS_REC_REJ_INNER_TYPE },
+		/* RFC 8446 5: a protected change_cipher_spec is unexpected_message, after the
+		 * handshake as during it (tls-flights.py second-protected-ccs) */
+		{ { 1, 20 }, 2, TLS_ALERT_UNEXPECTED_MESSAGE, TLS_REC_REJ_INNER_TYPE },
 		{ { 'x', 99, 0 }, 3, TLS_ALERT_UNEXPECTED_MESSAGE, TLS_REC_REJ_INNER_TYPE },
 		{ { TLS_CT_ALERT }, 1, TLS_ALERT_UNEXPECTED_MESSAGE, TLS_REC_REJ_EMPTY },
 		{ { TLS_CT_HANDSHAKE, 0 }, 2, TLS_ALERT_UNEXPECTED_MESSAGE, TLS_REC_REJ_EMPTY },
@@ -673,6 +703,7 @@ static void test_whole_records_not_copied(void **state)
 	X(test_bad_tag)                                                                        \
 	X(test_wrong_sequence_is_bad_tag)                                                      \
 	X(test_header_rejections)                                                              \
+	X(test_ciphertext_at_limit)                                                            \
 	X(test_oversized_plaintext)                                                            \
 	X(test_padding_and_inner_types)                                                        \
 	X(test_reassembly_exhaustion)                                                          \
