@@ -7,10 +7,15 @@
  *   mode 1: bytes 1..65 are an arbitrary encoded public key, then r || s and the digest;
  *   mode 2: bytes 1..32 a private scalar, 33..64 a nonce: our signature of the digest (the
  *           rest) must verify under both implementations, and fail under both once a bit of
- *           the digest flips.
+ *           the digest flips;
+ *   mode 3: the fixed-base path of a trusted key (p256_verify_digest_table, over a table built
+ *           once for a fixed key pair): bytes 1..64 an arbitrary signature r || s, then the
+ *           digest; its verdict must equal the window path's and mbedTLS's; and with bytes
+ *           1..32 as a nonce, the fixed key's signature of the digest must verify on the
+ *           table and fail once a digest bit flips.
  * Checks: no crash; p256_check_public agrees with mbedtls_ecp_check_pubkey on every 65-byte
- * uncompressed encoding; p256_verify_digest agrees with mbedtls_ecdsa_verify on every
- * input; no allocation leaks. */
+ * uncompressed encoding; p256_verify_digest and p256_verify_digest_table agree with
+ * mbedtls_ecdsa_verify on every input; no allocation leaks. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,11 +119,47 @@ static int ref_public(uint8_t pub[P256_PUBLIC_LEN], const uint8_t priv[P256_SCAL
 	return rc;
 }
 
+/* The trusted key of mode 3: a fixed private scalar, its public point and comb table. */
+static const uint8_t trusted_priv[P256_SCALAR_LEN] = {
+	0x5a, 0x11, 0x3c, 0x7e, 0x20, 0x91, 0x4d, 0xb2, 0x08, 0x6f, 0xe3, 0x55, 0x19, 0xc4, 0x72, 0x0d,
+	0x9b, 0x31, 0x46, 0xaa, 0x2e, 0x87, 0x60, 0xf1, 0x13, 0x5c, 0xd8, 0x24, 0x6b, 0x90, 0x3f, 0xe7,
+};
+static uint8_t trusted_pub[P256_PUBLIC_LEN];
+static struct p256_table trusted_table;
+
+static int trusted_input(const uint8_t *data, size_t size)
+{
+	uint8_t sig[P256_SIG_LEN];
+	if (size < P256_SIG_LEN)
+		return 0;
+	const uint8_t *digest = data + P256_SIG_LEN;
+	size_t len = size - P256_SIG_LEN;
+	int table = p256_verify_digest_table(&trusted_table, digest, len, data) == 0 ? 0 : 1;
+	if (table != our_verify(trusted_pub, data, digest, len) ||
+	    table != ref_verify(trusted_pub, data, digest, len))
+		abort();
+	if (p256_sign_digest(sig, trusted_priv, digest, len, data) != 0)
+		return 0; /* an invalid nonce */
+	if (p256_verify_digest_table(&trusted_table, digest, len, sig) != 0)
+		abort();
+	if (len > 0) {
+		uint8_t flipped[64];
+		size_t n = len < sizeof flipped ? len : sizeof flipped;
+		memcpy(flipped, digest, n);
+		flipped[0] ^= 0x80;
+		if (p256_verify_digest_table(&trusted_table, flipped, n, sig) == 0)
+			abort();
+	}
+	return 0;
+}
+
 static int one_input(const uint8_t *data, size_t size)
 {
 	uint8_t pub[P256_PUBLIC_LEN], ref_pub[P256_PUBLIC_LEN], sig[P256_SIG_LEN];
-	uint8_t mode = data[0] % 3;
+	uint8_t mode = data[0] % 4;
 	data++, size--;
+	if (mode == 3)
+		return trusted_input(data, size);
 	if (mode == 0 || mode == 2) {
 		int ours = p256_public_from_private(pub, data);
 		int ref = ref_public(ref_pub, data);
@@ -167,6 +208,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!init) {
 		struct tls_hs_ops ops = { f_alloc, f_free, NULL, NULL, NULL, NULL, NULL };
 		tls_hs_hooks_install(&ops);
+		if (p256_public_from_private(trusted_pub, trusted_priv) != 0 ||
+		    p256_table_build(&trusted_table, trusted_pub) != 0)
+			abort();
 		init = true;
 	}
 	if (size < 1 + 32)
