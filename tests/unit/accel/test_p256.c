@@ -50,6 +50,7 @@
 #include "tls/accel/nistz256.h"
 #include "tls/accel/psa_driver.h"
 #include "lib/err.h"
+#include "tests/support/splitmix.h"
 
 #define ITERS_DEFAULT 2000u
 
@@ -65,7 +66,7 @@ static const char HEX_GY[] = "4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececb
 static unsigned iters;
 static uint64_t seed;
 
-static uint64_t splitmix(uint64_t *s);
+static uint64_t splitmix64(uint64_t *s);
 
 /* ---- mbedTLS's allocations, counted ---- */
 
@@ -97,7 +98,7 @@ psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context
 	static uint64_t s = 1;
 	(void)ctx;
 	for (size_t i = 0; i < len; i++)
-		out[i] = (uint8_t)splitmix(&s);
+		out[i] = (uint8_t)splitmix64(&s);
 	*out_len = len;
 	return PSA_SUCCESS;
 }
@@ -122,16 +123,9 @@ static int teardown(void **state)
 /* ---- bytes ---- */
 
 static uint64_t rng_state;
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-	return z ^ (z >> 31);
-}
 static uint64_t rnd64(void)
 {
-	return splitmix(&rng_state);
+	return splitmix64(&rng_state);
 }
 static void rnd_bytes(uint8_t *b, size_t n)
 {
@@ -299,7 +293,7 @@ static int ref_rng(void *ctx, unsigned char *out, size_t len)
 		return 0;
 	}
 	for (size_t i = 0; i < len; i++)
-		out[i] = (unsigned char)splitmix(&r->s);
+		out[i] = (unsigned char)splitmix64(&r->s);
 	return 0;
 }
 
@@ -1407,29 +1401,51 @@ static bool on_pkv(const struct rsp_rec *r, void *vctx)
 	return true;
 }
 
+/* One KAS ECC record (ZZ-only or KDFConcat): both parties' keys as the file gives them and
+ * what our code says of them. */
+struct kas_rec {
+	const char *res;                          /* the file's Result: "P" or "F (n - ...)" */
+	uint8_t dc[32], di[32], z[32];            /* private keys (CAVS, IUT) and the file's Z */
+	uint8_t qc[P256_PUBLIC_LEN], qi[P256_PUBLIC_LEN]; /* public keys, uncompressed */
+	bool enc_c, enc_i;                        /* each public key's coordinates encode */
+	bool valid_c, valid_i;                    /* ... and pass p256_check_public */
+	bool pub_c, pub_i;                        /* each private key gives its public key */
+};
+
+/* Reads r into k; false when r has no Result (not a test record). */
+static bool kas_read(const struct rsp_rec *r, struct kas_rec *k)
+{
+	uint8_t p[P256_PUBLIC_LEN];
+	k->res = rsp_get(r, "Result");
+	if (!k->res)
+		return false;
+	hex32(k->dc, rsp_get(r, "dsCAVS"));
+	hex32(k->di, rsp_get(r, "dsIUT"));
+	hex32(k->z, rsp_get(r, "Z"));
+	k->enc_c = rsp_point(k->qc, rsp_get(r, "QsCAVSx"), rsp_get(r, "QsCAVSy"));
+	k->enc_i = rsp_point(k->qi, rsp_get(r, "QsIUTx"), rsp_get(r, "QsIUTy"));
+	k->valid_c = k->enc_c && p256_check_public(k->qc) == 0;
+	k->valid_i = k->enc_i && p256_check_public(k->qi) == 0;
+	k->pub_c = p256_public_from_private(p, k->dc) == 0 && memcmp(p, k->qc, sizeof p) == 0;
+	k->pub_i = p256_public_from_private(p, k->di) == 0 && memcmp(p, k->qi, sizeof p) == 0;
+	return true;
+}
+
 /* KAS ECC ZZ-only: each party's public key from its private key, both keys valid, and both
  * directions of ECDH give Z. A record passes when all hold; the file's Result must agree,
  * and a failure for a public key's reason must be a failed public key check. */
 static bool on_ecdh(const struct rsp_rec *r, void *vctx)
 {
 	struct cavp *c = vctx;
-	const char *res = rsp_get(r, "Result");
-	uint8_t dc[32], di[32], qc[P256_PUBLIC_LEN], qi[P256_PUBLIC_LEN], z[32], z1[32], z2[32];
-	uint8_t pc[P256_PUBLIC_LEN], pi[P256_PUBLIC_LEN];
-	if (!res)
+	struct kas_rec k;
+	uint8_t z1[32], z2[32];
+	if (!kas_read(r, &k))
 		return false;
-	hex32(dc, rsp_get(r, "dsCAVS"));
-	hex32(di, rsp_get(r, "dsIUT"));
-	hex32(z, rsp_get(r, "Z"));
-	bool enc_c = rsp_point(qc, rsp_get(r, "QsCAVSx"), rsp_get(r, "QsCAVSy"));
-	bool enc_i = rsp_point(qi, rsp_get(r, "QsIUTx"), rsp_get(r, "QsIUTy"));
-	bool valid_c = enc_c && p256_check_public(qc) == 0;
-	bool valid_i = enc_i && p256_check_public(qi) == 0;
-	bool ok = valid_c && valid_i;
-	ok = ok && p256_public_from_private(pc, dc) == 0 && memcmp(pc, qc, sizeof pc) == 0;
-	ok = ok && p256_public_from_private(pi, di) == 0 && memcmp(pi, qi, sizeof pi) == 0;
-	ok = ok && p256_ecdh(z1, di, qc) == 0 && memcmp(z1, z, 32) == 0;
-	ok = ok && p256_ecdh(z2, dc, qi) == 0 && memcmp(z2, z, 32) == 0;
+	const char *res = k.res;
+	bool valid_c = k.valid_c, valid_i = k.valid_i;
+	bool ok = valid_c && valid_i && k.pub_c && k.pub_i;
+	ok = ok && p256_ecdh(z1, k.di, k.qc) == 0 && memcmp(z1, k.z, 32) == 0;
+	ok = ok && p256_ecdh(z2, k.dc, k.qi) == 0 && memcmp(z2, k.z, 32) == 0;
 	bool want = res[0] == 'P';
 	/* "F (1 - ...)", "(2 - ...)": the CAVS key fails validation; 5, 6: the IUT's. */
 	long reason = strtol(res + 3, NULL, 10);
@@ -2078,30 +2094,22 @@ static void test_cavp_186_2(void **state)
 static bool on_ecdh_z(const struct rsp_rec *r, void *vctx)
 {
 	struct cavp *c = vctx;
-	const char *res = rsp_get(r, "Result");
-	uint8_t dc[32], di[32], qc[P256_PUBLIC_LEN], qi[P256_PUBLIC_LEN], pc[P256_PUBLIC_LEN],
-		pi[P256_PUBLIC_LEN], z[32], z1[32], z2[32], zr[32];
-	if (!res)
+	struct kas_rec k;
+	uint8_t z1[32], z2[32], zr[32];
+	if (!kas_read(r, &k))
 		return false;
-	hex32(dc, rsp_get(r, "dsCAVS"));
-	hex32(di, rsp_get(r, "dsIUT"));
-	hex32(z, rsp_get(r, "Z"));
-	bool enc_c = rsp_point(qc, rsp_get(r, "QsCAVSx"), rsp_get(r, "QsCAVSy"));
-	bool enc_i = rsp_point(qi, rsp_get(r, "QsIUTx"), rsp_get(r, "QsIUTy"));
-	bool valid_c = enc_c && p256_check_public(qc) == 0;
-	bool valid_i = enc_i && p256_check_public(qi) == 0;
-	bool agree = (!enc_c || (ref_check_public(qc) == 0) == valid_c) &&
-		     (!enc_i || (ref_check_public(qi) == 0) == valid_i);
-	bool pub_c = p256_public_from_private(pc, dc) == 0 && memcmp(pc, qc, sizeof pc) == 0;
-	bool pub_i = p256_public_from_private(pi, di) == 0 && memcmp(pi, qi, sizeof pi) == 0;
+	const char *res = k.res;
+	bool valid_c = k.valid_c, valid_i = k.valid_i, pub_c = k.pub_c, pub_i = k.pub_i;
+	bool agree = (!k.enc_c || (ref_check_public(k.qc) == 0) == valid_c) &&
+		     (!k.enc_i || (ref_check_public(k.qi) == 0) == valid_i);
 	bool z_same = false, z_file = false;
 	if (valid_c && valid_i && pub_c && pub_i) {
-		assert_int_equal(p256_ecdh(z1, di, qc), 0);
-		assert_int_equal(p256_ecdh(z2, dc, qi), 0);
-		assert_int_equal(ref_ecdh(zr, di, qc), 0);
+		assert_int_equal(p256_ecdh(z1, k.di, k.qc), 0);
+		assert_int_equal(p256_ecdh(z2, k.dc, k.qi), 0);
+		assert_int_equal(ref_ecdh(zr, k.di, k.qc), 0);
 		agree = agree && memcmp(zr, z1, 32) == 0;
 		z_same = memcmp(z1, z2, 32) == 0;
-		z_file = memcmp(z1, z, 32) == 0;
+		z_file = memcmp(z1, k.z, 32) == 0;
 	}
 	long reason = strtol(res + 3, NULL, 10);
 	bool good;

@@ -26,6 +26,7 @@
 
 #include "tls/accel/accel.h"
 #include "tls/accel/cpu.h"
+#include "tests/support/splitmix.h"
 
 #define MAX_LEN (64u * 1024u)
 #define MISALIGN 16u /* inputs start at buf + 0..15 */
@@ -83,10 +84,7 @@ static uint64_t rng_state;
 
 static uint64_t rng_next(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return splitmix64(&rng_state);
 }
 
 static size_t rng_below(size_t n)
@@ -96,11 +94,7 @@ static size_t rng_below(size_t n)
 
 static void rng_bytes(uint8_t *out, size_t len)
 {
-	for (size_t i = 0; i < len; i += 8) {
-		uint64_t r = rng_next();
-		for (size_t j = 0; j < 8 && i + j < len; j++)
-			out[i + j] = (uint8_t)(r >> (8 * j));
-	}
+	splitmix64_bytes(&rng_state, out, len);
 }
 
 static uint64_t env_u64(const char *name, uint64_t dflt)

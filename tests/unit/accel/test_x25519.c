@@ -28,6 +28,7 @@
 #include "tls/accel/cpu.h"
 #include "tls/accel/fe25519.h"
 #include "tls/accel/x25519.h"
+#include "tests/support/splitmix.h"
 
 #include "mbedtls/bignum.h"
 #include "mbedtls/ecp.h"
@@ -100,19 +101,12 @@ static uint64_t rng_state;
 
 static uint64_t rng_next(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return splitmix64(&rng_state);
 }
 
 static void rng_bytes(uint8_t *out, size_t len)
 {
-	for (size_t i = 0; i < len; i += 8) {
-		uint64_t r = rng_next();
-		for (size_t j = 0; j < 8 && i + j < len; j++)
-			out[i + j] = (uint8_t)(r >> (8 * j));
-	}
+	splitmix64_bytes(&rng_state, out, len);
 }
 
 /* mbedTLS's ladder randomises its projective coordinates; any bytes will do. A stream of its
