@@ -20,3 +20,14 @@ $(B)/tsan/test_xcore: tests/unit/kernel/test_xcore.c kernel/xcore.c lib/ring.c l
 		-lcmocka -lpthread
 TEST_DEPS += $(B)/tsan/test_xcore
 SMOKE_SCRIPTS += tests/smoke/kernel-xcore-tsan.sh
+# kernel/clockcal.c: counter calibration arithmetic (windows, discard, median);
+# kernel/wallclock.c: the wall clock over the monotonic clock, its publication to every
+# core and its discipline against the RTC (ADR-061).
+PORTABLE_SRCS += kernel/clockcal.c kernel/wallclock.c
+TEST_LIBS_kernel_test_wallclock := -lpthread
+# The wall clock's publication (a sequence counter read by every core) under ThreadSanitizer.
+$(B)/tsan/test_wallclock: tests/unit/kernel/test_wallclock.c kernel/wallclock.c kernel/wallclock.h
+	@mkdir -p $(@D); echo "  CC [tsan]    $@"
+	$(Q)$(HOST_CC) $(TSAN_CFLAGS) -o $@ tests/unit/kernel/test_wallclock.c kernel/wallclock.c -lcmocka -lpthread
+TEST_DEPS += $(B)/tsan/test_wallclock
+SMOKE_SCRIPTS += tests/smoke/kernel-wallclock-tsan.sh

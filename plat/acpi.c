@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
- * ACPI table parser (plat/acpi.h): RSDP -> XSDT/RSDT -> MADT, MCFG, FADT -> DSDT (\_S5).
+ * ACPI table parser (plat/acpi.h): RSDP -> XSDT/RSDT -> MADT, MCFG, FADT (PM1 control,
+ * PM timer) -> DSDT (\_S5).
  * Owns only its rejection counters. Reads firmware memory through the caller's phys
  * reader, every byte through a cursor over a mapping whose length it checked; never
  * follows a pointer more than the fixed chain above (so a table pointing at itself or at
@@ -24,6 +25,12 @@
 #define MCFG_FIXED_LEN 8u  /* reserved after the header */
 #define MCFG_ENTRY_LEN 16u
 #define FADT_MIN_LEN 116u  /* ACPI 1.0 FADT */
+#define FADT_PM_TMR_BLK 76u
+#define FADT_PM_TMR_LEN 91u
+#define FADT_FLAGS 112u
+#define FADT_X_PM_TMR_BLK 208u /* a Generic Address Structure, ACPI 2.0+ */
+#define FADT_TMR_VAL_EXT (1u << 8)
+#define FADT_HW_REDUCED (1u << 20)
 #define ECAM_BUS_SHIFT 20
 
 static struct plat_acpi_stats g_stats;
@@ -56,6 +63,7 @@ static const char *const site_why[PLAT_ACPI__SITES] = {
 	[PLAT_ACPI_MCFG_TOO_MANY] = "ACPI: more MCFG entries than supported (extra ignored)",
 	[PLAT_ACPI_FADT_SHORT] = "ACPI: FADT too short",
 	[PLAT_ACPI_FADT_BAD_PORT] = "ACPI: FADT PM1 control block is not an I/O port (ignored)",
+	[PLAT_ACPI_FADT_BAD_PMTMR] = "ACPI: FADT PM timer is not a 4-byte I/O port (ignored)",
 	[PLAT_ACPI_DSDT_BAD] = "ACPI: DSDT unreadable or corrupt: no S5 power-off",
 	[PLAT_ACPI_S5_MISSING] = "ACPI: no \\_S5 package in the DSDT: no S5 power-off",
 	[PLAT_ACPI_S5_BAD] = "ACPI: malformed _S5_ candidate in the DSDT (skipped)",
@@ -89,6 +97,7 @@ static const char *const site_names[PLAT_ACPI__SITES] = {
 	[PLAT_ACPI_MCFG_TOO_MANY] = "mcfg_too_many",
 	[PLAT_ACPI_FADT_SHORT] = "fadt_short",
 	[PLAT_ACPI_FADT_BAD_PORT] = "fadt_bad_port",
+	[PLAT_ACPI_FADT_BAD_PMTMR] = "fadt_bad_pmtmr",
 	[PLAT_ACPI_DSDT_BAD] = "dsdt_bad",
 	[PLAT_ACPI_S5_MISSING] = "s5_missing",
 	[PLAT_ACPI_S5_BAD] = "s5_bad",
@@ -566,6 +575,49 @@ static uint32_t pm1_pick(uint32_t legacy, bool x_valid, bool x_present, uint64_t
 	return legacy;
 }
 
+/* The PM timer (FADT PM_TMR_BLK, X_PM_TMR_BLK, PM_TMR_LEN, flags TMR_VAL_EXT and
+ * HW_REDUCED_ACPI; ACPI 6.5 5.2.9, 4.8.3.3): a non-zero X_PM_TMR_BLK wins and must be an
+ * I/O port; the legacy block counts only with PM_TMR_LEN 4. The caller checked t->len >=
+ * FADT_MIN_LEN. Anything else leaves the timer absent (pm_tmr_port 0). */
+static void fadt_pm_timer(struct platform *out, const struct sdt *t)
+{
+	struct cur c = t->c;
+	cur_skip(&c, FADT_PM_TMR_BLK - SDT_HDR_LEN);
+	uint32_t legacy = cur_le32(&c);
+	cur_skip(&c, FADT_PM_TMR_LEN - FADT_PM_TMR_BLK - 4);
+	uint8_t len = cur_u8(&c);
+	cur_skip(&c, FADT_FLAGS - FADT_PM_TMR_LEN - 1);
+	uint32_t flags = cur_le32(&c);
+	uint64_t x = 0;
+	bool x_io = false, x_present = false;
+	if (!cur_ok(&c))
+		return;
+	if (t->len >= FADT_X_PM_TMR_BLK + 12) {
+		c = t->c;
+		cur_skip(&c, FADT_X_PM_TMR_BLK - SDT_HDR_LEN);
+		x_io = gas_io_port(&c, &x, &x_present);
+	}
+	if (!cur_ok(&c) || (flags & FADT_HW_REDUCED))
+		return;
+	uint32_t port;
+	if (x_present) {
+		if (!x_io || x > 0xffff) {
+			warn(PLAT_ACPI_FADT_BAD_PMTMR);
+			return;
+		}
+		port = (uint32_t)x;
+	} else if (legacy == 0) {
+		return; /* no PM timer */
+	} else if (len != 4 || legacy > 0xffff) {
+		warn(PLAT_ACPI_FADT_BAD_PMTMR);
+		return;
+	} else {
+		port = legacy;
+	}
+	out->pm_tmr_port = port;
+	out->pm_tmr_32 = (flags & FADT_TMR_VAL_EXT) != 0;
+}
+
 static int fadt_parse(struct platform *out, const struct plat_phys_reader *rd, struct sdt *t,
 		      const char **why)
 {
@@ -600,6 +652,7 @@ static int fadt_parse(struct platform *out, const struct plat_phys_reader *rd, s
 		dsdt = dsdt32;
 	out->pm1a_cnt = pm1_pick(pm1a, xa_ok, xa_present, xa);
 	out->pm1b_cnt = pm1_pick(pm1b, xb_ok, xb_present, xb);
+	fadt_pm_timer(out, t);
 
 	/* The DSDT only matters for power-off: trouble there is a warning, not a stop. */
 	if (sdt_map(rd, dsdt, "DSDT", &d, &dwhy) != 0) {
@@ -631,6 +684,8 @@ static void clear_acpi_fields(struct platform *out)
 	out->pm1a_cnt = out->pm1b_cnt = 0;
 	out->slp_typa = out->slp_typb = 0;
 	out->has_s5 = false;
+	out->pm_tmr_port = 0;
+	out->pm_tmr_32 = false;
 }
 
 static int parse_tables(struct platform *out, const struct plat_phys_reader *rd, uint64_t rsdp_phys,

@@ -58,6 +58,7 @@ enum plat_acpi_site {
 	PLAT_ACPI_MCFG_TOO_MANY,
 	PLAT_ACPI_FADT_SHORT,
 	PLAT_ACPI_FADT_BAD_PORT,    /* PM1 control block not an I/O port (ignored) */
+	PLAT_ACPI_FADT_BAD_PMTMR,   /* PM timer block not an I/O port or not 4 bytes (ignored) */
 	PLAT_ACPI_DSDT_BAD,         /* DSDT unreadable or bad checksum: no S5 (warning) */
 	PLAT_ACPI_S5_MISSING,       /* no well-formed \_S5 package: no S5 (warning) */
 	PLAT_ACPI_S5_BAD,           /* an _S5_ candidate that was not well formed (skipped) */
@@ -78,7 +79,8 @@ struct plat_acpi_stats {
 int plat_acpi_find_rsdp(const struct plat_phys_reader *rd, uint64_t *rsdp_phys /* out */) MUST_CHECK;
 
 /* Parse the ACPI tables reachable from the RSDP at `rsdp_phys` and fill the ACPI fields
- * of *out: cpus, ioapics, isos, lapic_addr, ecam, pm1a/pm1b_cnt, slp_typa/b, has_s5.
+ * of *out: cpus, ioapics, isos, lapic_addr, ecam, pm1a/pm1b_cnt, slp_typa/b, has_s5,
+ * pm_tmr_port, pm_tmr_32.
  * The other fields (mem, uart_base, GIC) are left as the caller set them.
  * The first enabled CPU of the MADT is marked boot_cpu (ACPI lists the boot processor
  * first; the arch code may correct it from its own APIC id).

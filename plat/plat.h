@@ -62,6 +62,10 @@ struct platform {
 	uint32_t pm1a_cnt, pm1b_cnt;
 	uint16_t slp_typa, slp_typb;
 	bool has_s5;
+	/* ACPI PM timer (3,579,545 Hz): its I/O port (0 when absent, in an MMIO space, or the
+	 * machine is hardware-reduced) and whether it counts 32 bits (else 24). */
+	uint32_t pm_tmr_port;
+	bool pm_tmr_32;
 	uint32_t n_mem;
 	struct plat_mem_range mem[PLAT_MAX_MEM_RANGES]; /* usable RAM from the boot map */
 	uint64_t uart_base;   /* MMIO UART (aarch64 PL011) or 0x3f8 I/O port on x86 */

@@ -2,8 +2,14 @@
  *
  * TSC clock and the machine stop path. The TSC frequency comes from CPUID 0x15, then
  * 0x16, then the hypervisor timing leaf, then KVM's clock (pvclock: the scale KVM
- * publishes for this vCPU's TSC), then the median of seven 10 ms measurements against
- * PIT channel 2.
+ * publishes for this vCPU's TSC), all known at the first instruction; otherwise it is
+ * measured once ACPI is parsed: against the ACPI PM timer (3,579,545 Hz, an I/O port every
+ * PC-compatible machine and QEMU's pc and q35 offer; HPET would need an MMIO mapping and
+ * gives nothing more here), as the median of five 20 ms windows whose every TSC read is
+ * bracketed by two PM timer reads (kernel/clockcal: a window with a wide bracket, a vCPU
+ * descheduled at the wrong moment, is discarded); and only without a PM timer, against
+ * PIT channel 2 (median of seven 10 ms windows). Until then the frequency is 0 and
+ * x86_now_ns() reads 0, so the monotonic clock never runs backwards when it is set.
  * x86_stop() ends the machine: development/test builds write the code to QEMU's
  * isa-debug-exit port (0xf4; QEMU exits with code * 2 + 1); production builds (and test
  * builds without that device) park the other cores with an NMI; then an orderly stop
@@ -13,7 +19,10 @@
  */
 #include <stdatomic.h>
 #include "arch/x86_64/x86.h"
+#include "kernel/clockcal.h"
+#include "kernel/cmdline.h"
 #include "kernel/log.h"
+#include "lib/fmt.h"
 
 #define PIT_HZ 1193182u
 #define PIT_CAL_MS 10u
@@ -21,8 +30,23 @@
 #define DEBUG_EXIT_PORT 0xf4
 #define STOP_WAIT_S 60u
 
+/* The PM timer windows: CAL_WINDOWS back-to-back windows of CAL_WINDOW_MS each (100 ms of
+ * boot), each sample the narrowest of CAL_TRIES bracketed reads, a bracket wider than
+ * CAL_MAX_BRACKET_US discarded; at least CAL_MIN_KEPT windows kept, else another round,
+ * at most CAL_ROUNDS, else the PIT. */
+#define PMTMR_HZ 3579545u
+#define CAL_WINDOWS 5u
+#define CAL_WINDOW_MS 20u
+#define CAL_TRIES 4u
+#define CAL_MAX_BRACKET_US 50u
+#define CAL_MIN_KEPT 3u
+#define CAL_ROUNDS 3u
+#define CAL_TSC_BOUND (1ull << 33) /* TSC cycles a window may take before the timer counts as stuck */
+STATIC_ASSERT(CAL_WINDOWS <= CLOCKCAL_MAX_WINDOWS, "calibration windows");
+
 static uint64_t clock_tsc_hz;
 static const char *clock_source = "none";
+static char clock_detail[96];
 
 static uint64_t clock_pit_window(void)
 {
@@ -150,6 +174,134 @@ static uint64_t clock_kvm_tsc_hz(void)
 	return hz >= 1000000u ? hz : 0; /* below 1 MHz: not a TSC, ignore */
 }
 
+/* ---- ACPI PM timer ---- */
+struct clock_pm {
+	uint16_t port;
+	uint32_t mask;
+};
+
+static uint32_t clock_pm_read(const struct clock_pm *pm)
+{
+	return x86_inl(pm->port) & pm->mask;
+}
+
+/* The narrowest of CAL_TRIES bracketed reads. */
+static void clock_pm_sample(const struct clock_pm *pm, struct clockcal_sample *s)
+{
+	uint32_t best = UINT32_MAX;
+	for (uint32_t i = 0; i < CAL_TRIES; i++) {
+		uint32_t a = clock_pm_read(pm);
+		uint64_t t = x86_rdtsc();
+		uint32_t b = clock_pm_read(pm);
+		if (((b - a) & pm->mask) < best) {
+			best = (b - a) & pm->mask;
+			*s = (struct clockcal_sample){ a, b, t };
+		}
+	}
+}
+
+/* One round: CAL_WINDOWS windows sharing their ends. False if the timer does not count. */
+static bool clock_pm_round(const struct clock_pm *pm, struct clockcal_result *r)
+{
+	struct clockcal_window w[CAL_WINDOWS];
+	const uint32_t ticks = PMTMR_HZ / 1000u * CAL_WINDOW_MS;
+	struct clockcal_sample s;
+	clock_pm_sample(pm, &s);
+	for (uint32_t i = 0; i < CAL_WINDOWS; i++) {
+		w[i].start = s;
+		uint64_t t0 = x86_rdtsc();
+		while (((clock_pm_read(pm) - s.ref_before) & pm->mask) < ticks) {
+			if (x86_rdtsc() - t0 > CAL_TSC_BOUND)
+				return false;
+			x86_pause();
+		}
+		clock_pm_sample(pm, &s);
+		w[i].end = s;
+	}
+	const struct clockcal_ref ref = { PMTMR_HZ, pm->mask, PMTMR_HZ * CAL_MAX_BRACKET_US / 1000000u };
+	clockcal_median(&ref, w, CAL_WINDOWS, r);
+	return true;
+}
+
+static uint64_t clock_pm_measure(const struct platform *p)
+{
+	if (!p || !p->pm_tmr_port || p->pm_tmr_port > 0xffffu)
+		return 0;
+	struct clock_pm pm = { (uint16_t)p->pm_tmr_port, p->pm_tmr_32 ? 0xffffffffu : 0xffffffu };
+	/* A port nothing answers reads all ones and never changes: not a timer. */
+	uint32_t first = clock_pm_read(&pm), n = 0;
+	while (clock_pm_read(&pm) == first)
+		if (++n > 100000u)
+			return 0;
+	struct clockcal_result r = { 0 };
+	uint32_t round = 0;
+	while (round < CAL_ROUNDS) {
+		round++;
+		if (!clock_pm_round(&pm, &r))
+			return 0;
+		if (r.n_kept >= CAL_MIN_KEPT)
+			break;
+	}
+	if (r.n_kept < CAL_MIN_KEPT)
+		return 0;
+	(void)fmt_snprintf(clock_detail, sizeof clock_detail,
+			   " (%u of %u windows of %u ms kept, spread %u ppm, %u-bit timer, round %u)",
+			   (unsigned)r.n_kept, (unsigned)CAL_WINDOWS, (unsigned)CAL_WINDOW_MS,
+			   (unsigned)clockcal_spread_ppm(&r), p->pm_tmr_32 ? 32u : 24u, (unsigned)round);
+	return r.hz;
+}
+
+/* Development images: tsc_skew_pct=N, -50..50 (a test of the wall clock's discipline). */
+static void clock_skew_for_test(const char *cmdline, size_t len)
+{
+#ifndef URMQTT_PROD
+	char v[8];
+	if (cmdline_get(cmdline, len, "tsc_skew_pct", v, sizeof v) != 0)
+		return;
+	bool neg = v[0] == '-';
+	uint32_t n = 0;
+	const char *c = v + (neg || v[0] == '+');
+	for (; *c >= '0' && *c <= '9' && n <= 50u; c++)
+		n = n * 10u + (uint32_t)(*c - '0');
+	if (*c || n > 50u || c == v + (neg || v[0] == '+')) {
+		LOG_WARN("clock", "ignoring tsc_skew_pct=%s (want -50..50)", v);
+		return;
+	}
+	clock_tsc_hz = neg ? clock_tsc_hz / 100u * (100u - n) : clock_tsc_hz / 100u * (100u + n);
+	LOG_WARN("clock", "TSC frequency skewed by %s%u %% for a test (tsc_skew_pct): the monotonic clock runs "
+			  "that much %s", neg ? "-" : "+", (unsigned)n, neg ? "fast" : "slow");
+#else
+	(void)cmdline;
+	(void)len;
+#endif
+}
+
+void x86_tsc_calibrate_late(const struct platform *p, const char *cmdline, size_t cmdline_len)
+{
+	if (!clock_tsc_hz) {
+		clock_tsc_hz = clock_pm_measure(p);
+		clock_source = "ACPI PM timer";
+	}
+	if (!clock_tsc_hz) {
+		clock_detail[0] = 0;
+		clock_tsc_hz = clock_pit_measure();
+		clock_source = "PIT";
+		if (clock_tsc_hz)
+			(void)fmt_snprintf(clock_detail, sizeof clock_detail, " (median of %u windows of %u ms)",
+					   (unsigned)PIT_CAL_RUNS, (unsigned)PIT_CAL_MS);
+	}
+	if (!clock_tsc_hz) {
+		clock_tsc_hz = 1000000000u;
+		clock_source = "guess (PIT failed)";
+	}
+	clock_skew_for_test(cmdline, cmdline_len);
+}
+
+const char *x86_tsc_detail(void)
+{
+	return clock_detail;
+}
+
 void x86_tsc_calibrate(void)
 {
 	uint32_t r[4];
@@ -189,12 +341,7 @@ void x86_tsc_calibrate(void)
 		clock_source = "KVM clock (pvclock)";
 		return;
 	}
-	clock_tsc_hz = clock_pit_measure();
-	clock_source = "PIT";
-	if (clock_tsc_hz == 0) {
-		clock_tsc_hz = 1000000000u;
-		clock_source = "guess (PIT failed)";
-	}
+	clock_source = "pending (measured after ACPI discovery)";
 }
 
 uint64_t x86_tsc_hz(void)

@@ -56,7 +56,7 @@ void x86_dev_scan(const struct platform *p, const struct x86_mem_range *ram, uin
 
 void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 {
-	x86_wall_clock_init(); /* certificates are checked against it from the self-test on */
+	x86_wall_clock_init(cmdline, cmdline_len); /* certificates are checked against it from the self-test on */
 	const struct node_devices_config dc = {
 		.bus = dev_scanned ? &dev_bus : NULL, .cfg_how = dev_cfg_how, .scan_err = dev_scan_err,
 		.cmdline = cmdline, .cmdline_len = cmdline_len, .n_cores = n_cores,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
  * The x86_64 C entry: from boot.S (PVH or Multiboot2, already in long mode on the boot
- * tables) to the boot core's idle loop. Order: stack canary, console, clock, boot
- * information, final page tables with guarded stacks and IST stacks, ACPI platform
- * discovery, AP preparation, PCI enumeration with every virtio BAR mapped (devices.c),
+ * tables) to the boot core's idle loop. Order: stack canary, console, clock (when the CPU
+ * or hypervisor states the TSC frequency), boot information, final page tables with
+ * guarded stacks and IST stacks, ACPI platform discovery, the TSC measured against the PM
+ * timer otherwise, AP preparation, PCI enumeration with every virtio BAR mapped (devices.c),
  * sealed tables and the W^X audit, the page allocator and heap (kernel/heap) over the
  * physmap, the per-core CSPRNGs, the virtio devices and the node (kernel/node), SMP
  * start, banner; at fixed points between them, the hooks of the test scenario the command
@@ -163,8 +164,8 @@ static void main_banner(const struct x86_wx_report *wx, uint32_t n_cores, uint32
 		LOG_ERR("boot", "wall clock UNAVAILABLE: RTC unreadable or invalid (%s)", err_name(rc));
 	LOG_INFO("boot", "stack canary: %s", x86_ssp_strong() ? "RDRAND" : "TSC (weak: no RDRAND)");
 	uint64_t hz = x86_tsc_hz();
-	LOG_INFO("boot", "clock: TSC %lu.%03lu MHz from %s", (unsigned long)(hz / 1000000u),
-		 (unsigned long)(hz / 1000u % 1000u), x86_tsc_source());
+	LOG_INFO("boot", "clock: TSC %lu.%03lu MHz from %s%s", (unsigned long)(hz / 1000000u),
+		 (unsigned long)(hz / 1000u % 1000u), x86_tsc_source(), x86_tsc_detail());
 }
 
 static uint32_t main_core_index(void)
@@ -278,6 +279,9 @@ static void main_loop_init(struct x86_core *c)
 	if (kloop_add(&c->loop, "heap", kheap_poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
 	node_devices_loop_add(&c->loop, c->index);
+	/* Core 0 re-reads the RTC and corrects the wall clock (arch/x86_64/wall.c). */
+	if (c->index == 0 && kloop_add(&c->loop, "wall-clock", x86_wall_resync_poll, NULL) != 0)
+		PANIC("core %u: loop full", (unsigned)c->index);
 	if (main_sc && main_sc->poll && kloop_add(&c->loop, main_sc->poll_name, main_sc->poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
 }
@@ -306,6 +310,9 @@ static NORETURN void main_continue(void *arg)
 	if (acpi_why)
 		LOG_WARN("acpi", "platform discovery failed: %s", acpi_why);
 	x86_pm_init(&main_plat);
+	/* The TSC against the ACPI PM timer when nothing stated its frequency: before the
+	 * APIC timer, which is calibrated against the TSC. */
+	x86_tsc_calibrate_late(&main_plat, main_bi.cmdline, sizeof main_bi.cmdline);
 
 	struct x86_core *bsp = &x86_cores[0];
 	MAIN_SC_HOOK(before_timer);

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # arch/x86_64: boot entries (PVH, Multiboot2), page tables and W^X audit, descriptor
-# tables and exception reports, serial console, TSC clock, the
+# tables and exception reports, serial console, TSC clock (calibrated against the ACPI PM
+# timer), the wall clock (wall.c: RTC-disciplined, kernel/wallclock), the
 # image link (with mbedTLS and SQLite). node_port.c: the x86_64 side of
 # kernel/node/port.h. kernel/kstore.c: the storage core's glue, kernel-only, so listed here.
 KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
@@ -9,7 +10,7 @@ KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
 	arch/x86_64/entropy.c arch/x86_64/libgcc.c \
 	arch/x86_64/drv_port.c arch/x86_64/devices.c \
-	arch/x86_64/node_port.c kernel/kstore.c
+	arch/x86_64/node_port.c arch/x86_64/wall.c kernel/kstore.c
 # Test scenarios (arch/x86_64/scenarios/): development and test images only; a production
 # image neither links them nor reads test= from the command line.
 ifneq ($(PROFILE),prod)
@@ -28,7 +29,8 @@ TEST_DEPS += $(B)/x86_64/urmqtt.elf
 SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh \
 	tests/smoke/x86_64-mqtt-smp4.sh \
 	tests/smoke/x86_64-steer.sh tests/smoke/x86_64-store.sh tests/smoke/x86_64-store-1core.sh \
-	tests/smoke/x86_64-telemetry.sh tests/smoke/x86_64-disk.sh tests/smoke/x86_64-memory.sh
+	tests/smoke/x86_64-telemetry.sh tests/smoke/x86_64-disk.sh tests/smoke/x86_64-memory.sh \
+	tests/smoke/x86_64-clock.sh
 # x86_64-telemetry drives the image with the load generator (the bench's, OpenSSL client).
 TEST_DEPS += $(B)/hostrel/tools/loadgen
 

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
  * The image's side of kernel/node/port.h on x86_64: the calling core from its per-core
- * block, the TSC clock, the wall clock (the CMOS RTC read once at boot, then the TSC), the
- * wake-up IPI, the MSI messages that reach a core's device vectors, the per-core
- * device-interrupt counts and the AES-NI report (the heap and the CSPRNG are
- * kernel/node/port_kernel.c's, shared by every image). Owns the wall clock's base: written
- * once on the boot core before any other core starts (the start publishes it), read-only
- * after.
+ * block, the TSC clock, the wall clock (arch/x86_64/wall.c's), the wake-up IPI, the MSI
+ * messages that reach a core's device vectors, the per-core device-interrupt counts and
+ * the AES-NI report (the heap and the CSPRNG are kernel/node/port_kernel.c's, shared by
+ * every image). Owns no state.
  */
 #include <stdatomic.h>
 
@@ -18,27 +16,6 @@
 /* mbedTLS's own (library-internal) header: whether its AES and GCM take the AES-NI and
  * PCLMULQDQ paths on this CPU (ADR-021). */
 #include "aesni.h"
-
-static uint64_t wall_base_s, wall_base_ns;
-
-void x86_wall_clock_init(void)
-{
-	struct time_civil civ;
-	uint64_t wall = 0;
-	if (x86_rtc_read(&wall, &civ) == 0) {
-		wall_base_s = wall;
-		wall_base_ns = x86_now_ns();
-	} else {
-		LOG_WARN("boot", "broker: no usable RTC; certificates will look not yet valid");
-	}
-}
-
-int64_t x86_wall_ms(void)
-{
-	if (!wall_base_s)
-		return 0;
-	return (int64_t)(wall_base_s * 1000u + (x86_now_ns() - wall_base_ns) / 1000000u);
-}
 
 uint32_t node_port_core_self(void)
 {
@@ -52,9 +29,8 @@ uint64_t node_port_now_ms(void)
 
 int64_t node_port_wall_s(void)
 {
-	if (!wall_base_s)
-		return 0; /* 1970: every certificate looks "not yet valid", visibly */
-	return (int64_t)(wall_base_s + (x86_now_ns() - wall_base_ns) / 1000000000u);
+	/* 0 while unknown (1970): every certificate looks "not yet valid", visibly. */
+	return (int64_t)(x86_wall_ns() / 1000000000u);
 }
 
 uint64_t node_port_now_ns(void)

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT
  *
- * Wall-clock time at boot from the CMOS real-time clock (ports 0x70/0x71), read until
- * two consecutive reads agree and outside an update cycle, decoded from BCD or binary
- * and 12/24-hour forms, then validated by kernel/time. The RTC is hardware input: a
- * value out of range or before TIME_PLAUSIBLE_MIN_UNIX is reported, never trusted.
- * Boot core only, before interrupts are enabled.
+ * The CMOS real-time clock (ports 0x70/0x71): the time, read until two consecutive reads
+ * agree and outside an update cycle, decoded from BCD or binary and 12/24-hour forms,
+ * then validated by kernel/time; and a probe of the seconds register that never waits,
+ * with which arch/x86_64/wall.c finds the instant a second begins. The RTC is hardware
+ * input: a value out of range or before TIME_PLAUSIBLE_MIN_UNIX is reported, never
+ * trusted. One core at a time (the index/data port pair): the boot core during boot,
+ * then only core 0's wall-clock handler.
  */
 #include "arch/x86_64/x86.h"
 #include "kernel/time.h"
@@ -70,4 +72,13 @@ int x86_rtc_read(uint64_t *unix_s, struct time_civil *out)
 	c.year = century * 100u + rtc_bcd(a[5], bcd);
 	*out = c;
 	return time_civil_to_unix(&c, unix_s);
+}
+
+int x86_rtc_seconds_probe(void)
+{
+	/* UIP rises 244 us before an update starts (MC146818): when it reads clear, the
+	 * seconds register read next is not in the middle of an update. */
+	if (rtc_updating())
+		return -1;
+	return rtc_reg(0x00);
 }

@@ -31,6 +31,12 @@ static inline uint16_t x86_inw(uint16_t port)
 	__asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
 	return v;
 }
+static inline uint32_t x86_inl(uint16_t port)
+{
+	uint32_t v;
+	__asm__ volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
 static inline uint8_t x86_inb(uint16_t port)
 {
 	uint8_t v;
@@ -228,9 +234,21 @@ void x86_acpi_poweroff(void);
 /* True once some core has entered x86_stop(). */
 bool x86_stopping(void);
 uint64_t x86_tsc_hz(void);
+/* Boot core, first thing: the TSC frequency when the CPU or the hypervisor states it
+ * (CPUID 0x15/0x16, the hypervisor timing leaf, KVM's pvclock scale). Otherwise the
+ * frequency stays 0 (x86_now_ns() reads 0) until x86_tsc_calibrate_late. */
 void x86_tsc_calibrate(void);
+/* Boot core, after ACPI discovery and before the APIC timer: when nothing stated the
+ * frequency, measure it against the ACPI PM timer of p (borrowed), else the PIT. A
+ * development image's tsc_skew_pct=N (-50..50) then multiplies it by (100 + N) / 100 for
+ * the clock tests (the guest's clock runs N % slow). Never moves x86_now_ns() backwards. */
+void x86_tsc_calibrate_late(const struct platform *p, const char *cmdline, size_t cmdline_len);
 uint64_t x86_now_ns(void);
+/* The source's name ("ACPI PM timer", "PIT", "cpuid 0x15", ...). */
 const char *x86_tsc_source(void);
+/* How a measured frequency came out, for the banner: "" when the frequency was stated,
+ * else e.g. " (5 of 5 windows of 20 ms, spread 4 ppm)". Static storage. */
+const char *x86_tsc_detail(void);
 
 /* ---- apic.c ---- */
 #define X86_VEC_TIMER 0x30
@@ -324,14 +342,32 @@ bool x86_smp_aps_woken(void);
 /* ---- rtc.c ---- */
 struct time_civil;
 /* Read the CMOS RTC: 0 with *unix_s and *c, -E_IO (never stable) or -E_RANGE (bad date;
- * *c still holds what was read). */
+ * *c still holds what was read). Boot core at boot, then core 0's wall-clock handler only
+ * (the index/data port pair must not be shared). */
 MUST_CHECK int x86_rtc_read(uint64_t *unix_s /* out */, struct time_civil *c /* out */);
+/* The RTC's seconds register as stored (BCD or binary: compare, do not decode), or -1
+ * while an update is in progress or about to start (UIP). Never waits. Same callers. */
+int x86_rtc_seconds_probe(void);
 
-/* ---- node_port.c (kernel/node/port.h on x86_64) ---- */
-/* The wall clock's base from the RTC (boot core, once, before the other cores start). */
-void x86_wall_clock_init(void);
-/* Unix milliseconds of the wall clock; 0 when the RTC was unusable. */
+/* ---- wall.c: the wall clock (kernel/wallclock.h over x86_now_ns, disciplined by the RTC) ---- */
+/* Boot core, once, before the other cores start: the RTC read once (the middle of its
+ * second), the resync period (clock.rtc_resync_s; development: clock_resync_s=N on the
+ * command line, borrowed for the call). */
+void x86_wall_clock_init(const char *cmdline, size_t cmdline_len);
+/* Unix nanoseconds / milliseconds of the wall clock; 0 while the time is unknown. Any core. */
+uint64_t x86_wall_ns(void);
 int64_t x86_wall_ms(void);
+/* Core 0's loop handler: re-reads the RTC at a second boundary every period and corrects
+ * the wall clock (never blocks; spins the loop only while a boundary is near). */
+int x86_wall_resync_poll(void *ctx);
+struct x86_wall_stats {
+	uint32_t n_samples, n_steps, n_rejected; /* RTC samples used, steps, samples refused */
+	int64_t last_error_ns;   /* wall clock minus RTC at the last sample */
+	int32_t rate_ppb, freq_ppb;
+	uint64_t period_s;
+};
+/* Core 0 only (the handler's own counters). */
+void x86_wall_stats(struct x86_wall_stats *out /* out */);
 
 /* ---- ssp.c ---- */
 void x86_ssp_init(void);

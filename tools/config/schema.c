@@ -76,6 +76,14 @@ const struct conf_key conf_schema[] = {
 	  LIST(no_items, 16, CONF_CK_KEYREF),
 	  .doc = "Keys (\"section.key\") the kernel command line may override; must be empty in prod." },
 
+	/* [clock] */
+	{ KEY("clock", "rtc_resync_s", "CONF_CLOCK_RTC_RESYNC_S"), INT(60, 0, 86400, CONF_U_S),
+	  .doc = "Core 0 re-reads the CMOS RTC this often, at the instant a second begins, and corrects the wall clock (certificate validity, telemetry times) by clock.step_ms's rule; the reference until SNTP exists. 0: the RTC is read at boot only." },
+	{ KEY("clock", "step_ms", "CONF_CLOCK_STEP_MS"), INT(1000, 1, 3600000, CONF_U_MS),
+	  .doc = "A wall-clock error against the RTC above this is corrected at once (the wall clock jumps, forwards or back); a smaller one by a rate change that removes it by the next read. The monotonic clock (timers, timeouts) never moves." },
+	{ KEY("clock", "log_error_ms", "CONF_CLOCK_LOG_ERROR_MS"), INT(100, 0, 3600000, CONF_U_MS),
+	  .doc = "A slewed wall-clock error at least this large is logged (at most once per 10 minutes; steps are always logged)." },
+
 	/* [net] */
 	{ KEY("net", "dhcp", "CONF_NET_DHCP"), BOOL(1),
 	  .doc = "Obtain the address by DHCP; false uses static_ip/static_netmask/static_gateway." },

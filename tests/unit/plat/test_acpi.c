@@ -155,6 +155,13 @@ static void build(bool v2)
 	st_le32(b + 64 - 36, 0x604);
 	b[172 - 36] = 1; b[173 - 36] = 16; b[175 - 36] = 2;
 	st_le64(b + 176 - 36, 0x604);
+	/* PM timer: legacy block 0x608 (4 bytes), 32 bits (TMR_VAL_EXT), and the same port
+	 * in X_PM_TMR_BLK. */
+	st_le32(b + 76 - 36, 0x608);
+	b[91 - 36] = 4;
+	st_le32(b + 112 - 36, 1u << 8);
+	b[208 - 36] = 1; b[209 - 36] = 32; b[211 - 36] = 3;
+	st_le64(b + 212 - 36, 0x608);
 	put_sdt(A_FADT, "FACP", 3, b, 244 - 36);
 
 	put_sdt(A_DSDT, "DSDT", 1, dsdt_aml, sizeof dsdt_aml);
@@ -203,6 +210,8 @@ static void check_good(const struct platform *p)
 	assert_true(p->has_s5);
 	assert_int_equal(p->slp_typa, 5);
 	assert_int_equal(p->slp_typb, 5);
+	assert_int_equal(p->pm_tmr_port, 0x608);
+	assert_true(p->pm_tmr_32);
 }
 
 static void assert_cleared(const struct platform *p)
@@ -213,6 +222,7 @@ static void assert_cleared(const struct platform *p)
 	assert_int_equal(p->n_ecam, 0);
 	assert_false(p->has_s5);
 	assert_true(p->lapic_addr == 0);
+	assert_int_equal(p->pm_tmr_port, 0);
 }
 
 static struct platform plat;
@@ -330,6 +340,13 @@ static void m_dsdt_csum(void) { mem[A_DSDT + 40] ^= 1; }
 static void m_fadt_short(void) { st_le32(mem + A_FADT + 4, 100); fix_sdt(A_FADT); }
 static void m_fadt_csum(void) { mem[A_FADT + 64] ^= 1; }
 static void m_fadt_mmio_pm1(void) { mem[A_FADT + 172] = 0; fix_sdt(A_FADT); }
+static void m_fadt_mmio_pmtmr(void) { mem[A_FADT + 208] = 0; fix_sdt(A_FADT); }
+static void m_fadt_pmtmr_len(void)
+{
+	memset(mem + A_FADT + 208, 0, 12); /* no X_PM_TMR_BLK: the legacy block counts */
+	mem[A_FADT + 91] = 2;
+	fix_sdt(A_FADT);
+}
 static void m_mcfg_partial(void) { st_le32(mem + A_MCFG + 4, 36 + 8 + 10); fix_sdt(A_MCFG); }
 static void m_mcfg_short(void) { st_le32(mem + A_MCFG + 4, 40); fix_sdt(A_MCFG); }
 static void m_mcfg_bad_bus(void) { mem[A_MCFG + 36 + 8 + 10] = 5; mem[A_MCFG + 36 + 8 + 11] = 4; fix_sdt(A_MCFG); }
@@ -382,6 +399,8 @@ static const struct bad_case bad_cases[] = {
 	{ "dsdt pointer loops to fadt", false, m_dsdt_is_fadt, 0, PLAT_ACPI_DSDT_BAD },
 	{ "dsdt checksum", false, m_dsdt_csum, 0, PLAT_ACPI_DSDT_BAD },
 	{ "fadt pm1 not io", false, m_fadt_mmio_pm1, 0, PLAT_ACPI_FADT_BAD_PORT },
+	{ "fadt pm timer not io", false, m_fadt_mmio_pmtmr, 0, PLAT_ACPI_FADT_BAD_PMTMR },
+	{ "fadt pm timer length 2", false, m_fadt_pmtmr_len, 0, PLAT_ACPI_FADT_BAD_PMTMR },
 	{ "mcfg end bus below start", false, m_mcfg_bad_bus, 0, PLAT_ACPI_MCFG_BAD_ENTRY },
 	{ "mcfg address wraps", false, m_mcfg_wrap, 0, PLAT_ACPI_MCFG_BAD_ENTRY },
 	{ "s5 package length beyond table", false, m_s5_pkglen_beyond, 0, PLAT_ACPI_S5_BAD },
@@ -438,6 +457,31 @@ static void test_degraded_results(void **state)
 	assert_int_equal(plat_acpi_parse(&plat, &rd, A_RSDP, &why), 0);
 	assert_int_equal(plat.pm1a_cnt, 0);
 	assert_false(plat.has_s5);
+
+	/* The PM timer: MMIO or a wrong length is ignored, the legacy block alone counts,
+	 * 24 bits without TMR_VAL_EXT, none on a hardware-reduced machine. */
+	build(false);
+	m_fadt_mmio_pmtmr();
+	assert_int_equal(plat_acpi_parse(&plat, &rd, A_RSDP, &why), 0);
+	assert_int_equal(plat.pm_tmr_port, 0);
+	build(false);
+	m_fadt_pmtmr_len();
+	assert_int_equal(plat_acpi_parse(&plat, &rd, A_RSDP, &why), 0);
+	assert_int_equal(plat.pm_tmr_port, 0);
+	build(false);
+	memset(mem + A_FADT + 208, 0, 12);
+	st_le32(mem + A_FADT + 76, 0xb008);
+	st_le32(mem + A_FADT + 112, 0);
+	fix_sdt(A_FADT);
+	assert_int_equal(plat_acpi_parse(&plat, &rd, A_RSDP, &why), 0);
+	assert_int_equal(plat.pm_tmr_port, 0xb008);
+	assert_false(plat.pm_tmr_32);
+	build(false);
+	st_le32(mem + A_FADT + 112, (1u << 8) | (1u << 20));
+	fix_sdt(A_FADT);
+	assert_int_equal(plat_acpi_parse(&plat, &rd, A_RSDP, &why), 0);
+	assert_int_equal(plat.pm_tmr_port, 0);
+	assert_int_equal(plat.pm1a_cnt, 0x604);
 
 	/* The duplicate MADT (one CPU) is ignored: the first one counts. */
 	build(true);
