@@ -35,11 +35,12 @@ SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh tests/smoke/aarch64-msi.sh tests/sm
 
 # The production aarch64 image, built in the tree of the x86_64 one (arch/x86_64/module.mk:
 # PROFILE=prod flags are not tracked by the objects, so it has its own tree) and booted by
-# tests/smoke/aarch64-prod.sh.
+# tests/smoke/aarch64-prod.sh. The two images' makes share that tree, so each holds its lock
+# (flock): under -j they would otherwise build its PKI and headers at the same time.
 .PHONY: aarch64-prod
 aarch64-prod:
 	$(Q)mkdir -p $(B)/prod && ln -sfn $(abspath $(B)/deps) $(B)/prod/deps
-	$(Q)$(MAKE) --no-print-directory BUILD_DIR=$(B)/prod PROFILE=prod CONF_FILE=config/prod.conf \
-		$(B)/prod/aarch64/urmqtt.img
+	$(Q)flock $(B)/prod/.make.lock $(MAKE) --no-print-directory BUILD_DIR=$(B)/prod PROFILE=prod \
+		CONF_FILE=config/prod.conf $(B)/prod/aarch64/urmqtt.img
 TEST_DEPS += aarch64-prod
 SMOKE_SCRIPTS += tests/smoke/aarch64-prod.sh

@@ -77,7 +77,7 @@ X86_64_PROD_TREE := $(B)/prod
 .PHONY: x86_64-prod
 x86_64-prod:
 	$(Q)mkdir -p $(X86_64_PROD_TREE) && ln -sfn $(abspath $(B)/deps) $(X86_64_PROD_TREE)/deps
-	$(Q)$(MAKE) --no-print-directory BUILD_DIR=$(X86_64_PROD_TREE) PROFILE=prod CONF_FILE=config/prod.conf \
-		$(X86_64_PROD_TREE)/x86_64/urmqtt.elf
+	$(Q)flock $(X86_64_PROD_TREE)/.make.lock $(MAKE) --no-print-directory BUILD_DIR=$(X86_64_PROD_TREE) \
+		PROFILE=prod CONF_FILE=config/prod.conf $(X86_64_PROD_TREE)/x86_64/urmqtt.elf
 TEST_DEPS += x86_64-prod
 SMOKE_SCRIPTS += tests/smoke/x86_64-prod.sh
