@@ -348,7 +348,13 @@ static void conn_input(struct tcp_stack *t, struct tcp_cb *cb, const struct tcp_
 				}
 				break;
 			}
-			if (partial || !(cb->flags & TCP_F_HOLD))
+			if (partial) {
+				/* the reader stopped inside the stream: still let go of held
+				 * data it has now moved past (invariant 7) */
+				(void)tcp_hold_next(t, cb);
+				break;
+			}
+			if (!(cb->flags & TCP_F_HOLD))
 				break;
 			slot = tcp_hold_next(t, cb);
 			if (slot == TCP_NIL)
