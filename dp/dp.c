@@ -137,17 +137,35 @@ static uint32_t conn_id(const struct dp *dp, const struct dp_conn *c)
 	return (uint32_t)(c - dp->conns);
 }
 
+static void say_fields(struct dp *dp, const struct log_fields *f, const char *fmt, va_list ap)
+{
+	char line[192];
+	if (!dp->cfg.log)
+		return;
+	(void)fmt_vsnprintf(line, sizeof line, fmt, ap);
+	dp->cfg.log(dp->cfg.log_ctx, line, f);
+}
+
 static void say(struct dp *dp, const char *fmt, ...) PRINTF_LIKE(2, 3);
 static void say(struct dp *dp, const char *fmt, ...)
 {
-	char line[192];
 	va_list ap;
-	if (!dp->cfg.log)
-		return;
 	va_start(ap, fmt);
-	(void)fmt_vsnprintf(line, sizeof line, fmt, ap);
+	say_fields(dp, NULL, fmt, ap);
 	va_end(ap);
-	dp->cfg.log(dp->cfg.log_ctx, line);
+}
+
+/* A refusal: the line, and why and whom as structured fields (identity may be NULL). */
+static void say_refused(struct dp *dp, const char *reason, const char *identity, const char *peer,
+			const char *fmt, ...) PRINTF_LIKE(5, 6);
+static void say_refused(struct dp *dp, const char *reason, const char *identity, const char *peer,
+			const char *fmt, ...)
+{
+	struct log_fields f = { .reason = reason, .identity = identity, .peer = peer };
+	va_list ap;
+	va_start(ap, fmt);
+	say_fields(dp, &f, fmt, ap);
+	va_end(ap);
 }
 
 /* ---- heap adapters ------------------------------------------------------------------ */
@@ -594,6 +612,12 @@ bool dp_serving(const struct dp *dp)
 	return !dp->store || dp_store_serving(dp->store);
 }
 
+bool dp_store_lag(const struct dp *dp, uint32_t *backlog)
+{
+	*backlog = dp->store ? dp_store_backlog(dp->store) : 0;
+	return dp->store && dp_store_congested(dp->store);
+}
+
 bool dp_store_stats(const struct dp *dp, struct store_link_stats *out)
 {
 	if (!dp->store)
@@ -810,8 +834,8 @@ static int mq_open(struct dp *dp, struct dp_conn *c, const struct tls_identity *
 	}
 	if (rc) {
 		dp->st.mqtt_open_failed++;
-		say(dp, "dp: conn %u from %s: identity %s refused by the broker: %s", conn_id(dp, c),
-		     ip, id->name, err_name(rc));
+		say_refused(dp, err_name(rc), id->name, ip, "dp: conn %u from %s: identity %s refused by the broker: %s",
+			    conn_id(dp, c), ip, id->name, err_name(rc));
 		c->mq = NULL;
 		tls_rec_abort(&c->rec, TLS_ALERT_INTERNAL_ERROR);
 		conn_begin_close(dp, c, true);
@@ -836,7 +860,8 @@ static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
 	dp->n_est++;
 	if (rc) {
 		dp->st.id_refused++;
-		say(dp, "dp: conn %u from %s: identity refused: %s", conn_id(dp, c), ip, err_name(rc));
+		say_refused(dp, "identity", NULL, ip, "dp: conn %u from %s: identity refused: %s", conn_id(dp, c), ip,
+			    err_name(rc));
 		conn_begin_close(dp, c, true); /* flushes the pending fatal alert */
 		return;
 	}
@@ -870,8 +895,9 @@ static void hs_step(struct dp *dp, struct dp_hs_slot *s)
 		char ip[16];
 		ip_str(ip, sizeof ip, src);
 		dp->st.hs_failed++;
-		say(dp, "dp: conn %u from %s: handshake refused: %s (mbedtls -0x%04x)", conn, ip,
-		    err_name(rc), (unsigned)-tls_hs_error(c->hs));
+		const char *why = tls_hs_refusal(c->hs);
+		say_refused(dp, why, NULL, ip, "dp: conn %u from %s: handshake refused: %s (%s, mbedtls -0x%04x)", conn,
+			    ip, why, err_name(rc), (unsigned)-tls_hs_error(c->hs));
 		conn_begin_close(dp, c, false);
 		return;
 	}
@@ -1106,7 +1132,7 @@ uint32_t dp_poll(struct dp *dp)
 		char ip[16];
 		ip_str(ip, sizeof ip, s->src_ip);
 		dp->st.hs_timeouts++;
-		say(dp, "dp: conn %u from %s: handshake timed out", s->conn, ip);
+		say_refused(dp, "timeout", NULL, ip, "dp: conn %u from %s: handshake timed out", s->conn, ip);
 		hs_end(dp, c); /* releases s */
 		c->state = DP_CLOSING;
 		if (!(c->flags & (DP_F_GONE | DP_F_FIN))) {

@@ -75,8 +75,9 @@ struct dp_config {
 	struct dp_heap_ops heap;    /* copied; ctx linked */
 	struct dp_lower_ops lower;  /* copied */
 	void *lower_ctx;            /* linked */
-	/* One log line (NUL-terminated, borrowed) for refusals and closes; may be NULL. */
-	void (*log)(void *ctx, const char *line);
+	/* One log line (NUL-terminated, borrowed) for refusals and closes, with its
+	 * structured fields (NULL when none; lib/log_fields.h); may be NULL. */
+	void (*log)(void *ctx, const char *line, const struct log_fields *f);
 	void *log_ctx;
 	uint64_t (*now_ms)(void *ctx); /* monotonic clock */
 	void *clock_ctx;
@@ -195,6 +196,9 @@ void dp_shards_off(struct dp *dp);
 void dp_store_recv(struct dp *dp, uint16_t kind, const uint8_t *data, uint32_t len);
 /* Serving: restore has ended (or storage is off). */
 bool dp_serving(const struct dp *dp);
+/* Whether storage lags (this core then refuses SYNs and stops reading PUBLISHes), and the
+ * bytes waiting for the storage core in *backlog; false, 0 when storage is off. */
+bool dp_store_lag(const struct dp *dp, uint32_t *backlog /* out */);
 /* The storage link's counters; false when storage is off. */
 bool dp_store_stats(const struct dp *dp, struct store_link_stats *out /* out */);
 /* The home core of an identity (0 when this dp is the only shard). */

@@ -17,7 +17,7 @@ size_t dp_store_mem_size(const struct dp_store_config *cfg);
 /* log: dp's line writer (may be NULL). broker: set by dp_store_bind. */
 MUST_CHECK int dp_store_init(struct dp_store **out /* out */, void *mem, size_t len,
 			     const struct dp_store_config *cfg,
-			     void (*log)(void *ctx, const char *line), void *log_ctx);
+			     void (*log)(void *ctx, const char *line, const struct log_fields *f), void *log_ctx);
 /* The broker's store ops (ctx = st), valid before the broker exists. */
 struct mqtt_store_ops dp_store_broker_ops(struct dp_store *st);
 void dp_store_bind(struct dp_store *st, struct mqtt_broker *b);
@@ -29,6 +29,7 @@ bool dp_store_serving(const struct dp_store *st);
 /* Stop reading from connections (and refuse SYNs): the link is congested or the storage
  * core lags, or acknowledgements are piling up. */
 bool dp_store_congested(const struct dp_store *st);
+uint32_t dp_store_backlog(const struct dp_store *st); /* bytes waiting for the storage core */
 void dp_store_counts(const struct dp_store *st, struct store_link_stats *link /* out */,
 		     uint64_t *restored /* out */, uint64_t *refused /* out */);
 MUST_CHECK int dp_store_check(const struct dp_store *st);

@@ -35,7 +35,7 @@ struct dp_store {
 	struct store_link *link;
 	struct dp_tlq *tlq;       /* cfg.max_queries */
 	struct mqtt_broker *broker;
-	void (*log)(void *ctx, const char *line);
+	void (*log)(void *ctx, const char *line, const struct log_fields *f);
 	void *log_ctx;
 	bool restoring, serving;
 	uint64_t restored, refused;
@@ -59,7 +59,7 @@ static void say(struct dp_store *st, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)fmt_vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	st->log(st->log_ctx, line);
+	st->log(st->log_ctx, line, NULL);
 }
 
 /* ---- the storage core's answers ---------------------------------------------------------- */
@@ -318,7 +318,7 @@ struct mqtt_store_ops dp_store_broker_ops(struct dp_store *st)
 /* ---- life cycle ----------------------------------------------------------------------------- */
 
 int dp_store_init(struct dp_store **out, void *mem, size_t len, const struct dp_store_config *cfg,
-		  void (*log)(void *ctx, const char *line), void *log_ctx)
+		  void (*log)(void *ctx, const char *line, const struct log_fields *f), void *log_ctx)
 {
 	*out = NULL;
 	size_t need = dp_store_mem_size(cfg);
@@ -375,6 +375,11 @@ uint32_t dp_store_poll(struct dp_store *st)
 bool dp_store_serving(const struct dp_store *st)
 {
 	return st->serving;
+}
+
+uint32_t dp_store_backlog(const struct dp_store *st)
+{
+	return store_link_backlog(st->link);
 }
 
 bool dp_store_congested(const struct dp_store *st)

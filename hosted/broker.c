@@ -17,9 +17,10 @@
 #include "urmqtt_config.h"
 
 /* dp's lines: on stdout as they are (the tests read them). */
-static void hb_log(void *ctx, const char *line)
+static void hb_log(void *ctx, const char *line, const struct log_fields *f)
 {
 	(void)ctx;
+	(void)f;
 	printf("%s\n", line);
 }
 

@@ -27,11 +27,18 @@ void log_init(const struct log_config *cfg)
 	log_ready = cfg->write != NULL;
 }
 
+void log_set_tap(log_tap_fn tap)
+{
+	log_cfg.tap = tap;
+}
+
 static const char log_level_char[] = { 'E', 'W', 'I', 'D' };
 
-size_t log_format_line(char *buf, size_t len, uint64_t now_ns, enum log_level lvl, const char *mod,
-		       const char *fmt, va_list ap)
+/* log_format_line, and where the text begins (after the prefix) in *text_off. */
+static size_t log_format(char *buf, size_t len, uint64_t now_ns, enum log_level lvl, const char *mod,
+			 const char *fmt, va_list ap, size_t *text_off)
 {
+	*text_off = 0;
 	if (len < 2)
 		return 0;
 	uint64_t sec = now_ns / 1000000000u;
@@ -39,7 +46,8 @@ size_t log_format_line(char *buf, size_t len, uint64_t now_ns, enum log_level lv
 	char c = (unsigned)lvl < sizeof log_level_char ? log_level_char[lvl] : '?';
 	int n = fmt_snprintf(buf, len, "[%5llu.%06u] %c %s: ", (unsigned long long)sec, usec, c,
 			     mod ? mod : "-");
-	size_t pos = n < 0 ? 0 : (size_t)n;
+	size_t pos = n < 0 ? 0 : MIN((size_t)n, len - 1);
+	*text_off = pos;
 	if (pos < len - 1) {
 		int m = fmt_vsnprintf(buf + pos, len - pos, fmt, ap);
 		pos += m < 0 ? 0 : (size_t)m;
@@ -47,10 +55,18 @@ size_t log_format_line(char *buf, size_t len, uint64_t now_ns, enum log_level lv
 	if (pos > len - 2) { /* truncated: keep room for "~\n" */
 		buf[len - 3] = '~';
 		pos = len - 2;
+		*text_off = MIN(*text_off, pos);
 	}
 	buf[pos++] = '\n';
 	buf[pos] = '\0';
 	return pos;
+}
+
+size_t log_format_line(char *buf, size_t len, uint64_t now_ns, enum log_level lvl, const char *mod,
+		       const char *fmt, va_list ap)
+{
+	size_t text_off;
+	return log_format(buf, len, now_ns, lvl, mod, fmt, ap, &text_off);
 }
 
 /* Rate-limit decision for one line; returns the number of lines suppressed before it
@@ -79,8 +95,8 @@ static bool log_site_admit(struct log_site *site, uint64_t now, uint32_t *note)
 	return false;
 }
 
-void log_vemit(struct log_site *site, enum log_level lvl, const char *mod, const char *fmt,
-	       va_list ap)
+static void log_vemit_fields(struct log_site *site, enum log_level lvl, const char *mod,
+			     const struct log_fields *f, const char *fmt, va_list ap)
 {
 	if (!log_ready || lvl > log_cfg.level)
 		return;
@@ -89,9 +105,12 @@ void log_vemit(struct log_site *site, enum log_level lvl, const char *mod, const
 	if (site && !log_site_admit(site, now, &suppressed))
 		return;
 	char line[LOG_LINE_MAX];
-	size_t n = log_format_line(line, sizeof line, now, lvl, mod, fmt, ap);
+	size_t text_off;
+	size_t n = log_format(line, sizeof line, now, lvl, mod, fmt, ap, &text_off);
 	log_cfg.write(line, n);
 	atomic_fetch_add_explicit(&log_n_written, 1, memory_order_relaxed);
+	if (log_cfg.tap && n > text_off)
+		log_cfg.tap(lvl, mod, f, line + text_off, n - 1 - text_off); /* without the newline */
 	if (suppressed) {
 		int m = fmt_snprintf(line, sizeof line, "    (%u similar lines suppressed)\n",
 				     (unsigned)suppressed);
@@ -100,11 +119,26 @@ void log_vemit(struct log_site *site, enum log_level lvl, const char *mod, const
 	}
 }
 
+void log_vemit(struct log_site *site, enum log_level lvl, const char *mod, const char *fmt,
+	       va_list ap)
+{
+	log_vemit_fields(site, lvl, mod, NULL, fmt, ap);
+}
+
 void log_emit(struct log_site *site, enum log_level lvl, const char *mod, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	log_vemit(site, lvl, mod, fmt, ap);
+	log_vemit_fields(site, lvl, mod, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void log_emit_fields(struct log_site *site, enum log_level lvl, const char *mod,
+		     const struct log_fields *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vemit_fields(site, lvl, mod, f, fmt, ap);
 	va_end(ap);
 }
 

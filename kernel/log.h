@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include "lib/compiler.h"
+#include "lib/log_fields.h"
 
 #define LOG_LINE_MAX 192
 
@@ -25,12 +26,20 @@ enum log_level {
 	LOG_LEVEL_DEBUG = 3,
 };
 
+/* A tap sees every line the sink was given (after the level and the rate limit): its
+ * level, module, structured fields (NULL when none) and text without the console's
+ * "[time] L mod: " prefix and newline (borrowed for the call). Called on the logging
+ * core, possibly from exception context: it must not block, allocate or log. */
+typedef void (*log_tap_fn)(enum log_level lvl, const char *mod, const struct log_fields *f,
+			   const char *text, size_t len);
+
 struct log_config {
 	void (*write)(const char *s, size_t len); /* linked: the sink */
 	uint64_t (*now_ns)(void);                 /* linked: monotonic clock, may be NULL */
 	enum log_level level;                     /* lines above this level are dropped */
 	uint32_t burst;                           /* lines per site per window (0: unlimited) */
 	uint64_t window_ns;                       /* rate-limit window */
+	log_tap_fn tap;                           /* may be NULL (see log_set_tap) */
 };
 
 /* One per call site (static, made by the LOG macros). All fields start at zero. */
@@ -42,12 +51,18 @@ struct log_site {
 
 /* Copy the configuration (cfg is borrowed). Before log_init the log is silent. */
 void log_init(const struct log_config *cfg);
+/* Install (or remove, NULL) the tap after log_init. Only while one core runs: the cores
+ * started later read it without synchronisation (their start publishes it). */
+void log_set_tap(log_tap_fn tap);
 
 /* Format and write one line if the level and the site's budget allow it. */
 void log_emit(struct log_site *site, enum log_level lvl, const char *mod, const char *fmt, ...)
 	PRINTF_LIKE(4, 5);
 void log_vemit(struct log_site *site, enum log_level lvl, const char *mod, const char *fmt,
 	       va_list ap);
+/* The same with structured fields for the tap (f borrowed, may be NULL). */
+void log_emit_fields(struct log_site *site, enum log_level lvl, const char *mod,
+		     const struct log_fields *f, const char *fmt, ...) PRINTF_LIKE(5, 6);
 
 /* Write bytes straight to the sink: no level, no limit (panic and exception reports). */
 void log_raw(const char *s, size_t len);
@@ -67,6 +82,11 @@ uint64_t log_count_suppressed(void);
 	do {                                                    \
 		static struct log_site log_site_;               \
 		log_emit(&log_site_, (lvl), (mod), __VA_ARGS__); \
+	} while (0)
+#define LOG_FIELDS(lvl, mod, f, ...)                                   \
+	do {                                                           \
+		static struct log_site log_site_;                      \
+		log_emit_fields(&log_site_, (lvl), (mod), (f), __VA_ARGS__); \
 	} while (0)
 #define LOG_ERR(mod, ...) LOG_AT(LOG_LEVEL_ERR, mod, __VA_ARGS__)
 #define LOG_WARN(mod, ...) LOG_AT(LOG_LEVEL_WARN, mod, __VA_ARGS__)

@@ -132,7 +132,8 @@ static void say(struct mqtt_broker *b, enum mqtt_log_reason r, const struct mqtt
 				   detail, idl ? id : "-");
 	lb->suppressed = 0;
 	b->st.log_lines++;
-	b->cfg.log(b->cfg.log_ctx, line);
+	struct log_fields f = { .reason = reason_name[r], .identity = idl ? id : NULL, .peer = NULL };
+	b->cfg.log(b->cfg.log_ctx, line, &f);
 }
 
 static void clock_see(struct mqtt_broker *b, uint64_t now_ms)
@@ -792,6 +793,7 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 	uint32_t si = c->session;
 	struct mqtt_session *s = &b->sess[si];
 	b->st.msgs_in++;
+	b->st.msgs_in_qos[MIN(p->qos, 2u)]++; /* decoded: 0..2 */
 	b->st.bytes_in += pkt_len;
 	bool drop = false;
 	if (!rate_ok(b, c, p->payload_len, now_ms)) {

@@ -12,6 +12,7 @@
 #define MQTT_BROKER_H
 
 #include "lib/compiler.h"
+#include "lib/log_fields.h"
 #include "mqtt/tquery.h"
 #include "mqtt/codec.h"
 
@@ -75,7 +76,7 @@ struct mqtt_broker_config {
 	 * At most log_burst lines per reason, refilled at log_per_min per minute; dropped
 	 * lines are counted and reported on the next line written for that reason. Called
 	 * from inside broker calls: must not call the broker. log_burst 0 = no limit. */
-	void (*log)(void *ctx, const char *line);
+	void (*log)(void *ctx, const char *line, const struct log_fields *f);
 	void *log_ctx;
 	uint32_t log_burst, log_per_min;
 	const struct mqtt_acl_service *services; /* linked */
@@ -200,6 +201,7 @@ struct mqtt_broker_ops {
 struct mqtt_broker_stats {
 	uint64_t rej[MQTT_REJ__COUNT]; /* decode rejections per site */
 	uint64_t msgs_in, msgs_out, bytes_in;
+	uint64_t msgs_in_qos[3], msgs_out_qos[3]; /* the same by QoS (PUBLISH received / sent) */
 	uint64_t acl_denied_pub, acl_denied_sub, acl_closes;
 	uint64_t rate_dropped, rate_closes;
 	uint64_t tlog_records, tlog_lost; /* telemetry records handed to storage / refused by its link */

@@ -45,8 +45,10 @@ int mqtt_send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t 
 	if (mqtt_encode_publish(&w, topic, tlen, payload, plen, qos, dup, retain, pid))
 		return -E_OVERFLOW;
 	int rc = mqtt_send_encoded(b, c, &w);
-	if (rc == 0)
+	if (rc == 0) {
 		b->st.msgs_out++;
+		b->st.msgs_out_qos[MIN(qos, 2u)]++;
+	}
 	return rc;
 }
 

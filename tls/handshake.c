@@ -1026,3 +1026,39 @@ int tls_hs_error(const struct tls_hs *hs)
 {
 	return hs->err;
 }
+
+const char *tls_hs_refusal(const struct tls_hs *hs)
+{
+	switch (hs->err) {
+	case MBEDTLS_ERR_X509_CERT_VERIFY_FAILED: {
+		uint32_t f = mbedtls_ssl_get_verify_result(&hs->ssl);
+		if (f & MBEDTLS_X509_BADCERT_REVOKED)
+			return "certificate-revoked";
+		if (f & MBEDTLS_X509_BADCERT_EXPIRED)
+			return "certificate-expired";
+		if (f & MBEDTLS_X509_BADCERT_FUTURE)
+			return "certificate-not-yet-valid";
+		if (f & MBEDTLS_X509_BADCERT_NOT_TRUSTED)
+			return "unknown-ca";
+		if (f & (MBEDTLS_X509_BADCERT_KEY_USAGE | MBEDTLS_X509_BADCERT_EXT_KEY_USAGE))
+			return "certificate-usage";
+		return "bad-certificate";
+	}
+	case MBEDTLS_ERR_SSL_NO_CLIENT_CERTIFICATE:
+		return "no-certificate";
+	case MBEDTLS_ERR_SSL_BAD_PROTOCOL_VERSION:
+		return "protocol-version";
+	case MBEDTLS_ERR_SSL_HANDSHAKE_FAILURE:
+		return "handshake-failure";
+	case MBEDTLS_ERR_SSL_INVALID_RECORD:
+	case MBEDTLS_ERR_SSL_DECODE_ERROR:
+	case MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER:
+	case MBEDTLS_ERR_SSL_BAD_INPUT_DATA:
+		return "malformed";
+	case MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY:
+	case MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE:
+		return "peer-alert";
+	default:
+		return "handshake";
+	}
+}

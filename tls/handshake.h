@@ -130,5 +130,10 @@ void tls_hs_abort(struct tls_hs *hs);
 
 /* Negative mbedTLS error of a failed handshake (for logs). */
 int tls_hs_error(const struct tls_hs *hs);
+/* Why a failed handshake was refused, one word for operators' structured logs:
+ * "certificate-revoked", "certificate-expired", "certificate-not-yet-valid",
+ * "unknown-ca", "certificate-usage", "bad-certificate", "no-certificate",
+ * "protocol-version", "handshake-failure", "malformed", "peer-alert" or "handshake". */
+const char *tls_hs_refusal(const struct tls_hs *hs);
 
 #endif

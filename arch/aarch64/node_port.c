@@ -2,10 +2,11 @@
  *
  * The image's side of kernel/node/port.h on aarch64: the calling core from TPIDR_EL1, the
  * generic timer's counter, the wall clock (the PL031 RTC read once at boot, then the
- * counter), the wake-up SGI, the MSI messages (gic_msi.c), the per-core
- * device-interrupt counts. The heap and the CSPRNG are kernel/node/port_kernel.c's. Owns the wall
- * clock's base: written once on the boot core before any other core starts (their start
- * publishes it), read-only after.
+ * counter, disciplined by SNTP when configured), the wake-up SGI, the MSI messages
+ * (gic_msi.c), the per-core device-interrupt counts. The heap and the CSPRNG are
+ * kernel/node/port_kernel.c's. Owns the wall clock's parameters: written by the boot core
+ * before any other core starts, then only by core 0 (node_port_wall_reference), read by
+ * every core through kernel/wallclock's sequence counter.
  */
 #include <stdatomic.h>
 
@@ -13,14 +14,22 @@
 #include "kernel/log.h"
 #include "kernel/node/port.h"
 #include "kernel/time.h"
+#include "kernel/wallclock.h"
 #include "lib/err.h"
+#include "urmqtt_config.h"
 
 #define PL031_DR 0x000u /* data register: seconds since the epoch */
+#define NS_PER_S 1000000000ull
 
-static uint64_t wall_base_s, wall_base_ns;
+/* The wall clock (kernel/wallclock.h): published by the boot core from the RTC before
+ * the other cores start, then only by core 0 when SNTP gives it a reference. */
+static struct wallclock wall_pub;
+static struct wallclock_disc wall_disc;
 
 void a64_wall_clock_init(uint64_t rtc_base)
 {
+	wallclock_disc_init(&wall_disc, 0, a64_now_ns());
+	wallclock_publish(&wall_pub, &wall_disc.p);
 	if (!rtc_base) {
 		LOG_WARN("boot", "wall clock UNAVAILABLE: no PL031 RTC; certificates will look not yet valid");
 		return;
@@ -35,8 +44,9 @@ void a64_wall_clock_init(uint64_t rtc_base)
 			(unsigned)c.year, (unsigned)c.month, (unsigned)c.day);
 		return;
 	}
-	wall_base_s = s;
-	wall_base_ns = a64_now_ns();
+	/* The read is not aligned to the second: the middle of the second it names. */
+	wallclock_disc_init(&wall_disc, (uint64_t)s * NS_PER_S + NS_PER_S / 2, a64_now_ns());
+	wallclock_publish(&wall_pub, &wall_disc.p);
 	LOG_INFO("boot", "wall clock: %04u-%02u-%02u %02u:%02u:%02u UTC (PL031 RTC)", (unsigned)c.year,
 		 (unsigned)c.month, (unsigned)c.day, (unsigned)c.hour, (unsigned)c.min, (unsigned)c.sec);
 }
@@ -56,18 +66,40 @@ uint64_t node_port_now_ms(void)
 	return a64_now_ns() / 1000000u;
 }
 
+static uint64_t wall_ns(void)
+{
+	struct wallclock_params p;
+	wallclock_read(&wall_pub, &p);
+	return wallclock_at(&p, a64_now_ns());
+}
+
 int64_t node_port_wall_s(void)
 {
-	if (!wall_base_s)
-		return 0; /* 1970: every certificate looks "not yet valid", visibly */
-	return (int64_t)(wall_base_s + (a64_now_ns() - wall_base_ns) / 1000000000u);
+	return (int64_t)(wall_ns() / NS_PER_S); /* 0 unknown: every certificate looks "not yet valid", visibly */
 }
 
 int64_t node_port_wall_ms(void)
 {
-	if (!wall_base_s)
-		return 0;
-	return (int64_t)(wall_base_s * 1000u + (a64_now_ns() - wall_base_ns) / 1000000u);
+	return (int64_t)(wall_ns() / 1000000u);
+}
+
+void node_port_wall_reference(uint64_t ref_ns, uint64_t mono_ns, uint32_t period_s)
+{
+	const struct wallclock_disc_config cfg = {
+		.step_ns = CONF_CLOCK_STEP_MS * 1000000u,
+		.period_ns = (uint64_t)(period_s ? period_s : 1u) * NS_PER_S,
+		.min_interval_ns = NS_PER_S,
+		.max_rate_ppb = 250000000, /* 25 %: a counter that far off is broken, not slow */
+	};
+	struct wallclock_sample_result r;
+	wallclock_disc_sample(&wall_disc, &cfg, ref_ns, mono_ns, &r);
+	wallclock_publish(&wall_pub, &wall_disc.p);
+	int64_t e = r.error_ns;
+	uint64_t mag = e < 0 ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;
+	if (r.action != WALLCLOCK_SLEW)
+		LOG_INFO("clock", "wall clock %s to the SNTP servers' time (it was %s%lu ms off)",
+			 r.action == WALLCLOCK_SET ? "set" : "stepped", e < 0 ? "-" : "+",
+			 (unsigned long)(mag / 1000000u));
 }
 
 bool node_port_wake(uint32_t dst)

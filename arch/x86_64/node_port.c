@@ -43,6 +43,11 @@ int64_t node_port_wall_ms(void)
 	return x86_wall_ms();
 }
 
+void node_port_wall_reference(uint64_t ref_ns, uint64_t mono_ns, uint32_t period_s)
+{
+	x86_wall_reference(ref_ns, mono_ns, period_s);
+}
+
 bool node_port_wake(uint32_t dst)
 {
 	/* seq_cst: orders the message's commit (a release store of the ring's head) before

@@ -4,8 +4,10 @@
  * read (the middle of the second it names: the read is not aligned to its start), then
  * disciplined by core 0, which re-reads the RTC every clock.rtc_resync_s at the instant a
  * second begins and steps the wall clock (error above clock.step_ms) or changes its rate
- * (below: the error is gone by the next read), until SNTP replaces the RTC as the
- * reference. The monotonic clock (x86_now_ns, timers, timeouts) is never changed.
+ * (below: the error is gone by the next read), until SNTP's agreed time replaces the RTC
+ * as the reference (x86_wall_reference, from kernel/node/opsd.c on core 0: from then on
+ * the RTC is not read again). The monotonic clock (x86_now_ns, timers, timeouts) is never
+ * changed.
  *
  * Owns: the published parameters (struct wallclock: written by the boot core before the
  * other cores start, then only by core 0's handler; read by every core through its
@@ -63,6 +65,7 @@ static int wall_sec = -1;          /* the seconds register as last read; -1: not
 static uint64_t wall_probe_ns;     /* monotonic: the last probe */
 static uint64_t wall_last_log_ns;
 static bool wall_logged;
+static bool wall_sntp; /* SNTP is the reference: the RTC is no longer read */
 static struct x86_wall_stats wall_stats;
 
 /* Development images: clock_resync_s=N (1..86400) replaces clock.rtc_resync_s. */
@@ -152,24 +155,26 @@ static uint64_t wall_abs(int64_t v)
 	return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 }
 
-static void wall_log(const struct wallclock_sample_result *r, uint64_t rtc_s, uint64_t now)
+static void wall_log(const struct wallclock_sample_result *r, uint64_t ref_ns, const char *ref, uint64_t now)
 {
 	char utc[32];
-	(void)fmt_utc(utc, sizeof utc, (int64_t)(rtc_s * 1000u));
+	(void)fmt_utc(utc, sizeof utc, (int64_t)(ref_ns / NS_PER_MS));
 	uint64_t mag = wall_abs(r->error_ns);
 	const char *sign = r->error_ns < 0 ? "-" : "+";
 	long rate_ppm = (long)(wall_disc.p.rate_ppb / 1000), freq_ppm = (long)(wall_disc.freq_ppb / 1000);
 	if (r->action == WALLCLOCK_SET) {
-		LOG_INFO("clock", "wall clock set from the RTC: %s", utc);
+		LOG_INFO("clock", "wall clock set from the %s: %s", ref, utc);
 	} else if (r->action == WALLCLOCK_STEP) {
-		LOG_WARN("clock", "wall clock stepped %s%lu.%03lu s to the RTC (%s)%s; rate %ld ppm", sign,
-			 (unsigned long)(mag / NS_PER_S), (unsigned long)(mag / NS_PER_MS % 1000u), utc,
-			 r->ref_jump ? ": the RTC jumped" : "", rate_ppm);
+		/* the step is the error's opposite: a clock behind (error < 0) moves forwards */
+		LOG_WARN("clock", "wall clock stepped %s%lu.%03lu s to the %s (%s)%s; rate %ld ppm",
+			 r->error_ns < 0 ? "+" : "-",
+			 (unsigned long)(mag / NS_PER_S), (unsigned long)(mag / NS_PER_MS % 1000u), ref, utc,
+			 r->ref_jump ? ": the reference jumped" : "", rate_ppm);
 	} else if (mag >= CONF_CLOCK_LOG_ERROR_MS * NS_PER_MS &&
 		   (!wall_logged || now - wall_last_log_ns >= WALL_LOG_GAP_NS)) {
-		LOG_INFO("clock", "wall clock %s%lu ms off the RTC (%s): slewing, rate %ld ppm (RTC against the "
+		LOG_INFO("clock", "wall clock %s%lu ms off the %s (%s): slewing, rate %ld ppm (the %s against the "
 				  "TSC clock %ld ppm)",
-			 sign, (unsigned long)(mag / NS_PER_MS), utc, rate_ppm, freq_ppm);
+			 sign, (unsigned long)(mag / NS_PER_MS), ref, utc, rate_ppm, ref, freq_ppm);
 	} else {
 		return;
 	}
@@ -193,7 +198,7 @@ static void wall_sample(uint64_t after)
 	wall_stats.n_samples++;
 	wall_stats.n_steps = wall_disc.n_steps;
 	wall_stats.last_error_ns = r.error_ns;
-	wall_log(&r, rtc_s, after);
+	wall_log(&r, rtc_s * NS_PER_S, "RTC", after);
 	/* Next: the lead before the wall clock reaches the second one period on. */
 	uint64_t lead = WALL_LEAD_NS + (r.action == WALLCLOCK_SLEW ? wall_abs(r.error_ns) : 0);
 	if (lead > NS_PER_S)
@@ -203,10 +208,23 @@ static void wall_sample(uint64_t after)
 	wall_state = WALL_WAIT_DUE;
 }
 
+void x86_wall_reference(uint64_t ref_ns, uint64_t mono_ns, uint32_t period_s)
+{
+	wall_sntp = true;
+	wall_cfg.period_ns = (uint64_t)(period_s ? period_s : 1u) * NS_PER_S;
+	struct wallclock_sample_result r;
+	wallclock_disc_sample(&wall_disc, &wall_cfg, ref_ns, mono_ns, &r);
+	wallclock_publish(&wall_pub, &wall_disc.p);
+	wall_stats.n_samples++;
+	wall_stats.n_steps = wall_disc.n_steps;
+	wall_stats.last_error_ns = r.error_ns;
+	wall_log(&r, ref_ns, "SNTP servers' time", x86_now_ns());
+}
+
 int x86_wall_resync_poll(void *ctx)
 {
 	(void)ctx;
-	if (!wall_period_s)
+	if (!wall_period_s || wall_sntp)
 		return 0;
 	uint64_t before = x86_now_ns();
 	if (wall_state == WALL_WAIT_DUE) {

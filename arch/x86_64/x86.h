@@ -360,6 +360,9 @@ int64_t x86_wall_ms(void);
 /* Core 0's loop handler: re-reads the RTC at a second boundary every period and corrects
  * the wall clock (never blocks; spins the loop only while a boundary is near). */
 int x86_wall_resync_poll(void *ctx);
+/* SNTP's agreed time (node_port_wall_reference): disciplines the wall clock from now on in
+ * place of the RTC. Core 0 only. */
+void x86_wall_reference(uint64_t ref_ns, uint64_t mono_ns, uint32_t period_s);
 struct x86_wall_stats {
 	uint32_t n_samples, n_steps, n_rejected; /* RTC samples used, steps, samples refused */
 	int64_t last_error_ns;   /* wall clock minus RTC at the last sample */

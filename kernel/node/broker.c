@@ -191,6 +191,85 @@ void node_broker_report(struct node_broker *b)
 		 (unsigned long)s.fwd_full, (unsigned long)s.out_send_failed, (unsigned long)s.out_alloc_failed);
 }
 
+void node_broker_figures(struct node_broker *b, struct opsd_figures *f)
+{
+	struct dp_stats s;
+	struct tls_hs_stats hs;
+	struct mqtt_broker_usage u;
+	memset(f, 0, sizeof *f);
+	dp_stats_get(b->dp, &s);
+	tls_hs_stats_get(b->hs_env, &hs);
+	const struct mqtt_broker_stats *ms = mqtt_broker_stats(dp_broker(b->dp));
+	mqtt_broker_usage(dp_broker(b->dp), &u);
+	uint64_t *v = f->v;
+	v[OPSD_F_CONNECTIONS] = s.open;
+	v[OPSD_F_HANDSHAKING] = s.handshaking;
+	v[OPSD_F_SESSIONS] = u.sessions;
+	v[OPSD_F_RETAINED] = u.retained;
+	v[OPSD_F_HEAP_USED] = b->used;
+	v[OPSD_F_HEAP_FREE] = kb_avail(b);
+	uint32_t backlog;
+	v[OPSD_F_STORE_LAGGING] = dp_store_lag(b->dp, &backlog) ? 1u : 0u;
+	v[OPSD_F_STORE_BACKLOG] = backlog;
+	v[OPSD_F_SERVING] = dp_serving(b->dp) ? 1u : 0u;
+	v[OPSD_F_HS_FULL] = hs.n_done > hs.n_resumed ? hs.n_done - hs.n_resumed : 0;
+	v[OPSD_F_HS_RESUMED] = hs.n_resumed;
+	v[OPSD_F_HS_FAILED] = s.hs_failed;
+	v[OPSD_F_HS_TIMEOUTS] = s.hs_timeouts;
+	v[OPSD_F_REFUSED_HEAP] = s.refused_heap;
+	v[OPSD_F_REFUSED_SOURCE] = s.refused_source;
+	v[OPSD_F_REFUSED_LOAD] = s.refused_records + s.refused_inflight + s.refused_rate + s.refused_port +
+				 s.accept_refused;
+	v[OPSD_F_REFUSED_STORAGE] = s.refused_not_serving + s.refused_store_lag;
+	v[OPSD_F_REFUSED_IDENTITY] = s.id_refused + s.mqtt_open_failed;
+	v[OPSD_F_REFUSED_CONNACK] = ms->connack_refused;
+	v[OPSD_F_REFUSED_ACL] = ms->acl_denied_pub + ms->acl_denied_sub;
+	v[OPSD_F_REFUSED_RATE] = ms->rate_dropped;
+	for (uint32_t q = 0; q < 3; q++) {
+		v[OPSD_F_MSGS_IN_QOS0 + q] = ms->msgs_in_qos[q];
+		v[OPSD_F_MSGS_OUT_QOS0 + q] = ms->msgs_out_qos[q];
+	}
+	v[OPSD_F_BYTES_IN] = s.bytes_in;
+	v[OPSD_F_BYTES_OUT] = s.bytes_out;
+	v[OPSD_F_QUEUE_DROPPED] = ms->queue_dropped_oldest + ms->queue_refused + ms->qos0_offline_dropped;
+	v[OPSD_F_ROUTE_DROPPED] = ms->fanout_qos0_dropped;
+	v[OPSD_F_TELEMETRY_RECORDS] = ms->tlog_records;
+	v[OPSD_F_TELEMETRY_LOST] = ms->tlog_lost;
+}
+
+/* Development builds' ballast (node.c's ballast_mb knob), in blocks of the platform heap's
+ * largest request; core 0 only. */
+#define KB_BALLAST_BLOCK ((size_t)1 << 20)
+static void *kb_ballast[1024];
+static uint32_t kb_n_ballast;
+
+#define KB_BALLAST_STEP 1u /* blocks per call: zeroing 1 MiB takes ~4 ms under TCG */
+
+bool node_broker_ballast(struct node_broker *b, uint32_t free_pct, size_t *held)
+{
+	bool done = true;
+	if (!free_pct) {
+		for (uint32_t i = 0; i < KB_BALLAST_STEP && kb_n_ballast; i++)
+			kb_free(b, kb_ballast[--kb_n_ballast], KB_BALLAST_BLOCK);
+		done = kb_n_ballast == 0;
+	} else {
+		for (uint32_t i = 0;; i++) {
+			size_t avail = kb_avail(b);
+			if (kb_n_ballast == ARRAY_LEN(kb_ballast) ||
+			    (uint64_t)avail * 100u < (uint64_t)free_pct * (b->used + avail))
+				break;
+			void *p = i < KB_BALLAST_STEP ? kb_alloc(b, KB_BALLAST_BLOCK, HEAP_TAG_OTHER) : NULL;
+			if (!p) {
+				done = i < KB_BALLAST_STEP; /* the heap said no: as far as it goes */
+				break;
+			}
+			kb_ballast[kb_n_ballast++] = p;
+		}
+	}
+	*held = (size_t)kb_n_ballast * KB_BALLAST_BLOCK;
+	return done;
+}
+
 /* A revoked serial storage holds (kept across boots): added to this core's list unless it
  * is there already; the list is bounded (NODE_MAX_REVOKED), and a serial beyond it is
  * said loudly, since a device it names could still connect. */
@@ -206,10 +285,10 @@ static void kb_revoked_add(void *ctx, const uint8_t *serial, size_t len)
 /* ---- init -------------------------------------------------------------------------------- */
 
 /* dp's lines, without a platform hook: the kernel log. */
-static void kb_log(void *ctx, const char *line)
+static void kb_log(void *ctx, const char *line, const struct log_fields *f)
 {
 	const struct node_broker *b = ctx;
-	LOG_INFO("broker", "core %u: %s", (unsigned)b->cfg.core, line);
+	LOG_FIELDS(LOG_LEVEL_INFO, "broker", f, "core %u: %s", (unsigned)b->cfg.core, line);
 }
 
 int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg)

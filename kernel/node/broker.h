@@ -42,6 +42,7 @@
 
 #include "dp/dp.h"
 #include "kernel/knet.h"
+#include "kernel/node/opsd.h"
 #include "kernel/node/revoked.h"
 #include "lib/compiler.h"
 
@@ -55,7 +56,7 @@ struct node_broker_config {
 	bool client_id_override;  /* mqtt.client_id_policy "override" whatever the configuration
 				   * says (development knob and the hosted tests) */
 	/* dp's lines (refusals, closes); NULL: the kernel log as "broker: core N: ..." */
-	void (*log)(void *ctx, const char *line);
+	void (*log)(void *ctx, const char *line, const struct log_fields *f);
 	void *log_ctx;
 	/* Broker shards (dp/shard.h, ADR-027). n_cores > 1: every session lives on its home
 	 * core, found by SipHash of its identity with home_key (the same on every core);
@@ -144,5 +145,12 @@ void node_broker_store_recv(struct node_broker *b, uint16_t kind, const uint8_t 
 void node_broker_shards_off(struct node_broker *b);
 /* Log the memory line now (also done every report_ms from the poll). Owning core. */
 void node_broker_report(struct node_broker *b);
+/* This core's figures for kernel/node/opsd (every field but the loop's watchdog count and
+ * opsd's own). On this core. */
+void node_broker_figures(struct node_broker *b, struct opsd_figures *f /* out */);
+/* Development builds: take 1 MiB blocks of this core's broker heap, charged like any
+ * allocation and unused, until less than free_pct % of it is free; 0 gives them back. A
+ * few blocks per call: true once done, *held the bytes held. */
+bool node_broker_ballast(struct node_broker *b, uint32_t free_pct, size_t *held /* out */);
 
 #endif

@@ -28,6 +28,7 @@
 #include "kernel/node/broker.h"
 #include "kernel/node/devices.h"
 #include "kernel/node/disks.h"
+#include "kernel/node/opsd.h"
 #include "kernel/node/port.h"
 #include "kernel/panic.h"
 #include "kernel/xcore.h"
@@ -65,6 +66,8 @@ struct node_core {
 	uint64_t addr_bad;     /* worker: malformed address messages */
 	uint64_t n_ipis;       /* wake-ups this core sent */
 	uint64_t stats_last_ms, stats_last_sum;
+	struct kloop *loop;       /* this core's loop (its watchdog counts) */
+	uint64_t figures_last_ms; /* the last figures given to kernel/node/opsd */
 };
 static struct node_core node_cores[PLAT_MAX_CPUS];
 static uint32_t nd_n_net;   /* cores with a stack: 0 .. nd_n_net - 1 */
@@ -123,11 +126,8 @@ static bool nd_static_ip(const char *cmdline, size_t len, uint32_t *ip, uint32_t
 #endif
 }
 
-/* Development builds: the whole number "key=N" of the command line when it lies in
- * [lo, hi] (true, *out set); absent or out of range (said on the console): false, *out
- * unchanged. A production build has no such knobs: always false. */
-static bool nd_knob_u32(const char *cmdline, size_t len, const char *key, uint32_t lo, uint32_t hi,
-			 uint32_t *out)
+/* kernel/node/node.h; *out unchanged when false. */
+bool node_knob_u32(const char *cmdline, size_t len, const char *key, uint32_t lo, uint32_t hi, uint32_t *out)
 {
 #ifndef URMQTT_PROD
 	char v[16];
@@ -157,7 +157,7 @@ static bool nd_knob_u32(const char *cmdline, size_t len, const char *key, uint32
 static uint32_t nd_report_ms(const char *cmdline, size_t len)
 {
 	uint32_t ms = NODE_BROKER_REPORT_MS;
-	(void)nd_knob_u32(cmdline, len, "broker_report_ms", 1000u, 600000u, &ms);
+	(void)node_knob_u32(cmdline, len, "broker_report_ms", 1000u, 600000u, &ms);
 	return ms;
 }
 
@@ -167,10 +167,10 @@ static uint32_t nd_report_ms(const char *cmdline, size_t len)
  * storage core checkpoint (1: after every commit, so the database region is current). */
 static void nd_store_knobs(const char *cmdline, size_t len, struct kstore_knobs *k)
 {
-	(void)nd_knob_u32(cmdline, len, "store_backup_first_s", 1u, 86400u, &k->backup_first_s);
-	(void)nd_knob_u32(cmdline, len, "store_backup_interval_s", 1u, 86400u * 30u, &k->backup_interval_s);
-	(void)nd_knob_u32(cmdline, len, "store_retention_s", 1u, 86400u * 3650u, &k->retention_s);
-	(void)nd_knob_u32(cmdline, len, "store_checkpoint_pages", 1u, 1000000u, &k->checkpoint_pages);
+	(void)node_knob_u32(cmdline, len, "store_backup_first_s", 1u, 86400u, &k->backup_first_s);
+	(void)node_knob_u32(cmdline, len, "store_backup_interval_s", 1u, 86400u * 30u, &k->backup_interval_s);
+	(void)node_knob_u32(cmdline, len, "store_retention_s", 1u, 86400u * 3650u, &k->retention_s);
+	(void)node_knob_u32(cmdline, len, "store_checkpoint_pages", 1u, 1000000u, &k->checkpoint_pages);
 }
 
 /* storage.required, or "storage_required=1" on the command line: it can only make a build
@@ -192,6 +192,49 @@ static bool nd_storage_required(const char *cmdline, size_t len)
  * the two fences at least one side sees the other's store: either the receiver finds
  * the message and does not halt, or the sender sees it asleep and interrupts it (an IPI
  * that arrives between the check and hlt stays pending and ends the halt: sti;hlt). */
+/* Development builds: ballast_free_pct=P ballast_at_s=S ballast_hold_s=H: S seconds after
+ * boot core 0's broker heap takes blocks it does not use until less than P % of it is
+ * free, and gives them back H seconds later, so a test sees the health turn degraded
+ * (heap low) and back on real accounting. */
+static uint32_t nd_ballast_pct, nd_ballast_at_s, nd_ballast_hold_s;
+static bool nd_ballast_held, nd_ballast_releasing, nd_ballast_done;
+
+static void nd_ballast_knobs(const char *cmdline, size_t len)
+{
+	if (!node_knob_u32(cmdline, len, "ballast_free_pct", 1u, 99u, &nd_ballast_pct))
+		return;
+	nd_ballast_at_s = 5;
+	nd_ballast_hold_s = 10;
+	(void)node_knob_u32(cmdline, len, "ballast_at_s", 0u, 3600u, &nd_ballast_at_s);
+	(void)node_knob_u32(cmdline, len, "ballast_hold_s", 1u, 3600u, &nd_ballast_hold_s);
+}
+
+/* A few blocks per loop pass, so taking or giving back the ballast stays far inside the
+ * watchdog's budget (hundreds of MiB under TCG would not). */
+static void nd_ballast_poll(uint64_t now_ms)
+{
+	if (!nd_ballast_pct || nd_ballast_done)
+		return;
+	struct node_broker *b = &node_cores[0].broker;
+	if (!nd_ballast_held && now_ms >= (uint64_t)nd_ballast_at_s * 1000u) {
+		size_t got = 0;
+		if (node_broker_ballast(b, nd_ballast_pct, &got)) {
+			LOG_INFO("test", "ballast: core 0's broker heap holds %lu MiB of ballast for %u s (under %u %% free)",
+				 (unsigned long)(got >> 20), (unsigned)nd_ballast_hold_s, (unsigned)nd_ballast_pct);
+			nd_ballast_held = true;
+		}
+	} else if (nd_ballast_held && now_ms >= ((uint64_t)nd_ballast_at_s + nd_ballast_hold_s) * 1000u) {
+		size_t got = 0;
+		if (!nd_ballast_releasing)
+			LOG_INFO("test", "ballast: releasing");
+		nd_ballast_releasing = true;
+		if (node_broker_ballast(b, 0, &got)) {
+			LOG_INFO("test", "ballast: released");
+			nd_ballast_done = true;
+		}
+	}
+}
+
 static void nd_wake(uint32_t dst)
 {
 	/* seq_cst: orders the message's commit (a release store of the ring's head) before
@@ -598,11 +641,11 @@ void node_init(const struct node_config *cfg)
 	};
 	/* Development builds: "max_connections=N" sizes every table by N connection slots
 	 * instead of tcp.max_connections (at most that): the memory test boots two sizes. */
-	(void)nd_knob_u32(cfg->cmdline, cfg->cmdline_len, "max_connections", 2u, CONF_TCP_MAX_CONNECTIONS,
+	(void)node_knob_u32(cfg->cmdline, cfg->cmdline_len, "max_connections", 2u, CONF_TCP_MAX_CONNECTIONS,
 			  &bc.max_conns);
 	/* Development builds: "client_id_override=1" as mqtt.client_id_policy = "override". */
 	uint32_t override = 0;
-	(void)nd_knob_u32(cfg->cmdline, cfg->cmdline_len, "client_id_override", 0u, 1u, &override);
+	(void)node_knob_u32(cfg->cmdline, cfg->cmdline_len, "client_id_override", 0u, 1u, &override);
 	bc.client_id_override = override == 1;
 	struct knet_config kc = {
 		.nic = cfg->nic,
@@ -712,6 +755,10 @@ void node_init(const struct node_config *cfg)
 	LOG_INFO("broker", "listening on TCP %u (MQTT over TLS 1.3, client certificates required)%s",
 		 (unsigned)node_broker_upper(&node_cores[0].broker)->tcp->ports[0],
 		 kc.use_dhcp ? " once the DHCP lease is in" : "");
+	/* Every core logs (the storage core too); core 0's stack carries syslog, statsd, SNTP. */
+	if (opsd_init(n, &node_cores[0].knet.ns, cfg->cmdline, cfg->cmdline_len) != 0)
+		LOG_ERR("boot", "ops: syslog, statsd and SNTP could not be set up (the health is still logged)");
+	nd_ballast_knobs(cfg->cmdline, cfg->cmdline_len);
 }
 
 /* After the APs started: steer only over the cores that run (a core that did not start
@@ -811,6 +858,26 @@ static int nd_stats_poll(void *ctx)
 	return 0;
 }
 
+/* Once a second, this core's figures for core 0's health and statsd (kernel/node/opsd). */
+static int nd_figures_poll(void *ctx)
+{
+	struct node_core *dc = ctx;
+	uint32_t core = (uint32_t)(dc - node_cores);
+	uint64_t now = nd_now_ms();
+	if (core == 0)
+		nd_ballast_poll(now);
+	if (now < dc->figures_last_ms + 1000u)
+		return 0;
+	dc->figures_last_ms = now;
+	struct opsd_figures f;
+	node_broker_figures(&dc->broker, &f);
+	/* Written by this core's own tick interrupt, read here on the same core: the
+	 * interrupted loop sees its writes in program order; an aligned 64-bit load. */
+	f.v[OPSD_F_WATCHDOG_OVERRUNS] = dc->loop ? dc->loop->n_overruns : 0;
+	opsd_publish(core, &f);
+	return 0;
+}
+
 void node_loop_add(struct kloop *l, uint32_t core)
 {
 	node_disks_loop_add(l, core); /* on the core that owns the disks */
@@ -823,7 +890,11 @@ void node_loop_add(struct kloop *l, uint32_t core)
 	if (core >= PLAT_MAX_CPUS || !node_cores[core].ok)
 		return;
 	struct node_core *dc = &node_cores[core];
+	dc->loop = l;
 	if (nd_stats_on && kloop_add(l, "net-stats", nd_stats_poll, dc) != 0)
+		PANIC("core %u: loop full", (unsigned)core);
+	if (kloop_add(l, "ops-figures", nd_figures_poll, dc) != 0 ||
+	    (core == 0 && kloop_add(l, "ops", opsd_poll, NULL) != 0))
 		PANIC("core %u: loop full", (unsigned)core);
 	/* The mesh before the stack: frames a worker handed back are posted in the same pass
 	 * as knet_poll's kick. */

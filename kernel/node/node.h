@@ -52,6 +52,10 @@ bool node_mesh_pending(uint32_t core);
 /* Development builds, test=net: per-core statistics lines once a second. Before
  * node_loop_add. */
 void node_stats_enable(void);
+/* Development builds: the kernel command line's key=N (decimal, lo..hi) into *out; false
+ * when absent, out of range (logged) or in a production build (never read there). */
+bool node_knob_u32(const char *cmdline, size_t len, const char *key, uint32_t lo, uint32_t hi,
+		   uint32_t *out /* out */);
 /* Whether the node keeps state on a disk, and which core runs storage (decided by
  * node_init, read-only after). */
 bool node_store_on(void);

@@ -44,6 +44,10 @@ void node_port_region_free(void *p, size_t got);
 const char *node_port_crypto_accel(void);
 
 /* ---- the multicore node only (kernel/node/node.c; the hosted broker has one core) ---- */
+/* SNTP's agreed time (kernel/node/opsd.c): Unix ns ref_ns at monotonic mono_ns, the wall
+ * clock's reference from now on (the platform stops its own RTC corrections); the next
+ * comes about period_s later. Core 0 only, from its loop (the wall clock's one writer). */
+void node_port_wall_reference(uint64_t ref_ns, uint64_t mono_ns, uint32_t period_s);
 /* The sending half of the wake-up protocol (kernel/node/node.c): after a mesh message to
  * core dst was committed, a sequentially consistent fence, then dst interrupted if it
  * halts or is about to. True when an interrupt was sent. */

@@ -42,9 +42,11 @@ struct fclient {
 static struct mqtt_broker *B;
 static unsigned g_lines;
 
-static void f_log(void *ctx, const char *line)
+static void f_log(void *ctx, const char *line, const struct log_fields *f)
 {
 	(void)ctx;
+	if (!f || !f->reason)
+		abort(); /* every broker refusal names its reason */
 	size_t n = strlen(line);
 	if (n >= 160 || strncmp(line, "mqtt: ", 6) != 0)
 		abort();

@@ -52,6 +52,9 @@ enum conf_check {
 	CONF_CK_TOPIC_FILTER, /* str/list item: an MQTT topic filter (+ and # whole levels) */
 	CONF_CK_URI_PREFIX,   /* str: non-empty, no spaces, contains ':' */
 	CONF_CK_KEYREF,       /* list item: "section.key" naming an overridable key */
+	CONF_CK_UDP_ENDPOINT, /* list item: "a.b.c.d[:port]", a unicast address (lib/endpoint.h) */
+	CONF_CK_NTP_SERVER,   /* list item: the same, on a private network (lib/endpoint.h) */
+	CONF_CK_PRINTABLE,    /* str: printable ASCII, no spaces (a syslog header field) */
 };
 
 /* One key of the schema. Ownership: everything is static data. */

@@ -287,15 +287,19 @@ static void doc_range(FILE *out, const struct conf_key *k)
 		fprintf(out, "length %lld … %lld", (long long)k->min, (long long)k->max);
 		if (k->check == CONF_CK_URI_PREFIX)
 			fputs(", has `:`, no spaces", out);
+		if (k->check == CONF_CK_PRINTABLE)
+			fputs(", printable ASCII, no spaces", out);
 		break;
 	case CONF_T_IPV4:
 		fputs(k->check == CONF_CK_NETMASK ? "contiguous netmask" : "a.b.c.d", out);
 		break;
 	case CONF_T_LIST:
 		fprintf(out, "at most %lld ", (long long)k->max);
-		fputs(k->check == CONF_CK_TOPIC_FILTER ? "topic filters"
-		      : k->check == CONF_CK_KEYREF     ? "`section.key` names"
-						       : "strings",
+		fputs(k->check == CONF_CK_TOPIC_FILTER   ? "topic filters"
+		      : k->check == CONF_CK_KEYREF       ? "`section.key` names"
+		      : k->check == CONF_CK_UDP_ENDPOINT ? "`a.b.c.d[:port]` unicast addresses"
+		      : k->check == CONF_CK_NTP_SERVER   ? "`a.b.c.d[:port]` private addresses"
+							 : "strings",
 		      out);
 		break;
 	}

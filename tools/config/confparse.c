@@ -13,6 +13,7 @@
 
 #include "tools/config/conf.h"
 #include "lib/cursor.h"
+#include "lib/endpoint.h"
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
@@ -441,6 +442,24 @@ static int check_string(struct parser *p, const struct conf_key *k, struct conf_
 			return perr(p, CONF_E_RANGE,
 				    KFMT ": \"%.64s\" is not a URI prefix (needs ':' and no spaces)",
 				    KARG(k), s);
+		break;
+	case CONF_CK_UDP_ENDPOINT:
+	case CONF_CK_NTP_SERVER: {
+		struct endpoint e;
+		if (endpoint_parse(s, sp.len, 1, &e) != 0 || !endpoint_unicast(e.ip))
+			return perr(p, CONF_E_RANGE, KFMT ": \"%.64s\" is not a unicast a.b.c.d or a.b.c.d:port",
+				    KARG(k), s);
+		if (k->check == CONF_CK_NTP_SERVER && !endpoint_private(e.ip))
+			return perr(p, CONF_E_RANGE,
+				    KFMT ": \"%.64s\" is not on a private network (10/8, 172.16/12, 192.168/16, 100.64/10)",
+				    KARG(k), s);
+		break;
+	}
+	case CONF_CK_PRINTABLE:
+		for (size_t i = 0; i < sp.len; i++)
+			if (s[i] < 33 || s[i] > 126)
+				return perr(p, CONF_E_RANGE, KFMT ": \"%.64s\" has a space or a byte outside printable ASCII",
+					    KARG(k), s);
 		break;
 	case CONF_CK_KEYREF: {
 		const char *dot = memchr(s, '.', sp.len);

@@ -280,6 +280,43 @@ const struct conf_key conf_schema[] = {
 	{ KEY("storage", "telemetry_retention_days", "CONF_STORAGE_TELEMETRY_RETENTION_DAYS"), INT(30, 0, 36500, U_N),
 	  .doc = "Telemetry older than this is skipped and its segments discarded; 0: kept until the ring overwrites it." },
 
+	/* [ops] */
+	{ KEY("ops", "hostname", "CONF_OPS_HOSTNAME"), STR("urmqtt", 1, 255), .check = CONF_CK_PRINTABLE,
+	  .doc = "This broker's name for operators: the HOSTNAME of its syslog lines." },
+	{ KEY("ops", "syslog_collectors", "CONF_OPS_SYSLOG_COLLECTORS"), LIST(no_items, 4, CONF_CK_UDP_ENDPOINT),
+	  .doc = "syslog collectors (\"a.b.c.d\" or \"a.b.c.d:port\", port 514 when omitted): every log line at or above ops.syslog_level goes to each as one RFC 5424 message over UDP (RFC 5426); empty: none." },
+	{ KEY("ops", "syslog_level", "CONF_OPS_SYSLOG_LEVEL"), ENUM(log_level_vals, 2),
+	  .doc = "Least severe level sent to the syslog collectors (the console's own level filters first)." },
+	{ KEY("ops", "syslog_facility", "CONF_OPS_SYSLOG_FACILITY"), INT(16, 0, 23, U_N),
+	  .doc = "syslog facility number (16: local0)." },
+	{ KEY("ops", "syslog_max_bytes", "CONF_OPS_SYSLOG_MAX_BYTES"), INT(1024, 480, 1472, CONF_U_B),
+	  .doc = "Largest syslog message; a longer line is cut and ends in '~' (collectors must take 480 bytes, should take 2048)." },
+	{ KEY("ops", "syslog_queue_lines", "CONF_OPS_SYSLOG_QUEUE_LINES"), INT(64, 4, 4096, U_N),
+	  .check = CONF_CK_POW2,
+	  .doc = "Per core: log lines waiting for core 0 to send them to syslog; beyond them lines are dropped and counted (statsd ops.syslog_dropped). A power of two." },
+	{ KEY("ops", "statsd_servers", "CONF_OPS_STATSD_SERVERS"), LIST(no_items, 4, CONF_CK_UDP_ENDPOINT),
+	  .doc = "statsd servers (\"a.b.c.d\" or \"a.b.c.d:port\", port 8125 when omitted): the broker's figures every ops.statsd_interval_s, plain statsd lines batched into datagrams that fit the path MTU; empty: none." },
+	{ KEY("ops", "statsd_prefix", "CONF_OPS_STATSD_PREFIX"), STR("urmqtt", 1, 64), .check = CONF_CK_PRINTABLE,
+	  .doc = "First part of every statsd name (\"<prefix>.connections\", \"<prefix>.core1.connections\")." },
+	{ KEY("ops", "statsd_interval_s", "CONF_OPS_STATSD_INTERVAL_S"), INT(10, 1, 3600, CONF_U_S),
+	  .doc = "How often the figures go to the statsd servers." },
+	{ KEY("ops", "health_heap_low_pct", "CONF_OPS_HEALTH_HEAP_LOW_PCT"), INT(10, 1, 90, U_N),
+	  .doc = "The health turns degraded (heap low) when a core's free heap falls below this percentage of core.heap_limit_mb." },
+	{ KEY("ops", "health_heap_ok_pct", "CONF_OPS_HEALTH_HEAP_OK_PCT"), INT(15, 2, 95, U_N),
+	  .doc = "... and back when every core has at least this percentage free again (above ops.health_heap_low_pct: no flapping)." },
+
+	/* [ntp] */
+	{ KEY("ntp", "servers", "CONF_NTP_SERVERS"), LIST(no_items, 8, CONF_CK_NTP_SERVER),
+	  .doc = "SNTP servers (RFC 4330) on private networks (\"a.b.c.d\" or \"a.b.c.d:port\", port 123 when omitted): when set, their agreed time replaces the RTC as the wall clock's reference; empty: the RTC alone." },
+	{ KEY("ntp", "min_agree", "CONF_NTP_MIN_AGREE"), INT(2, 1, 8, U_N),
+	  .doc = "Servers whose times must agree within one second, and be a majority of those that answered, before the wall clock follows them." },
+	{ KEY("ntp", "poll_s", "CONF_NTP_POLL_S"), INT(64, 4, 86400, CONF_U_S),
+	  .doc = "How often every server is asked." },
+	{ KEY("ntp", "max_step_s", "CONF_NTP_MAX_STEP_S"), INT(600, 1, 31536000, CONF_U_S),
+	  .doc = "After the first synchronisation, an agreed time further than this from the wall clock is refused (logged): a stolen or broken time source cannot move certificate validity far." },
+	{ KEY("ntp", "max_delay_ms", "CONF_NTP_MAX_DELAY_MS"), INT(1000, 1, 10000, CONF_U_MS),
+	  .doc = "An answer whose round trip (less the server's own time) took longer than this is ignored." },
+
 	/* [dev] */
 	{ KEY("dev", "certs_devices", "CONF_DEV_CERTS_DEVICES"), INT(10, 1, 100000, U_N),
 	  .doc = "Device certificates the development CA tool generates." },
@@ -335,6 +372,8 @@ const char *const conf_constraints[] = {
 	"storage.link_backlog_bytes must be at least 4 x mqtt.max_packet_bytes",
 	"storage.lag_backlog_bytes must be below storage.link_backlog_bytes / 2",
 	"storage.page_cache_kb must be at most half of storage.db_heap_mb",
+	"ops.health_heap_ok_pct must be above ops.health_heap_low_pct",
+	"ntp.min_agree must not exceed the number of ntp.servers (when any are set)",
 	NULL
 };
 
@@ -378,5 +417,10 @@ int conf_schema_cross_check(const struct conf_doc *d, struct conf_err *err)
 		return fail(err, LINES("storage", "lag_backlog_bytes", "storage", "link_backlog_bytes"), 11);
 	if (val(d, "storage", "page_cache_kb") > val(d, "storage", "db_heap_mb") * 512)
 		return fail(err, LINES("storage", "page_cache_kb", "storage", "db_heap_mb"), 12);
+	if (val(d, "ops", "health_heap_ok_pct") <= val(d, "ops", "health_heap_low_pct"))
+		return fail(err, LINES("ops", "health_heap_ok_pct", "ops", "health_heap_low_pct"), 13);
+	size_t n_ntp = d->vals[key("ntp", "servers")].len;
+	if (n_ntp && (size_t)val(d, "ntp", "min_agree") > n_ntp)
+		return fail(err, LINES("ntp", "min_agree", "ntp", "servers"), 14);
 	return 0;
 }

@@ -4,7 +4,7 @@
 # Prints "lint: clean" and exits 0, or the findings and exits 1.
 set -uo pipefail
 build=${1:-build}
-mapfile -t srcs < <(git ls-files 'lib/*.c' 'kernel/*.c' 'tests/support/tcp_echo.c' 'plat/*.c' 'net/*.c' 'tls/*.c' 'mqtt/*.c' 'store/*.c' 'drivers/*.c' 'dp/*.c' |
+mapfile -t srcs < <(git ls-files 'lib/*.c' 'kernel/*.c' 'tests/support/tcp_echo.c' 'plat/*.c' 'net/*.c' 'tls/*.c' 'mqtt/*.c' 'store/*.c' 'drivers/*.c' 'dp/*.c' 'ops/*.c' |
 	grep -v -E '_(x86_64|aarch64)\.c$|/mem_kernel\.c$')
 [ ${#srcs[@]} -gt 0 ] || { echo "lint: nothing to check"; exit 0; }
 cc_inc=$(gcc -print-file-name=include)

@@ -112,18 +112,18 @@ mqtt_scenarios_refusals() {
 	cat "$certs/ca.crt" "$tmp/evil-ca.crt" >"$tmp/both-ca.crt"
 	# The verification failure: mbedTLS's X509_CERT_VERIFY_FAILED for both another CA and a
 	# revoked certificate (the log does not tell them apart; the alert does).
-	mqtt_refusal refuse-other-ca "refused alert unknown_ca " "handshake refused: proto (mbedtls -0x2700)" \
+	mqtt_refusal refuse-other-ca "refused alert unknown_ca " "handshake refused: unknown-ca (proto, mbedtls -0x2700)" \
 		other-ca "$tmp/evil.crt" "$tmp/evil.key" "$tmp/both-ca.crt"
 	mqtt_refusal refuse-revoked "refused alert certificate_revoked " \
-		"handshake refused: proto (mbedtls -0x2700)" revoked
+		"handshake refused: certificate-revoked (proto, mbedtls -0x2700)" revoked
 
 	r=$(client connack dev-1 dev-2)
 	[ "$r" = "connack 5" ] && pass refuse-client-id "$r" || fail refuse-client-id "$r"
 
 	# BAD_PROTOCOL_VERSION; plain MQTT is no TLS record: INVALID_RECORD.
 	mqtt_refusal refuse-tls12 "refused alert protocol_version " \
-		"handshake refused: proto (mbedtls -0x6e80)" tls12
-	mqtt_refusal refuse-plain "refused closed " "handshake refused: proto (mbedtls -0x7200)" plain
+		"handshake refused: protocol-version (proto, mbedtls -0x6e80)" tls12
+	mqtt_refusal refuse-plain "refused closed " "handshake refused: malformed (proto, mbedtls -0x7200)" plain
 
 	sub_bg "$tmp/acl.out" ops -t 'devices/dev-2/telemetry' -W "$acl_wait_s"; p=$sub_pid
 	wait_est 1

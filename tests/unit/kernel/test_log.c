@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT
  * Unit tests for kernel/log and kernel/panic: line format, truncation, levels, per-site
- * rate limiting with the suppressed-count note, and kpanic's message and stop code. */
+ * rate limiting with the suppressed-count note, the tap (text without the prefix, the
+ * structured fields, nothing past the level or the rate limit), and kpanic's message and
+ * stop code. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernel/log.h"
@@ -37,7 +40,7 @@ static int setup(void **state)
 	cap[0] = '\0';
 	cap_writes = 0;
 	fake_now = 0;
-	struct log_config cfg = { cap_write, fake_clock, LOG_LEVEL_INFO, 3, 1000000000u };
+	struct log_config cfg = { cap_write, fake_clock, LOG_LEVEL_INFO, 3, 1000000000u, NULL };
 	log_init(&cfg);
 	return 0;
 }
@@ -133,6 +136,66 @@ static void test_raw_bypasses_limits(void **state)
 	assert_non_null(strstr(cap, "r19;"));
 }
 
+static struct {
+	unsigned n;
+	enum log_level lvl;
+	char mod[16], text[LOG_LINE_MAX], reason[16], identity[32];
+} tapped;
+
+static void cap_tap(enum log_level lvl, const char *mod, const struct log_fields *f, const char *text,
+		    size_t len)
+{
+	tapped.n++;
+	tapped.lvl = lvl;
+	(void)snprintf(tapped.mod, sizeof tapped.mod, "%s", mod);
+	(void)snprintf(tapped.text, sizeof tapped.text, "%.*s", (int)len, text);
+	(void)snprintf(tapped.reason, sizeof tapped.reason, "%s", f && f->reason ? f->reason : "-");
+	(void)snprintf(tapped.identity, sizeof tapped.identity, "%s", f && f->identity ? f->identity : "-");
+}
+
+static void emit_tapped_site(int i)
+{
+	LOG_INFO("tapped", "again %d", i);
+}
+
+static void test_tap_sees_text_and_fields(void **state)
+{
+	(void)state;
+	memset(&tapped, 0, sizeof tapped);
+	log_set_tap(cap_tap);
+	LOG_WARN("mqtt", "refused %s", "dev-9");
+	assert_int_equal(tapped.n, 1);
+	assert_int_equal(tapped.lvl, LOG_LEVEL_WARN);
+	assert_string_equal(tapped.mod, "mqtt");
+	assert_string_equal(tapped.text, "refused dev-9"); /* no "[time] W mqtt: ", no newline */
+	assert_string_equal(tapped.reason, "-");
+	struct log_fields f = { .reason = "acl", .identity = "dev-\"9" };
+	LOG_FIELDS(LOG_LEVEL_INFO, "mqtt", &f, "publish to %s denied", "x/y");
+	assert_int_equal(tapped.n, 2);
+	assert_string_equal(tapped.text, "publish to x/y denied");
+	assert_string_equal(tapped.reason, "acl");
+	assert_string_equal(tapped.identity, "dev-\"9");
+	assert_non_null(strstr(cap, "I mqtt: publish to x/y denied\n")); /* the console unchanged */
+	/* below the level and over the site's burst: the tap sees nothing either */
+	LOG_DEBUG("mqtt", "quiet");
+	assert_int_equal(tapped.n, 2);
+	for (int i = 0; i < 10; i++)
+		emit_tapped_site(i);
+	assert_int_equal(tapped.n, 2 + 3);
+	/* a line truncated to the buffer reaches the tap truncated, marker included */
+	char big[400];
+	memset(big, 'z', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	LOG_ERR("m", "%s", big);
+	assert_int_equal(tapped.n, 6);
+	size_t tl = strlen(tapped.text);
+	assert_true(tl > 100 && tl < LOG_LINE_MAX);
+	assert_int_equal(tapped.text[tl - 1], '~');
+	log_set_tap(NULL);
+	LOG_WARN("mqtt", "untapped");
+	assert_int_equal(tapped.n, 6);
+}
+
 static jmp_buf panic_jmp;
 static int panic_code;
 
@@ -176,6 +239,7 @@ int main(void)
 		cmocka_unit_test_setup(test_levels_filter, setup),
 		cmocka_unit_test_setup(test_rate_limit_per_site, setup),
 		cmocka_unit_test_setup(test_raw_bypasses_limits, setup),
+		cmocka_unit_test_setup(test_tap_sees_text_and_fields, setup),
 		cmocka_unit_test_setup(test_panic_message_and_code, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

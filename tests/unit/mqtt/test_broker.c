@@ -82,8 +82,8 @@ static void test_connect_rules(void **state)
 }
 
 static unsigned g_lines;
-static char g_last[256];
-static void t_log(void *ctx, const char *line);
+static char g_last[256], g_last_reason[32], g_last_identity[64];
+static void t_log(void *ctx, const char *line, const struct log_fields *f);
 
 /* client_id_policy "override": a device's own client id (random, with spaces) is replaced by
  * its certificate identity, logged with both; its session, ACL and will are the
@@ -717,11 +717,13 @@ static void test_rate_table_bound(void **state)
 }
 
 /* ---- log capture ---- */
-static void t_log(void *ctx, const char *line)
+static void t_log(void *ctx, const char *line, const struct log_fields *f)
 {
 	(void)ctx;
 	g_lines++;
 	snprintf(g_last, sizeof g_last, "%s", line);
+	snprintf(g_last_reason, sizeof g_last_reason, "%s", f && f->reason ? f->reason : "");
+	snprintf(g_last_identity, sizeof g_last_identity, "%s", f && f->identity ? f->identity : "");
 }
 
 /* A flood of bad packets yields a bounded number of lines, then one line with the count
@@ -745,6 +747,8 @@ static void test_log_rate_limited(void **state)
 		if (i == 0) {
 			assert_non_null(strstr(g_last, "mqtt: malformed:"));
 			assert_non_null(strstr(g_last, "id=d0"));
+			assert_string_equal(g_last_reason, "malformed"); /* the structured fields */
+			assert_string_equal(g_last_identity, "d0");
 		}
 		cl_free(c);
 	}
@@ -770,6 +774,8 @@ static void test_log_rate_limited(void **state)
 	assert_int_equal(cl_connect(c, "d8", true), 0);
 	assert_int_equal(cl_pub(c, "devices/d9/t", "x", 0, false, 0, false), 0);
 	assert_non_null(strstr(g_last, "mqtt: acl: PUBLISH to devices/d9/t denied id=d8"));
+	assert_string_equal(g_last_reason, "acl");
+	assert_string_equal(g_last_identity, "d8");
 	assert_int_equal(cl_sub(c, "devices/d9/#", 0), MQTT_SUBACK_FAILURE);
 	assert_non_null(strstr(g_last, "mqtt: acl: SUBSCRIBE"));
 	const uint8_t huge[] = { 0x30, 0xff, 0x7f }; /* 16383 bytes > max_packet */

@@ -346,6 +346,14 @@ static const struct err_case err_cases[] = {
 	{ "[tls]\nservice_uri_prefix = \"nocolon\"\n", CONF_E_RANGE, 2, "URI prefix" },
 	{ "[tls]\nservice_uri_prefix = \"a: b\"\n", CONF_E_RANGE, 2, NULL },
 	{ "[tls]\nservice_uri_prefix = \"\"\n", CONF_E_RANGE, 2, NULL },
+	{ "[ops]\nsyslog_collectors = [\"10.0.2.2:514\", \"10.0.2\"]\n", CONF_E_RANGE, 2, "not a unicast" },
+	{ "[ops]\nstatsd_servers = [\"10.0.2.2:0\"]\n", CONF_E_RANGE, 2, NULL },
+	{ "[ops]\nstatsd_servers = [\"127.0.0.1\"]\n", CONF_E_RANGE, 2, NULL },
+	{ "[ops]\nstatsd_servers = [\"239.1.1.1:8125\"]\n", CONF_E_RANGE, 2, NULL },
+	{ "[ntp]\nservers = [\"8.8.8.8\"]\n", CONF_E_RANGE, 2, "not on a private network" },
+	{ "[ntp]\nservers = [\"10.1.1.1:123\", \"172.32.0.1\"]\n", CONF_E_RANGE, 2, NULL },
+	{ "[ops]\nhostname = \"my broker\"\n", CONF_E_RANGE, 2, "printable ASCII" },
+	{ "[ops]\nstatsd_prefix = \"a b\"\n", CONF_E_RANGE, 2, NULL },
 	{ "[core]\ncmdline_overrides = [\"tcp.port\"]\n", CONF_E_RANGE, 2, "cannot be overridden" },
 	{ "[core]\ncmdline_overrides = [\"core.profile\"]\n", CONF_E_RANGE, 2, NULL },
 	{ "[core]\ncmdline_overrides = [\"heap_limit_mb\"]\n", CONF_E_RANGE, 2, "names no key" },
@@ -397,6 +405,8 @@ static const struct err_case err_cases[] = {
 	  "heap_low_watermark_kb" },
 	{ "[tls]\nticket_lifetime_s = 2d\n", CONF_E_TYPE, 2, NULL },
 	{ "[tls]\nticket_lifetime_s = 48h\n", CONF_E_CONSTRAINT, 2, "ticket_lifetime_s" },
+	{ "[ops]\nhealth_heap_low_pct = 20\nhealth_heap_ok_pct = 20\n", CONF_E_CONSTRAINT, 3, "health_heap_ok_pct" },
+	{ "[ntp]\nservers = [\"10.0.0.1\"]\nmin_agree = 2\n", CONF_E_CONSTRAINT, 3, "min_agree" },
 	{ "[mqtt]\n\nmax_sessions = 1000\n", CONF_E_CONSTRAINT, 3, "max_sessions" },
 };
 
