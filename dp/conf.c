@@ -116,6 +116,8 @@ void dp_config_from_conf(struct dp_config *g)
 	m->n_telemetry_filters = (uint16_t)CONF_STORAGE_TELEMETRY_TOPICS_N;
 	m->telemetry_readers = conf_storage_telemetry_readers;
 	m->n_telemetry_readers = (uint16_t)CONF_STORAGE_TELEMETRY_READERS_N;
+	m->sys_readers = conf_ops_sys_readers;
+	m->n_sys_readers = (uint16_t)CONF_OPS_SYS_READERS_N;
 	m->max_queries = (uint16_t)CONF_STORAGE_TELEMETRY_QUERIES;
 	m->query_limit = CONF_STORAGE_TELEMETRY_QUERY_LIMIT;
 

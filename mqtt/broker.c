@@ -493,9 +493,30 @@ static struct mqtt_acl_subject acl_subject(const struct mqtt_broker *b, const st
 	return who;
 }
 
+/* "$SYS" or under "$SYS/": the broker's own topics (mqtt_broker_publish_sys). */
+static bool sys_topic(const uint8_t *t, size_t len)
+{
+	return len >= 4 && memcmp(t, "$SYS", 4) == 0 && (len == 4 || t[4] == '/');
+}
+
+/* A service named in cfg.sys_readers: "name", or one of its connections "name/suffix". */
+static bool sys_reader(const struct mqtt_broker *b, enum mqtt_id_kind kind, const uint8_t *id, size_t idl)
+{
+	if (kind != MQTT_ID_SERVICE)
+		return false;
+	for (uint16_t i = 0; i < b->cfg.n_sys_readers; i++) {
+		size_t n = strlen(b->cfg.sys_readers[i]);
+		if (idl >= n && memcmp(id, b->cfg.sys_readers[i], n) == 0 && (idl == n || id[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
 static bool acl_pub(const struct mqtt_broker *b, const struct mqtt_conn *c,
 		    const uint8_t *id, size_t idl, const uint8_t *t, size_t tl)
 {
+	if (sys_topic(t, tl))
+		return false; /* only the broker speaks there */
 	struct mqtt_acl_subject who = acl_subject(b, c, id, idl);
 	return mqtt_acl_pub_ok(&who, t, tl);
 }
@@ -503,6 +524,8 @@ static bool acl_pub(const struct mqtt_broker *b, const struct mqtt_conn *c,
 static bool acl_sub(const struct mqtt_broker *b, const struct mqtt_conn *c,
 		    const uint8_t *id, size_t idl, const uint8_t *f, size_t fl)
 {
+	if (sys_topic(f, fl))
+		return sys_reader(b, (enum mqtt_id_kind)c->kind, id, idl);
 	struct mqtt_acl_subject who = acl_subject(b, c, id, idl);
 	return mqtt_acl_sub_ok(&who, f, fl);
 }
@@ -516,11 +539,23 @@ bool mqtt_acl_may_read(const struct mqtt_broker *b, enum mqtt_id_kind kind,
 		       const uint8_t *identity, size_t id_len, const uint8_t *topic,
 		       size_t topic_len)
 {
+	if (sys_topic(topic, topic_len))
+		return sys_reader(b, kind, identity, id_len);
 	struct mqtt_acl_subject who = { .kind = kind, .id = identity, .id_len = id_len };
 	uint16_t rule = kind == MQTT_ID_DEVICE ? MQTT_ACL_NO_RULE : acl_rule(b, identity, id_len);
 	if (rule != MQTT_ACL_NO_RULE)
 		who.rule = &b->cfg.services[rule];
 	return mqtt_acl_read_ok(&who, topic, topic_len);
+}
+
+int mqtt_broker_publish_sys(struct mqtt_broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+			    size_t plen)
+{
+	if (tlen < 5 || tlen > UINT16_MAX || !sys_topic(topic, tlen) || !mqtt_topic_valid(topic, tlen) ||
+	    !mqtt_utf8_valid(topic, tlen))
+		return -E_INVAL;
+	route(b, topic, (uint16_t)tlen, payload, plen, 0, true, true);
+	return 0;
 }
 
 /* ---- connections ------------------------------------------------------------------- */

@@ -94,6 +94,11 @@ struct mqtt_broker_config {
 	uint16_t n_telemetry_readers;
 	uint16_t max_queries;
 	uint32_t query_limit;
+	/* $SYS/...: the broker's own figures (mqtt_broker_publish_sys). Only these service
+	 * identities ("name" and its connections "name/suffix") may subscribe there, whatever
+	 * the ACL's rules; nobody may publish there. Linked. */
+	const char *const *sys_readers;
+	uint16_t n_sys_readers;
 };
 
 /* ---- durability (storage: docs/DURABILITY.md) --------------------------------------
@@ -271,6 +276,12 @@ void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms)
 MUST_CHECK int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
 					const uint8_t *payload, size_t plen, uint8_t qos,
 					bool retain, bool *recorded /* out: events were recorded */);
+
+/* The broker's own message on topic (a "$SYS/..." name, borrowed, valid: the caller's
+ * own), QoS 0 and retained: this shard's readers and retained store get it, then the other
+ * shards (ops.fanout). 0, or -E_INVAL for a topic outside $SYS/ or not a topic name. */
+MUST_CHECK int mqtt_broker_publish_sys(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
+				       const uint8_t *payload, size_t plen);
 
 /* ---- telemetry queries (mqtt/tq.c) ----
  * Rows of query slot `slot` for its reader, in order: each sent as one QoS 0 PUBLISH on

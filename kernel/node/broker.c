@@ -237,6 +237,12 @@ void node_broker_figures(struct node_broker *b, struct opsd_figures *f)
 	v[OPSD_F_TELEMETRY_LOST] = ms->tlog_lost;
 }
 
+int node_broker_sys_publish(struct node_broker *b, const char *topic, const char *text)
+{
+	return mqtt_broker_publish_sys(dp_broker(b->dp), (const uint8_t *)topic, strlen(topic), (const uint8_t *)text,
+				       strlen(text));
+}
+
 /* Development builds' ballast (node.c's ballast_mb knob), in blocks of the platform heap's
  * largest request; core 0 only. */
 #define KB_BALLAST_BLOCK ((size_t)1 << 20)

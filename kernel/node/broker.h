@@ -148,6 +148,9 @@ void node_broker_report(struct node_broker *b);
 /* This core's figures for kernel/node/opsd (every field but the loop's watchdog count and
  * opsd's own). On this core. */
 void node_broker_figures(struct node_broker *b, struct opsd_figures *f /* out */);
+/* The broker's own retained QoS 0 message on a "$SYS/..." topic (NUL-terminated, borrowed),
+ * to this shard's readers and then every other shard. On this core. 0 or -E_INVAL. */
+MUST_CHECK int node_broker_sys_publish(struct node_broker *b, const char *topic, const char *text);
 /* Development builds: take 1 MiB blocks of this core's broker heap, charged like any
  * allocation and unused, until less than free_pct % of it is free; 0 gives them back. A
  * few blocks per call: true once done, *held the bytes held. */

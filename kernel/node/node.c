@@ -756,7 +756,7 @@ void node_init(const struct node_config *cfg)
 		 (unsigned)node_broker_upper(&node_cores[0].broker)->tcp->ports[0],
 		 kc.use_dhcp ? " once the DHCP lease is in" : "");
 	/* Every core logs (the storage core too); core 0's stack carries syslog, statsd, SNTP. */
-	if (opsd_init(n, &node_cores[0].knet.ns, cfg->cmdline, cfg->cmdline_len) != 0)
+	if (opsd_init(n, &node_cores[0].knet.ns, &node_cores[0].broker, cfg->cmdline, cfg->cmdline_len) != 0)
 		LOG_ERR("boot", "ops: syslog, statsd and SNTP could not be set up (the health is still logged)");
 	nd_ballast_knobs(cfg->cmdline, cfg->cmdline_len);
 }

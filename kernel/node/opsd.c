@@ -28,6 +28,7 @@
 
 #include "kernel/cmdline.h"
 #include "kernel/log.h"
+#include "kernel/node/broker.h"
 #include "kernel/node/node.h"
 #include "kernel/node/port.h"
 #include "kernel/panic.h"
@@ -142,6 +143,9 @@ static uint32_t od_n_cores;
 static struct opsd_prod od_prod[PLAT_MAX_CPUS];
 static struct opsd_cons od_cons[PLAT_MAX_CPUS];
 static struct net_stack *od_ns;  /* core 0's stack, or NULL */
+static struct node_broker *od_b0; /* core 0's broker ($SYS), or NULL */
+static uint64_t od_next_sys_ms;
+static uint64_t od_sys_published, od_sys_refused;
 static uint16_t od_port;         /* our UDP port (SNTP replies come back to it) */
 static struct endpoint od_syslog[OPSD_MAX_SYSLOG], od_statsd[OPSD_MAX_STATSD];
 static uint32_t od_n_syslog, od_n_statsd;
@@ -314,6 +318,23 @@ static uint32_t opsd_syslog_drain(uint64_t now_ms)
 	return done;
 }
 
+/* ---- $SYS (core 0) --------------------------------------------------------------------- */
+
+static void opsd_sys_put(const char *topic, const char *text)
+{
+	if (node_broker_sys_publish(od_b0, topic, text) == 0)
+		od_sys_published++;
+	else
+		od_sys_refused++;
+}
+
+static void opsd_sys_u64(const char *topic, uint64_t v)
+{
+	char text[24];
+	(void)fmt_snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+	opsd_sys_put(topic, text);
+}
+
 /* ---- figures and health (core 0) ------------------------------------------------------ */
 
 void opsd_publish(uint32_t core, const struct opsd_figures *f)
@@ -389,6 +410,9 @@ static void opsd_health(uint64_t now_ms)
 		else
 			LOG_WARN("health", "health: %s", line);
 		od_health_logged = true;
+		od_health = h;
+		if (od_b0 && CONF_OPS_SYS_INTERVAL_S)
+			opsd_sys_put("$SYS/urmqtt/health", line); /* at once, not at the next interval */
 	}
 	od_health = h;
 }
@@ -431,21 +455,28 @@ static void opsd_statsd_fig(struct ops_statsd *b, const char *name, uint32_t f, 
 		opsd_statsd_gauge(b, name, v);
 }
 
-static void opsd_statsd(void)
+/* The figures over every core that reported: sums, but the retained count (every shard
+ * holds every retained message: one shard's count), plus core 0's own syslog drops. */
+static void opsd_totals(uint64_t total[OPSD_F__COUNT])
 {
-	struct ops_statsd b;
-	ops_statsd_begin(&b, od_buf, OPSD_UDP_MAX, CONF_OPS_STATSD_PREFIX);
-	uint64_t total[OPSD_F__COUNT] = { 0 };
+	memset(total, 0, OPSD_F__COUNT * sizeof total[0]);
 	for (uint32_t c = 0; c < od_n_cores; c++) {
 		if (!od_cons[c].have)
 			continue;
 		for (uint32_t f = 0; f < OPSD_F__COUNT; f++) {
 			uint64_t v = od_cons[c].latest.v[f];
-			/* every shard holds every retained message: the total is one shard's count */
 			total[f] = f == OPSD_F_RETAINED ? MAX(total[f], v) : total[f] + v;
 		}
 	}
 	total[OPSD_F_SYSLOG_DROPPED] += od_syslog_send_dropped;
+}
+
+static void opsd_statsd(void)
+{
+	struct ops_statsd b;
+	ops_statsd_begin(&b, od_buf, OPSD_UDP_MAX, CONF_OPS_STATSD_PREFIX);
+	uint64_t total[OPSD_F__COUNT];
+	opsd_totals(total);
 	for (uint32_t f = 0; f < OPSD_F__COUNT; f++)
 		opsd_statsd_fig(&b, opsd_fig_meta[f].name, f, total[f], &od_statsd_total_last[f]);
 	opsd_statsd_gauge(&b, "health", (uint64_t)od_health.state);
@@ -462,6 +493,52 @@ static void opsd_statsd(void)
 		}
 	}
 	opsd_statsd_flush(&b);
+}
+
+/* ---- $SYS messages (core 0) ---------------------------------------------------------- */
+
+/* Retained messages under $SYS/urmqtt/: the health, every figure's total (its statsd name
+ * with '/' for '.'), one line per core, and Mosquitto's $SYS/broker/ names for the figures
+ * it has. */
+static void opsd_sys(uint64_t now_ms)
+{
+	uint64_t total[OPSD_F__COUNT];
+	opsd_totals(total);
+	char topic[96], line[1024];
+	(void)ops_health_describe(&od_health, line, sizeof line);
+	opsd_sys_put("$SYS/urmqtt/health", line);
+	opsd_sys_u64("$SYS/urmqtt/uptime", now_ms / 1000u);
+	opsd_sys_u64("$SYS/urmqtt/clock/synced", opsd_clock_synced(node_port_now_ns()) ? 1u : 0u);
+	for (uint32_t f = 0; f < OPSD_F__COUNT; f++) {
+		int n = fmt_snprintf(topic, sizeof topic, "$SYS/urmqtt/%s", opsd_fig_meta[f].name);
+		for (int i = 0; i < n && (size_t)i < sizeof topic; i++)
+			topic[i] = topic[i] == '.' ? '/' : topic[i];
+		opsd_sys_u64(topic, total[f]);
+	}
+	for (uint32_t c = 0; c < od_n_cores; c++) {
+		if (!od_cons[c].have)
+			continue;
+		size_t len = 0;
+		for (uint32_t f = 0; f < OPSD_F__COUNT && len < sizeof line; f++) {
+			int n = fmt_snprintf(line + len, sizeof line - len, "%s%s=%llu", f ? " " : "", opsd_fig_meta[f].name,
+					     (unsigned long long)od_cons[c].latest.v[f]);
+			len += n > 0 ? (size_t)n : 0;
+		}
+		(void)fmt_snprintf(topic, sizeof topic, "$SYS/urmqtt/core/%u", (unsigned)c);
+		opsd_sys_put(topic, line);
+	}
+	/* Mosquitto's names (its $SYS documentation), for dashboards made for it. */
+	char up[32];
+	(void)fmt_snprintf(up, sizeof up, "%llu seconds", (unsigned long long)(now_ms / 1000u));
+	opsd_sys_put("$SYS/broker/uptime", up);
+	opsd_sys_u64("$SYS/broker/clients/connected", total[OPSD_F_CONNECTIONS]);
+	opsd_sys_u64("$SYS/broker/messages/received", total[OPSD_F_MSGS_IN_QOS0] + total[OPSD_F_MSGS_IN_QOS1] +
+							       total[OPSD_F_MSGS_IN_QOS2]);
+	opsd_sys_u64("$SYS/broker/messages/sent", total[OPSD_F_MSGS_OUT_QOS0] + total[OPSD_F_MSGS_OUT_QOS1] +
+							   total[OPSD_F_MSGS_OUT_QOS2]);
+	opsd_sys_u64("$SYS/broker/bytes/received", total[OPSD_F_BYTES_IN]);
+	opsd_sys_u64("$SYS/broker/bytes/sent", total[OPSD_F_BYTES_OUT]);
+	opsd_sys_u64("$SYS/broker/retained messages/count", total[OPSD_F_RETAINED]);
 }
 
 /* ---- SNTP (core 0) -------------------------------------------------------------------- */
@@ -634,6 +711,12 @@ int opsd_poll(void *ctx)
 		od_next_statsd_ms = now_ms + (uint64_t)CONF_OPS_STATSD_INTERVAL_S * 1000u;
 		work++;
 	}
+	if (od_b0 && CONF_OPS_SYS_INTERVAL_S && now_ms >= od_next_sys_ms) {
+		opsd_take_figures();
+		opsd_sys(now_ms);
+		od_next_sys_ms = now_ms + (uint64_t)CONF_OPS_SYS_INTERVAL_S * 1000u;
+		work++;
+	}
 	work += opsd_ntp_poll(node_port_now_ns());
 	return (int)work;
 }
@@ -644,12 +727,15 @@ static const char *const opsd_conf_syslog[] = CONF_OPS_SYSLOG_COLLECTORS_INIT;
 static const char *const opsd_conf_statsd[] = CONF_OPS_STATSD_SERVERS_INIT;
 static const char *const opsd_conf_ntp[] = CONF_NTP_SERVERS_INIT;
 
-int opsd_init(uint32_t n_cores, struct net_stack *ns0, const char *cmdline, size_t cmdline_len)
+int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, const char *cmdline,
+	      size_t cmdline_len)
 {
 	if (n_cores == 0 || n_cores > PLAT_MAX_CPUS)
 		return -E_INVAL;
 	od_n_cores = n_cores;
 	od_ns = ns0;
+	od_b0 = b0;
+	od_next_sys_ms = node_port_now_ms() + 2000u; /* after the first figures */
 	ops_health_init(&od_health);
 	for (uint32_t c = 0; c < n_cores; c++)
 		if (spsc_init(&od_cons[c].figq, od_cons[c].fig_slots, 2, sizeof(struct opsd_figures)) != 0)

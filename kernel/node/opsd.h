@@ -3,7 +3,8 @@
  * What operators see of a running node without a shell (kernel/node/opsd.c): every core's
  * log lines sent to the syslog collectors (RFC 5424 over UDP), every core's figures
  * gathered on core 0 into the broker's health (logged when it changes) and sent to the
- * statsd servers, and the SNTP client whose agreed time becomes the wall clock's reference.
+ * statsd servers and as retained $SYS/... messages to the services allowed to read them, and
+ * the SNTP client whose agreed time becomes the wall clock's reference.
  * The formats and decisions are ops/'s pure functions; this file owns the rings between
  * the cores and core 0's schedule.
  *
@@ -17,6 +18,7 @@
 #include "lib/compiler.h"
 
 struct net_stack;
+struct node_broker;
 
 /* One core's figures, as statsd names them ("<prefix>.<name>" for the sum over the cores,
  * "<prefix>.core<N>.<name>" per core). Gauges are levels, counters totals since boot (sent
@@ -65,16 +67,19 @@ struct opsd_figures {
 };
 
 /* Build the rings for n_cores cores (0 .. n_cores - 1: every core that logs), bind the
- * SNTP port on core 0's stack ns0 (linked; NULL: no network, only the health), install
+ * SNTP port on core 0's stack ns0 (linked; NULL: no network, only the health), publish
+ * $SYS through core 0's broker b0 (linked; NULL: no $SYS), install
  * the log tap when syslog collectors are configured. cmdline: development knobs
  * (ops_syslog=, ops_statsd=, ntp_servers=, ntp_poll_s=; see opsd.c). 0, or -E_NOMEM /
  * -E_INVAL (logged; the node runs without syslog then). Boot core, before the cores start. */
-MUST_CHECK int opsd_init(uint32_t n_cores, struct net_stack *ns0, const char *cmdline, size_t cmdline_len);
+MUST_CHECK int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, const char *cmdline,
+			 size_t cmdline_len);
 /* This core's figures for core 0 (f borrowed; the calling core is `core`, any core).
  * Dropped when core 0 has not taken the previous ones yet. */
 void opsd_publish(uint32_t core, const struct opsd_figures *f);
 /* Core 0's loop handler: log lines to syslog, the health once a second, statsd every
- * ops.statsd_interval_s, SNTP every ntp.poll_s. Returns the work done (0: idle). */
+ * ops.statsd_interval_s, $SYS every ops.sys_interval_s, SNTP every ntp.poll_s. Returns
+ * the work done (0: idle). */
 int opsd_poll(void *ctx);
 
 #endif

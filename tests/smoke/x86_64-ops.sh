@@ -20,6 +20,9 @@
 #   x86_64-ops/statsd           datagrams of at most 1472 bytes, every line name:value|g or
 #                               |c; totals and per-core lines; the full handshakes counted
 #                               add up to at least the connections the test made
+#   x86_64-ops/sys              ops reads the retained $SYS/urmqtt/health ("serving"),
+#                               $SYS/broker/clients/connected and core 1's line
+#                               $SYS/urmqtt/core/1; dev-1's SUBSCRIBE to $SYS/# gets 0x80
 #   x86_64-ops/health-heap      the ballast turns the health "degraded (heap low)" and its
 #                               release "serving" again, on the console and in syslog
 #   x86_64-ops/sntp-refuse-far  the honest servers jump 2 h ahead: refused (more than
@@ -128,6 +131,21 @@ done
 timeout 60 mosquitto_pub "${tls[@]}" $(as dev-1) -i dev-2 -t devices/dev-1/telemetry -m x -q 1 >"$tmp/pub-mismatch.out" 2>&1
 timeout 60 mosquitto_pub "${tls[@]}" $(as revoked-1) -i revoked-1 -t devices/revoked-1/telemetry -m x -q 1 >"$tmp/pub-revoked.out" 2>&1
 sleep 3
+
+# ---- sys: $SYS readable by ops (retained, published every 10 s), refused to dev-1
+client() { MQTT_CLIENT_TIMEOUT=30 timeout 60 "$py" "$here/lib/mqtt-client.py" 127.0.0.1 "$port" "$certs" "$@"; }
+sys_health=$(client retained-get ops '$SYS/urmqtt/health')
+sys_conn=$(client retained-get ops '$SYS/broker/clients/connected')
+sys_core=$(client retained-get ops '$SYS/urmqtt/core/1')
+sub_dev=$(client suback dev-1 '$SYS/#')
+sub_ops=$(client suback ops '$SYS/#')
+if [ "$sys_health" = "retained serving" ] && [[ $sys_conn =~ ^retained\ [0-9]+$ ]] &&
+	[[ $sys_core == "retained connections="*" syslog.dropped="* ]] && [ "$sub_dev" = "suback 0x80" ] &&
+	[ "$sub_ops" = "suback 0x00" ]; then
+	pass sys "ops reads \$SYS/urmqtt/health '${sys_health#retained }', \$SYS/broker/clients/connected ${sys_conn#retained }, core 1's line; dev-1 ${sub_dev}"
+else
+	fail sys "health '$sys_health', clients/connected '$sys_conn', core/1 '${sys_core:0:60}', dev-1 '$sub_dev', ops '$sub_ops'"
+fi
 
 # ---- health-heap: the ballast (25 s .. 33 s after boot)
 if wait_log "health: degraded \\(heap low" 60 && wait_log "ballast: released" 30 && sleep 3 &&

@@ -208,6 +208,17 @@ elif mode == "acl":  # dev-1 subscribes and publishes outside devices/dev-1/#
     s.sendall(pkt(0xE0, b""))
     s.close()
     print("suback 0x%02x" % sub)
+elif mode == "suback":  # NAME FILTER: a clean session subscribes to FILTER; prints the SUBACK code
+    name, filt = args[0], args[1]
+    s = tls_conn(*crt(name))
+    s.sendall(connect_pkt(name))
+    h, b = read_pkt(s)
+    assert h == 0x20 and b[1] == 0, b
+    s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr(filt) + b"\x00"))
+    h, b = read_pkt(s)
+    s.sendall(pkt(0xE0, b""))
+    s.close()
+    print("suback 0x%02x" % (b[2] if h == 0x90 else -1))
 elif mode == "will":  # NAME: connect with a will on devices/NAME/status, then hold
     name = args[0]
     topic = "devices/%s/status" % name

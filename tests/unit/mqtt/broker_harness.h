@@ -70,7 +70,7 @@ static inline void t_close(void *ctx, void *user)
 
 static const char *const svc_pub[] = { "devices/+/cmd/#" };
 static const char *const svc_sub[] = { "devices/+/telemetry/#", "devices/+/status" };
-static const char *const adm_all[] = { "#", "$SYS/#" };
+static const char *const adm_all[] = { "#", "$ops/#" };
 static const struct mqtt_acl_service services[] = {
 	{ "svc", svc_pub, svc_sub, 1, 2 },
 	{ "admin", adm_all, adm_all, 2, 2 },

@@ -176,11 +176,11 @@ static void test_dollar_topics(void **state)
 	assert_int_equal(cl_connect(p, "admin/p", true), 0);
 	assert_int_equal(cl_sub(a, "#", 0), 0);
 	assert_int_equal(cl_sub(a, "+/info", 0), 0);
-	assert_int_equal(cl_pub(p, "$SYS/info", "x", 0, false, 0, false), 0);
+	assert_int_equal(cl_pub(p, "$ops/info", "x", 0, false, 0, false), 0);
 	expect_none(a); /* [MQTT-4.7.2-1] */
-	assert_int_equal(cl_sub(a, "$SYS/#", 0), 0);
-	assert_int_equal(cl_pub(p, "$SYS/info", "y", 0, false, 0, false), 0);
-	expect_pub(a, "$SYS/info", "y", 0, 0, 0);
+	assert_int_equal(cl_sub(a, "$ops/#", 0), 0);
+	assert_int_equal(cl_pub(p, "$ops/info", "y", 0, false, 0, false), 0);
+	expect_pub(a, "$ops/info", "y", 0, 0, 0);
 	expect_none(a);
 	/* "a/#" matches "a"; "a/+" matches "a/" */
 	assert_int_equal(cl_sub(a, "x/#", 0), 0);
@@ -189,6 +189,66 @@ static void test_dollar_topics(void **state)
 	expect_none(a);
 	cl_free(a);
 	cl_free(p);
+}
+
+/* $SYS belongs to the broker: only the services in cfg.sys_readers may subscribe there
+ * (whatever their rule says: "admin" may read "$SYS/#" by its rule, "admin2" is not a
+ * reader), devices never; nobody publishes there, the broker's own messages arrive, and a
+ * late reader gets them retained. */
+static void test_sys_topics(void **state)
+{
+	(void)state;
+	mqtt_broker_fini(B);
+	free(g_mem);
+	static const char *const readers[] = { "admin" };
+	struct mqtt_broker_config g = base_cfg();
+	g.sys_readers = readers;
+	g.n_sys_readers = 1;
+	start(&g);
+	struct client *a = cl_new("admin", MQTT_ID_SERVICE);
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(a, "admin/a", true), 0);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	assert_int_equal(cl_sub(a, "$SYS/#", 0), 0);
+	assert_int_equal(cl_sub(s, "$SYS/#", 0), MQTT_SUBACK_FAILURE);
+	assert_int_equal(cl_sub(s, "$SYS/urmqtt/health", 0), MQTT_SUBACK_FAILURE);
+	assert_int_equal(cl_sub(d, "$SYS/#", 0), MQTT_SUBACK_FAILURE);
+	assert_int_equal(cl_pub(a, "$SYS/urmqtt/health", "forged", 0, false, 0, false), 0);
+	expect_none(a); /* denied: only the broker publishes there */
+	assert_int_equal(mqtt_broker_publish_sys(B, (const uint8_t *)"$SYS/urmqtt/health", 18,
+						 (const uint8_t *)"serving", 7), 0);
+	expect_pub(a, "$SYS/urmqtt/health", "serving", 0, 0, 0);
+	expect_none(a);
+	expect_none(s);
+	expect_none(d);
+	assert_true(mqtt_acl_may_read(B, MQTT_ID_SERVICE, (const uint8_t *)"admin/x", 7,
+				      (const uint8_t *)"$SYS/urmqtt/health", 18));
+	assert_false(mqtt_acl_may_read(B, MQTT_ID_SERVICE, (const uint8_t *)"admin2", 6,
+				       (const uint8_t *)"$SYS/urmqtt/health", 18));
+	assert_false(mqtt_acl_may_read(B, MQTT_ID_DEVICE, (const uint8_t *)"d1", 2,
+				       (const uint8_t *)"$SYS/urmqtt/health", 18));
+	/* only $SYS/ topic names */
+	assert_int_equal(mqtt_broker_publish_sys(B, (const uint8_t *)"devices/d1/cmd", 14, (const uint8_t *)"x", 1),
+			 -E_INVAL);
+	assert_int_equal(mqtt_broker_publish_sys(B, (const uint8_t *)"$SYS/+", 6, (const uint8_t *)"x", 1), -E_INVAL);
+	assert_int_equal(mqtt_broker_publish_sys(B, (const uint8_t *)"$SYSTEM/x", 9, (const uint8_t *)"x", 1), -E_INVAL);
+	/* a late reader: retained */
+	struct client *b = cl_new("admin", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(b, "admin/b", true), 0);
+	assert_int_equal(cl_sub(b, "$SYS/urmqtt/+", 0), 0);
+	expect_pub(b, "$SYS/urmqtt/health", "serving", 0, 1, 0);
+	expect_none(b);
+	cl_free(a);
+	cl_free(b);
+	cl_free(s);
+	cl_free(d);
+	/* an empty message clears the retained one, as any retained PUBLISH does */
+	assert_int_equal(mqtt_broker_publish_sys(B, (const uint8_t *)"$SYS/urmqtt/health", 18, NULL, 0), 0);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.retained, 0);
 }
 
 static void test_retained(void **state)
@@ -949,6 +1009,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pubsub_qos_and_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dollar_topics, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sys_topics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retained, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_will, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_takeover, setup, teardown),
