@@ -118,6 +118,8 @@ void dp_config_from_conf(struct dp_config *g)
 	m->n_telemetry_readers = (uint16_t)CONF_STORAGE_TELEMETRY_READERS_N;
 	m->sys_readers = conf_ops_sys_readers;
 	m->n_sys_readers = (uint16_t)CONF_OPS_SYS_READERS_N;
+	m->console_ids = conf_ops_console_identities;
+	m->n_console_ids = (uint16_t)CONF_OPS_CONSOLE_IDENTITIES_N;
 	m->max_queries = (uint16_t)CONF_STORAGE_TELEMETRY_QUERIES;
 	m->query_limit = CONF_STORAGE_TELEMETRY_QUERY_LIMIT;
 

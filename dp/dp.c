@@ -40,6 +40,7 @@
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
+#include "lib/siphash.h"
 
 #define DP_FREE 0u
 #define DP_HS 1u
@@ -91,10 +92,14 @@ struct dp_conn {
 	uint32_t reap_next;
 	uint8_t state;
 	uint8_t flags;
+	/* SipHash of the client certificate's serial (leading zero bytes dropped; 0: none), so a
+	 * serial revoked at run time finds its open connections (dp_revoke_serial). */
+	uint64_t serial_key;
 };
 
-/* Issue 6's budget: TLS state per idle connection, the connection record included. */
-STATIC_ASSERT(sizeof(void *) != 8 || sizeof(struct dp_conn) <= 152, "dp_conn over its 152 B budget");
+/* Issue 6's budget: TLS state per idle connection, the connection record included (152 B,
+ * and 8 more for the serial key of run-time revocation: ADR-064). */
+STATIC_ASSERT(sizeof(void *) != 8 || sizeof(struct dp_conn) <= 160, "dp_conn over its 160 B budget");
 
 struct dp_hs_slot {
 	struct dp *dp; /* back pointer: the slot is the handshake's send context */
@@ -846,6 +851,43 @@ static int mq_open(struct dp *dp, struct dp_conn *c, const struct tls_identity *
 	return 0;
 }
 
+/* A serial's key (lib/siphash over the DER integer without its leading zero bytes, as the
+ * revocation list compares them); never 0 for a serial, 0 for none. */
+static uint64_t dp_serial_key(const struct dp *dp, const uint8_t *serial, size_t len)
+{
+	while (len > 1 && serial[0] == 0) {
+		serial++;
+		len--;
+	}
+	if (!len)
+		return 0;
+	struct siphash_key k = siphash_key_from_bytes(dp->cfg.mqtt.hash_key);
+	uint64_t h = siphash24(&k, serial, len);
+	return h ? h : 1u;
+}
+
+uint32_t dp_revoke_serial(struct dp *dp, const uint8_t *serial, size_t len)
+{
+	uint64_t key = dp_serial_key(dp, serial, len);
+	uint32_t n = 0;
+	for (uint32_t i = 0; key && i < dp->cfg.max_conns; i++) {
+		struct dp_conn *c = &dp->conns[i];
+		if (c->state != DP_OPEN || c->serial_key != key || (c->flags & DP_F_GONE))
+			continue;
+		say_refused(dp, "certificate-revoked", NULL, NULL, "dp: conn %u: its certificate's serial was revoked: closed",
+			    i);
+		tls_rec_abort(&c->rec, TLS_ALERT_CERTIFICATE_REVOKED);
+		conn_begin_close(dp, c, true); /* flushes the alert */
+		n++;
+	}
+	return n;
+}
+
+uint32_t dp_kick_identity(struct dp *dp, const char *name, size_t len)
+{
+	return mqtt_broker_kick(dp->broker, (const uint8_t *)name, len);
+}
+
 /* The handshake finished: record layer, identity, broker connection. */
 static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
 {
@@ -853,6 +895,9 @@ static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
 	char ip[16];
 	ip_str(ip, sizeof ip, src_ip);
 	bool resumed = tls_hs_resumed(c->hs);
+	size_t serial_len;
+	const uint8_t *serial = tls_hs_serial(c->hs, &serial_len);
+	c->serial_key = dp_serial_key(dp, serial, serial_len);
 	int rc = tls_hs_finish(c->hs, &c->rec, &id);
 	c->hs = NULL; /* gone whatever the result */
 	hs_slot_release(dp, c);

@@ -196,6 +196,12 @@ void dp_shards_off(struct dp *dp);
 void dp_store_recv(struct dp *dp, uint16_t kind, const uint8_t *data, uint32_t len);
 /* Serving: restore has ended (or storage is off). */
 bool dp_serving(const struct dp *dp);
+/* Run-time revocation (kernel/node's console): close this core's open connections whose
+ * client certificate has this serial (DER integer, borrowed) with the alert
+ * certificate_revoked; end the sessions homed here of this identity (a device's, or a
+ * service's "name" and "name/suffix"), wherever their connection is. Return how many. */
+uint32_t dp_revoke_serial(struct dp *dp, const uint8_t *serial, size_t len);
+uint32_t dp_kick_identity(struct dp *dp, const char *name, size_t len);
 /* Whether storage lags (this core then refuses SYNs and stops reading PUBLISHes), and the
  * bytes waiting for the storage core in *backlog; false, 0 when storage is off. */
 bool dp_store_lag(const struct dp *dp, uint32_t *backlog /* out */);

@@ -10,7 +10,9 @@
  *   0x0000-0x00ff  unassigned (tests)
  *   0x0100-0x01ff  network data plane: frames and control (arch glue, kernel/ksteer.h)
  *   0x0200-0x02ff  broker shards (reserved: routing between dp/ shards)
- *   0x0300-0xffff  unassigned
+ *   0x0300-0x03ff  storage (data cores <-> the storage core)
+ *   0x0400-0x040f  the console's changes (revocations, kicks) to every data core
+ *   0x0410-0xffff  unassigned
  *
  * Calling context: kdemux_register on the owning core before it polls (or on the boot
  * core before the owning core starts: the start publishes the table); kdemux_poll and
@@ -37,6 +39,8 @@
 #define KDEMUX_STORE_IN_LAST 0x037fu
 #define KDEMUX_STORE_OUT_FIRST 0x0380u /* the storage core -> data cores */
 #define KDEMUX_STORE_OUT_LAST 0x03ffu
+#define KDEMUX_CTL_FIRST 0x0400u       /* the console's changes to every data core (kernel/node) */
+#define KDEMUX_CTL_LAST 0x040fu
 
 struct kdemux_entry { /* fields private; the caller only provides the array */
 	uint16_t first, last;

@@ -499,24 +499,50 @@ static bool sys_topic(const uint8_t *t, size_t len)
 	return len >= 4 && memcmp(t, "$SYS", 4) == 0 && (len == 4 || t[4] == '/');
 }
 
-/* A service named in cfg.sys_readers: "name", or one of its connections "name/suffix". */
-static bool sys_reader(const struct mqtt_broker *b, enum mqtt_id_kind kind, const uint8_t *id, size_t idl)
+/* "$CONTROL" or under "$CONTROL/": the console's topics. */
+#define CONTROL_PREFIX "$CONTROL/urmqtt/"
+#define CONTROL_REPLY CONTROL_PREFIX "reply/"
+static bool control_topic(const uint8_t *t, size_t len)
+{
+	return len >= 8 && memcmp(t, "$CONTROL", 8) == 0 && (len == 8 || t[8] == '/');
+}
+
+/* A service named in list: "name", or one of its connections "name/suffix". */
+static bool named_service(const char *const *list, uint16_t n_list, enum mqtt_id_kind kind, const uint8_t *id,
+			  size_t idl)
 {
 	if (kind != MQTT_ID_SERVICE)
 		return false;
-	for (uint16_t i = 0; i < b->cfg.n_sys_readers; i++) {
-		size_t n = strlen(b->cfg.sys_readers[i]);
-		if (idl >= n && memcmp(id, b->cfg.sys_readers[i], n) == 0 && (idl == n || id[n] == '/'))
+	for (uint16_t i = 0; i < n_list; i++) {
+		size_t n = strlen(list[i]);
+		if (idl >= n && memcmp(id, list[i], n) == 0 && (idl == n || id[n] == '/'))
 			return true;
 	}
 	return false;
 }
 
+static bool sys_reader(const struct mqtt_broker *b, enum mqtt_id_kind kind, const uint8_t *id, size_t idl)
+{
+	return named_service(b->cfg.sys_readers, b->cfg.n_sys_readers, kind, id, idl);
+}
+
+static bool console_id(const struct mqtt_broker *b, enum mqtt_id_kind kind, const uint8_t *id, size_t idl)
+{
+	return b->cfg.control && named_service(b->cfg.console_ids, b->cfg.n_console_ids, kind, id, idl);
+}
+
+/* The filters a console identity may subscribe to under $CONTROL/: its replies. */
+static bool control_reply_filter(const uint8_t *f, size_t len)
+{
+	size_t n = sizeof CONTROL_REPLY - 1;
+	return len >= n && memcmp(f, CONTROL_REPLY, n) == 0;
+}
+
 static bool acl_pub(const struct mqtt_broker *b, const struct mqtt_conn *c,
 		    const uint8_t *id, size_t idl, const uint8_t *t, size_t tl)
 {
-	if (sys_topic(t, tl))
-		return false; /* only the broker speaks there */
+	if (sys_topic(t, tl) || control_topic(t, tl))
+		return false; /* only the broker speaks there (the console's commands never get here) */
 	struct mqtt_acl_subject who = acl_subject(b, c, id, idl);
 	return mqtt_acl_pub_ok(&who, t, tl);
 }
@@ -526,6 +552,8 @@ static bool acl_sub(const struct mqtt_broker *b, const struct mqtt_conn *c,
 {
 	if (sys_topic(f, fl))
 		return sys_reader(b, (enum mqtt_id_kind)c->kind, id, idl);
+	if (control_topic(f, fl))
+		return control_reply_filter(f, fl) && console_id(b, (enum mqtt_id_kind)c->kind, id, idl);
 	struct mqtt_acl_subject who = acl_subject(b, c, id, idl);
 	return mqtt_acl_sub_ok(&who, f, fl);
 }
@@ -541,6 +569,8 @@ bool mqtt_acl_may_read(const struct mqtt_broker *b, enum mqtt_id_kind kind,
 {
 	if (sys_topic(topic, topic_len))
 		return sys_reader(b, kind, identity, id_len);
+	if (control_topic(topic, topic_len))
+		return control_reply_filter(topic, topic_len) && console_id(b, kind, identity, id_len);
 	struct mqtt_acl_subject who = { .kind = kind, .id = identity, .id_len = id_len };
 	uint16_t rule = kind == MQTT_ID_DEVICE ? MQTT_ACL_NO_RULE : acl_rule(b, identity, id_len);
 	if (rule != MQTT_ACL_NO_RULE)
@@ -595,6 +625,26 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 	b->n_conns--;
 	if (notify)
 		b->ops.close(b->ops.ctx, user);
+}
+
+uint32_t mqtt_broker_kick(struct mqtt_broker *b, const uint8_t *id, size_t len)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; len && i < b->cfg.max_conns; i++) {
+		struct mqtt_conn *c = &b->conns[i];
+		if (c->state != MQTT_CONN_UP || c->session == MQTT_NIL)
+			continue;
+		const struct mqtt_session *s = &b->sess[c->session];
+		bool service = s->flags & MQTT_SESS_SERVICE;
+		if (s->id_len < len || memcmp(s->id, id, len) != 0 ||
+		    (s->id_len != len && !(service && s->id[len] == '/')))
+			continue;
+		b->st.kicked++;
+		say(b, MQTT_LOG_IDENTITY, c, "ended: its identity was revoked");
+		conn_end(b, c, true, false); /* no will: the device is not trusted any more */
+		n++;
+	}
+	return n;
 }
 
 int mqtt_conn_open(struct mqtt_broker *b, const uint8_t *identity, size_t id_len,
@@ -822,6 +872,25 @@ static void record_telemetry(struct mqtt_broker *b, const struct mqtt_session *s
 		b->st.tlog_lost++;
 }
 
+/* A console command (cfg.control): logged with who sent it, answered to this connection. */
+static void console(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_session *s,
+		    const struct mqtt_publish *p)
+{
+	size_t n = sizeof CONTROL_PREFIX - 1;
+	const uint8_t *cmd = p->topic.p + n;
+	size_t cmd_len = p->topic.len > n && memcmp(p->topic.p, CONTROL_PREFIX, n) == 0 ? p->topic.len - n : 0;
+	char reply[MQTT_CONTROL_REPLY_MAX], topic[96];
+	size_t rl = cmd_len ? b->cfg.control(b->cfg.control_ctx, s->id, s->id_len, cmd, cmd_len, p->payload,
+					     p->payload_len, reply, sizeof reply)
+			    : (size_t)fmt_snprintf(reply, sizeof reply, "error: no command (%s<command>)", CONTROL_PREFIX);
+	b->st.console_commands++;
+	int tl = fmt_snprintf(topic, sizeof topic, "%s%.*s", CONTROL_REPLY, (int)MIN(cmd_len, 64u), (const char *)cmd);
+	if (tl > 0 && mqtt_topic_valid((const uint8_t *)topic, (size_t)tl) &&
+	    mqtt_send_publish0(b, c, (const uint8_t *)topic, (size_t)tl, (const uint8_t *)reply,
+			       MIN(rl, sizeof reply)) != 0)
+		b->st.send_again++; /* the reply is lost: the command was still carried out */
+}
+
 static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_publish *p,
 			  size_t pkt_len, uint64_t now_ms)
 {
@@ -854,6 +923,10 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		drop = true;
 	} else if (mqtt_tq_publish(b, c, p->topic.p, p->topic.len, p->payload, p->payload_len)) {
 		drop = true; /* a telemetry query: answered on its reply topic, never routed */
+	} else if (control_topic(p->topic.p, p->topic.len) &&
+		   console_id(b, (enum mqtt_id_kind)c->kind, s->id, s->id_len)) {
+		console(b, c, s, p);
+		drop = true; /* a console command: answered on its reply topic, never routed */
 	} else if (!acl_pub(b, c, s->id, s->id_len, p->topic.p, p->topic.len)) {
 		b->st.acl_denied_pub++;
 		char t[LOG_ID_MAX + 1];

@@ -44,6 +44,8 @@ struct mqtt_acl_service {
 	uint16_t n_pub, n_sub;
 };
 
+#define MQTT_CONTROL_REPLY_MAX 512u /* bytes of a console reply */
+
 struct mqtt_broker_config {
 	uint32_t max_conns, max_sessions;
 	uint32_t max_nodes;      /* topic-tree nodes (absolute and identity-relative) */
@@ -99,6 +101,18 @@ struct mqtt_broker_config {
 	 * the ACL's rules; nobody may publish there. Linked. */
 	const char *const *sys_readers;
 	uint16_t n_sys_readers;
+	/* The console (kernel/node): a PUBLISH to "$CONTROL/urmqtt/<command>" from one of these
+	 * service identities ("name", "name/suffix") is never routed: control() gets the
+	 * command and the payload (borrowed), writes a reply (at most cap bytes) and returns
+	 * its length; the broker sends it to that connection as a QoS 0 PUBLISH on
+	 * "$CONTROL/urmqtt/reply/<command>" (which the console identities may also subscribe
+	 * to). Anyone else's PUBLISH or SUBSCRIBE under $CONTROL/ is refused by the ACL. May
+	 * call mqtt_broker_kick; must not end the calling connection. NULL: no console. */
+	size_t (*control)(void *ctx, const uint8_t *id, size_t id_len, const uint8_t *cmd, size_t cmd_len,
+			  const uint8_t *args, size_t args_len, char *reply, size_t cap);
+	void *control_ctx;
+	const char *const *console_ids;
+	uint16_t n_console_ids;
 };
 
 /* ---- durability (storage: docs/DURABILITY.md) --------------------------------------
@@ -216,7 +230,7 @@ struct mqtt_broker_stats {
 	uint64_t nomem, pool_exhausted, retained_refused;
 	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;
 	uint64_t client_id_overridden; /* client_id_policy "override": another id replaced */
-	uint64_t takeovers, wills_published;
+	uint64_t takeovers, wills_published, kicked, console_commands;
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad; /* cross-shard routing */
 	uint64_t fanout_qos0_dropped; /* of fanout_refused: QoS 0 PUBLISHes dropped (links full) */
 	uint64_t rate_ids_evicted, rate_ids_full; /* identity table: recycled / no room */
@@ -282,6 +296,12 @@ MUST_CHECK int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *to
  * shards (ops.fanout). 0, or -E_INVAL for a topic outside $SYS/ or not a topic name. */
 MUST_CHECK int mqtt_broker_publish_sys(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
 				       const uint8_t *payload, size_t plen);
+
+/* End every connection of identity id (borrowed): the sessions homed on this shard named
+ * id (a device) or id and id/<suffix> (a service's), wherever their transport is (a
+ * connection forwarded from another core is ended there through ops.close). No will is
+ * published. Returns how many were ended. */
+uint32_t mqtt_broker_kick(struct mqtt_broker *b, const uint8_t *id, size_t len);
 
 /* ---- telemetry queries (mqtt/tq.c) ----
  * Rows of query slot `slot` for its reader, in order: each sent as one QoS 0 PUBLISH on

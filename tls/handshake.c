@@ -310,6 +310,8 @@ static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flag
 	struct tls_identity id;
 	if (tls_identity_from_crt(&env->cfg.id, crt, &id) != 0)
 		*flags |= MBEDTLS_X509_BADCERT_OTHER;
+	else if (env->cfg.revoke.is_revoked_id && env->cfg.revoke.is_revoked_id(env->cfg.revoke.ctx, id.name, id.len))
+		*flags |= MBEDTLS_X509_BADCERT_REVOKED; /* an identity revoked at run time */
 	mem_wipe(&id, sizeof id);
 	return 0;
 }
@@ -467,7 +469,9 @@ static int tk_parse(void *p, mbedtls_ssl_session *session, unsigned char *buf, s
 		return MBEDTLS_ERR_SSL_DECODE_ERROR;
 	/* Revocation applies to resumption too: a revoked device falls back to a full
 	 * handshake, where its certificate is refused. */
-	if (env->cfg.revoke.is_revoked && env->cfg.revoke.is_revoked(env->cfg.revoke.ctx, ser, serlen))
+	if ((env->cfg.revoke.is_revoked && env->cfg.revoke.is_revoked(env->cfg.revoke.ctx, ser, serlen)) ||
+	    (env->cfg.revoke.is_revoked_id &&
+	     env->cfg.revoke.is_revoked_id(env->cfg.revoke.ctx, (const char *)name, idlen)))
 		return MBEDTLS_ERR_SSL_SESSION_TICKET_EXPIRED;
 	if (mbedtls_ssl_session_load(session, sess, slen) != 0)
 		return MBEDTLS_ERR_SSL_DECODE_ERROR;
@@ -1025,6 +1029,17 @@ void tls_hs_abort(struct tls_hs *hs)
 int tls_hs_error(const struct tls_hs *hs)
 {
 	return hs->err;
+}
+
+const uint8_t *tls_hs_serial(const struct tls_hs *hs, size_t *len)
+{
+	const mbedtls_x509_crt *peer = mbedtls_ssl_get_peer_cert(&hs->ssl);
+	if (peer) {
+		*len = peer->serial.len;
+		return peer->serial.p;
+	}
+	*len = hs->resumed ? hs->serial_len : 0;
+	return hs->serial;
 }
 
 const char *tls_hs_refusal(const struct tls_hs *hs)

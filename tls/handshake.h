@@ -119,6 +119,10 @@ MUST_CHECK int tls_hs_input(struct tls_hs *hs, const uint8_t *buf, size_t len,
 /* After tls_hs_input returned 1: was it a resumption (a ticket of ours accepted)? */
 bool tls_hs_resumed(const struct tls_hs *hs);
 
+/* After tls_hs_input returned 1: the client certificate's serial number (DER integer
+ * bytes, borrowed from hs until tls_hs_finish; *len 0 when none was seen). */
+const uint8_t *tls_hs_serial(const struct tls_hs *hs, size_t *len /* out */);
+
 /* After tls_hs_input returned 1: start rec (the connection's record state) with the
  * traffic secrets, fill id, then free and wipe everything of the handshake (hs is gone
  * whatever the result). On failure rec holds a pending fatal alert to flush. */

@@ -56,6 +56,25 @@ int tls_revoke_set_add(struct tls_revoke_set *s, const uint8_t *serial, size_t l
 	return 0;
 }
 
+int tls_revoke_set_remove(struct tls_revoke_set *s, const uint8_t *serial, size_t len)
+{
+	strip(&serial, &len);
+	for (size_t i = 0; i < s->list.n; i++) {
+		const uint8_t *e = s->entries[i].serial;
+		size_t n = s->entries[i].len;
+		strip(&e, &n);
+		if (n != len || memcmp(e, serial, n) != 0)
+			continue;
+		size_t last = s->list.n - 1; /* the last entry takes its place (the order is free) */
+		memcpy(s->bytes[i], s->bytes[last], TLS_REVOKE_SERIAL_MAX);
+		s->entries[i].len = s->entries[last].len;
+		s->entries[i].serial = s->bytes[i];
+		s->list.n = last;
+		return 0;
+	}
+	return -E_NOENT;
+}
+
 static int hexval(char ch)
 {
 	if (ch >= '0' && ch <= '9')
@@ -67,22 +86,34 @@ static int hexval(char ch)
 	return -1;
 }
 
+int tls_revoke_serial_from_hex(const char *hex, size_t n, uint8_t out[TLS_REVOKE_SERIAL_MAX], size_t *len)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n;) {
+		if (hex[i] == ':' && i > 0 && i + 1 < n && hex[i - 1] != ':') {
+			i++;
+			continue;
+		}
+		int hi = hexval(hex[i]), lo = i + 1 < n ? hexval(hex[i + 1]) : -1;
+		if (hi < 0 || lo < 0)
+			return -E_INVAL;
+		if (k == TLS_REVOKE_SERIAL_MAX)
+			return -E_RANGE;
+		out[k++] = (uint8_t)(hi << 4 | lo);
+		i += 2;
+	}
+	*len = k;
+	return k ? 0 : -E_INVAL;
+}
+
 int tls_revoke_set_add_hex(struct tls_revoke_set *s, const char *const *hex)
 {
 	for (size_t i = 0; hex[i]; i++) {
-		size_t n = strlen(hex[i]);
 		uint8_t b[TLS_REVOKE_SERIAL_MAX];
-		if (!n || n % 2)
-			return -E_INVAL;
-		if (n / 2 > sizeof b)
-			return -E_RANGE;
-		for (size_t j = 0; j < n / 2; j++) {
-			int hi = hexval(hex[i][2 * j]), lo = hexval(hex[i][2 * j + 1]);
-			if (hi < 0 || lo < 0)
-				return -E_INVAL;
-			b[j] = (uint8_t)(hi << 4 | lo);
-		}
-		int err = tls_revoke_set_add(s, b, n / 2);
+		size_t len;
+		int err = tls_revoke_serial_from_hex(hex[i], strlen(hex[i]), b, &len);
+		if (!err)
+			err = tls_revoke_set_add(s, b, len);
 		if (err && err != -E_EXIST)
 			return err;
 	}

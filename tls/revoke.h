@@ -12,6 +12,9 @@
 struct tls_revoke {
 	/* serial: the certificate's DER serial number bytes (borrowed). true = refuse. */
 	bool (*is_revoked)(void *ctx, const uint8_t *serial, size_t len);
+	/* The certificate's identity (tls/identity.h, borrowed): true = refuse as revoked, as
+	 * for a serial. May be NULL: identities are never revoked then. */
+	bool (*is_revoked_id)(void *ctx, const char *name, size_t len);
 	void *ctx; /* linked */
 };
 
@@ -43,6 +46,13 @@ void tls_revoke_set_init(struct tls_revoke_set *s, struct tls_revoke_entry *entr
 /* Add a serial (borrowed, copied). 0, -E_EXIST (already there: nothing added), -E_RANGE
  * (empty or longer than 20 bytes), -E_NOMEM (the set is full). */
 MUST_CHECK int tls_revoke_set_add(struct tls_revoke_set *s, const uint8_t *serial, size_t len);
+/* Remove a serial (borrowed; leading zero bytes ignored as in the check). 0, or -E_NOENT. */
+MUST_CHECK int tls_revoke_set_remove(struct tls_revoke_set *s, const uint8_t *serial, size_t len);
+/* hex[0..n) (borrowed): pairs of hex digits, optionally one ':' between pairs (as openssl
+ * prints serials), into out. 0 with *len 1..20; -E_INVAL (not that form, or empty),
+ * -E_RANGE (more than TLS_REVOKE_SERIAL_MAX bytes). */
+MUST_CHECK int tls_revoke_serial_from_hex(const char *hex, size_t n, uint8_t out[TLS_REVOKE_SERIAL_MAX],
+					  size_t *len /* out */);
 /* Add every serial of a NULL-terminated list of hex strings (the image's). 0, or the
  * first error (-E_INVAL for a string that is not an even number of hex digits). */
 MUST_CHECK int tls_revoke_set_add_hex(struct tls_revoke_set *s, const char *const *hex);

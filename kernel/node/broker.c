@@ -12,6 +12,7 @@
 #include "kernel/node/tls_port.h"
 #include "kernel/panic.h"
 #include "lib/err.h"
+#include "lib/fmt.h"
 #include "lib/mem.h"
 #include "tls/handshake.h"
 #include "tls/accel/accel.h"
@@ -243,6 +244,136 @@ int node_broker_sys_publish(struct node_broker *b, const char *topic, const char
 				       strlen(text));
 }
 
+/* ---- the console (ops.console_identities; mqtt/broker.h's control hook) ------------------- */
+
+static bool kb_word(const uint8_t *p, size_t n, const char *w)
+{
+	return n == strlen(w) && memcmp(p, w, n) == 0;
+}
+
+/* "serial=HEX" (an even number of hex digits, at most 20 bytes; ':' allowed between bytes as
+ * openssl prints them) or "identity=NAME" (printable, no spaces): the op's data. */
+static const char *kb_target(const uint8_t *a, size_t n, bool allow_serial, struct node_ctl *op, bool *serial)
+{
+	while (n && (a[n - 1] == '\n' || a[n - 1] == '\r' || a[n - 1] == ' '))
+		n--;
+	if (allow_serial && n > 7 && memcmp(a, "serial=", 7) == 0) {
+		size_t k;
+		if (tls_revoke_serial_from_hex((const char *)a + 7, n - 7, op->data, &k) != 0)
+			return "error: serial= wants hex bytes (':' between them allowed), at most 20";
+		op->len = (uint8_t)k;
+		*serial = true;
+		return NULL;
+	}
+	if (n > 9 && memcmp(a, "identity=", 9) == 0 && n - 9 <= TLS_IDENTITY_CAP) {
+		for (size_t i = 9; i < n; i++)
+			if (a[i] < 33 || a[i] > 126)
+				return "error: identity= wants printable ASCII without spaces";
+		memcpy(op->data, a + 9, n - 9);
+		op->len = (uint8_t)(n - 9);
+		*serial = false;
+		return NULL;
+	}
+	return allow_serial ? "error: want serial=HEX or identity=NAME" : "error: want identity=NAME";
+}
+
+static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint8_t *cmd, size_t cmd_len,
+			 const uint8_t *args, size_t args_len, char *reply, size_t cap)
+{
+	struct node_broker *b = ctx;
+	struct node_ctl op = { 0 };
+	const char *err = NULL;
+	bool serial = false;
+	char who[TLS_IDENTITY_CAP + 1], what[2 * TLS_REVOKE_SERIAL_MAX + 1];
+	size_t wl = MIN(id_len, sizeof who - 1);
+	memcpy(who, id, wl);
+	who[wl] = '\0';
+	struct log_fields f = { .reason = "console", .identity = who, .peer = NULL };
+	if (kb_word(cmd, cmd_len, "revoke") || kb_word(cmd, cmd_len, "unrevoke")) {
+		bool un = cmd[0] == 'u';
+		err = kb_target(args, args_len, true, &op, &serial);
+		op.kind = (uint8_t)(serial ? (un ? NODE_CTL_UNREVOKE_SERIAL : NODE_CTL_REVOKE_SERIAL)
+					   : (un ? NODE_CTL_UNREVOKE_ID : NODE_CTL_REVOKE_ID));
+	} else if (kb_word(cmd, cmd_len, "kick")) {
+		err = kb_target(args, args_len, false, &op, &serial);
+		op.kind = NODE_CTL_KICK_ID;
+	} else {
+		int n = fmt_snprintf(reply, cap, "error: unknown command '%.*s' (revoke, unrevoke, kick; planned: "
+						 "registry, loglevel, stats, config)",
+				     (int)MIN(cmd_len, 32u), (const char *)cmd);
+		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: unknown command '%.*s'", who, (int)MIN(cmd_len, 32u),
+			   (const char *)cmd);
+		return n > 0 ? MIN((size_t)n, cap - 1) : 0;
+	}
+	if (serial) {
+		for (uint32_t i = 0; i < op.len; i++)
+			(void)fmt_snprintf(what + (size_t)2 * i, 3, "%02x", (unsigned)op.data[i]);
+		what[(size_t)2 * op.len] = '\0';
+	} else {
+		memcpy(what, op.data, MIN((size_t)op.len, sizeof what - 1));
+		what[MIN((size_t)op.len, sizeof what - 1)] = '\0';
+	}
+	if (!err && !serial && id_len >= op.len && memcmp(id, op.data, op.len) == 0 &&
+	    (id_len == op.len || id[op.len] == '/'))
+		err = "error: a console cannot end its own connections";
+	if (!err && b->cfg.ctl_broadcast(&op) != 0)
+		err = "busy: the previous change is still reaching every core; send it again";
+	int n;
+	if (err) {
+		n = fmt_snprintf(reply, cap, "%s", err);
+		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %s refused: %s", who, (int)MIN(cmd_len, 32u),
+			   (const char *)cmd, what, err);
+	} else {
+		n = fmt_snprintf(reply, cap, "ok: %.*s %s %s on %u cores (in memory: until the next boot)",
+				 (int)cmd_len, (const char *)cmd, serial ? "serial" : "identity", what,
+				 (unsigned)b->cfg.n_data_cores);
+		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %s %s", who, (int)MIN(cmd_len, 32u),
+			   (const char *)cmd, serial ? "serial" : "identity", what);
+	}
+	return n > 0 ? MIN((size_t)n, cap - 1) : 0;
+}
+
+static const char *const kb_ctl_name[] = {
+	[NODE_CTL_REVOKE_SERIAL] = "revoke serial", [NODE_CTL_UNREVOKE_SERIAL] = "unrevoke serial",
+	[NODE_CTL_REVOKE_ID] = "revoke identity",   [NODE_CTL_UNREVOKE_ID] = "unrevoke identity",
+	[NODE_CTL_KICK_ID] = "kick identity",
+};
+
+void node_broker_ctl_apply(struct node_broker *b, const struct node_ctl *op)
+{
+	uint32_t closed = 0;
+	int err = 0;
+	const char *name = (const char *)op->data;
+	switch (op->kind) {
+	case NODE_CTL_REVOKE_SERIAL:
+		err = tls_revoke_set_add(&b->revoked.set, op->data, op->len);
+		closed = dp_revoke_serial(b->dp, op->data, op->len);
+		break;
+	case NODE_CTL_UNREVOKE_SERIAL:
+		err = tls_revoke_set_remove(&b->revoked.set, op->data, op->len);
+		break;
+	case NODE_CTL_REVOKE_ID:
+		err = node_revoked_add_id(&b->revoked, name, op->len);
+		closed = dp_kick_identity(b->dp, name, op->len);
+		break;
+	case NODE_CTL_UNREVOKE_ID:
+		err = node_revoked_remove_id(&b->revoked, name, op->len);
+		break;
+	case NODE_CTL_KICK_ID:
+		closed = dp_kick_identity(b->dp, name, op->len);
+		break;
+	default:
+		return;
+	}
+	if (err && err != -E_EXIST && err != -E_NOENT)
+		LOG_ERR("console", "core %u: console's %s NOT applied (%s: the sets hold %u serials and %u identities)",
+			(unsigned)b->cfg.core, kb_ctl_name[op->kind], err_name(err), (unsigned)NODE_MAX_REVOKED,
+			(unsigned)NODE_MAX_REVOKED_IDS);
+	else if (closed)
+		LOG_INFO("console", "core %u: console's %s ended %u connection(s)", (unsigned)b->cfg.core,
+			 kb_ctl_name[op->kind], (unsigned)closed);
+}
+
 /* Development builds' ballast (node.c's ballast_mb knob), in blocks of the platform heap's
  * largest request; core 0 only. */
 #define KB_BALLAST_BLOCK ((size_t)1 << 20)
@@ -316,8 +447,7 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 
 	struct tls_hs_config hc;
 	dp_hs_config_from_conf(&hc);
-	hc.revoke.is_revoked = tls_revoke_list_check;
-	hc.revoke.ctx = &b->revoked.set.list;
+	hc.revoke = node_revoked_hooks(&b->revoked);
 	hc.ticket_secret = cfg->ticket_secret;
 	hc.ops = node_tls_port_hs_ops();
 	hc.ops.alloc = kb_hs_alloc;
@@ -345,6 +475,10 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 	g.hs_env = b->hs_env;
 	g.heap = (struct dp_heap_ops){ kb_alloc, kb_free, kb_used, kb_avail, b };
 	g.lower = dp_lower_tcp;
+	if (cfg->ctl_broadcast) {
+		g.mqtt.control = kb_control;
+		g.mqtt.control_ctx = b;
+	}
 	g.log = cfg->log ? cfg->log : kb_log;
 	g.log_ctx = cfg->log ? cfg->log_ctx : b;
 	g.now_ms = kb_dp_now;

@@ -48,6 +48,21 @@
 
 #define NODE_MAX_CORES 64u /* = TLS_HS_MAX_CORES */
 
+/* A console change every data core applies (node_broker_ctl_apply), carried between cores
+ * as one mesh message. */
+enum node_ctl_kind {
+	NODE_CTL_REVOKE_SERIAL = 1,
+	NODE_CTL_UNREVOKE_SERIAL,
+	NODE_CTL_REVOKE_ID,
+	NODE_CTL_UNREVOKE_ID,
+	NODE_CTL_KICK_ID,
+};
+struct node_ctl {
+	uint8_t kind; /* enum node_ctl_kind */
+	uint8_t len;  /* bytes of data: a DER serial (1..20) or an identity (1..128) */
+	uint8_t data[TLS_IDENTITY_CAP];
+};
+
 struct node_broker_config {
 	uint32_t core;            /* the core whose loop polls it (< NODE_MAX_CORES) */
 	uint32_t report_ms;       /* memory line period; 0: never */
@@ -83,6 +98,11 @@ struct node_broker_config {
 	int (*store_send)(void *ctx, uint16_t kind, const void *data, uint32_t len);
 	void *store_ctx;
 	uint32_t store_payload_max;
+	/* The console (ops.console_identities): a change for every data core, this one
+	 * included, applied after the command returns (node_broker_ctl_apply on each core).
+	 * 0, or -E_AGAIN while a previous change is still on its way. NULL: no console. */
+	int (*ctl_broadcast)(const struct node_ctl *op);
+	uint32_t n_data_cores;    /* for the console's replies */
 };
 
 struct node_broker {
@@ -145,6 +165,9 @@ void node_broker_store_recv(struct node_broker *b, uint16_t kind, const uint8_t 
 void node_broker_shards_off(struct node_broker *b);
 /* Log the memory line now (also done every report_ms from the poll). Owning core. */
 void node_broker_report(struct node_broker *b);
+/* A console change on this core (op borrowed): its revocation sets, and the connections it
+ * ends here. On this core. */
+void node_broker_ctl_apply(struct node_broker *b, const struct node_ctl *op);
 /* This core's figures for kernel/node/opsd (every field but the loop's watchdog count and
  * opsd's own). On this core. */
 void node_broker_figures(struct node_broker *b, struct opsd_figures *f /* out */);

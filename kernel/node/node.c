@@ -40,7 +40,7 @@
 #include "store/ops.h"
 #include "urmqtt_config.h"
 
-#define NODE_NET_DEMUX 4u     /* kind ranges one core's mesh demultiplexer holds */
+#define NODE_NET_DEMUX 5u     /* kind ranges one core's mesh demultiplexer holds */
 #define NODE_NET_ARP 64u
 #define NODE_NET_PENDING 32u
 #define NODE_NET_RX_BATCH 8u  /* frames per poll: a few full TLS handshakes stay far below the
@@ -56,10 +56,6 @@ struct node_core {
 	struct kdemux demux;
 	struct kdemux_entry demux_tab[NODE_NET_DEMUX];
 	struct ksteer steer;  /* worker, with the device steering: its own classifier */
-	bool take_pair;       /* core 0's view of a worker: TAKE_PAIR still to send */
-	bool ok;           /* knet and broker built */
-	bool storage;      /* the storage core (kernel/kstore.h): a mesh demultiplexer, no stack */
-	bool addr_dirty;   /* core 0's view of a worker: its address message still to send */
 	uint64_t steer_drops;  /* core 0: frames for this core dropped, no mesh credit */
 	uint64_t arp_drops;    /* core 0: ARP copies for this core dropped */
 	uint64_t tx_drops;     /* worker: frames for core 0 to send dropped, no credit */
@@ -68,6 +64,15 @@ struct node_core {
 	uint64_t stats_last_ms, stats_last_sum;
 	struct kloop *loop;       /* this core's loop (its watchdog counts) */
 	uint64_t figures_last_ms; /* the last figures given to kernel/node/opsd */
+	/* The console's change this core's broker took (node_broker_config.ctl_broadcast): to
+	 * be applied here and sent to the other data cores; bit c of ctl_owed: core c still
+	 * owes it (this core's own bit included). One at a time. */
+	uint64_t ctl_owed;
+	struct node_ctl ctl;
+	bool take_pair;       /* core 0's view of a worker: TAKE_PAIR still to send */
+	bool ok;           /* knet and broker built */
+	bool storage;      /* the storage core (kernel/kstore.h): a mesh demultiplexer, no stack */
+	bool addr_dirty;   /* core 0's view of a worker: its address message still to send */
 };
 static struct node_core node_cores[PLAT_MAX_CPUS];
 static uint32_t nd_n_net;   /* cores with a stack: 0 .. nd_n_net - 1 */
@@ -413,6 +418,54 @@ static void nd_shard_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
 	node_broker_mesh_recv(&dc->broker, src, msg->kind, msg->data, msg->len);
 }
 
+/* ---- the console's changes to every data core ---- */
+
+static int nd_ctl_broadcast(const struct node_ctl *op)
+{
+	struct node_core *dc = &node_cores[node_port_core_self()];
+	if (dc->ctl_owed)
+		return -E_AGAIN;
+	dc->ctl = *op;
+	dc->ctl_owed = nd_n_net >= 64 ? UINT64_MAX : (1ull << nd_n_net) - 1u;
+	return 0;
+}
+
+/* This core's handler: apply its own change, then carry it to every other data core on the
+ * mesh's control class (retried on later passes while a ring has no credit). */
+static int nd_ctl_poll(void *ctx)
+{
+	struct node_core *dc = ctx;
+	if (!dc->ctl_owed)
+		return 0;
+	uint32_t self = (uint32_t)(dc - node_cores);
+	if (dc->ctl_owed & (1ull << self)) {
+		dc->ctl_owed &= ~(1ull << self);
+		node_broker_ctl_apply(&dc->broker, &dc->ctl);
+	}
+	for (uint32_t c = 0; nd_mesh && c < nd_n_net && c < 64; c++) {
+		if (!(dc->ctl_owed & (1ull << c)))
+			continue;
+		if (xcore_send_ctrl(nd_mesh, self, c, KDEMUX_CTL_FIRST, &dc->ctl, (uint32_t)sizeof dc->ctl) == 0) {
+			dc->ctl_owed &= ~(1ull << c);
+			nd_wake(c);
+		}
+	}
+	if (!nd_mesh)
+		dc->ctl_owed = 0;
+	return 1;
+}
+
+static void nd_ctl_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
+{
+	struct node_core *dc = ctx;
+	(void)src;
+	struct node_ctl op;
+	if (msg->len != sizeof op)
+		return;
+	memcpy(&op, msg->data, sizeof op);
+	node_broker_ctl_apply(&dc->broker, &op);
+}
+
 /* The shards' mesh op: from the calling core (the dp's own) to dst; -E_AGAIN without
  * credit (the shard backlogs it). Bulk class: the shards leave core.mesh_frame_slots of
  * every ring to the frames core 0 steers to a worker and a worker hands back to core 0,
@@ -611,6 +664,8 @@ static bool nd_core_net_init(uint32_t c, const struct node_broker_config *bc0, c
 			err = kdemux_register(&dc->demux, KDEMUX_SHARD_FIRST, KDEMUX_SHARD_LAST, nd_shard_recv, dc);
 		if (!err && nd_store_dedicated)
 			err = kdemux_register(&dc->demux, KDEMUX_STORE_OUT_FIRST, KDEMUX_STORE_OUT_LAST, nd_store_back, dc);
+		if (!err)
+			err = kdemux_register(&dc->demux, KDEMUX_CTL_FIRST, KDEMUX_CTL_LAST, nd_ctl_recv, dc);
 	}
 	if (err) {
 		LOG_ERR("boot", "core %u: stack initialisation failed (%s)", (unsigned)c, err_name(err));
@@ -688,6 +743,8 @@ void node_init(const struct node_config *cfg)
 		bc.mesh_frame_drops = nd_mesh_frame_drops;
 		nd_random(bc.home_key, sizeof bc.home_key);
 	}
+	bc.ctl_broadcast = nd_ctl_broadcast;
+	bc.n_data_cores = n_data;
 	/* One ticket secret for every core's handshake env, wiped once they all copied it. */
 	uint8_t ticket_secret[TLS_HS_TICKET_SECRET_LEN];
 	nd_random(ticket_secret, sizeof ticket_secret);
@@ -893,7 +950,7 @@ void node_loop_add(struct kloop *l, uint32_t core)
 	dc->loop = l;
 	if (nd_stats_on && kloop_add(l, "net-stats", nd_stats_poll, dc) != 0)
 		PANIC("core %u: loop full", (unsigned)core);
-	if (kloop_add(l, "ops-figures", nd_figures_poll, dc) != 0 ||
+	if (kloop_add(l, "ops-figures", nd_figures_poll, dc) != 0 || kloop_add(l, "console", nd_ctl_poll, dc) != 0 ||
 	    (core == 0 && kloop_add(l, "ops", opsd_poll, NULL) != 0))
 		PANIC("core %u: loop full", (unsigned)core);
 	/* The mesh before the stack: frames a worker handed back are posted in the same pass

@@ -1,26 +1,39 @@
 /* SPDX-License-Identifier: MIT
  *
- * The image's revoked certificate serials (the list embedded at build time,
- * $(B)/gen/urmqtt_certs.h), parsed once into a bounded set: the node's broker checks them
- * in every handshake, storage keeps them in its table. A set owns its storage; it is
- * filled on one core and then read there (or copied).
+ * One core's revocations: certificate serials (the image's list embedded at build time,
+ * $(B)/gen/urmqtt_certs.h, parsed once; those storage restores; those the console adds at
+ * run time) and certificate identities revoked at run time, in bounded sets. The core's
+ * handshakes ask them (node_revoked_hooks); each core holds its own copy, changed only by
+ * that core (the console's changes reach every core as a message).
  */
 #ifndef KERNEL_NODE_REVOKED_H
 #define KERNEL_NODE_REVOKED_H
 
 #include "lib/compiler.h"
+#include "tls/identity.h"
 #include "tls/revoke.h"
 
-#define NODE_MAX_REVOKED 64u /* serials one set holds: the image's, then storage's */
+#define NODE_MAX_REVOKED 64u     /* serials one set holds: the image's, storage's, the console's */
+#define NODE_MAX_REVOKED_IDS 64u /* identities revoked at run time */
 
 struct node_revoked {
 	struct tls_revoke_entry entries[NODE_MAX_REVOKED];
 	uint8_t bytes[NODE_MAX_REVOKED][TLS_REVOKE_SERIAL_MAX];
 	struct tls_revoke_set set;
+	uint32_t n_ids;
+	uint8_t id_len[NODE_MAX_REVOKED_IDS];
+	char ids[NODE_MAX_REVOKED_IDS][TLS_IDENTITY_CAP];
 };
 
 /* r emptied, then the image's serials added. 0, or tls_revoke_set_add_hex's error (a
  * malformed list, or more than NODE_MAX_REVOKED serials). */
 MUST_CHECK int node_revoked_image(struct node_revoked *r);
+/* The handshake's revocation hooks over r (linked). */
+struct tls_revoke node_revoked_hooks(struct node_revoked *r);
+/* An identity (1..TLS_IDENTITY_CAP bytes, borrowed). Add: 0, -E_EXIST, -E_RANGE, -E_NOMEM
+ * (full); remove: 0 or -E_NOENT. */
+MUST_CHECK int node_revoked_add_id(struct node_revoked *r, const char *name, size_t len);
+MUST_CHECK int node_revoked_remove_id(struct node_revoked *r, const char *name, size_t len);
+bool node_revoked_id(const struct node_revoked *r, const char *name, size_t len);
 
 #endif

@@ -23,6 +23,13 @@
 #   x86_64-ops/sys              ops reads the retained $SYS/urmqtt/health ("serving"),
 #                               $SYS/broker/clients/connected and core 1's line
 #                               $SYS/urmqtt/core/1; dev-1's SUBSCRIBE to $SYS/# gets 0x80
+#   x86_64-ops/revoke-identity  ops publishes $CONTROL/urmqtt/revoke identity=dev-5 while
+#                               dev-5 is connected and subscribed: its connection ends within
+#                               1 s of the reply, and reconnecting gets certificate_revoked
+#   x86_64-ops/revoke-serial    the same for dev-6 by its certificate's serial (the
+#                               connection ends with the alert certificate_revoked)
+#   x86_64-ops/console          unrevoke lets dev-5 in again; dev-1's command is refused (no
+#                               console permission); the commands are logged with the sender
 #   x86_64-ops/health-heap      the ballast turns the health "degraded (heap low)" and its
 #                               release "serving" again, on the console and in syslog
 #   x86_64-ops/sntp-refuse-far  the honest servers jump 2 h ahead: refused (more than
@@ -145,6 +152,49 @@ if [ "$sys_health" = "retained serving" ] && [[ $sys_conn =~ ^retained\ [0-9]+$ 
 	pass sys "ops reads \$SYS/urmqtt/health '${sys_health#retained }', \$SYS/broker/clients/connected ${sys_conn#retained }, core 1's line; dev-1 ${sub_dev}"
 else
 	fail sys "health '$sys_health', clients/connected '$sys_conn', core/1 '${sys_core:0:60}', dev-1 '$sub_dev', ops '$sub_ops'"
+fi
+
+# ---- console and revocation at run time: dev-5 and dev-6 connected and subscribed (on
+# whichever core the steering gives them); ops revokes dev-5 by identity and dev-6 by its
+# certificate's serial; each connection ends within 1 s of the reply; reconnecting is
+# refused with certificate_revoked; unrevoke lets dev-5 in again; a device is no console.
+hold_bg() { # NAME OUT
+	MQTT_CLIENT_TIMEOUT=30 timeout 60 "$py" "$here/lib/mqtt-client.py" 127.0.0.1 "$port" "$certs" hold "$1" 40 >"$2" 2>&1 &
+}
+revoke_case() { # NAME HOW ARG: HOW identity|serial
+	local name=$1 how=$2 arg=$3 out=$tmp/hold-$1 i r t_reply t_closed
+	hold_bg "$name" "$out"
+	for ((i = 0; i < 100; i++)); do grep -q held "$out" 2>/dev/null && break; sleep 0.2; done
+	grep -q held "$out" || { fail "revoke-$how" "$name could not connect: $(cat "$out")"; return; }
+	r=$(client console ops revoke "$arg")
+	for ((i = 0; i < 50; i++)); do grep -q "^closed\|^open" "$out" && break; sleep 0.2; done
+	t_reply=$(awk '{print $2}' <<<"$r")
+	t_closed=$(awk '/^closed/ {print $2}' "$out")
+	if [[ $r != "reply "*" ok: revoke $how "* ]] || [ -z "$t_closed" ]; then
+		fail "revoke-$how" "reply '$r'; $name: $(tail -n 1 "$out")"
+		return
+	fi
+	local ms
+	ms=$(awk -v a="$t_reply" -v b="$t_closed" 'BEGIN {printf "%d", (b - a) * 1000}')
+	local again
+	again=$(client refuse revoked "$name")
+	if [ "$ms" -le 1000 ] && [[ $again == "refused alert certificate_revoked"* ]]; then
+		pass "revoke-$how" "$name's connection ended ${ms} ms after ops's reply ($(tail -n 1 "$out" | cut -d' ' -f3-)); reconnecting: ${again#refused }"
+	else
+		fail "revoke-$how" "ended ${ms} ms after the reply (budget 1000), reconnecting: $again"
+	fi
+}
+revoke_case dev-5 identity identity=dev-5
+serial6=$(openssl x509 -in "$certs/dev-6.crt" -noout -serial | sed 's/^serial=//')
+revoke_case dev-6 serial "serial=$serial6"
+un=$(client console ops unrevoke identity=dev-5)
+back=$(client connack dev-5 dev-5)
+nocon=$(MQTT_CLIENT_TIMEOUT=5 timeout 20 "$py" "$here/lib/mqtt-client.py" 127.0.0.1 "$port" "$certs" console dev-1 revoke identity=dev-2 2>&1 | tail -n 1)
+if [[ $un == "reply "*" ok: unrevoke identity dev-5"* ]] && [ "$back" = "connack 0" ] &&
+	[[ $nocon != "reply "* ]] && glog | grep -aq "console: ops: revoke identity dev-5"; then
+	pass console "unrevoke let dev-5 in again (connack 0); dev-1 has no console; every command logged with its sender"
+else
+	fail console "unrevoke '$un', dev-5 after it '$back', dev-1 as console '$nocon'"
 fi
 
 # ---- health-heap: the ballast (25 s .. 33 s after boot)

@@ -302,6 +302,8 @@ const struct conf_key conf_schema[] = {
 	  .doc = "How often the figures go to the statsd servers." },
 	{ KEY("ops", "sys_readers", "CONF_OPS_SYS_READERS"), LIST(no_items, 16, CONF_CK_PRINTABLE),
 	  .doc = "Service identities that may subscribe to $SYS/# (the broker's figures and health; devices never can)." },
+	{ KEY("ops", "console_identities", "CONF_OPS_CONSOLE_IDENTITIES"), LIST(no_items, 16, CONF_CK_PRINTABLE),
+	  .doc = "Service identities with the console: they publish commands to $CONTROL/urmqtt/<command> (revoke, unrevoke, kick) and get the reply on $CONTROL/urmqtt/reply/<command>." },
 	{ KEY("ops", "sys_interval_s", "CONF_OPS_SYS_INTERVAL_S"), INT(10, 0, 3600, CONF_U_S),
 	  .doc = "How often the $SYS/urmqtt/... topics (and Mosquitto's $SYS/broker/... names where one exists) are published, retained; 0: never." },
 	{ KEY("ops", "health_heap_low_pct", "CONF_OPS_HEALTH_HEAP_LOW_PCT"), INT(10, 1, 90, U_N),

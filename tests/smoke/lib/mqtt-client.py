@@ -156,7 +156,9 @@ elif mode == "refuse":  # CASE [CERT KEY CA]: a connection the broker must refus
         sys.exit(2)
     if case == "other-ca" and len(args) < 4:
         done(False, "usage: refuse other-ca CERT KEY CA")
-    files = args[1:4] if case == "other-ca" else list(crt("revoked-1" if case == "revoked" else "dev-1"))
+    # revoked [NAME]: revoked-1 (in the image's list) or a device revoked at run time
+    rname = args[1] if case == "revoked" and len(args) > 1 else "revoked-1"
+    files = args[1:4] if case == "other-ca" else list(crt(rname if case == "revoked" else "dev-1"))
     for f in files + ([] if case == "other-ca" else [certs + "/ca.crt"]):
         if not os.path.isfile(f):
             done(False, "client setup: missing file %s" % f)
@@ -176,7 +178,7 @@ elif mode == "refuse":  # CASE [CERT KEY CA]: a connection the broker must refus
             d = s.recv(4096)
         except (socket.timeout, TimeoutError):
             stage = "read after CONNECT"
-            s.sendall(connect_pkt("dev-1" if case != "revoked" else "revoked-1"))
+            s.sendall(connect_pkt("dev-1" if case != "revoked" else rname))
             s.settimeout(left())
             d = s.recv(4096)
         if not d:
@@ -219,6 +221,47 @@ elif mode == "suback":  # NAME FILTER: a clean session subscribes to FILTER; pri
     s.sendall(pkt(0xE0, b""))
     s.close()
     print("suback 0x%02x" % (b[2] if h == 0x90 else -1))
+elif mode == "console":  # NAME COMMAND ARGS: the console: subscribe to the replies, publish the
+    # command at QoS 1; prints "reply <epoch> <text>" (the host's time when the reply came)
+    name, command, cargs = args[0], args[1], args[2]
+    s = tls_conn(*crt(name))
+    s.sendall(connect_pkt(name))
+    h, b = read_pkt(s)
+    assert h == 0x20 and b[1] == 0, b
+    s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr("$CONTROL/urmqtt/reply/#") + b"\x00"))
+    h, b = read_pkt(s)
+    assert h == 0x90 and b[2] == 0, b
+    s.sendall(pkt(0x32, mstr("$CONTROL/urmqtt/" + command) + struct.pack(">H", 7) + cargs.encode()))
+    reply = None
+    while reply is None:
+        h, b = read_pkt(s)
+        if h & 0xF0 == 0x30:
+            tl = struct.unpack(">H", b[:2])[0]
+            if b[2:2 + tl].decode(errors="replace").startswith("$CONTROL/urmqtt/reply/"):
+                reply = "%.3f %s" % (time.time(), b[2 + tl + (2 if h & 6 else 0):].decode(errors="replace"))
+    s.sendall(pkt(0xE0, b""))
+    s.close()
+    print("reply " + reply)
+elif mode == "hold":  # NAME SECONDS: connect, subscribe to devices/NAME/cmd/#, hold until the broker
+    # closes the connection; prints "closed <epoch> <how>" or "open" after SECONDS
+    name, secs = args[0], float(args[1])
+    s = tls_conn(*crt(name))
+    s.sendall(connect_pkt(name, 120))
+    h, b = read_pkt(s)
+    assert h == 0x20 and b[1] == 0, b
+    s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr("devices/%s/cmd/#" % name) + b"\x01"))
+    read_pkt(s)
+    print("held", flush=True)
+    s.settimeout(secs)
+    how = "open"
+    try:
+        while True:
+            read_pkt(s)
+    except ssl.SSLError as e:
+        how = "closed %.3f alert %s" % (time.time(), getattr(e, "reason", None) or e)
+    except (EOFError, ConnectionError, OSError) as e:
+        how = "open" if isinstance(e, (socket.timeout, TimeoutError)) else "closed %.3f %s" % (time.time(), type(e).__name__)
+    print(how)
 elif mode == "will":  # NAME: connect with a will on devices/NAME/status, then hold
     name = args[0]
     topic = "devices/%s/status" % name

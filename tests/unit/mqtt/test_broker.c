@@ -251,6 +251,83 @@ static void test_sys_topics(void **state)
 	assert_int_equal(u.retained, 0);
 }
 
+/* The console: a console identity's PUBLISH to $CONTROL/urmqtt/<command> reaches the
+ * control hook with its identity, command and payload, is never routed, and is answered on
+ * $CONTROL/urmqtt/reply/<command> to that connection; anyone else's is denied. A kick ends
+ * every connection of an identity (a service's suffixed ones too) without its will. */
+static struct {
+	unsigned n;
+	char id[32], cmd[32], args[64];
+} g_ctl;
+
+static size_t t_control(void *ctx, const uint8_t *id, size_t idl, const uint8_t *cmd, size_t cl, const uint8_t *args,
+			size_t al, char *reply, size_t cap)
+{
+	(void)ctx;
+	g_ctl.n++;
+	snprintf(g_ctl.id, sizeof g_ctl.id, "%.*s", (int)idl, (const char *)id);
+	snprintf(g_ctl.cmd, sizeof g_ctl.cmd, "%.*s", (int)cl, (const char *)cmd);
+	snprintf(g_ctl.args, sizeof g_ctl.args, "%.*s", (int)al, (const char *)args);
+	return (size_t)snprintf(reply, cap, "ok %s", g_ctl.cmd);
+}
+
+static void test_console_and_kick(void **state)
+{
+	(void)state;
+	mqtt_broker_fini(B);
+	free(g_mem);
+	static const char *const consoles[] = { "admin" };
+	struct mqtt_broker_config g = base_cfg();
+	g.control = t_control;
+	g.console_ids = consoles;
+	g.n_console_ids = 1;
+	start(&g);
+	memset(&g_ctl, 0, sizeof g_ctl);
+	struct client *a = cl_new("admin", MQTT_ID_SERVICE);
+	struct client *w = cl_new("admin", MQTT_ID_SERVICE); /* sees everything the tree routes */
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(a, "admin/a", true), 0);
+	assert_int_equal(cl_connect(w, "admin/w", true), 0);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_connect_full(d, "d1", true, 0, "devices/d1/status", 0, false, NULL), 0);
+	assert_int_equal(cl_sub(w, "#", 0), 0);
+	assert_int_equal(cl_sub(a, "$CONTROL/urmqtt/reply/#", 0), 0);
+	assert_int_equal(cl_sub(s, "$CONTROL/urmqtt/reply/#", 0), MQTT_SUBACK_FAILURE);
+	assert_int_equal(cl_sub(d, "$CONTROL/#", 0), MQTT_SUBACK_FAILURE);
+	assert_int_equal(cl_sub(a, "$CONTROL/urmqtt/revoke", 0), MQTT_SUBACK_FAILURE); /* replies only */
+	assert_int_equal(cl_pub(a, "$CONTROL/urmqtt/revoke", "identity=d9", 1, false, 5, false), 0);
+	assert_int_equal(g_ctl.n, 1);
+	assert_string_equal(g_ctl.id, "admin/a");
+	assert_string_equal(g_ctl.cmd, "revoke");
+	assert_string_equal(g_ctl.args, "identity=d9");
+	expect_pub(a, "$CONTROL/urmqtt/reply/revoke", "ok revoke", 0, 0, 0);
+	assert_int_equal(expect_ack(a, MQTT_PUBACK), 5);
+	expect_none(w); /* never routed */
+	/* not a console: denied, not handed to the hook */
+	assert_int_equal(cl_pub(s, "$CONTROL/urmqtt/kick", "identity=d1", 0, false, 0, false), 0);
+	assert_int_equal(cl_pub(d, "$CONTROL/urmqtt/kick", "identity=d1", 0, false, 0, false), 0);
+	assert_int_equal(g_ctl.n, 1);
+	expect_none(s);
+	expect_none(w);
+	/* kick: every connection of the identity, a service's suffixed ones too, no will */
+	struct client *a2 = cl_new("admin", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(a2, "admin/b", true), 0);
+	assert_int_equal(mqtt_broker_kick(B, (const uint8_t *)"d1", 2), 1);
+	assert_true(d->closed);
+	expect_none(w); /* d1's will was not published */
+	assert_int_equal(mqtt_broker_kick(B, (const uint8_t *)"d", 1), 0); /* a prefix is not a device */
+	assert_int_equal(mqtt_broker_kick(B, (const uint8_t *)"admin", 5), 3);
+	assert_true(a->closed && a2->closed && w->closed);
+	assert_false(s->closed);
+	assert_int_equal(mqtt_broker_stats(B)->kicked, 4);
+	cl_free(a);
+	cl_free(a2);
+	cl_free(w);
+	cl_free(s);
+	cl_free(d);
+}
+
 static void test_retained(void **state)
 {
 	(void)state;
@@ -1010,6 +1087,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pubsub_qos_and_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dollar_topics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sys_topics, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_console_and_kick, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retained, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_will, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_takeover, setup, teardown),

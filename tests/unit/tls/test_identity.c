@@ -119,9 +119,41 @@ static void test_revoke_list(void **state)
 	assert_false(tls_revoke_list_check(&empty, q1, sizeof q1));
 }
 
+/* The set the console changes at run time: add, remove (leading zeros ignored, the last
+ * entry moves into the hole), bounds. */
+static void test_revoke_set_add_remove(void **state)
+{
+	(void)state;
+	struct tls_revoke_entry e[3];
+	uint8_t bytes[3][TLS_REVOKE_SERIAL_MAX];
+	struct tls_revoke_set s;
+	tls_revoke_set_init(&s, e, bytes, 3);
+	static const uint8_t a[] = { 0x30, 0x01 }, b[] = { 0x8f }, c[] = { 0x01, 0x02, 0x03 }, z[] = { 0x00, 0x8f };
+	static const uint8_t big[TLS_REVOKE_SERIAL_MAX + 1] = { 1 };
+	assert_int_equal(tls_revoke_set_add(&s, a, sizeof a), 0);
+	assert_int_equal(tls_revoke_set_add(&s, b, sizeof b), 0);
+	assert_int_equal(tls_revoke_set_add(&s, z, sizeof z), -E_EXIST);
+	assert_int_equal(tls_revoke_set_add(&s, c, sizeof c), 0);
+	assert_int_equal(tls_revoke_set_add(&s, big, 4), -E_NOMEM);
+	assert_int_equal(tls_revoke_set_add(&s, big, sizeof big), -E_RANGE);
+	assert_int_equal(tls_revoke_set_remove(&s, z, sizeof z), 0); /* 00 8f is 8f */
+	assert_false(tls_revoke_list_check(&s.list, b, sizeof b));
+	assert_true(tls_revoke_list_check(&s.list, a, sizeof a));
+	assert_true(tls_revoke_list_check(&s.list, c, sizeof c));
+	assert_int_equal(s.list.n, 2);
+	assert_int_equal(tls_revoke_set_remove(&s, b, sizeof b), -E_NOENT);
+	assert_int_equal(tls_revoke_set_add(&s, b, sizeof b), 0); /* room again */
+	assert_int_equal(tls_revoke_set_remove(&s, c, sizeof c), 0);
+	assert_int_equal(tls_revoke_set_remove(&s, a, sizeof a), 0);
+	assert_int_equal(tls_revoke_set_remove(&s, b, sizeof b), 0);
+	assert_int_equal(s.list.n, 0);
+	assert_false(tls_revoke_list_check(&s.list, a, sizeof a));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_revoke_set_add_remove),
 		cmocka_unit_test_setup_teardown(test_identity_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_revoke_list, setup, teardown),
 	};
