@@ -617,6 +617,11 @@ bool dp_serving(const struct dp *dp)
 	return !dp->store || dp_store_serving(dp->store);
 }
 
+int dp_revocation_record(struct dp *dp, bool put, bool identity, const uint8_t *id, size_t len)
+{
+	return dp->store ? dp_store_revocation(dp->store, put, identity, id, len) : -E_NOSYS;
+}
+
 bool dp_store_lag(const struct dp *dp, uint32_t *backlog)
 {
 	*backlog = dp->store ? dp_store_backlog(dp->store) : 0;

@@ -95,9 +95,9 @@ struct dp_config {
 		uint32_t held_acks;          /* acknowledgements waiting for a commit */
 		uint32_t max_queries;        /* telemetry queries at once (the broker's slots) */
 		struct store_link_config link; /* send and ctx from the platform (linked) */
-		/* A revoked certificate serial from storage (borrowed), for the revocation
-		 * list; may be NULL. */
-		void (*revoked)(void *ctx, const uint8_t *serial, size_t len);
+		/* A revocation storage restores (borrowed): a certificate serial, or (identity)
+		 * a certificate identity revoked at run time; may be NULL. */
+		void (*revoked)(void *ctx, bool identity, const uint8_t *id, size_t len);
 		void *revoked_ctx;
 	} store;
 };
@@ -202,6 +202,9 @@ bool dp_serving(const struct dp *dp);
  * service's "name" and "name/suffix"), wherever their connection is. Return how many. */
 uint32_t dp_revoke_serial(struct dp *dp, const uint8_t *serial, size_t len);
 uint32_t dp_kick_identity(struct dp *dp, const char *name, size_t len);
+/* A run-time revocation (put) or its removal to the database, restored to every core at
+ * the next boot: 0; -E_NOSYS without storage; the storage link's error otherwise. */
+MUST_CHECK int dp_revocation_record(struct dp *dp, bool put, bool identity, const uint8_t *id, size_t len);
 /* Whether storage lags (this core then refuses SYNs and stops reading PUBLISHes), and the
  * bytes waiting for the storage core in *backlog; false, 0 when storage is off. */
 bool dp_store_lag(const struct dp *dp, uint32_t *backlog /* out */);

@@ -112,7 +112,7 @@ static void up_restored(void *ctx, const struct store_rec *r)
 		break;
 	case STORE_REC_REVOKED:
 		if (st->cfg.revoked)
-			st->cfg.revoked(st->cfg.revoked_ctx, r->id, r->id_len);
+			st->cfg.revoked(st->cfg.revoked_ctx, r->id_kind == 1, r->id, r->id_len);
 		err = 0;
 		break;
 	default:
@@ -283,6 +283,19 @@ static int op_record(void *ctx, const struct mqtt_pev *ev)
 		r.state = STORE_DLV_SENT; /* queued and sent before it was recorded: one record */
 	if (ev->id_len > 255u || ev->topic_len > UINT16_MAX || ev->payload_len > UINT32_MAX)
 		return -E_INVAL;
+	return store_link_record(st->link, &r);
+}
+
+int dp_store_revocation(struct dp_store *st, bool put, bool identity, const uint8_t *id, size_t len)
+{
+	if (!len || len > 255u)
+		return -E_INVAL;
+	struct store_rec r = {
+		.kind = put ? STORE_REC_REV_PUT : STORE_REC_REV_DEL,
+		.id_kind = identity ? 1u : 0u,
+		.id = id,
+		.id_len = (uint16_t)len,
+	};
 	return store_link_record(st->link, &r);
 }
 

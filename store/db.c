@@ -6,7 +6,7 @@
  *  session's delivery order; all from the boot-generation-prefixed key generator):
  *    meta(k, v)                       schema version, boot generation, creation time
  *    registry(kind, id, first_seen, last_seen, connects)
- *    revoked(serial, added)
+ *    revoked(serial, added), revoked_id(identity, added)
  *    retained(topic, qos, payload)
  *    session(skey, kind, id, created)  unique (kind, id)
  *    sub(skey, filter, qos)
@@ -83,6 +83,11 @@ static const char *const sql[DB__STMTS] = {
 	[DB_R_DLV] = restore_dlv_sql,
 	[DB_R_RET] = "SELECT topic,qos,payload FROM retained",
 	[DB_R_REV] = "SELECT serial FROM revoked",
+	[DB_R_REVID] = "SELECT identity FROM revoked_id",
+	[DB_REV_PUT] = "INSERT OR IGNORE INTO revoked(serial,added) VALUES(?1,?2)",
+	[DB_REV_DEL] = "DELETE FROM revoked WHERE serial=?1",
+	[DB_REVID_PUT] = "INSERT OR IGNORE INTO revoked_id(identity,added) VALUES(?1,?2)",
+	[DB_REVID_DEL] = "DELETE FROM revoked_id WHERE identity=?1",
 };
 
 static const char schema[] =
@@ -90,6 +95,7 @@ static const char schema[] =
 	"CREATE TABLE registry(kind INTEGER NOT NULL, id BLOB NOT NULL, first_seen INTEGER, last_seen INTEGER,"
 	" connects INTEGER NOT NULL, PRIMARY KEY(kind,id)) WITHOUT ROWID;"
 	"CREATE TABLE revoked(serial BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
+	"CREATE TABLE revoked_id(identity BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
 	"CREATE TABLE retained(topic BLOB PRIMARY KEY, qos INTEGER NOT NULL, payload BLOB NOT NULL) WITHOUT ROWID;"
 	"CREATE TABLE session(skey INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id BLOB NOT NULL, created INTEGER);"
 	"CREATE UNIQUE INDEX session_id ON session(kind,id);"
@@ -327,6 +333,15 @@ int store_db_open(struct store_db *db, const struct store_db_config *cfg)
 	int64_t v = -1;
 	if (!err)
 		err = schema_version(db, &v);
+	if (!err && v == 1) { /* version 2 added the identities revoked at run time */
+		err = exec(db, "BEGIN;CREATE TABLE revoked_id(identity BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
+			       "UPDATE meta SET v=2 WHERE k='schema';COMMIT",
+			   "schema 1 -> 2");
+		if (err)
+			store_db_rollback(db);
+		else
+			v = 2;
+	}
 	if (!err && v != STORE_DB_SCHEMA_VERSION) {
 		(void)fmt_snprintf(db->why, sizeof db->why, "database schema version %ld (this image reads %d)",
 				   (long)v, STORE_DB_SCHEMA_VERSION);
@@ -669,6 +684,16 @@ int store_db_apply(struct store_db *db, const struct store_rec *r, int64_t now_s
 		bind_blob(s, 1, r->topic, r->topic_len);
 		err = run(db, s, "retained");
 		break;
+	case STORE_REC_REV_PUT:
+	case STORE_REC_REV_DEL: {
+		bool put = r->kind == STORE_REC_REV_PUT;
+		s = stmt(db, r->id_kind ? (put ? DB_REVID_PUT : DB_REVID_DEL) : (put ? DB_REV_PUT : DB_REV_DEL));
+		bind_blob(s, 1, r->id, r->id_len);
+		if (put)
+			(void)sqlite3_bind_int64(s, 2, now_s);
+		err = run(db, s, "revocation");
+		break;
+	}
 	case STORE_REC_SEEN:
 		s = stmt(db, DB_SEEN);
 		(void)sqlite3_bind_int(s, 1, r->id_kind);
@@ -735,7 +760,7 @@ int store_db_restore_start(struct store_db *db)
 
 void store_db_restore_stop(struct store_db *db)
 {
-	for (int i = DB_R_SESS; i <= DB_R_REV; i++)
+	for (int i = DB_R_SESS; i <= DB_R_REVID; i++)
 		(void)sqlite3_reset(db->st[i]);
 	db->rp = DB_RP_DONE;
 }
@@ -852,8 +877,14 @@ int store_db_restore_next(struct store_db *db, struct store_rec *r)
 			r->payload_len = (uint32_t)sqlite3_column_bytes(s, 2);
 			return 0;
 		case DB_RP_REV:
-			s = db->st[DB_R_REV];
+		case DB_RP_REVID:
+			s = db->st[db->rp == DB_RP_REV ? DB_R_REV : DB_R_REVID];
 			rc = sqlite3_step(s);
+			if (rc == SQLITE_DONE && db->rp == DB_RP_REV) {
+				(void)stmt(db, DB_R_REVID);
+				db->rp = DB_RP_REVID;
+				continue;
+			}
 			if (rc == SQLITE_DONE) {
 				db->rp = DB_RP_DONE;
 				continue;
@@ -861,8 +892,9 @@ int store_db_restore_next(struct store_db *db, struct store_rec *r)
 			if (rc != SQLITE_ROW)
 				return fail(db, rc, "restore revocations");
 			r->kind = STORE_REC_REVOKED;
+			r->id_kind = db->rp == DB_RP_REVID ? 1u : 0u;
 			r->id = sqlite3_column_blob(s, 0);
-			r->id_len = (uint16_t)MIN(sqlite3_column_bytes(s, 0), 256);
+			r->id_len = (uint16_t)MIN(sqlite3_column_bytes(s, 0), 255);
 			return 0;
 		default:
 			return -E_NOENT;

@@ -44,7 +44,9 @@ static bool rec_valid(const struct store_rec *r)
 	case STORE_REC_RET_PUT: return topic && r->payload_len;
 	case STORE_REC_RET_DEL: return topic;
 	case STORE_REC_SEEN:
-	case STORE_REC_REVOKED: return id;
+	case STORE_REC_REVOKED:
+	case STORE_REC_REV_PUT:
+	case STORE_REC_REV_DEL: return id;
 	case STORE_REC_TLOG: return id && topic;
 	default: return false;
 	}

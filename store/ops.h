@@ -68,9 +68,13 @@ enum store_rec_kind {
 	STORE_REC_RET_PUT,      /* topic, payload, qos */
 	STORE_REC_RET_DEL,      /* topic */
 	STORE_REC_SEEN,         /* id_kind, id */
-	STORE_REC_REVOKED,      /* restored only: id = a revoked certificate serial */
+	STORE_REC_REVOKED,      /* restored only: id = a revoked certificate serial (id_kind 0)
+				 * or identity (id_kind 1) */
 	STORE_REC_TLOG,         /* a telemetry record (store/tlog.h): id_kind, id, topic, qos,
 				 * payload; seq = the accepting core's monotonic ns */
+	STORE_REC_REV_PUT,      /* a run-time revocation (the console): id_kind 0, id = a
+				 * serial; id_kind 1, id = an identity */
+	STORE_REC_REV_DEL,      /* its removal: the same fields */
 	STORE_REC__END
 };
 

@@ -316,17 +316,29 @@ static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint
 	if (!err && !serial && id_len >= op.len && memcmp(id, op.data, op.len) == 0 &&
 	    (id_len == op.len || id[op.len] == '/'))
 		err = "error: a console cannot end its own connections";
+	if (!err && op.kind == NODE_CTL_UNREVOKE_SERIAL && node_revoked_in_image(op.data, op.len))
+		err = "error: the image itself revokes this serial (a new image lifts it)";
 	if (!err && b->cfg.ctl_broadcast(&op) != 0)
 		err = "busy: the previous change is still reaching every core; send it again";
+	const char *kept = "";
+	if (!err && op.kind != NODE_CTL_KICK_ID) {
+		bool put = op.kind == NODE_CTL_REVOKE_SERIAL || op.kind == NODE_CTL_REVOKE_ID;
+		int se = dp_revocation_record(b->dp, put, !serial, op.data, op.len);
+		kept = se == 0		 ? " and stored"
+		       : se == -E_NOSYS ? " (in memory only: this machine has no storage)"
+					: " (in memory only: storage did not take it; send it again)";
+		if (se && se != -E_NOSYS)
+			LOG_ERR("console", "console: %s: the %.*s of %s was not stored (%s): lost at a restart", who,
+				(int)MIN(cmd_len, 32u), (const char *)cmd, what, err_name(se));
+	}
 	int n;
 	if (err) {
 		n = fmt_snprintf(reply, cap, "%s", err);
 		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %s refused: %s", who, (int)MIN(cmd_len, 32u),
 			   (const char *)cmd, what, err);
 	} else {
-		n = fmt_snprintf(reply, cap, "ok: %.*s %s %s on %u cores (in memory: until the next boot)",
-				 (int)cmd_len, (const char *)cmd, serial ? "serial" : "identity", what,
-				 (unsigned)b->cfg.n_data_cores);
+		n = fmt_snprintf(reply, cap, "ok: %.*s %s %s on %u cores%s", (int)cmd_len, (const char *)cmd,
+				 serial ? "serial" : "identity", what, (unsigned)b->cfg.n_data_cores, kept);
 		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %s %s", who, (int)MIN(cmd_len, 32u),
 			   (const char *)cmd, serial ? "serial" : "identity", what);
 	}
@@ -407,16 +419,18 @@ bool node_broker_ballast(struct node_broker *b, uint32_t free_pct, size_t *held)
 	return done;
 }
 
-/* A revoked serial storage holds (kept across boots): added to this core's list unless it
- * is there already; the list is bounded (NODE_MAX_REVOKED), and a serial beyond it is
- * said loudly, since a device it names could still connect. */
-static void kb_revoked_add(void *ctx, const uint8_t *serial, size_t len)
+/* A revocation storage holds (kept across boots: the image's serials, the console's
+ * serials and identities): added to this core's sets unless there already; the sets are
+ * bounded, and one beyond them is said loudly, since a device it names could still connect. */
+static void kb_revoked_add(void *ctx, bool identity, const uint8_t *id, size_t len)
 {
 	struct node_broker *b = ctx;
-	int err = tls_revoke_set_add(&b->revoked.set, serial, len);
+	int err = identity ? node_revoked_add_id(&b->revoked, (const char *)id, len)
+			   : tls_revoke_set_add(&b->revoked.set, id, len);
 	if (err && err != -E_EXIST)
-		LOG_ERR("broker", "core %u: a stored revocation could not join the list of %u serials (%s): NOT enforced",
-			(unsigned)b->cfg.core, (unsigned)NODE_MAX_REVOKED, err_name(err));
+		LOG_ERR("broker", "core %u: a stored revoked %s could not join this core's set (%s; at most %u): NOT enforced",
+			(unsigned)b->cfg.core, identity ? "identity" : "serial", err_name(err),
+			(unsigned)(identity ? NODE_MAX_REVOKED_IDS : NODE_MAX_REVOKED));
 }
 
 /* ---- init -------------------------------------------------------------------------------- */

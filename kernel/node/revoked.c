@@ -16,6 +16,23 @@ int node_revoked_image(struct node_revoked *r)
 	return tls_revoke_set_add_hex(&r->set, urmqtt_revoked_serials);
 }
 
+bool node_revoked_in_image(const uint8_t *serial, size_t len)
+{
+	for (size_t i = 0; urmqtt_revoked_serials[i]; i++) {
+		uint8_t b[TLS_REVOKE_SERIAL_MAX];
+		size_t n;
+		struct tls_revoke_entry e = { b, 0 };
+		struct tls_revoke_list l = { &e, 1 };
+		const char *h = urmqtt_revoked_serials[i];
+		if (tls_revoke_serial_from_hex(h, strlen(h), b, &n) != 0)
+			continue;
+		e.len = (uint8_t)n;
+		if (tls_revoke_list_check(&l, serial, len))
+			return true;
+	}
+	return false;
+}
+
 static bool revoked_serial(void *ctx, const uint8_t *serial, size_t len)
 {
 	struct node_revoked *r = ctx;

@@ -28,6 +28,8 @@ struct node_revoked {
 /* r emptied, then the image's serials added. 0, or tls_revoke_set_add_hex's error (a
  * malformed list, or more than NODE_MAX_REVOKED serials). */
 MUST_CHECK int node_revoked_image(struct node_revoked *r);
+/* Whether the image's own list revokes this serial (DER bytes, borrowed). */
+bool node_revoked_in_image(const uint8_t *serial, size_t len);
 /* The handshake's revocation hooks over r (linked). */
 struct tls_revoke node_revoked_hooks(struct node_revoked *r);
 /* An identity (1..TLS_IDENTITY_CAP bytes, borrowed). Add: 0, -E_EXIST, -E_RANGE, -E_NOMEM

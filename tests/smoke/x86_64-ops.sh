@@ -30,6 +30,11 @@
 #                               connection ends with the alert certificate_revoked)
 #   x86_64-ops/console          unrevoke lets dev-5 in again; dev-1's command is refused (no
 #                               console permission); the commands are logged with the sender
+#   x86_64-ops/revoked-after-reboot  three cores and a data disk: dev-7 revoked by identity
+#                               and dev-8 by serial are stored, and after QEMU is killed and
+#                               booted again on the disk both are refused with
+#                               certificate_revoked (dev-9 connects); the image's own
+#                               revoked-1 cannot be unrevoked
 #   x86_64-ops/health-heap      the ballast turns the health "degraded (heap low)" and its
 #                               release "serving" again, on the console and in syslog
 #   x86_64-ops/sntp-refuse-far  the honest servers jump 2 h ahead: refused (more than
@@ -217,6 +222,58 @@ sleep 12 # at least one more statsd datagram (every 10 s) and the last lines to 
 kill -TERM "$qpid" 2>/dev/null
 wait "$qpid" 2>/dev/null
 qpid=""
+
+# ---- revoked-after-reboot: three cores (two data cores and the storage core) with a blank
+# data disk; ops revokes dev-7 by identity and dev-8 by serial ("and stored"); QEMU is
+# killed and booted again on the same disk: both are still refused with certificate_revoked
+# and dev-9 still connects; the image's own revoked-1 cannot be unrevoked.
+disk=$tmp/data.img
+truncate -s 128M "$disk"
+store_boot() { # N
+	plog=$logs/guest-store-$1.log
+	: >"$plog"
+	qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp 3 -display none -no-reboot -nodefaults \
+		-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
+		-device virtio-net-pci,netdev=n0,romfile= -drive "file=$disk,if=none,id=d0,format=raw" \
+		-device virtio-blk-pci,drive=d0 -kernel "$img" </dev/null >"$plog" 2>&1 &
+	qpid=$!
+	local i
+	for ((i = 0; i < 600; i++)); do
+		if tr -d '\r' <"$plog" | grep -aqE 'store: .*restored [0-9]+ records' && grep -aq "DHCP lease: " "$plog" &&
+			grep -aq "listening on TCP 8883" "$plog"; then
+			return 0
+		fi
+		kill -0 "$qpid" 2>/dev/null || break
+		sleep 0.2
+	done
+	return 1
+}
+store_kill() { kill -KILL "$qpid" 2>/dev/null; { wait "$qpid"; } 2>/dev/null; qpid=""; }
+serial8=$(openssl x509 -in "$certs/dev-8.crt" -noout -serial | sed 's/^serial=//')
+if ! store_boot 1; then
+	fail revoked-after-reboot "no broker with storage within 120 s (first boot)"
+else
+	r7=$(client console ops revoke identity=dev-7)
+	r8=$(client console ops revoke "serial=$serial8")
+	rimg=$(client console ops unrevoke "serial=$(openssl x509 -in "$certs/revoked-1.crt" -noout -serial | sed 's/^serial=//')")
+	sleep 2 # the records' commit (storage.batch_ms) long done
+	store_kill
+	if ! store_boot 2; then
+		fail revoked-after-reboot "no broker with storage within 120 s (second boot)"
+	else
+		a7=$(client refuse revoked dev-7)
+		a8=$(client refuse revoked dev-8)
+		c9=$(client connack dev-9 dev-9)
+		if [[ $r7 == *"ok: revoke identity dev-7 on 2 cores and stored"* && $r8 == *"ok: revoke serial "*" and stored"* &&
+			$rimg == *"error: the image itself revokes this serial"* && $a7 == "refused alert certificate_revoked"* &&
+			$a8 == "refused alert certificate_revoked"* && $c9 == "connack 0" ]]; then
+			pass revoked-after-reboot "after the reboot: dev-7 (identity) ${a7#refused }; dev-8 (serial) ${a8#refused }; dev-9 connack 0"
+		else
+			fail revoked-after-reboot "replies '${r7#reply }' / '${r8#reply }' / '${rimg#reply }'; after the reboot dev-7 '$a7', dev-8 '$a8', dev-9 '$c9'"
+		fi
+	fi
+	store_kill
+fi
 
 # ---- the collectors' files, checked by one Python program; it prints "OK name detail" or
 # "BAD name why" per result.

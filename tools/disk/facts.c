@@ -266,9 +266,9 @@ int disk_backup_facts(struct disk_image *im, uint32_t slot, bool full, struct di
 	else if (!f->check_ok)
 		snprintf(f->unusable, sizeof f->unusable, "%s failed: %.256s", full ? "integrity_check" : "quick_check",
 			 f->n_msgs ? f->first_msg : f->why);
-	else if (f->schema != DISK_DB_SCHEMA_VERSION)
-		snprintf(f->unusable, sizeof f->unusable, "not our schema (schema version %lld, this build reads %d)",
-			 (long long)f->schema, DISK_DB_SCHEMA_VERSION);
+	else if (f->schema < DISK_DB_SCHEMA_OLDEST || f->schema > DISK_DB_SCHEMA_VERSION)
+		snprintf(f->unusable, sizeof f->unusable, "not our schema (schema version %lld, this build reads %d..%d)",
+			 (long long)f->schema, DISK_DB_SCHEMA_OLDEST, DISK_DB_SCHEMA_VERSION);
 	else if (f->file.hdr.write_version != 2)
 		snprintf(f->unusable, sizeof f->unusable, "not a WAL-mode image on the disk (header byte 18 is %u)",
 			 (unsigned)f->file.hdr.write_version);
@@ -330,9 +330,9 @@ int disk_db_facts(struct disk_image *im, bool full, uint32_t max_msgs, bool with
 			snprintf(f->refusal, sizeof f->refusal, "journal mode %s, not WAL", f->journal);
 		else if (f->schema < 0)
 			snprintf(f->refusal, sizeof f->refusal, "no schema version (meta table): not our schema");
-		else if (f->schema != DISK_DB_SCHEMA_VERSION)
-			snprintf(f->refusal, sizeof f->refusal, "schema version %lld (this build's broker reads %d)",
-				 (long long)f->schema, DISK_DB_SCHEMA_VERSION);
+		else if (f->schema < DISK_DB_SCHEMA_OLDEST || f->schema > DISK_DB_SCHEMA_VERSION)
+			snprintf(f->refusal, sizeof f->refusal, "schema version %lld (this build's broker reads %d..%d)",
+				 (long long)f->schema, DISK_DB_SCHEMA_OLDEST, DISK_DB_SCHEMA_VERSION);
 	}
 	snprintf(f->why, sizeof f->why, "%s", db.why);
 	disk_db_close(&db);

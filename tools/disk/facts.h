@@ -59,6 +59,7 @@ void disk_sqlite_too_big_text(const struct disk_sqlite_region *r, uint32_t block
 
 #define DISK_DB_MSGS 20u
 #define DISK_DB_SCHEMA_VERSION STORE_DB_SCHEMA_VERSION /* the version this build's broker opens */
+#define DISK_DB_SCHEMA_OLDEST 1 /* older versions it upgrades at open (store/db.c) */
 
 /* A backup slot (store/backup.h) as SQLite reads it: its file alone, read only. */
 struct disk_backup_facts {

@@ -23,6 +23,8 @@ static struct store_rec valid(uint8_t kind)
 	case STORE_REC_SESS_PUT:
 	case STORE_REC_SEEN:
 	case STORE_REC_REVOKED:
+	case STORE_REC_REV_PUT:
+	case STORE_REC_REV_DEL:
 		r.id = ID;
 		r.id_len = 5;
 		break;
