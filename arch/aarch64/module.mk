@@ -31,7 +31,7 @@ $(B)/aarch64/urmqtt.img: $(B)/aarch64/urmqtt.elf
 KERNEL_IMAGES += $(B)/aarch64/urmqtt.img
 TEST_DEPS += $(B)/aarch64/urmqtt.img
 SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh tests/smoke/aarch64-msi.sh tests/smoke/aarch64-mqtt.sh \
-	tests/smoke/aarch64-store.sh
+	tests/smoke/aarch64-store.sh tests/smoke/aarch64-ops.sh
 
 # The production aarch64 image, built in the tree of the x86_64 one (arch/x86_64/module.mk:
 # PROFILE=prod flags are not tracked by the objects, so it has its own tree) and booted by

@@ -96,10 +96,12 @@ void node_port_wall_reference(uint64_t ref_ns, uint64_t mono_ns, uint32_t period
 	wallclock_publish(&wall_pub, &wall_disc.p);
 	int64_t e = r.error_ns;
 	uint64_t mag = e < 0 ? (uint64_t)0 - (uint64_t)e : (uint64_t)e;
-	if (r.action != WALLCLOCK_SLEW)
-		LOG_INFO("clock", "wall clock %s to the SNTP servers' time (it was %s%lu ms off)",
-			 r.action == WALLCLOCK_SET ? "set" : "stepped", e < 0 ? "-" : "+",
-			 (unsigned long)(mag / 1000000u));
+	/* the step is the error's opposite: a clock behind (error < 0) moves forwards */
+	if (r.action == WALLCLOCK_SET)
+		LOG_INFO("clock", "wall clock set from the SNTP servers' time");
+	else if (r.action == WALLCLOCK_STEP)
+		LOG_WARN("clock", "wall clock stepped %s%lu.%03lu s to the SNTP servers' time", e < 0 ? "+" : "-",
+			 (unsigned long)(mag / NS_PER_S), (unsigned long)(mag / 1000000u % 1000u));
 }
 
 bool node_port_wake(uint32_t dst)

@@ -40,14 +40,18 @@
 #   x86_64-ops/sntp-refuse-far  the honest servers jump 2 h ahead: refused (more than
 #                               ntp.max_step_s), and after four polls without an agreed time
 #                               the health says "clock unsynchronised"
-# Every wait is bounded; QEMU and the servers die on exit. Whole run: ~1.5 min on TCG.
+# X86_64_OPS_ARCH=aarch64 runs the same on BUILD_DIR/aarch64/urmqtt.img (qemu-system-aarch64
+# -M virt, GICv3, -cpu max, TCG; tests/smoke/aarch64-ops.sh), X86_64_OPS_TAG names the results.
+# Every wait is bounded; QEMU and the servers die on exit. Whole run: ~1 min on TCG (x86_64).
 set -uo pipefail
 build=${1:-build}
+arch=${X86_64_OPS_ARCH:-x86_64}
 img=$build/x86_64/urmqtt.elf
+[ "$arch" = aarch64 ] && img=$build/aarch64/urmqtt.img
 certs=$build/dev/certs
 here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
-tag=x86_64-ops
+tag=${X86_64_OPS_TAG:-x86_64-ops}
 logs=$build/test-logs/$tag
 mkdir -p "$logs"
 log=$logs/guest.log
@@ -72,14 +76,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for t in qemu-system-x86_64 mosquitto_pub timeout; do
+for t in qemu-system-$arch mosquitto_pub timeout openssl; do
 	command -v $t >/dev/null || { fail setup "$t missing"; exit 1; }
 done
 [ -f "$img" ] && [ -f "$certs/ca.crt" ] || { fail setup "need $img and make certs"; exit 1; }
-# shellcheck source=tools/accel/accel.sh
-. "$here/../../tools/accel/accel.sh"
-accel_select "$build" || { echo "FAIL $tag/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
-mode=$accel_mode
+if [ "$arch" = aarch64 ]; then
+	mode=tcg # an x86_64 host: aarch64 runs under TCG only
+	machine=(qemu-system-aarch64 -M virt,gic-version=3 -cpu max)
+else
+	# shellcheck source=tools/accel/accel.sh
+	. "$here/../../tools/accel/accel.sh"
+	accel_select "$build" || { echo "FAIL $tag/accelerator (URMQTT_ACCEL=${URMQTT_ACCEL:-})"; exit 1; }
+	mode=$accel_mode
+	machine=(qemu-system-x86_64 -M q35 "${accel[@]}")
+fi
 
 free_udp() { "$py" -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -109,7 +119,7 @@ wait_log() {
 append="ops_syslog=10.0.2.2:$p_sys ops_statsd=10.0.2.2:$p_sd ntp_servers=10.0.2.2:$p_n1+10.0.2.2:$p_n2+10.0.2.2:$p_n3"
 append+=" ntp_poll_s=3 ballast_free_pct=5 ballast_at_s=25 ballast_hold_s=8"
 : >"$log"
-timeout 300 qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp 2 -display none -no-reboot -nodefaults \
+timeout 300 "${machine[@]}" -m 256M -smp 2 -display none -no-reboot -nodefaults \
 	-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
 	-device virtio-net-pci,netdev=n0,romfile= -kernel "$img" -append "$append" </dev/null >"$log" 2>&1 &
 qpid=$!
@@ -232,7 +242,7 @@ truncate -s 128M "$disk"
 store_boot() { # N
 	plog=$logs/guest-store-$1.log
 	: >"$plog"
-	qemu-system-x86_64 -M q35 "${accel[@]}" -m 256M -smp 3 -display none -no-reboot -nodefaults \
+	"${machine[@]}" -m 256M -smp 3 -display none -no-reboot -nodefaults \
 		-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
 		-device virtio-net-pci,netdev=n0,romfile= -drive "file=$disk,if=none,id=d0,format=raw" \
 		-device virtio-blk-pci,drive=d0 -kernel "$img" </dev/null >"$plog" 2>&1 &
