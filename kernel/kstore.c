@@ -17,6 +17,7 @@
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
 #include "kernel/log.h"
+#include "kernel/node/opsd.h"
 #include "kernel/node/revoked.h"
 #include "kernel/panic.h"
 #include "lib/err.h"
@@ -223,6 +224,20 @@ void kstore_disk_grew(void)
 {
 	if (ks.started)
 		store_service_disk_grew(&ks.svc);
+}
+
+void kstore_figures(struct opsd_figures *f)
+{
+	if (!ks.started)
+		return;
+	struct store_service_figures sf;
+	store_service_figures(&ks.svc, &sf);
+	f->v[OPSD_F_DB_COMMITS] += sf.commits;
+	f->v[OPSD_F_DB_COMMIT_FAILED] += sf.commit_failed;
+	f->v[OPSD_F_DB_COMMIT_US_MAX] = MAX(f->v[OPSD_F_DB_COMMIT_US_MAX], sf.commit_us_max);
+	f->v[OPSD_F_DISK_ERRORS] += sf.disk_errors;
+	f->v[OPSD_F_STORE_FAILED] |= sf.failed ? 1u : 0u;
+	f->v[OPSD_F_STORE_LAGGING] |= sf.lagging ? 1u : 0u;
 }
 
 void kstore_report(void)

@@ -62,6 +62,10 @@ MUST_CHECK int kstore_local(uint16_t kind, const void *data, uint32_t len);
 /* The data disk's capacity grew (the storage core's configuration-change handler): the
  * layout grows to it without a restart. */
 void kstore_disk_grew(void);
+/* Add storage's figures (kernel/node/opsd.h: OPSD_F_DB_*, DISK_ERRORS, STORE_FAILED,
+ * STORE_LAGGING) into f; nothing when storage is not running. On the storage core. */
+struct opsd_figures;
+void kstore_figures(struct opsd_figures *f);
 /* Log the storage line now (storage core). */
 void kstore_report(void);
 

@@ -419,6 +419,22 @@ int store_service_local(struct store_service *s, uint16_t kind, const void *data
 	return s->state == STORE_SVC_RUNNING ? store_engine_local(s->eng, kind, data, len) : -E_AGAIN;
 }
 
+void store_service_figures(const struct store_service *s, struct store_service_figures *out)
+{
+	memset(out, 0, sizeof *out);
+	for (uint32_t i = 0; i < STORE_DEV__OPS; i++)
+		out->disk_errors += s->dev.st.errors[i];
+	out->failed = s->state == STORE_SVC_OFF || s->dev.broken;
+	if (s->state != STORE_SVC_RUNNING || !s->eng)
+		return;
+	const struct store_engine_stats *e = store_engine_stats(s->eng);
+	out->commits = e->commits;
+	out->commit_failed = e->commit_failed;
+	out->commit_us_max = e->commit_us_max;
+	out->lagging = e->lagging;
+	out->failed = out->failed || store_engine_state(s->eng) == STORE_ENG_FAILED;
+}
+
 size_t store_service_line(struct store_service *s, char *out, size_t cap)
 {
 	if (s->state != STORE_SVC_RUNNING) {

@@ -99,6 +99,17 @@ struct store_service {
 	uint8_t io_buf[64 * 1024] ALIGNED(8);
 };
 
+/* What operators' health and statsd take from storage (the storage core's view). */
+struct store_service_figures {
+	uint64_t disk_errors;   /* device requests that failed, every kind, since boot */
+	uint64_t commits, commit_failed;
+	uint64_t commit_us_max; /* the slowest commit since boot */
+	bool lagging;           /* the engine told the data cores it lags */
+	bool failed;            /* storage is off after a failure, or the device is broken */
+};
+/* On the storage core. */
+void store_service_figures(const struct store_service *s, struct store_service_figures *out /* out */);
+
 /* Remember the configuration (both copied; linked pointers inside). No I/O. 0 or -E_INVAL. */
 MUST_CHECK int store_service_init(struct store_service *s, const struct store_service_config *cfg,
 				  const struct store_service_port *port);

@@ -927,7 +927,13 @@ static int nd_figures_poll(void *ctx)
 		return 0;
 	dc->figures_last_ms = now;
 	struct opsd_figures f;
-	node_broker_figures(&dc->broker, &f);
+	if (dc->storage) {
+		memset(&f, 0, sizeof f); /* the storage core: storage's figures only */
+	} else {
+		node_broker_figures(&dc->broker, &f);
+	}
+	if (dc->storage || (core == 0 && nd_store_on && !nd_store_dedicated))
+		kstore_figures(&f);
 	/* Written by this core's own tick interrupt, read here on the same core: the
 	 * interrupted loop sees its writes in program order; an aligned 64-bit load. */
 	f.v[OPSD_F_WATCHDOG_OVERRUNS] = dc->loop ? dc->loop->n_overruns : 0;
@@ -939,7 +945,9 @@ void node_loop_add(struct kloop *l, uint32_t core)
 {
 	node_disks_loop_add(l, core); /* on the core that owns the disks */
 	if (core < PLAT_MAX_CPUS && node_cores[core].storage) { /* the storage core: nothing else */
-		if (kloop_add(l, "mesh", nd_mesh_poll, &node_cores[core]) != 0)
+		node_cores[core].loop = l;
+		if (kloop_add(l, "mesh", nd_mesh_poll, &node_cores[core]) != 0 ||
+		    kloop_add(l, "ops-figures", nd_figures_poll, &node_cores[core]) != 0)
 			PANIC("core %u: loop full", (unsigned)core);
 		kstore_loop_add(l);
 		return;

@@ -53,6 +53,7 @@
 #define OPSD_LOG_BUDGET 16u     /* lines sent per pass */
 #define OPSD_LOG_WAIT_MS 2000u  /* invariant 2 */
 #define OPSD_HEALTH_MS 1000u
+#define OPSD_DISK_ERROR_HOLD_MS 60000u /* "disk errors" stays a minute after the last one */
 #define OPSD_NTP_RETRY_MS 2000u
 #define OPSD_NTP_SLACK_MS 200u  /* a round lasts ntp.max_delay_ms plus this */
 #define OPSD_NTP_LOST_POLLS 4u  /* no agreed time for this many polls: unsynchronised */
@@ -137,6 +138,11 @@ static const struct {
 	[OPSD_F_TELEMETRY_LOST] = { "telemetry.lost", true },
 	[OPSD_F_WATCHDOG_OVERRUNS] = { "watchdog.overruns", true },
 	[OPSD_F_SYSLOG_DROPPED] = { "syslog.dropped", true },
+	[OPSD_F_DB_COMMITS] = { "storage.commits", true },
+	[OPSD_F_DB_COMMIT_FAILED] = { "storage.commit_failed", true },
+	[OPSD_F_DB_COMMIT_US_MAX] = { "storage.commit_us_max", false },
+	[OPSD_F_DISK_ERRORS] = { "storage.disk_errors", true },
+	[OPSD_F_STORE_FAILED] = { "storage.failed", false },
 };
 
 static uint32_t od_n_cores;
@@ -145,6 +151,8 @@ static struct opsd_cons od_cons[PLAT_MAX_CPUS];
 static struct net_stack *od_ns;  /* core 0's stack, or NULL */
 static struct node_broker *od_b0; /* core 0's broker ($SYS), or NULL */
 static uint64_t od_next_sys_ms;
+/* ops.statsd_interval_s and ops.sys_interval_s; development images: ops_interval_s=N sets both */
+static uint32_t od_statsd_interval_s = CONF_OPS_STATSD_INTERVAL_S, od_sys_interval_s = CONF_OPS_SYS_INTERVAL_S;
 static uint64_t od_sys_published, od_sys_refused;
 static uint16_t od_port;         /* our UDP port (SNTP replies come back to it) */
 static struct endpoint od_syslog[OPSD_MAX_SYSLOG], od_statsd[OPSD_MAX_STATSD];
@@ -386,6 +394,9 @@ static void opsd_health(uint64_t now_ms)
 		in.db_backlog += v[OPSD_F_STORE_BACKLOG];
 		if (v[OPSD_F_STORE_LAGGING])
 			in.db_lagging = true;
+		in.disk_errors += v[OPSD_F_DISK_ERRORS];
+		if (v[OPSD_F_STORE_FAILED])
+			in.storage_failed = true;
 		if (v[OPSD_F_WATCHDOG_OVERRUNS] != oc->watchdog_seen && c < 32)
 			in.watchdog_over_mask |= 1u << c;
 		oc->watchdog_seen = v[OPSD_F_WATCHDOG_OVERRUNS];
@@ -396,6 +407,7 @@ static void opsd_health(uint64_t now_ms)
 	static const struct ops_health_cfg cfg = {
 		.heap_low_pct = CONF_OPS_HEALTH_HEAP_LOW_PCT,
 		.heap_ok_pct = CONF_OPS_HEALTH_HEAP_OK_PCT,
+		.disk_hold_ms = OPSD_DISK_ERROR_HOLD_MS,
 		.storage_required = CONF_STORAGE_REQUIRED,
 	};
 	struct ops_health h;
@@ -411,7 +423,7 @@ static void opsd_health(uint64_t now_ms)
 			LOG_WARN("health", "health: %s", line);
 		od_health_logged = true;
 		od_health = h;
-		if (od_b0 && CONF_OPS_SYS_INTERVAL_S)
+		if (od_b0 && od_sys_interval_s)
 			opsd_sys_put("$SYS/urmqtt/health", line); /* at once, not at the next interval */
 	}
 	od_health = h;
@@ -708,13 +720,13 @@ int opsd_poll(void *ctx)
 	if (od_n_statsd && now_ms >= od_next_statsd_ms) {
 		opsd_take_figures();
 		opsd_statsd();
-		od_next_statsd_ms = now_ms + (uint64_t)CONF_OPS_STATSD_INTERVAL_S * 1000u;
+		od_next_statsd_ms = now_ms + (uint64_t)od_statsd_interval_s * 1000u;
 		work++;
 	}
-	if (od_b0 && CONF_OPS_SYS_INTERVAL_S && now_ms >= od_next_sys_ms) {
+	if (od_b0 && od_sys_interval_s && now_ms >= od_next_sys_ms) {
 		opsd_take_figures();
 		opsd_sys(now_ms);
-		od_next_sys_ms = now_ms + (uint64_t)CONF_OPS_SYS_INTERVAL_S * 1000u;
+		od_next_sys_ms = now_ms + (uint64_t)od_sys_interval_s * 1000u;
 		work++;
 	}
 	work += opsd_ntp_poll(node_port_now_ns());
@@ -755,6 +767,9 @@ int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, c
 		else
 			LOG_WARN("ops", "ignoring SNTP server %u: not on a private network", (unsigned)i);
 	}
+	uint32_t iv;
+	if (node_knob_u32(cmdline, cmdline_len, "ops_interval_s", 1, 3600, &iv))
+		od_statsd_interval_s = od_sys_interval_s = iv;
 	od_ntp.poll_s = CONF_NTP_POLL_S;
 	(void)node_knob_u32(cmdline, cmdline_len, "ntp_poll_s", 1, 86400, &od_ntp.poll_s);
 	/* A random port in the dynamic range: replies to it are matched by address, port and
@@ -789,7 +804,7 @@ int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, c
 	}
 	for (uint32_t i = 0; i < od_n_statsd; i++) {
 		opsd_endpoint_str(a, sizeof a, &od_statsd[i]);
-		LOG_INFO("ops", "statsd: figures every %u s to %s (prefix %s)", (unsigned)CONF_OPS_STATSD_INTERVAL_S, a,
+		LOG_INFO("ops", "statsd: figures every %u s to %s (prefix %s)", (unsigned)od_statsd_interval_s, a,
 			 CONF_OPS_STATSD_PREFIX);
 	}
 	for (uint32_t i = 0; i < od_ntp.n; i++) {
@@ -797,6 +812,6 @@ int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, c
 		LOG_INFO("ops", "SNTP: server %s asked every %u s (%u must agree)", a, (unsigned)od_ntp.poll_s,
 			 (unsigned)CONF_NTP_MIN_AGREE);
 	}
-	od_next_statsd_ms = node_port_now_ms() + (uint64_t)CONF_OPS_STATSD_INTERVAL_S * 1000u;
+	od_next_statsd_ms = node_port_now_ms() + (uint64_t)od_statsd_interval_s * 1000u;
 	return 0;
 }

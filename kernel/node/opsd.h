@@ -59,6 +59,12 @@ enum opsd_fig {
 	OPSD_F_TELEMETRY_LOST,     /* counter: ... refused by the storage link */
 	OPSD_F_WATCHDOG_OVERRUNS,  /* counter: loop handlers over core.watchdog_budget_ms */
 	OPSD_F_SYSLOG_DROPPED,     /* counter: log lines dropped before core 0 sent them */
+	/* the storage core's (kstore_figures) */
+	OPSD_F_DB_COMMITS,         /* counter: database commits */
+	OPSD_F_DB_COMMIT_FAILED,   /* counter: ... that failed */
+	OPSD_F_DB_COMMIT_US_MAX,   /* gauge: the slowest commit since boot (us) */
+	OPSD_F_DISK_ERRORS,        /* counter: data disk requests that failed */
+	OPSD_F_STORE_FAILED,       /* gauge: 1 once storage is off after a failure */
 	OPSD_F__COUNT
 };
 

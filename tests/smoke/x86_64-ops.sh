@@ -35,6 +35,8 @@
 #                               booted again on the disk both are refused with
 #                               certificate_revoked (dev-9 connects); the image's own
 #                               revoked-1 cannot be unrevoked
+#   x86_64-ops/storage-figures  on that machine (ops_interval_s=1) the storage core's figures
+#                               reach core 0: $SYS/urmqtt/storage/commits > 0, health serving
 #   x86_64-ops/health-heap      the ballast turns the health "degraded (heap low)" and its
 #                               release "serving" again, on the console and in syslog
 #   x86_64-ops/sntp-refuse-far  the honest servers jump 2 h ahead: refused (more than
@@ -245,7 +247,7 @@ store_boot() { # N
 	"${machine[@]}" -m 256M -smp 3 -display none -no-reboot -nodefaults \
 		-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
 		-device virtio-net-pci,netdev=n0,romfile= -drive "file=$disk,if=none,id=d0,format=raw" \
-		-device virtio-blk-pci,drive=d0 -kernel "$img" </dev/null >"$plog" 2>&1 &
+		-device virtio-blk-pci,drive=d0 -kernel "$img" -append "ops_interval_s=1" </dev/null >"$plog" 2>&1 &
 	qpid=$!
 	local i
 	for ((i = 0; i < 600; i++)); do
@@ -267,6 +269,13 @@ else
 	r8=$(client console ops revoke "serial=$serial8")
 	rimg=$(client console ops unrevoke "serial=$(openssl x509 -in "$certs/revoked-1.crt" -noout -serial | sed 's/^serial=//')")
 	sleep 2 # the records' commit (storage.batch_ms) long done
+	commits=$(client retained-get ops '$SYS/urmqtt/storage/commits')
+	store_health=$(client retained-get ops '$SYS/urmqtt/health')
+	if [[ $commits =~ ^retained\ [1-9][0-9]*$ ]] && [ "$store_health" = "retained serving" ]; then
+		pass storage-figures "the storage core's figures reach core 0: \$SYS/urmqtt/storage/commits ${commits#retained }, health ${store_health#retained }"
+	else
+		fail storage-figures "\$SYS/urmqtt/storage/commits '$commits', health '$store_health'"
+	fi
 	store_kill
 	if ! store_boot 2; then
 		fail revoked-after-reboot "no broker with storage within 120 s (second boot)"
