@@ -18,6 +18,10 @@
 
 static struct log_config log_cfg;
 static bool log_ready;
+/* The level in force (log_set_level may change it while every core logs). Relaxed: a line
+ * judged against the old level a moment longer is harmless, and nothing else is published
+ * through it. */
+static _Atomic int log_level_now;
 /* Statistics only: relaxed is enough, nothing is ordered against them. */
 static _Atomic uint64_t log_n_written, log_n_suppressed;
 
@@ -25,6 +29,17 @@ void log_init(const struct log_config *cfg)
 {
 	log_cfg = *cfg;
 	log_ready = cfg->write != NULL;
+	atomic_store_explicit(&log_level_now, (int)cfg->level, memory_order_relaxed);
+}
+
+void log_set_level(enum log_level lvl)
+{
+	atomic_store_explicit(&log_level_now, (int)lvl, memory_order_relaxed);
+}
+
+enum log_level log_get_level(void)
+{
+	return (enum log_level)atomic_load_explicit(&log_level_now, memory_order_relaxed);
 }
 
 void log_set_tap(log_tap_fn tap)
@@ -98,7 +113,7 @@ static bool log_site_admit(struct log_site *site, uint64_t now, uint32_t *note)
 static void log_vemit_fields(struct log_site *site, enum log_level lvl, const char *mod,
 			     const struct log_fields *f, const char *fmt, va_list ap)
 {
-	if (!log_ready || lvl > log_cfg.level)
+	if (!log_ready || (int)lvl > atomic_load_explicit(&log_level_now, memory_order_relaxed))
 		return;
 	uint64_t now = log_cfg.now_ns ? log_cfg.now_ns() : 0;
 	uint32_t suppressed = 0;

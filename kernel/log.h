@@ -51,6 +51,9 @@ struct log_site {
 
 /* Copy the configuration (cfg is borrowed). Before log_init the log is silent. */
 void log_init(const struct log_config *cfg);
+/* The level lines are judged against from now on, on every core (the console's loglevel). */
+void log_set_level(enum log_level lvl);
+enum log_level log_get_level(void);
 /* Install (or remove, NULL) the tap after log_init. Only while one core runs: the cores
  * started later read it without synchronisation (their start publishes it). */
 void log_set_tap(log_tap_fn tap);

@@ -277,6 +277,55 @@ static const char *kb_target(const uint8_t *a, size_t n, bool allow_serial, stru
 	return allow_serial ? "error: want serial=HEX or identity=NAME" : "error: want identity=NAME";
 }
 
+static const char *const kb_levels[] = { "error", "warn", "info", "debug" };
+
+/* The console's loglevel ('l': payload empty to read, or a level to set on every core),
+ * stats ('s': this core's figures; the node's totals are $SYS/urmqtt/...) and config ('c':
+ * the operators' settings, read only). The reply's length. */
+static size_t kb_console_read(struct node_broker *b, uint8_t which, const uint8_t *a, size_t n, char *reply,
+			      size_t cap)
+{
+	int k = 0;
+	while (n && (a[n - 1] == '\n' || a[n - 1] == '\r' || a[n - 1] == ' '))
+		n--;
+	if (which == 'l') {
+		for (uint32_t i = 0; n && i < ARRAY_LEN(kb_levels); i++)
+			if (kb_word(a, n, kb_levels[i])) {
+				log_set_level((enum log_level)i);
+				n = 0;
+			}
+		if (n)
+			k = fmt_snprintf(reply, cap, "error: want one of error, warn, info, debug");
+		else
+			k = fmt_snprintf(reply, cap, "loglevel %s", kb_levels[MIN((uint32_t)log_get_level(), 3u)]);
+	} else if (which == 's') {
+		struct opsd_figures f;
+		node_broker_figures(b, &f);
+		k = fmt_snprintf(reply, cap,
+				 "core %u (this connection's home core; the node's totals: $SYS/urmqtt/#): connections=%lu "
+				 "sessions=%lu retained=%lu handshakes.full=%lu handshakes.resumed=%lu handshakes.failed=%lu "
+				 "messages.in=%lu messages.out=%lu heap.used=%lu heap.free=%lu",
+				 (unsigned)b->cfg.core, (unsigned long)f.v[OPSD_F_CONNECTIONS], (unsigned long)f.v[OPSD_F_SESSIONS],
+				 (unsigned long)f.v[OPSD_F_RETAINED], (unsigned long)f.v[OPSD_F_HS_FULL],
+				 (unsigned long)f.v[OPSD_F_HS_RESUMED], (unsigned long)f.v[OPSD_F_HS_FAILED],
+				 (unsigned long)(f.v[OPSD_F_MSGS_IN_QOS0] + f.v[OPSD_F_MSGS_IN_QOS1] + f.v[OPSD_F_MSGS_IN_QOS2]),
+				 (unsigned long)(f.v[OPSD_F_MSGS_OUT_QOS0] + f.v[OPSD_F_MSGS_OUT_QOS1] + f.v[OPSD_F_MSGS_OUT_QOS2]),
+				 (unsigned long)f.v[OPSD_F_HEAP_USED], (unsigned long)f.v[OPSD_F_HEAP_FREE]);
+	} else {
+		k = fmt_snprintf(reply, cap,
+				 "profile=%s hostname=%s data_cores=%u tcp.max_connections=%u storage=%s "
+				 "syslog_collectors=%u statsd_servers=%u ntp.servers=%u ntp.min_agree=%u ntp.max_step_s=%u "
+				 "console_identities=%u sys_readers=%u loglevel=%s",
+				 CONF_CORE_PROFILE_STR, CONF_OPS_HOSTNAME, (unsigned)b->cfg.n_data_cores,
+				 (unsigned)CONF_TCP_MAX_CONNECTIONS, b->cfg.store_on ? "on" : "off",
+				 (unsigned)CONF_OPS_SYSLOG_COLLECTORS_N, (unsigned)CONF_OPS_STATSD_SERVERS_N,
+				 (unsigned)CONF_NTP_SERVERS_N, (unsigned)CONF_NTP_MIN_AGREE, (unsigned)CONF_NTP_MAX_STEP_S,
+				 (unsigned)CONF_OPS_CONSOLE_IDENTITIES_N, (unsigned)CONF_OPS_SYS_READERS_N,
+				 kb_levels[MIN((uint32_t)log_get_level(), 3u)]);
+	}
+	return k > 0 ? MIN((size_t)k, cap - 1) : 0;
+}
+
 static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint8_t *cmd, size_t cmd_len,
 			 const uint8_t *args, size_t args_len, char *reply, size_t cap)
 {
@@ -297,9 +346,15 @@ static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint
 	} else if (kb_word(cmd, cmd_len, "kick")) {
 		err = kb_target(args, args_len, false, &op, &serial);
 		op.kind = NODE_CTL_KICK_ID;
+	} else if (kb_word(cmd, cmd_len, "loglevel") || kb_word(cmd, cmd_len, "stats") ||
+		   kb_word(cmd, cmd_len, "config")) {
+		size_t n = kb_console_read(b, cmd[0], args, args_len, reply, cap);
+		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %.*s", who, (int)MIN(cmd_len, 32u),
+			   (const char *)cmd, (int)MIN(args_len, 16u), (const char *)args);
+		return n;
 	} else {
-		int n = fmt_snprintf(reply, cap, "error: unknown command '%.*s' (revoke, unrevoke, kick; planned: "
-						 "registry, loglevel, stats, config)",
+		int n = fmt_snprintf(reply, cap, "error: unknown command '%.*s' (revoke, unrevoke, kick, loglevel, "
+						 "stats, config; planned: registry)",
 				     (int)MIN(cmd_len, 32u), (const char *)cmd);
 		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: unknown command '%.*s'", who, (int)MIN(cmd_len, 32u),
 			   (const char *)cmd);

@@ -176,6 +176,14 @@ static void test_tap_sees_text_and_fields(void **state)
 	assert_string_equal(tapped.reason, "acl");
 	assert_string_equal(tapped.identity, "dev-\"9");
 	assert_non_null(strstr(cap, "I mqtt: publish to x/y denied\n")); /* the console unchanged */
+	/* the level changed at run time: debug lines now pass, then no more */
+	log_set_level(LOG_LEVEL_DEBUG);
+	assert_int_equal(log_get_level(), LOG_LEVEL_DEBUG);
+	LOG_DEBUG("mqtt", "now visible");
+	assert_int_equal(tapped.n, 3);
+	assert_non_null(strstr(cap, "D mqtt: now visible\n"));
+	log_set_level(LOG_LEVEL_INFO);
+	tapped.n = 2;
 	/* below the level and over the site's burst: the tap sees nothing either */
 	LOG_DEBUG("mqtt", "quiet");
 	assert_int_equal(tapped.n, 2);
