@@ -356,10 +356,15 @@ static bool bytes_eq(const uint8_t *a, size_t al, const uint8_t *c, size_t cl)
 	return al == cl && (al == 0 || memcmp(a, c, al) == 0);
 }
 
+static bool sys_topic(const uint8_t *t, size_t len);
+
 /* The retained message of the topic changed here (a local origin): recorded once, by the
- * shard the PUBLISH arrived on; the other shards keep replicas in memory only. */
+ * shard the PUBLISH arrived on; the other shards keep replicas in memory only. The broker's
+ * own $SYS messages are never stored: every boot publishes them anew. */
 static void record_retained(struct mqtt_broker *b, const struct msg_view *v)
 {
+	if (sys_topic(v->topic, v->tlen))
+		return;
 	struct mqtt_pev ev = { .kind = v->plen ? MQTT_PEV_RET_PUT : MQTT_PEV_RET_DEL, .qos = v->qos,
 			       .topic = v->topic, .topic_len = v->tlen, .payload = v->payload,
 			       .payload_len = v->plen };

@@ -151,7 +151,8 @@ static struct opsd_cons od_cons[PLAT_MAX_CPUS];
 static struct net_stack *od_ns;  /* core 0's stack, or NULL */
 static struct node_broker *od_b0; /* core 0's broker ($SYS), or NULL */
 static uint64_t od_next_sys_ms;
-/* ops.statsd_interval_s and ops.sys_interval_s; development images: ops_interval_s=N sets both */
+/* ops.statsd_interval_s and ops.sys_interval_s; development images: ops_interval_s=N sets both,
+ * sys_interval_s=N the second (0: off) */
 static uint32_t od_statsd_interval_s = CONF_OPS_STATSD_INTERVAL_S, od_sys_interval_s = CONF_OPS_SYS_INTERVAL_S;
 static uint64_t od_sys_published, od_sys_refused;
 static uint16_t od_port;         /* our UDP port (SNTP replies come back to it) */
@@ -746,7 +747,7 @@ int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, c
 		return -E_INVAL;
 	od_n_cores = n_cores;
 	od_ns = ns0;
-	od_b0 = b0;
+	od_b0 = CONF_OPS_SYS_READERS_N ? b0 : NULL; /* nobody may read $SYS: nothing published there */
 	od_next_sys_ms = node_port_now_ms() + 2000u; /* after the first figures */
 	ops_health_init(&od_health);
 	for (uint32_t c = 0; c < n_cores; c++)
@@ -770,6 +771,8 @@ int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, c
 	uint32_t iv;
 	if (node_knob_u32(cmdline, cmdline_len, "ops_interval_s", 1, 3600, &iv))
 		od_statsd_interval_s = od_sys_interval_s = iv;
+	/* sys_interval_s=0: no $SYS (the memory tests count every retained byte) */
+	(void)node_knob_u32(cmdline, cmdline_len, "sys_interval_s", 0, 3600, &od_sys_interval_s);
 	od_ntp.poll_s = CONF_NTP_POLL_S;
 	(void)node_knob_u32(cmdline, cmdline_len, "ntp_poll_s", 1, 86400, &od_ntp.poll_s);
 	/* A random port in the dynamic range: replies to it are matched by address, port and

@@ -193,6 +193,23 @@ static void t_clean_sessions_never_wait(void **state)
 	cl_free(s);
 }
 
+/* The broker's own $SYS messages are retained in memory but never stored; a client's
+ * retained message is. */
+static void t_sys_retained_never_stored(void **state)
+{
+	(void)state;
+	size_t e0 = g_n_ev;
+	assert_int_equal(mqtt_broker_publish_sys(B, (const uint8_t *)"$SYS/urmqtt/uptime", 18, (const uint8_t *)"12", 2), 0);
+	assert_int_equal(mqtt_broker_publish_sys(B, (const uint8_t *)"$SYS/urmqtt/uptime", 18, NULL, 0), 0);
+	assert_int_equal(count_ev(e0, MQTT_PEV_RET_PUT) + count_ev(e0, MQTT_PEV_RET_DEL), 0);
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/x", "r", 0, true, 0, false), 0);
+	assert_int_equal(count_ev(e0, MQTT_PEV_RET_PUT), 1);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/x", "", 0, true, 0, false), 0);
+	cl_free(s);
+}
+
 static void t_puback_waits_for_the_commit(void **state)
 {
 	(void)state;
@@ -589,6 +606,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(t_clean_sessions_never_wait, setup_durable, teardown_durable),
+		cmocka_unit_test_setup_teardown(t_sys_retained_never_stored, setup_durable, teardown_durable),
 		cmocka_unit_test_setup_teardown(t_puback_waits_for_the_commit, setup_durable, teardown_durable),
 		cmocka_unit_test_setup_teardown(t_acks_leave_in_arrival_order, setup_durable, teardown_durable),
 		cmocka_unit_test_setup_teardown(t_failed_commit_closes_unacknowledged, setup_durable, teardown_durable),
