@@ -88,6 +88,7 @@ struct tls_hs {
 	uint8_t held[ALERT_REC_LEN];
 	uint8_t held_len;
 	bool resumed; /* a ticket of ours was accepted: id/serial below come from it */
+	bool clock_refused; /* the certificate was refused for an untrusted clock */
 	struct tls_identity resumed_id;
 	uint8_t serial[TK_SERIAL_MAX];
 	uint8_t serial_len;
@@ -295,6 +296,13 @@ static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flag
 	}
 	if (depth != 0)
 		return 0;
+	/* Validity means nothing against a clock that may be wrong (tls_hs_config.clock_trusted). */
+	if (env->cfg.clock_trusted && !env->cfg.clock_trusted(env->cfg.clock_ctx)) {
+		struct tls_hs *hs = cur_hs[hook_core()];
+		if (hs)
+			hs->clock_refused = true;
+		*flags |= MBEDTLS_X509_BADCERT_OTHER;
+	}
 	/* The client's whole chain (the leaf heads the list mbedTLS parsed from its Certificate
 	 * message): at most tls.max_client_chain_bytes of certificates. */
 	size_t chain = crt->raw.len;
@@ -1047,6 +1055,8 @@ const char *tls_hs_refusal(const struct tls_hs *hs)
 	switch (hs->err) {
 	case MBEDTLS_ERR_X509_CERT_VERIFY_FAILED: {
 		uint32_t f = mbedtls_ssl_get_verify_result(&hs->ssl);
+		if (hs->clock_refused)
+			return "clock-unsynchronised";
 		if (f & MBEDTLS_X509_BADCERT_REVOKED)
 			return "certificate-revoked";
 		if (f & MBEDTLS_X509_BADCERT_EXPIRED)

@@ -65,6 +65,11 @@ struct tls_hs_config {
 	/* A peer certificate whose validity starts at most this many seconds in the future is
 	 * accepted (clocks a little apart); expiry is checked against the clock as it is. */
 	uint32_t clock_skew_s;
+	/* Whether the clock the validity is checked against may be trusted now (asked once per
+	 * client certificate, on the handshake's core); false refuses the certificate with
+	 * access_denied (tls_hs_refusal: "clock-unsynchronised"). NULL: always trusted. */
+	bool (*clock_trusted)(void *ctx);
+	void *clock_ctx; /* linked */
 	/* The largest ClientHello (handshake message, header included) and client chain (the
 	 * DER bytes of its certificates, added up) accepted; larger ones are refused with
 	 * illegal_parameter / access_denied. 0 or over TLS_HS_MAX_MESSAGE: TLS_HS_MAX_MESSAGE. */
@@ -136,7 +141,7 @@ void tls_hs_abort(struct tls_hs *hs);
 int tls_hs_error(const struct tls_hs *hs);
 /* Why a failed handshake was refused, one word for operators' structured logs:
  * "certificate-revoked", "certificate-expired", "certificate-not-yet-valid",
- * "unknown-ca", "certificate-usage", "bad-certificate", "no-certificate",
+ * "unknown-ca", "certificate-usage", "bad-certificate", "clock-unsynchronised", "no-certificate",
  * "protocol-version", "handshake-failure", "malformed", "peer-alert" or "handshake". */
 const char *tls_hs_refusal(const struct tls_hs *hs);
 

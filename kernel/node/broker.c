@@ -400,10 +400,31 @@ static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint
 	return n > 0 ? MIN((size_t)n, cap - 1) : 0;
 }
 
+/* tls_hs_config.clock_trusted, from this core's view (NODE_CTL_CLOCK, sent by core 0's
+ * SNTP client): without SNTP servers the RTC is the reference and trusted; with them, their
+ * agreed time must be followed, else ntp.unsynced_certs decides (accept: warned at most
+ * once a minute per core). */
+static bool kb_clock_trusted(void *ctx)
+{
+	struct node_broker *b = ctx;
+	if (b->clock_trust == NODE_CLOCK_TRUSTED)
+		return true;
+	if (b->clock_trust == NODE_CLOCK_UNSYNCED_REFUSE)
+		return false;
+	uint64_t now = node_port_now_ms();
+	if (!b->clock_warned_ms || now - b->clock_warned_ms >= 60000u) {
+		b->clock_warned_ms = now;
+		LOG_WARN("tls", "core %u: client certificates are checked against a wall clock SNTP has not confirmed "
+				"(ntp.unsynced_certs = accept)",
+			 (unsigned)b->cfg.core);
+	}
+	return true;
+}
+
 static const char *const kb_ctl_name[] = {
 	[NODE_CTL_REVOKE_SERIAL] = "revoke serial", [NODE_CTL_UNREVOKE_SERIAL] = "unrevoke serial",
 	[NODE_CTL_REVOKE_ID] = "revoke identity",   [NODE_CTL_UNREVOKE_ID] = "unrevoke identity",
-	[NODE_CTL_KICK_ID] = "kick identity",
+	[NODE_CTL_KICK_ID] = "kick identity",  [NODE_CTL_CLOCK] = "clock state",
 };
 
 void node_broker_ctl_apply(struct node_broker *b, const struct node_ctl *op)
@@ -429,6 +450,9 @@ void node_broker_ctl_apply(struct node_broker *b, const struct node_ctl *op)
 	case NODE_CTL_KICK_ID:
 		closed = dp_kick_identity(b->dp, name, op->len);
 		break;
+	case NODE_CTL_CLOCK:
+		b->clock_trust = op->len ? op->data[0] : (uint8_t)NODE_CLOCK_TRUSTED;
+		return;
 	default:
 		return;
 	}
@@ -517,6 +541,8 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 	struct tls_hs_config hc;
 	dp_hs_config_from_conf(&hc);
 	hc.revoke = node_revoked_hooks(&b->revoked);
+	hc.clock_trusted = kb_clock_trusted;
+	hc.clock_ctx = b;
 	hc.ticket_secret = cfg->ticket_secret;
 	hc.ops = node_tls_port_hs_ops();
 	hc.ops.alloc = kb_hs_alloc;

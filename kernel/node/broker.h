@@ -56,6 +56,12 @@ enum node_ctl_kind {
 	NODE_CTL_REVOKE_ID,
 	NODE_CTL_UNREVOKE_ID,
 	NODE_CTL_KICK_ID,
+	NODE_CTL_CLOCK,           /* data[0]: enum node_clock_trust (kernel/node/opsd's SNTP state) */
+};
+enum node_clock_trust {
+	NODE_CLOCK_TRUSTED = 0,  /* no SNTP servers (the RTC is the reference), or their time followed */
+	NODE_CLOCK_UNSYNCED_ACCEPT, /* servers set, no agreed time: check certificates anyway, warned */
+	NODE_CLOCK_UNSYNCED_REFUSE, /* ... refuse every client certificate */
 };
 struct node_ctl {
 	uint8_t kind; /* enum node_ctl_kind */
@@ -120,6 +126,8 @@ struct node_broker {
 	uint64_t next_report_ms;
 	struct dp_footprint fp;       /* what this core's tables cost (dp_footprint) */
 	struct node_revoked revoked;  /* the image's serials, then storage's */
+	uint8_t clock_trust;          /* this core's view of the wall clock: enum node_clock_trust */
+	uint64_t clock_warned_ms;     /* the last "unsynchronised clock" warning */
 };
 
 /* The memory figures of one core's broker (docs/ARCHITECTURE.md, Memory): what a connection

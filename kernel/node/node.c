@@ -420,7 +420,7 @@ static void nd_shard_recv(void *ctx, uint32_t src, struct xcore_msg *msg)
 
 /* ---- the console's changes to every data core ---- */
 
-static int nd_ctl_broadcast(const struct node_ctl *op)
+int node_ctl_broadcast(const struct node_ctl *op)
 {
 	struct node_core *dc = &node_cores[node_port_core_self()];
 	if (dc->ctl_owed)
@@ -743,7 +743,7 @@ void node_init(const struct node_config *cfg)
 		bc.mesh_frame_drops = nd_mesh_frame_drops;
 		nd_random(bc.home_key, sizeof bc.home_key);
 	}
-	bc.ctl_broadcast = nd_ctl_broadcast;
+	bc.ctl_broadcast = node_ctl_broadcast;
 	bc.n_data_cores = n_data;
 	/* One ticket secret for every core's handshake env, wiped once they all copied it. */
 	uint8_t ticket_secret[TLS_HS_TICKET_SECRET_LEN];

@@ -52,6 +52,11 @@ bool node_mesh_pending(uint32_t core);
 /* Development builds, test=net: per-core statistics lines once a second. Before
  * node_loop_add. */
 void node_stats_enable(void);
+struct node_ctl;
+/* A change for every data core (kernel/node/broker.h: node_broker_ctl_apply), taken on the
+ * calling data core: applied there in its next loop pass and sent to the others. 0, or
+ * -E_AGAIN while this core's previous change is still on its way. */
+int node_ctl_broadcast(const struct node_ctl *op);
 /* Development builds: the kernel command line's key=N (decimal, lo..hi) into *out; false
  * when absent, out of range (logged) or in a production build (never read there). */
 bool node_knob_u32(const char *cmdline, size_t len, const char *key, uint32_t lo, uint32_t hi,

@@ -166,6 +166,12 @@ static uint64_t od_statsd_total_last[OPSD_F__COUNT];
 static uint64_t od_statsd_datagrams, od_statsd_send_failed;
 static char od_buf[OPSD_UDP_MAX]; /* core 0's datagram under construction */
 
+/* What every data core was told of the wall clock (NODE_CTL_CLOCK), or -1: not yet; and
+ * whether an unsynchronised clock refuses client certificates (ntp.unsynced_certs, or the
+ * development knob unsynced_certs=refuse). */
+static int od_clock_told = -1;
+static bool od_unsynced_refuse = CONF_NTP_UNSYNCED_CERTS == CONF_NTP_UNSYNCED_CERTS_REFUSE;
+
 static struct {
 	struct opsd_ntp_server srv[OPSD_MAX_NTP];
 	uint32_t n;
@@ -370,6 +376,27 @@ static void opsd_take_figures(void)
 static bool opsd_clock_synced(uint64_t now_ns)
 {
 	return od_ntp.synced && now_ns - od_ntp.last_sync_ns <= (uint64_t)OPSD_NTP_LOST_POLLS * od_ntp.poll_s * NS_PER_S;
+}
+
+/* Tell every data core when the clock's trust changes (retried each second while this
+ * core's previous change is still on its way). */
+static void opsd_clock_tell(uint64_t now_ns)
+{
+	int want = !od_ntp.n || opsd_clock_synced(now_ns) ? NODE_CLOCK_TRUSTED
+			: od_unsynced_refuse			 ? NODE_CLOCK_UNSYNCED_REFUSE
+								 : NODE_CLOCK_UNSYNCED_ACCEPT;
+	if (want == od_clock_told)
+		return;
+	struct node_ctl op = { .kind = NODE_CTL_CLOCK, .len = 1 };
+	op.data[0] = (uint8_t)want;
+	if (node_ctl_broadcast(&op) == 0) {
+		if (od_clock_told >= 0 || want != NODE_CLOCK_TRUSTED)
+			LOG_INFO("ntp", "ntp: client certificates %s",
+				 want == NODE_CLOCK_TRUSTED	      ? "checked against SNTP's time again"
+				 : want == NODE_CLOCK_UNSYNCED_REFUSE ? "REFUSED until SNTP's time is followed (ntp.unsynced_certs)"
+								      : "checked against an unconfirmed wall clock (ntp.unsynced_certs)");
+		od_clock_told = want;
+	}
 }
 
 static void opsd_health(uint64_t now_ms)
@@ -666,6 +693,7 @@ static void opsd_ntp_vote(uint64_t now_ns)
 		od_ntp.synced = true;
 		od_ntp.last_sync_ns = now_ns;
 		od_ntp.n_syncs++;
+		opsd_clock_tell(now_ns); /* at once, not at the next health tick */
 		break;
 	case OPS_SNTP_REFUSE_TOO_FAR:
 		od_ntp.n_refused++;
@@ -715,6 +743,7 @@ int opsd_poll(void *ctx)
 	if (now_ms >= od_next_health_ms) {
 		opsd_take_figures();
 		opsd_health(now_ms);
+		opsd_clock_tell(node_port_now_ns());
 		od_next_health_ms = now_ms + OPSD_HEALTH_MS;
 		work++;
 	}
@@ -773,6 +802,11 @@ int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, c
 		od_statsd_interval_s = od_sys_interval_s = iv;
 	/* sys_interval_s=0: no $SYS (the memory tests count every retained byte) */
 	(void)node_knob_u32(cmdline, cmdline_len, "sys_interval_s", 0, 3600, &od_sys_interval_s);
+#ifndef URMQTT_PROD
+	char pol[8];
+	if (cmdline && cmdline_get(cmdline, cmdline_len, "unsynced_certs", pol, sizeof pol) == 0)
+		od_unsynced_refuse = strcmp(pol, "refuse") == 0;
+#endif
 	od_ntp.poll_s = CONF_NTP_POLL_S;
 	(void)node_knob_u32(cmdline, cmdline_len, "ntp_poll_s", 1, 86400, &od_ntp.poll_s);
 	/* A random port in the dynamic range: replies to it are matched by address, port and
@@ -816,5 +850,7 @@ int opsd_init(uint32_t n_cores, struct net_stack *ns0, struct node_broker *b0, c
 			 (unsigned)CONF_NTP_MIN_AGREE);
 	}
 	od_next_statsd_ms = node_port_now_ms() + (uint64_t)od_statsd_interval_s * 1000u;
+	if (!od_ntp.n)
+		od_clock_told = NODE_CLOCK_TRUSTED; /* every core starts there: nothing to tell */
 	return 0;
 }

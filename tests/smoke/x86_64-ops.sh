@@ -39,6 +39,9 @@
 #                               revoked-1 cannot be unrevoked
 #   x86_64-ops/storage-figures  on that machine (ops_interval_s=1) the storage core's figures
 #                               reach core 0: $SYS/urmqtt/storage/commits > 0 and a health
+#   x86_64-ops/unsynced-refused with unsynced_certs=refuse, once no agreed time is followed
+#                               (the 2 h jump above), dev-1's certificate gets access_denied
+#                               and syslog says reason="clock-unsynchronised"
 #   x86_64-ops/health-heap      the ballast turns the health "degraded (heap low)" and its
 #                               release "serving" again, on the console and in syslog
 #   x86_64-ops/sntp-refuse-far  the honest servers jump 2 h ahead: refused (more than
@@ -109,7 +112,7 @@ disown "$spid" # killed at exit, without the shell's job notice
 for _ in $(seq 50); do grep -q ready "$tmp/servers.out" 2>/dev/null && break; sleep 0.1; done
 grep -q ready "$tmp/servers.out" || { fail setup "ops-servers.py did not start: $(cat "$tmp/servers.out")"; exit 1; }
 
-glog() { tr -d '\r' <"$log"; }
+glog() { tr -d '\r' <"$log" | tail -n "+${from_line:-1}"; } # from_line: only the lines after it
 # Bounded wait (seconds $2) until the guest's log matches the extended regex $1.
 wait_log() {
 	local i
@@ -121,7 +124,7 @@ wait_log() {
 	return 1
 }
 append="ops_syslog=10.0.2.2:$p_sys ops_statsd=10.0.2.2:$p_sd ntp_servers=10.0.2.2:$p_n1+10.0.2.2:$p_n2+10.0.2.2:$p_n3"
-append+=" ntp_poll_s=3 ballast_free_pct=5 ballast_at_s=25 ballast_hold_s=8"
+append+=" ntp_poll_s=3 unsynced_certs=refuse ballast_free_pct=5 ballast_at_s=25 ballast_hold_s=8"
 : >"$log"
 timeout 300 "${machine[@]}" -m 256M -smp 2 -display none -no-reboot -nodefaults \
 	-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
@@ -231,7 +234,8 @@ else
 	fail health-heap "want health: degraded (heap low...) then serving after the ballast's release"
 fi
 
-# ---- sntp-refuse-far: the honest servers jump 2 h ahead
+# ---- sntp-refuse-far: the honest servers jump 2 h ahead (only lines logged after it count)
+from_line=$(($(tr -d '\r' <"$log" | wc -l) + 1))
 echo 7200 >"$shift_file"
 if wait_log "ntp: 2 of 3 servers agree on .* \\+7[0-9]{3} s from the wall clock: more than ntp.max_step_s \\(600 s\\), refused" 20 &&
 	wait_log "health: degraded \\(.*clock unsynchronised" 30; then
@@ -239,6 +243,15 @@ if wait_log "ntp: 2 of 3 servers agree on .* \\+7[0-9]{3} s from the wall clock:
 else
 	fail sntp-refuse-far "no refusal of the 2 h step followed by clock unsynchronised"
 fi
+# ntp.unsynced_certs = refuse (unsynced_certs=refuse): with no agreed time, a client
+# certificate is refused with access_denied
+if wait_log "ntp: client certificates REFUSED until SNTP's time is followed" 10 &&
+	us=$(client refuse unsynced) && [[ $us == "refused alert access_denied"* ]]; then
+	pass unsynced-refused "dev-1 ${us#refused }"
+else
+	fail unsynced-refused "want access_denied while the clock is unsynchronised: '${us:-no refusal line}'"
+fi
+from_line=1
 sleep 12 # at least one more statsd datagram (every 10 s) and the last lines to syslog
 kill -TERM "$qpid" 2>/dev/null
 wait "$qpid" 2>/dev/null
@@ -399,6 +412,8 @@ if ref and rev and ref[0]["sd"].get("_id") == "refusal@32473":
           % (ref[0]["msg"][:60], rev[0]["sd"].get("reason")))
 else:
     print("BAD syslog-refusal identity refusal %d, handshake refusal with peer %d" % (len(ref), len(rev)))
+uns = [p for p in parsed if p["sd"].get("reason") == "clock-unsynchronised" and "handshake refused" in p["msg"]]
+print(("OK" if uns else "BAD") + " unsynced-syslog %d handshake refusals with reason=clock-unsynchronised in syslog" % len(uns))
 heap = [p for p in parsed if "health: degraded (heap low" in p["msg"]]
 print(("OK" if heap else "BAD") + " syslog-health %d heap-low health lines in syslog" % len(heap))
 # statsd

@@ -20,6 +20,7 @@ static const char *const identity_vals[] = { "cn", "san_uri", NULL };
 static const char *const queue_policy_vals[] = { "drop_oldest", "refuse_newest", NULL };
 static const char *const rate_policy_vals[] = { "drop", "disconnect", NULL };
 static const char *const client_id_policy_vals[] = { "require", "override", NULL };
+static const char *const unsynced_vals[] = { "accept", "refuse", NULL };
 static const char *const no_items[] = { NULL };
 static const char *const svc_sub_def[] = { "devices/+/telemetry/#", "devices/+/status", NULL };
 static const char *const svc_pub_def[] = { "devices/+/cmd/#", NULL };
@@ -322,6 +323,8 @@ const struct conf_key conf_schema[] = {
 	  .doc = "After the first synchronisation, an agreed time further than this from the wall clock is refused (logged): a stolen or broken time source cannot move certificate validity far." },
 	{ KEY("ntp", "max_delay_ms", "CONF_NTP_MAX_DELAY_MS"), INT(1000, 1, 10000, CONF_U_MS),
 	  .doc = "An answer whose round trip (less the server's own time) took longer than this is ignored." },
+	{ KEY("ntp", "unsynced_certs", "CONF_NTP_UNSYNCED_CERTS"), ENUM(unsynced_vals, 0),
+	  .doc = "With servers set, while no agreed time is followed (before the first, or four polls without one): \"accept\" checks client certificates against the wall clock as it is and logs a warning (at most one a minute); \"refuse\" refuses every client certificate (access_denied) until the clock is synchronised again." },
 
 	/* [dev] */
 	{ KEY("dev", "certs_devices", "CONF_DEV_CERTS_DEVICES"), INT(10, 1, 100000, U_N),

@@ -102,7 +102,8 @@ elif mode == "refuse":  # CASE [CERT KEY CA]: a connection the broker must refus
     # else (connection refused, timeout, a missing file, no or a wrong alert, an answer) is
     # "error WHAT" and exit status 1.
     case = args[0]
-    want = {"other-ca": "unknown_ca", "revoked": "certificate_revoked", "tls12": "protocol_version"}
+    want = {"other-ca": "unknown_ca", "revoked": "certificate_revoked", "tls12": "protocol_version",
+            "unsynced": "access_denied"}  # unsynced: dev-1 while the broker distrusts its clock
     t0 = time.monotonic()
 
     def took():
