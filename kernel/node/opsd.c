@@ -88,7 +88,7 @@ struct opsd_cons {
 	bool have;              /* latest holds figures */
 	uint64_t watchdog_seen; /* WATCHDOG_OVERRUNS at the last health evaluation */
 	uint32_t sent_mask;     /* collectors that took the line at the ring's tail */
-	uint64_t tail_since_ms; /* when sending it began */
+	uint64_t tail_since_ms; /* when sending it began; 0: not yet tried */
 	uint64_t statsd_last[OPSD_F__COUNT];
 };
 
@@ -154,7 +154,6 @@ static uint64_t od_next_sys_ms;
 /* ops.statsd_interval_s and ops.sys_interval_s; development images: ops_interval_s=N sets both,
  * sys_interval_s=N the second (0: off) */
 static uint32_t od_statsd_interval_s = CONF_OPS_STATSD_INTERVAL_S, od_sys_interval_s = CONF_OPS_SYS_INTERVAL_S;
-static uint64_t od_sys_published, od_sys_refused;
 static uint16_t od_port;         /* our UDP port (SNTP replies come back to it) */
 static struct endpoint od_syslog[OPSD_MAX_SYSLOG], od_statsd[OPSD_MAX_STATSD];
 static uint32_t od_n_syslog, od_n_statsd;
@@ -163,7 +162,6 @@ static uint64_t od_next_health_ms, od_next_statsd_ms;
 static struct ops_health od_health;
 static bool od_health_logged;
 static uint64_t od_statsd_total_last[OPSD_F__COUNT];
-static uint64_t od_statsd_datagrams, od_statsd_send_failed;
 static char od_buf[OPSD_UDP_MAX]; /* core 0's datagram under construction */
 
 /* What every data core was told of the wall clock (NODE_CTL_CLOCK), or -1: not yet; and
@@ -302,14 +300,14 @@ static bool opsd_syslog_line(struct opsd_cons *oc, uint32_t core, const struct o
 		m.sd_identity = m.sd_reason = m.sd_peer = NULL;
 		n = ops_syslog_format(od_buf, CONF_OPS_SYSLOG_MAX_BYTES, &m);
 	}
-	if (oc->sent_mask == 0)
-		oc->tail_since_ms = now_ms;
+	if (!oc->tail_since_ms)
+		oc->tail_since_ms = now_ms ? now_ms : 1; /* the first try of this line */
 	for (uint32_t i = 0; i < od_n_syslog; i++)
 		if (!(oc->sent_mask & (1u << i)) && n && opsd_send(&od_syslog[i], od_buf, n) == 0)
 			oc->sent_mask |= 1u << i;
-	if (oc->sent_mask == (1u << od_n_syslog) - 1u || n == 0)
+	if (oc->sent_mask == (1u << od_n_syslog) - 1u)
 		return true;
-	if (now_ms - oc->tail_since_ms >= OPSD_LOG_WAIT_MS) {
+	if (n == 0 || now_ms - oc->tail_since_ms >= OPSD_LOG_WAIT_MS) {
 		od_syslog_send_dropped++;
 		return true;
 	}
@@ -326,6 +324,7 @@ static uint32_t opsd_syslog_drain(uint64_t now_ms)
 			if (!opsd_syslog_line(oc, c, r, now_ms))
 				break; /* try again on a later pass (invariant 2) */
 			oc->sent_mask = 0;
+			oc->tail_since_ms = 0;
 			spsc_release(&oc->logq);
 			done++;
 		}
@@ -337,10 +336,9 @@ static uint32_t opsd_syslog_drain(uint64_t now_ms)
 
 static void opsd_sys_put(const char *topic, const char *text)
 {
-	if (node_broker_sys_publish(od_b0, topic, text) == 0)
-		od_sys_published++;
-	else
-		od_sys_refused++;
+	/* -E_INVAL only for a topic that is not a $SYS/ topic name: a bug in the names here */
+	if (node_broker_sys_publish(od_b0, topic, text) != 0)
+		LOG_ERR("ops", "$SYS: '%s' is not a $SYS topic name", topic);
 }
 
 static void opsd_sys_u64(const char *topic, uint64_t v)
@@ -463,10 +461,10 @@ static void opsd_statsd_flush(struct ops_statsd *b)
 {
 	if (!b->lines)
 		return;
+	/* statsd over UDP is lossy by design: a datagram the stack cannot send now (no address,
+	 * no ARP answer yet) is not kept, and the counter changes it carried are lost */
 	for (uint32_t i = 0; i < od_n_statsd; i++)
-		if (opsd_send(&od_statsd[i], b->buf, b->len) != 0)
-			od_statsd_send_failed++;
-	od_statsd_datagrams++;
+		(void)opsd_send(&od_statsd[i], b->buf, b->len);
 	ops_statsd_begin(b, od_buf, OPSD_UDP_MAX, CONF_OPS_STATSD_PREFIX);
 }
 
