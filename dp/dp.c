@@ -622,6 +622,11 @@ int dp_revocation_record(struct dp *dp, bool put, bool identity, const uint8_t *
 	return dp->store ? dp_store_revocation(dp->store, put, identity, id, len) : -E_NOSYS;
 }
 
+int dp_allowlist_record(struct dp *dp, bool put, const uint8_t *id, size_t len)
+{
+	return dp->store ? dp_store_allowlist(dp->store, put, id, len) : -E_NOSYS;
+}
+
 bool dp_store_lag(const struct dp *dp, uint32_t *backlog)
 {
 	*backlog = dp->store ? dp_store_backlog(dp->store) : 0;
@@ -903,14 +908,15 @@ static void hs_complete(struct dp *dp, struct dp_conn *c, uint32_t src_ip)
 	size_t serial_len;
 	const uint8_t *serial = tls_hs_serial(c->hs, &serial_len);
 	c->serial_key = dp_serial_key(dp, serial, serial_len);
-	int rc = tls_hs_finish(c->hs, &c->rec, &id);
+	const char *why;
+	int rc = tls_hs_finish(c->hs, &c->rec, &id, &why);
 	c->hs = NULL; /* gone whatever the result */
 	hs_slot_release(dp, c);
 	c->state = DP_OPEN;
 	dp->n_est++;
 	if (rc) {
 		dp->st.id_refused++;
-		say_refused(dp, "identity", NULL, ip, "dp: conn %u from %s: identity refused: %s", conn_id(dp, c), ip,
+		say_refused(dp, why, NULL, ip, "dp: conn %u from %s: identity refused: %s (%s)", conn_id(dp, c), ip, why,
 			    err_name(rc));
 		conn_begin_close(dp, c, true); /* flushes the pending fatal alert */
 		return;

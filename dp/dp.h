@@ -98,7 +98,9 @@ struct dp_config {
 		/* A revocation storage restores (borrowed): a certificate serial, or (identity)
 		 * a certificate identity revoked at run time; may be NULL. */
 		void (*revoked)(void *ctx, bool identity, const uint8_t *id, size_t len);
-		void *revoked_ctx;
+		/* An identity of the allowlist storage restores (borrowed); may be NULL. */
+		void (*allowed)(void *ctx, const uint8_t *id, size_t len);
+		void *revoked_ctx; /* both */
 	} store;
 };
 
@@ -205,6 +207,8 @@ uint32_t dp_kick_identity(struct dp *dp, const char *name, size_t len);
 /* A run-time revocation (put) or its removal to the database, restored to every core at
  * the next boot: 0; -E_NOSYS without storage; the storage link's error otherwise. */
 MUST_CHECK int dp_revocation_record(struct dp *dp, bool put, bool identity, const uint8_t *id, size_t len);
+/* An allowlist addition (put) or removal to the database, as dp_revocation_record. */
+MUST_CHECK int dp_allowlist_record(struct dp *dp, bool put, const uint8_t *id, size_t len);
 /* Whether storage lags (this core then refuses SYNs and stops reading PUBLISHes), and the
  * bytes waiting for the storage core in *backlog; false, 0 when storage is off. */
 bool dp_store_lag(const struct dp *dp, uint32_t *backlog /* out */);

@@ -32,6 +32,8 @@ bool dp_store_congested(const struct dp_store *st);
 uint32_t dp_store_backlog(const struct dp_store *st); /* bytes waiting for the storage core */
 /* A run-time revocation (put) or its removal, for the database: 0, or the link's error. */
 MUST_CHECK int dp_store_revocation(struct dp_store *st, bool put, bool identity, const uint8_t *id, size_t len);
+/* An allowlist addition (put) or removal, for the database: 0, or the link's error. */
+MUST_CHECK int dp_store_allowlist(struct dp_store *st, bool put, const uint8_t *id, size_t len);
 void dp_store_counts(const struct dp_store *st, struct store_link_stats *link /* out */,
 		     uint64_t *restored /* out */, uint64_t *refused /* out */);
 MUST_CHECK int dp_store_check(const struct dp_store *st);

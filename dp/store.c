@@ -115,6 +115,11 @@ static void up_restored(void *ctx, const struct store_rec *r)
 			st->cfg.revoked(st->cfg.revoked_ctx, r->id_kind == 1, r->id, r->id_len);
 		err = 0;
 		break;
+	case STORE_REC_ALLOWED:
+		if (st->cfg.allowed)
+			st->cfg.allowed(st->cfg.revoked_ctx, r->id, r->id_len);
+		err = 0;
+		break;
 	default:
 		break;
 	}
@@ -296,6 +301,14 @@ int dp_store_revocation(struct dp_store *st, bool put, bool identity, const uint
 		.id = id,
 		.id_len = (uint16_t)len,
 	};
+	return store_link_record(st->link, &r);
+}
+
+int dp_store_allowlist(struct dp_store *st, bool put, const uint8_t *id, size_t len)
+{
+	if (!len || len > 255u)
+		return -E_INVAL;
+	struct store_rec r = { .kind = put ? STORE_REC_ALLOW_PUT : STORE_REC_ALLOW_DEL, .id = id, .id_len = (uint16_t)len };
 	return store_link_record(st->link, &r);
 }
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # lib/: the freestanding runtime shared by the kernel, host tools and tests.
 PORTABLE_SRCS += lib/cursor.c lib/err.c lib/mem.c lib/fmt.c lib/crc32.c lib/crc32c.c lib/siphash.c lib/ring.c
-PORTABLE_SRCS += lib/msgq.c lib/endpoint.c
+PORTABLE_SRCS += lib/msgq.c lib/endpoint.c lib/nameset.c
 PORTABLE_SRCS_x86_64 += lib/crc32c_x86_64.c
 PORTABLE_SRCS_aarch64 += lib/crc32c_aarch64.c
 # The hardware CRC needs the instruction set extension for that one file.

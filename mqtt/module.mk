@@ -8,3 +8,5 @@ PORTABLE_SRCS += mqtt/msg.c mqtt/acl.c mqtt/rate.c mqtt/out.c
 PORTABLE_SRCS += mqtt/tquery.c mqtt/tq.c
 # interest.c: the interest keys shards use to skip one another (pure, used by dp/shard.c).
 PORTABLE_SRCS += mqtt/interest.c
+# props.c: MQTT 5.0 property blocks and reason codes (pure, beside codec.c).
+PORTABLE_SRCS += mqtt/props.c

@@ -6,7 +6,7 @@
  *  session's delivery order; all from the boot-generation-prefixed key generator):
  *    meta(k, v)                       schema version, boot generation, creation time
  *    registry(kind, id, first_seen, last_seen, connects)
- *    revoked(serial, added), revoked_id(identity, added)
+ *    revoked(serial, added), revoked_id(identity, added), allowed_id(identity, added)
  *    retained(topic, qos, payload)
  *    session(skey, kind, id, created)  unique (kind, id)
  *    sub(skey, filter, qos)
@@ -88,6 +88,9 @@ static const char *const sql[DB__STMTS] = {
 	[DB_REV_DEL] = "DELETE FROM revoked WHERE serial=?1",
 	[DB_REVID_PUT] = "INSERT OR IGNORE INTO revoked_id(identity,added) VALUES(?1,?2)",
 	[DB_REVID_DEL] = "DELETE FROM revoked_id WHERE identity=?1",
+	[DB_R_ALLOW] = "SELECT identity FROM allowed_id",
+	[DB_ALLOW_PUT] = "INSERT OR IGNORE INTO allowed_id(identity,added) VALUES(?1,?2)",
+	[DB_ALLOW_DEL] = "DELETE FROM allowed_id WHERE identity=?1",
 };
 
 static const char schema[] =
@@ -96,6 +99,7 @@ static const char schema[] =
 	" connects INTEGER NOT NULL, PRIMARY KEY(kind,id)) WITHOUT ROWID;"
 	"CREATE TABLE revoked(serial BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
 	"CREATE TABLE revoked_id(identity BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
+	"CREATE TABLE allowed_id(identity BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
 	"CREATE TABLE retained(topic BLOB PRIMARY KEY, qos INTEGER NOT NULL, payload BLOB NOT NULL) WITHOUT ROWID;"
 	"CREATE TABLE session(skey INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id BLOB NOT NULL, created INTEGER);"
 	"CREATE UNIQUE INDEX session_id ON session(kind,id);"
@@ -341,6 +345,15 @@ int store_db_open(struct store_db *db, const struct store_db_config *cfg)
 			store_db_rollback(db);
 		else
 			v = 2;
+	}
+	if (!err && v == 2) { /* version 3 added the allowlist */
+		err = exec(db, "BEGIN;CREATE TABLE allowed_id(identity BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
+			       "UPDATE meta SET v=3 WHERE k='schema';COMMIT",
+			   "schema 2 -> 3");
+		if (err)
+			store_db_rollback(db);
+		else
+			v = 3;
 	}
 	if (!err && v != STORE_DB_SCHEMA_VERSION) {
 		(void)fmt_snprintf(db->why, sizeof db->why, "database schema version %ld (this image reads %d)",
@@ -694,6 +707,16 @@ int store_db_apply(struct store_db *db, const struct store_rec *r, int64_t now_s
 		err = run(db, s, "revocation");
 		break;
 	}
+	case STORE_REC_ALLOW_PUT:
+	case STORE_REC_ALLOW_DEL: {
+		bool put = r->kind == STORE_REC_ALLOW_PUT;
+		s = stmt(db, put ? DB_ALLOW_PUT : DB_ALLOW_DEL);
+		bind_blob(s, 1, r->id, r->id_len);
+		if (put)
+			(void)sqlite3_bind_int64(s, 2, now_s);
+		err = run(db, s, "allowlist");
+		break;
+	}
 	case STORE_REC_SEEN:
 		s = stmt(db, DB_SEEN);
 		(void)sqlite3_bind_int(s, 1, r->id_kind);
@@ -760,7 +783,7 @@ int store_db_restore_start(struct store_db *db)
 
 void store_db_restore_stop(struct store_db *db)
 {
-	for (int i = DB_R_SESS; i <= DB_R_REVID; i++)
+	for (int i = DB_R_SESS; i <= DB_R_ALLOW; i++)
 		(void)sqlite3_reset(db->st[i]);
 	db->rp = DB_RP_DONE;
 }
@@ -886,13 +909,27 @@ int store_db_restore_next(struct store_db *db, struct store_rec *r)
 				continue;
 			}
 			if (rc == SQLITE_DONE) {
-				db->rp = DB_RP_DONE;
+				(void)stmt(db, DB_R_ALLOW);
+				db->rp = DB_RP_ALLOW;
 				continue;
 			}
 			if (rc != SQLITE_ROW)
 				return fail(db, rc, "restore revocations");
 			r->kind = STORE_REC_REVOKED;
 			r->id_kind = db->rp == DB_RP_REVID ? 1u : 0u;
+			r->id = sqlite3_column_blob(s, 0);
+			r->id_len = (uint16_t)MIN(sqlite3_column_bytes(s, 0), 255);
+			return 0;
+		case DB_RP_ALLOW:
+			s = db->st[DB_R_ALLOW];
+			rc = sqlite3_step(s);
+			if (rc == SQLITE_DONE) {
+				db->rp = DB_RP_DONE;
+				continue;
+			}
+			if (rc != SQLITE_ROW)
+				return fail(db, rc, "restore the allowlist");
+			r->kind = STORE_REC_ALLOWED;
 			r->id = sqlite3_column_blob(s, 0);
 			r->id_len = (uint16_t)MIN(sqlite3_column_bytes(s, 0), 255);
 			return 0;

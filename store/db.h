@@ -27,7 +27,8 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 /* The schema this build creates and opens (meta 'schema'); any other is refused. */
-#define STORE_DB_SCHEMA_VERSION 2 /* 2: revoked_id (version 1 databases are upgraded at open) */
+/* 2: revoked_id; 3: allowed_id (older databases are upgraded at open) */
+#define STORE_DB_SCHEMA_VERSION 3
 
 enum store_db_stmt {
 	DB_SESS_FIND, DB_SESS_PUT, DB_SESS_DEL, DB_SUB_DEL_ALL, DB_RX2_DEL_ALL, DB_DLV_UNREF_ALL,
@@ -36,12 +37,14 @@ enum store_db_stmt {
 	DB_DLV_DEL_SENT, DB_MSG_DROP_LAST,
 	DB_RX2_PUT, DB_RX2_DEL, DB_RET_PUT, DB_RET_DEL, DB_SEEN,
 	/* restore */
-	DB_R_SESS, DB_R_SUB, DB_R_RX2, DB_R_DLV, DB_R_RET, DB_R_REV, DB_R_REVID,
-	DB_REV_PUT, DB_REV_DEL, DB_REVID_PUT, DB_REVID_DEL,
+	DB_R_SESS, DB_R_SUB, DB_R_RX2, DB_R_DLV, DB_R_RET, DB_R_REV, DB_R_REVID, DB_R_ALLOW,
+	DB_REV_PUT, DB_REV_DEL, DB_REVID_PUT, DB_REVID_DEL, DB_ALLOW_PUT, DB_ALLOW_DEL,
 	DB__STMTS
 };
 
-enum store_db_restore_phase { DB_RP_SESS, DB_RP_SUB, DB_RP_RX2, DB_RP_DLV, DB_RP_RET, DB_RP_REV, DB_RP_REVID, DB_RP_DONE };
+enum store_db_restore_phase {
+	DB_RP_SESS, DB_RP_SUB, DB_RP_RX2, DB_RP_DLV, DB_RP_RET, DB_RP_REV, DB_RP_REVID, DB_RP_ALLOW, DB_RP_DONE
+};
 
 struct store_db_stats {
 	uint64_t applied, apply_failed, commits, commit_failed, checkpoints, checkpoint_pages;

@@ -369,7 +369,7 @@ static void apply_tlog(struct store_engine *e, uint32_t src, const struct store_
 static void apply(struct store_engine *e, uint32_t src, const uint8_t *rec, uint32_t len)
 {
 	struct store_rec r;
-	if (store_rec_decode(rec, len, &r) != 0 || r.kind == STORE_REC_REVOKED) {
+	if (store_rec_decode(rec, len, &r) != 0 || r.kind == STORE_REC_REVOKED || r.kind == STORE_REC_ALLOWED) {
 		e->st.bad_in++;
 		e->lost[src] = true; /* its barrier must not claim it */
 		return;
@@ -595,7 +595,9 @@ static uint32_t restore_steps(struct store_engine *e, uint64_t deadline)
 		e->pending_len = (uint32_t)len;
 		if (r.kind == STORE_REC_SESS_PUT)
 			e->cur_home = e->port.home(e->port.ctx, r.id_kind, r.id, r.id_len) % e->cfg.n_data;
-		e->pending_dst = (r.kind == STORE_REC_RET_PUT || r.kind == STORE_REC_REVOKED) ? -1 : (int32_t)e->cur_home;
+		e->pending_dst = (r.kind == STORE_REC_RET_PUT || r.kind == STORE_REC_REVOKED || r.kind == STORE_REC_ALLOWED)
+					 ? -1
+					 : (int32_t)e->cur_home;
 		n++;
 	}
 	return n;

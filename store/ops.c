@@ -46,7 +46,10 @@ static bool rec_valid(const struct store_rec *r)
 	case STORE_REC_SEEN:
 	case STORE_REC_REVOKED:
 	case STORE_REC_REV_PUT:
-	case STORE_REC_REV_DEL: return id;
+	case STORE_REC_REV_DEL:
+	case STORE_REC_ALLOW_PUT:
+	case STORE_REC_ALLOW_DEL:
+	case STORE_REC_ALLOWED: return id;
 	case STORE_REC_TLOG: return id && topic;
 	default: return false;
 	}

@@ -75,6 +75,9 @@ enum store_rec_kind {
 	STORE_REC_REV_PUT,      /* a run-time revocation (the console): id_kind 0, id = a
 				 * serial; id_kind 1, id = an identity */
 	STORE_REC_REV_DEL,      /* its removal: the same fields */
+	STORE_REC_ALLOW_PUT,    /* an identity added to the allowlist (the console): id */
+	STORE_REC_ALLOW_DEL,    /* its removal: id */
+	STORE_REC_ALLOWED,      /* restored only: id = an identity in the allowlist */
 	STORE_REC__END
 };
 

@@ -89,6 +89,7 @@ struct tls_hs {
 	uint8_t held_len;
 	bool resumed; /* a ticket of ours was accepted: id/serial below come from it */
 	bool clock_refused; /* the certificate was refused for an untrusted clock */
+	bool unlisted;      /* the device identity is not in the allowlist */
 	struct tls_identity resumed_id;
 	uint8_t serial[TK_SERIAL_MAX];
 	uint8_t serial_len;
@@ -274,6 +275,14 @@ static void ca_key_trust(const mbedtls_pk_context *pk)
 		return; /* refused (the registry counts it): the generic path verifies under it */
 }
 
+/* Whether an identity may connect under the allowlist (tls_revoke.is_listed_id): service
+ * identities always, devices when listed or when there is no allowlist. */
+static bool id_listed(const struct tls_hs_env *env, const struct tls_identity *id)
+{
+	return id->kind == TLS_ID_SERVICE || !env->cfg.revoke.is_listed_id ||
+	       env->cfg.revoke.is_listed_id(env->cfg.revoke.ctx, id->name, id->len);
+}
+
 static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
 {
 	struct tls_hs_env *env = ctx;
@@ -320,6 +329,12 @@ static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flag
 		*flags |= MBEDTLS_X509_BADCERT_OTHER;
 	else if (env->cfg.revoke.is_revoked_id && env->cfg.revoke.is_revoked_id(env->cfg.revoke.ctx, id.name, id.len))
 		*flags |= MBEDTLS_X509_BADCERT_REVOKED; /* an identity revoked at run time */
+	else if (!(*flags & MBEDTLS_X509_BADCERT_REVOKED) && !id_listed(env, &id)) {
+		struct tls_hs *hs = cur_hs[hook_core()];
+		if (hs)
+			hs->unlisted = true;
+		*flags |= MBEDTLS_X509_BADCERT_OTHER; /* access_denied */
+	}
 	mem_wipe(&id, sizeof id);
 	return 0;
 }
@@ -477,9 +492,14 @@ static int tk_parse(void *p, mbedtls_ssl_session *session, unsigned char *buf, s
 		return MBEDTLS_ERR_SSL_DECODE_ERROR;
 	/* Revocation applies to resumption too: a revoked device falls back to a full
 	 * handshake, where its certificate is refused. */
-	if ((env->cfg.revoke.is_revoked && env->cfg.revoke.is_revoked(env->cfg.revoke.ctx, ser, serlen)) ||
-	    (env->cfg.revoke.is_revoked_id &&
-	     env->cfg.revoke.is_revoked_id(env->cfg.revoke.ctx, (const char *)name, idlen)))
+	struct tls_identity tid = { .kind = kind, .len = idlen };
+	memcpy(tid.name, name, idlen);
+	bool refused = (env->cfg.revoke.is_revoked && env->cfg.revoke.is_revoked(env->cfg.revoke.ctx, ser, serlen)) ||
+		       (env->cfg.revoke.is_revoked_id &&
+			env->cfg.revoke.is_revoked_id(env->cfg.revoke.ctx, (const char *)name, idlen)) ||
+		       !id_listed(env, &tid);
+	mem_wipe(&tid, sizeof tid);
+	if (refused)
 		return MBEDTLS_ERR_SSL_SESSION_TICKET_EXPIRED;
 	if (mbedtls_ssl_session_load(session, sess, slen) != 0)
 		return MBEDTLS_ERR_SSL_DECODE_ERROR;
@@ -983,12 +1003,32 @@ bool tls_hs_resumed(const struct tls_hs *hs)
 	return hs->resumed;
 }
 
-int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec, struct tls_identity *id)
+/* The policy asked again as the handshake ends: a revocation or an allowlist removal that
+ * reached this core after the certificate (or ticket) was checked still refuses it. NULL
+ * when admitted, else the refusal's word, with its alert in *alert. */
+static const char *still_admitted(const struct tls_hs *hs, const struct tls_identity *id, uint8_t *alert)
+{
+	const struct tls_revoke *r = &hs->env->cfg.revoke;
+	size_t slen;
+	const uint8_t *ser = tls_hs_serial(hs, &slen);
+	*alert = 44; /* certificate_revoked */
+	if (r->is_revoked && slen && r->is_revoked(r->ctx, ser, slen))
+		return "certificate-revoked";
+	if (r->is_revoked_id && r->is_revoked_id(r->ctx, id->name, id->len))
+		return "certificate-revoked";
+	*alert = 49; /* access_denied */
+	return id_listed(hs->env, id) ? NULL : "not-registered";
+}
+
+int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec, struct tls_identity *id, const char **refusal)
 {
 	int rc = -E_PROTO;
 	const mbedtls_x509_crt *peer = mbedtls_ssl_get_peer_cert(&hs->ssl);
 	int suite = mbedtls_ssl_get_ciphersuite_id_from_ssl(&hs->ssl);
+	uint8_t alert;
 
+	if (refusal)
+		*refusal = "identity";
 	memset(id, 0, sizeof *id);
 	memset(rec, 0, sizeof *rec);
 	if (!hs->done || !hs->have_c_ap || !hs->have_s_ap || suite <= 0 || suite > (int)UINT16_MAX)
@@ -1006,7 +1046,7 @@ int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec, struct tls_identity *i
 		*id = hs->resumed_id;
 		rc = 0;
 		hs->env->stats.n_resumed++;
-		goto out;
+		goto policy;
 	}
 	if (!peer || mbedtls_ssl_get_verify_result(&hs->ssl) != 0) {
 		tls_rec_abort(rec, 116 /* certificate_required */);
@@ -1018,6 +1058,15 @@ int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec, struct tls_identity *i
 		goto out;
 	}
 	hs->env->stats.n_done++;
+policy:;
+	const char *why = still_admitted(hs, id, &alert);
+	if (why) {
+		tls_rec_abort(rec, alert);
+		mem_wipe(id, sizeof *id);
+		if (refusal)
+			*refusal = why;
+		rc = -E_PERM;
+	}
 out:
 	if (rc)
 		hs->failed = true;
@@ -1057,6 +1106,8 @@ const char *tls_hs_refusal(const struct tls_hs *hs)
 		uint32_t f = mbedtls_ssl_get_verify_result(&hs->ssl);
 		if (hs->clock_refused)
 			return "clock-unsynchronised";
+		if (hs->unlisted)
+			return "not-registered";
 		if (f & MBEDTLS_X509_BADCERT_REVOKED)
 			return "certificate-revoked";
 		if (f & MBEDTLS_X509_BADCERT_EXPIRED)

@@ -130,9 +130,12 @@ const uint8_t *tls_hs_serial(const struct tls_hs *hs, size_t *len /* out */);
 
 /* After tls_hs_input returned 1: start rec (the connection's record state) with the
  * traffic secrets, fill id, then free and wipe everything of the handshake (hs is gone
- * whatever the result). On failure rec holds a pending fatal alert to flush. */
-MUST_CHECK int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec /* out */,
-			     struct tls_identity *id /* out */);
+ * whatever the result). The revocation hooks and the allowlist are asked once more (a
+ * change that reached this core during the handshake): -E_PERM with *refusal
+ * "certificate-revoked" or "not-registered". On failure rec holds a pending fatal alert
+ * to flush, and *refusal (when not NULL) says why in one word. */
+MUST_CHECK int tls_hs_finish(struct tls_hs *hs, struct tls_rec *rec /* out */, struct tls_identity *id /* out */,
+			     const char **refusal /* out, may be NULL */);
 
 /* End a handshake early (failure, timeout, TCP reset): free and wipe it. */
 void tls_hs_abort(struct tls_hs *hs);
@@ -141,7 +144,8 @@ void tls_hs_abort(struct tls_hs *hs);
 int tls_hs_error(const struct tls_hs *hs);
 /* Why a failed handshake was refused, one word for operators' structured logs:
  * "certificate-revoked", "certificate-expired", "certificate-not-yet-valid",
- * "unknown-ca", "certificate-usage", "bad-certificate", "clock-unsynchronised", "no-certificate",
+ * "unknown-ca", "certificate-usage", "bad-certificate", "clock-unsynchronised", "not-registered",
+ * "no-certificate",
  * "protocol-version", "handshake-failure", "malformed", "peer-alert" or "handshake". */
 const char *tls_hs_refusal(const struct tls_hs *hs);
 

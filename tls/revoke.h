@@ -15,6 +15,10 @@ struct tls_revoke {
 	/* The certificate's identity (tls/identity.h, borrowed): true = refuse as revoked, as
 	 * for a serial. May be NULL: identities are never revoked then. */
 	bool (*is_revoked_id)(void *ctx, const char *name, size_t len);
+	/* The allowlist (tls.registry_mode = "allowlist"): whether a device identity is in the
+	 * registry; false refuses it with access_denied (tls_hs_refusal: "not-registered").
+	 * Service identities are never asked. NULL: every device identity may connect. */
+	bool (*is_listed_id)(void *ctx, const char *name, size_t len);
 	void *ctx; /* linked */
 };
 

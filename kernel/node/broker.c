@@ -14,6 +14,7 @@
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
+#include "lib/nameset.h"
 #include "tls/handshake.h"
 #include "tls/accel/accel.h"
 #include "urmqtt_config.h"
@@ -326,6 +327,70 @@ static size_t kb_console_read(struct node_broker *b, uint8_t which, const uint8_
 	return k > 0 ? MIN((size_t)k, cap - 1) : 0;
 }
 
+/* The registry's reads: "list" (or nothing) and "list after=NAME", one reply of names in
+ * byte order, and "has identity=NAME". The reply's length; *handled false for "add" and
+ * "remove", which change every core (kb_control). */
+struct kb_page {
+	char *out;
+	size_t cap, used;
+	uint32_t n;
+	bool full;
+	const char *last;
+	size_t last_len;
+};
+
+static void kb_page_name(void *ctx, const char *name, size_t len)
+{
+	struct kb_page *pg = ctx;
+	if (pg->full || pg->used + len + 1 >= pg->cap) {
+		pg->full = true;
+		return;
+	}
+	pg->out[pg->used++] = ' ';
+	memcpy(pg->out + pg->used, name, len);
+	pg->last = pg->out + pg->used;
+	pg->last_len = len;
+	pg->used += len;
+	pg->n++;
+}
+
+static size_t kb_registry_read(struct node_broker *b, const uint8_t *a, size_t n, char *reply, size_t cap)
+{
+	const struct nameset *set = node_allowlist_set(&b->allowed);
+	struct node_ctl op = { 0 };
+	bool serial;
+	int k;
+	while (n && (a[n - 1] == '\n' || a[n - 1] == '\r' || a[n - 1] == ' '))
+		n--;
+	if (n > 4 && memcmp(a, "has ", 4) == 0) {
+		const char *err = kb_target(a + 4, n - 4, false, &op, &serial);
+		k = err ? fmt_snprintf(reply, cap, "%s", err)
+			: fmt_snprintf(reply, cap, "registry: %.*s is %sin the registry", (int)op.len, (const char *)op.data,
+				       nameset_has(set, (const char *)op.data, op.len) ? "" : "NOT ");
+		return k > 0 ? MIN((size_t)k, cap - 1) : 0;
+	}
+	const uint8_t *after = NULL;
+	size_t after_len = 0;
+	if (n > 11 && memcmp(a, "list after=", 11) == 0) {
+		after = a + 11;
+		after_len = n - 11;
+	} else if (n && !kb_word(a, n, "list")) {
+		k = fmt_snprintf(reply, cap, "error: registry wants list, list after=NAME, has identity=NAME, "
+					     "add identity=NAME or remove identity=NAME");
+		return k > 0 ? MIN((size_t)k, cap - 1) : 0;
+	}
+	/* Room for the heading and the "more" line: names fill what is left. */
+	char names[MQTT_CONTROL_REPLY_MAX];
+	struct kb_page pg = { .out = names, .cap = MIN(cap, sizeof names) > 160 ? MIN(cap, sizeof names) - 160 : 1 };
+	uint32_t got = nameset_page(set, (const char *)after, after_len, 64, kb_page_name, &pg);
+	names[pg.used] = '\0';
+	bool more = pg.full || (got == 64 && pg.n == got);
+	k = fmt_snprintf(reply, cap, "registry: %u identities (allowlist mode); %u here%s:%s%s%.*s",
+			 (unsigned)nameset_count(set), (unsigned)pg.n, after ? " after the one named" : "", names,
+			 more ? "; more: list after=" : "", more ? (int)pg.last_len : 0, more && pg.last ? pg.last : "");
+	return k > 0 ? MIN((size_t)k, cap - 1) : 0;
+}
+
 static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint8_t *cmd, size_t cmd_len,
 			 const uint8_t *args, size_t args_len, char *reply, size_t cap)
 {
@@ -346,6 +411,23 @@ static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint
 	} else if (kb_word(cmd, cmd_len, "kick")) {
 		err = kb_target(args, args_len, false, &op, &serial);
 		op.kind = NODE_CTL_KICK_ID;
+	} else if (kb_word(cmd, cmd_len, "registry")) {
+		bool add = args_len > 4 && memcmp(args, "add ", 4) == 0;
+		bool rem = args_len > 7 && memcmp(args, "remove ", 7) == 0;
+		size_t n = 0;
+		if (!node_allowlist_on(&b->allowed))
+			n = (size_t)MAX(fmt_snprintf(reply, cap, "error: tls.registry_mode is open (every device with a valid "
+								  "certificate connects); the registry is allowlist mode's"),
+					0);
+		else if (!add && !rem)
+			n = kb_registry_read(b, args, args_len, reply, cap);
+		if (!node_allowlist_on(&b->allowed) || (!add && !rem)) {
+			LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: registry %.*s", who, (int)MIN(args_len, 48u),
+				   (const char *)args);
+			return MIN(n, cap - 1);
+		}
+		err = kb_target(args + (add ? 4 : 7), args_len - (add ? 4 : 7), false, &op, &serial);
+		op.kind = add ? NODE_CTL_ALLOW_ID : NODE_CTL_DISALLOW_ID;
 	} else if (kb_word(cmd, cmd_len, "loglevel") || kb_word(cmd, cmd_len, "stats") ||
 		   kb_word(cmd, cmd_len, "config")) {
 		size_t n = kb_console_read(b, cmd[0], args, args_len, reply, cap);
@@ -354,7 +436,7 @@ static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint
 		return n;
 	} else {
 		int n = fmt_snprintf(reply, cap, "error: unknown command '%.*s' (revoke, unrevoke, kick, loglevel, "
-						 "stats, config; planned: registry)",
+						 "stats, config, registry)",
 				     (int)MIN(cmd_len, 32u), (const char *)cmd);
 		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: unknown command '%.*s'", who, (int)MIN(cmd_len, 32u),
 			   (const char *)cmd);
@@ -368,17 +450,23 @@ static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint
 		memcpy(what, op.data, MIN((size_t)op.len, sizeof what - 1));
 		what[MIN((size_t)op.len, sizeof what - 1)] = '\0';
 	}
-	if (!err && !serial && id_len >= op.len && memcmp(id, op.data, op.len) == 0 &&
+	if (!err && !serial && op.kind != NODE_CTL_ALLOW_ID && id_len >= op.len && memcmp(id, op.data, op.len) == 0 &&
 	    (id_len == op.len || id[op.len] == '/'))
 		err = "error: a console cannot end its own connections";
 	if (!err && op.kind == NODE_CTL_UNREVOKE_SERIAL && node_revoked_in_image(op.data, op.len))
 		err = "error: the image itself revokes this serial (a new image lifts it)";
+	if (!err && op.kind == NODE_CTL_DISALLOW_ID && node_allowlist_in_image((const char *)op.data, op.len))
+		err = "error: the image itself lists this identity (tls.registry; a new image lifts it)";
+	bool listing = op.kind == NODE_CTL_ALLOW_ID || op.kind == NODE_CTL_DISALLOW_ID;
+	if (!err && op.kind == NODE_CTL_ALLOW_ID && nameset_count(node_allowlist_set(&b->allowed)) >= CONF_TLS_REGISTRY_MAX)
+		err = "error: the registry is full (tls.registry_max)";
 	if (!err && b->cfg.ctl_broadcast(&op) != 0)
 		err = "busy: the previous change is still reaching every core; send it again";
 	const char *kept = "";
 	if (!err && op.kind != NODE_CTL_KICK_ID) {
-		bool put = op.kind == NODE_CTL_REVOKE_SERIAL || op.kind == NODE_CTL_REVOKE_ID;
-		int se = dp_revocation_record(b->dp, put, !serial, op.data, op.len);
+		bool put = op.kind == NODE_CTL_REVOKE_SERIAL || op.kind == NODE_CTL_REVOKE_ID || op.kind == NODE_CTL_ALLOW_ID;
+		int se = listing ? dp_allowlist_record(b->dp, put, op.data, op.len)
+				 : dp_revocation_record(b->dp, put, !serial, op.data, op.len);
 		kept = se == 0		 ? " and stored"
 		       : se == -E_NOSYS ? " (in memory only: this machine has no storage)"
 					: " (in memory only: storage did not take it; send it again)";
@@ -386,16 +474,19 @@ static size_t kb_control(void *ctx, const uint8_t *id, size_t id_len, const uint
 			LOG_ERR("console", "console: %s: the %.*s of %s was not stored (%s): lost at a restart", who,
 				(int)MIN(cmd_len, 32u), (const char *)cmd, what, err_name(se));
 	}
+	const char *verb = op.kind == NODE_CTL_ALLOW_ID ? "registry add"
+			   : op.kind == NODE_CTL_DISALLOW_ID ? "registry remove" : (const char *)cmd;
+	size_t verb_len = listing ? strlen(verb) : MIN(cmd_len, 32u);
 	int n;
 	if (err) {
 		n = fmt_snprintf(reply, cap, "%s", err);
-		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %s refused: %s", who, (int)MIN(cmd_len, 32u),
-			   (const char *)cmd, what, err);
+		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %s refused: %s", who, (int)verb_len, verb,
+			   what, err);
 	} else {
-		n = fmt_snprintf(reply, cap, "ok: %.*s %s %s on %u cores%s", (int)cmd_len, (const char *)cmd,
+		n = fmt_snprintf(reply, cap, "ok: %.*s %s %s on %u cores%s", (int)verb_len, verb,
 				 serial ? "serial" : "identity", what, (unsigned)b->cfg.n_data_cores, kept);
-		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %s %s", who, (int)MIN(cmd_len, 32u),
-			   (const char *)cmd, serial ? "serial" : "identity", what);
+		LOG_FIELDS(LOG_LEVEL_WARN, "console", &f, "console: %s: %.*s %s %s", who, (int)verb_len, verb,
+			   serial ? "serial" : "identity", what);
 	}
 	return n > 0 ? MIN((size_t)n, cap - 1) : 0;
 }
@@ -425,6 +516,7 @@ static const char *const kb_ctl_name[] = {
 	[NODE_CTL_REVOKE_SERIAL] = "revoke serial", [NODE_CTL_UNREVOKE_SERIAL] = "unrevoke serial",
 	[NODE_CTL_REVOKE_ID] = "revoke identity",   [NODE_CTL_UNREVOKE_ID] = "unrevoke identity",
 	[NODE_CTL_KICK_ID] = "kick identity",  [NODE_CTL_CLOCK] = "clock state",
+	[NODE_CTL_ALLOW_ID] = "registry add",  [NODE_CTL_DISALLOW_ID] = "registry remove",
 };
 
 void node_broker_ctl_apply(struct node_broker *b, const struct node_ctl *op)
@@ -453,13 +545,22 @@ void node_broker_ctl_apply(struct node_broker *b, const struct node_ctl *op)
 	case NODE_CTL_CLOCK:
 		b->clock_trust = op->len ? op->data[0] : (uint8_t)NODE_CLOCK_TRUSTED;
 		return;
+	case NODE_CTL_ALLOW_ID:
+		err = node_allowlist_add(&b->allowed, name, op->len);
+		break;
+	case NODE_CTL_DISALLOW_ID:
+		err = node_allowlist_remove(&b->allowed, name, op->len);
+		closed = dp_kick_identity(b->dp, name, op->len);
+		break;
 	default:
 		return;
 	}
 	if (err && err != -E_EXIST && err != -E_NOENT)
-		LOG_ERR("console", "core %u: console's %s NOT applied (%s: the sets hold %u serials and %u identities)",
+		LOG_ERR("console", "core %u: console's %s NOT applied (%s: the sets hold %u serials and %u identities, "
+				   "the registry %u identities in %u KiB)",
 			(unsigned)b->cfg.core, kb_ctl_name[op->kind], err_name(err), (unsigned)NODE_MAX_REVOKED,
-			(unsigned)NODE_MAX_REVOKED_IDS);
+			(unsigned)NODE_MAX_REVOKED_IDS, (unsigned)CONF_TLS_REGISTRY_MAX,
+			(unsigned)CONF_TLS_REGISTRY_NAME_KB);
 	else if (closed)
 		LOG_INFO("console", "core %u: console's %s ended %u connection(s)", (unsigned)b->cfg.core,
 			 kb_ctl_name[op->kind], (unsigned)closed);
@@ -512,6 +613,21 @@ static void kb_revoked_add(void *ctx, bool identity, const uint8_t *id, size_t l
 			(unsigned)(identity ? NODE_MAX_REVOKED_IDS : NODE_MAX_REVOKED));
 }
 
+/* An identity of the allowlist storage restores: added to this core's set unless there
+ * already; one beyond the set's room is said loudly (that device is refused). */
+static void kb_allowed_add(void *ctx, const uint8_t *id, size_t len)
+{
+	struct node_broker *b = ctx;
+	int err = node_allowlist_add(&b->allowed, (const char *)id, len);
+	if (err == -E_NOSYS)
+		return; /* open mode: a registry kept from an allowlist configuration is not used */
+	if (err && err != -E_EXIST)
+		LOG_ERR("broker", "core %u: a stored allowlist identity could not join this core's registry (%s; "
+				  "tls.registry_max %u, tls.registry_name_kb %u): that device is refused",
+			(unsigned)b->cfg.core, err_name(err), (unsigned)CONF_TLS_REGISTRY_MAX,
+			(unsigned)CONF_TLS_REGISTRY_NAME_KB);
+}
+
 /* ---- init -------------------------------------------------------------------------------- */
 
 /* dp's lines, without a platform hook: the kernel log. */
@@ -537,6 +653,17 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 		LOG_ERR("broker", "embedded revocation list unusable (%s)", err_name(rc));
 		return rc;
 	}
+	if ((rc = node_allowlist_init(&b->allowed, CONF_TLS_REGISTRY_MODE == 1 || cfg->allowlist)) != 0) {
+		LOG_ERR("broker", "core %u: the allowlist (tls.registry_max %u, tls.registry_name_kb %u) cannot be made: %s",
+			(unsigned)cfg->core, (unsigned)CONF_TLS_REGISTRY_MAX, (unsigned)CONF_TLS_REGISTRY_NAME_KB,
+			err_name(rc));
+		return rc;
+	}
+	b->revoked.allowed = node_allowlist_set(&b->allowed);
+	if (b->revoked.allowed && cfg->core == 0)
+		LOG_INFO("broker", "allowlist mode: %u device identities from the image (room for %u per core, %lu KiB each)",
+			 (unsigned)nameset_count(b->revoked.allowed), (unsigned)CONF_TLS_REGISTRY_MAX,
+			 (unsigned long)(b->allowed.mem_len >> 10));
 
 	struct tls_hs_config hc;
 	dp_hs_config_from_conf(&hc);
@@ -597,6 +724,7 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 		g.store.link.ctx = cfg->store_ctx;
 		g.store.link.payload_max = cfg->store_payload_max;
 		g.store.revoked = kb_revoked_add;
+		g.store.allowed = kb_allowed_add;
 		g.store.revoked_ctx = b;
 	}
 	size_t need = dp_mem_size(&g);
@@ -647,6 +775,8 @@ void node_broker_fini(struct node_broker *b)
 		node_port_region_free(b->mem, b->mem_len);
 		b->mem = NULL;
 	}
+	b->revoked.allowed = NULL;
+	node_allowlist_fini(&b->allowed);
 	if (b->cfg.core < NODE_MAX_CORES && kb_cores[b->cfg.core] == b)
 		kb_cores[b->cfg.core] = NULL;
 }

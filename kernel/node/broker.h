@@ -43,6 +43,7 @@
 #include "dp/dp.h"
 #include "kernel/knet.h"
 #include "kernel/node/opsd.h"
+#include "kernel/node/allowlist.h"
 #include "kernel/node/revoked.h"
 #include "lib/compiler.h"
 
@@ -57,6 +58,8 @@ enum node_ctl_kind {
 	NODE_CTL_UNREVOKE_ID,
 	NODE_CTL_KICK_ID,
 	NODE_CTL_CLOCK,           /* data[0]: enum node_clock_trust (kernel/node/opsd's SNTP state) */
+	NODE_CTL_ALLOW_ID,        /* allowlist: an identity added */
+	NODE_CTL_DISALLOW_ID,     /* allowlist: an identity removed (its connections end) */
 };
 enum node_clock_trust {
 	NODE_CLOCK_TRUSTED = 0,  /* no SNTP servers (the RTC is the reference), or their time followed */
@@ -76,6 +79,7 @@ struct node_broker_config {
 	bool no_telemetry_log;    /* keep no telemetry (tests and benchmarks) */
 	bool client_id_override;  /* mqtt.client_id_policy "override" whatever the configuration
 				   * says (development knob and the hosted tests) */
+	bool allowlist;           /* tls.registry_mode "allowlist" whatever the configuration */
 	/* dp's lines (refusals, closes); NULL: the kernel log as "broker: core N: ..." */
 	void (*log)(void *ctx, const char *line, const struct log_fields *f);
 	void *log_ctx;
@@ -126,6 +130,7 @@ struct node_broker {
 	uint64_t next_report_ms;
 	struct dp_footprint fp;       /* what this core's tables cost (dp_footprint) */
 	struct node_revoked revoked;  /* the image's serials, then storage's */
+	struct node_allowlist allowed; /* allowlist mode's registry (empty in open mode) */
 	uint8_t clock_trust;          /* this core's view of the wall clock: enum node_clock_trust */
 	uint64_t clock_warned_ms;     /* the last "unsynchronised clock" warning */
 };

@@ -3,13 +3,13 @@
 # platform port (kernel/node/port.h; the image's in arch/<arch>/node_port.c, the hosted
 # broker's in hosted/node_port.c). broker.c: one core's data plane (dp/ on TCP, TLS 1.3
 # with client certificates, an MQTT shard) with its accounted heap and memory line;
-# revoked.c: the image's revoked serials; tls_port.c: the TLS hooks on the port; node.c: the
+# revoked.c: the image's revoked serials; allowlist.c: the registry of allowlist mode; tls_port.c: the TLS hooks on the port; node.c: the
 # multicore node (stacks, mesh, steering, storage links), devices.c (virtio over PCI),
 # disks.c (disk resizes) and tls_selftest.c (the boot self-test of the TLS stack), the
 # image's only. Linked into the image and the hosted broker (they need the embedded
 # certificates and a port), so not into the portable library. Host tools and micro-benchmarks take the hosted port's hooks from
 # NODE_HOST_PORT_SRCS instead of writing their own.
-NODE_SRCS := kernel/node/broker.c kernel/node/revoked.c kernel/node/tls_port.c
+NODE_SRCS := kernel/node/broker.c kernel/node/revoked.c kernel/node/allowlist.c kernel/node/tls_port.c
 NODE_HOST_PORT_SRCS := hosted/node_port.c kernel/node/tls_port.c
 NODE_IMAGE_SRCS := $(NODE_SRCS) kernel/node/node.c kernel/node/opsd.c kernel/node/disks.c kernel/node/tls_selftest.c \
 	kernel/node/devices.c kernel/node/port_kernel.c

@@ -702,6 +702,10 @@ void node_init(const struct node_config *cfg)
 	uint32_t override = 0;
 	(void)node_knob_u32(cfg->cmdline, cfg->cmdline_len, "client_id_override", 0u, 1u, &override);
 	bc.client_id_override = override == 1;
+	/* Development builds: "registry_allowlist=1" as tls.registry_mode = "allowlist". */
+	uint32_t allowlist = 0;
+	(void)node_knob_u32(cfg->cmdline, cfg->cmdline_len, "registry_allowlist", 0u, 1u, &allowlist);
+	bc.allowlist = allowlist == 1;
 	struct knet_config kc = {
 		.nic = cfg->nic,
 		.pair = 0,

@@ -7,6 +7,7 @@
 
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "lib/nameset.h"
 #include "urmqtt_certs.h"
 
 int node_revoked_image(struct node_revoked *r)
@@ -44,9 +45,16 @@ static bool revoked_id(void *ctx, const char *name, size_t len)
 	return node_revoked_id(ctx, name, len);
 }
 
+static bool listed_id(void *ctx, const char *name, size_t len)
+{
+	const struct node_revoked *r = ctx;
+	return nameset_has(r->allowed, name, len);
+}
+
 struct tls_revoke node_revoked_hooks(struct node_revoked *r)
 {
-	return (struct tls_revoke){ .is_revoked = revoked_serial, .is_revoked_id = revoked_id, .ctx = r };
+	return (struct tls_revoke){ .is_revoked = revoked_serial, .is_revoked_id = revoked_id,
+				    .is_listed_id = r->allowed ? listed_id : NULL, .ctx = r };
 }
 
 static int find_id(const struct node_revoked *r, const char *name, size_t len)

@@ -13,6 +13,8 @@
 #include "tls/identity.h"
 #include "tls/revoke.h"
 
+struct nameset;
+
 #define NODE_MAX_REVOKED 64u     /* serials one set holds: the image's, storage's, the console's */
 #define NODE_MAX_REVOKED_IDS 64u /* identities revoked at run time */
 
@@ -23,6 +25,9 @@ struct node_revoked {
 	uint32_t n_ids;
 	uint8_t id_len[NODE_MAX_REVOKED_IDS];
 	char ids[NODE_MAX_REVOKED_IDS][TLS_IDENTITY_CAP];
+	/* The allowlist (kernel/node/allowlist.h), linked by the broker after
+	 * node_revoked_image; NULL: open registry. */
+	const struct nameset *allowed;
 };
 
 /* r emptied, then the image's serials added. 0, or tls_revoke_set_add_hex's error (a
@@ -30,7 +35,7 @@ struct node_revoked {
 MUST_CHECK int node_revoked_image(struct node_revoked *r);
 /* Whether the image's own list revokes this serial (DER bytes, borrowed). */
 bool node_revoked_in_image(const uint8_t *serial, size_t len);
-/* The handshake's revocation hooks over r (linked). */
+/* The handshake's revocation hooks over r (linked), with the allowlist when r->allowed. */
 struct tls_revoke node_revoked_hooks(struct node_revoked *r);
 /* An identity (1..TLS_IDENTITY_CAP bytes, borrowed). Add: 0, -E_EXIST, -E_RANGE, -E_NOMEM
  * (full); remove: 0 or -E_NOENT. */

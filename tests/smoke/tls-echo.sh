@@ -108,16 +108,24 @@ PORT_ENVS=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 "$TOOL" --port "$PORT_ENVS" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" --envs 2 \
 	--timeout-ms 1500 >"$W/server-envs.log" 2>&1 &
 SRV_ENVS=$!
+# The allowlist server: only dev-42 is listed (services are never asked); the list is
+# emptied as connection 4's handshake ends, before tls_hs_finish (a removal arriving
+# mid-handshake).
+PORT_ALLOW=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$TOOL" --port "$PORT_ALLOW" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" --allow dev-42 \
+	--service-prefix urn:urmqtt:svc: --unlist-at-finish 4 --tickets 0 --timeout-ms 1500 >"$W/server-allow.log" 2>&1 &
+SRV_ALLOW=$!
 PORT_OWN=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$TOOL" --port "$PORT_OWN" --ca "$W/ca.pem" --cert "$W/srv.pem" --key "$W/srv.key" --envs 2 --own-secrets \
 	--timeout-ms 1500 >"$W/server-own.log" 2>&1 &
 SRV_OWN=$!
-trap 'kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN 2>/dev/null; wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN 2>/dev/null' EXIT
+trap 'kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN $SRV_ALLOW 2>/dev/null; wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN $SRV_ALLOW 2>/dev/null' EXIT
 for _ in $(seq 50); do
 	grep -q listening "$W/server.log" 2>/dev/null && grep -q listening "$W/server-rsa.log" 2>/dev/null &&
 		grep -q listening "$W/server-rsa2.log" 2>/dev/null &&
 		grep -q listening "$W/server-rev.log" 2>/dev/null && grep -q listening "$W/server-envs.log" 2>/dev/null &&
-		grep -q listening "$W/server-own.log" 2>/dev/null && break
+		grep -q listening "$W/server-own.log" 2>/dev/null &&
+		grep -q listening "$W/server-allow.log" 2>/dev/null && break
 	sleep 0.1
 done
 
@@ -171,6 +179,25 @@ sclient_refused tls12-only "protocol version" -tls1_2 -cert "$W/dev.pem" -key "$
 sclient_refused revoked "certificate revoked" -tls1_3 -cert "$W/revoked.pem" -key "$W/revoked.key"
 sclient_refused bad-identity "access denied" -tls1_3 -cert "$W/badid.pem" -key "$W/badid.key"
 sclient_refused expired "certificate expired" -tls1_3 -cert "$W/expired.pem" -key "$W/expired.key"
+
+# Allowlist mode (the broker's tls.registry_mode = "allowlist"), connections 1..4 of its
+# server in this order: dev-42 listed; dev-44 not (access_denied, reason not-registered); a
+# service, never asked; dev-42 again while the list is emptied between its handshake's end and
+# tls_hs_finish: refused there with access_denied.
+PORT=$PORT_ALLOW sclient_echo allow-listed
+PORT=$PORT_ALLOW sclient_refused allow-unlisted "access denied" -tls1_3 -cert "$W/revoked.pem" -key "$W/revoked.key"
+name=allow-service
+tok="tok-$name-$RANDOM"
+(echo "$tok"; sleep 1) | timeout 10 openssl s_client -tls1_3 -connect "127.0.0.1:$PORT_ALLOW" -CAfile "$W/ca.pem" \
+	-cert "$W/svc.pem" -key "$W/svc.key" -quiet -no_ign_eof >"$W/$name.out" 2>&1
+grep -q "^$tok\$" "$W/$name.out"
+result $name $? "$W/$name.out"
+PORT=$PORT_ALLOW sclient_refused allow-removed-mid-handshake "access denied" -tls1_3 -cert "$W/dev.pem" -key "$W/dev.key"
+name=allow-refusal-reasons
+grep -q "^conn 2: handshake failed: " "$W/server-allow.log" &&
+	grep -q "^tls-echo: allowlist emptied before conn 4 finished" "$W/server-allow.log" &&
+	grep -q "^conn 4: identity refused: not-registered" "$W/server-allow.log"
+result $name $? "$W/server-allow.log"
 sclient_refused wrong-key-usage "unsupported certificate" -tls1_3 -cert "$W/serveronly.pem" -key "$W/serveronly.key"
 
 # ---- RSA certificates -------------------------------------------------------------
@@ -530,8 +557,8 @@ base=$(grep -o 'live=[0-9]*' "$W/server-rsa.log" | head -1)
 	! grep 'in_flight=' "$W/server-rsa.log" | grep -qv 'in_flight=0$'
 result $name $? "$W/server-rsa.log"
 
-kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN 2>/dev/null
-wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN 2>/dev/null
+kill $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN $SRV_ALLOW 2>/dev/null
+wait $SRV $SRV_RSA $SRV_RSA2 $SRV_REV $SRV_ENVS $SRV_OWN $SRV_ALLOW 2>/dev/null
 if grep -q "ERROR: AddressSanitizer\|runtime error" "$W/server.log" "$W/server-rsa.log" "$W/server-rsa2.log" "$W/server-rev.log" \
 	"$W/server-envs.log" "$W/server-own.log"; then
 	result sanitizers 1 "$W/server.log"

@@ -37,6 +37,13 @@
 #                               booted again on the disk both are refused with
 #                               certificate_revoked (dev-9 connects); the image's own
 #                               revoked-1 cannot be unrevoked
+#   x86_64-ops/allowlist        the same machine, a blank disk, registry_allowlist=1: dev-1 is
+#                               refused with access_denied (reason not-registered) until ops
+#                               adds it (registry add); registry list and has answer; dev-2,
+#                               connected, is removed: its connection ends within 1 s and
+#                               reconnecting gets access_denied
+#   x86_64-ops/allowlist-after-reboot  QEMU killed and booted again on that disk: dev-1 still
+#                               connects, dev-2 and dev-3 are still refused
 #   x86_64-ops/storage-figures  on that machine (ops_interval_s=1) the storage core's figures
 #                               reach core 0: $SYS/urmqtt/storage/commits > 0 and a health
 #   x86_64-ops/unsynced-refused with unsynced_certs=refuse, once no agreed time is followed
@@ -263,13 +270,13 @@ qpid=""
 # and dev-9 still connects; the image's own revoked-1 cannot be unrevoked.
 disk=$tmp/data.img
 truncate -s 128M "$disk"
-store_boot() { # N
+store_boot() { # N [APPEND]
 	plog=$logs/guest-store-$1.log
 	: >"$plog"
 	"${machine[@]}" -m 256M -smp 3 -display none -no-reboot -nodefaults \
 		-serial stdio -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:8883" \
 		-device virtio-net-pci,netdev=n0,romfile= -drive "file=$disk,if=none,id=d0,format=raw" \
-		-device virtio-blk-pci,drive=d0 -kernel "$img" -append "ops_interval_s=1" </dev/null >"$plog" 2>&1 &
+		-device virtio-blk-pci,drive=d0 -kernel "$img" -append "ops_interval_s=1${2:+ $2}" </dev/null >"$plog" 2>&1 &
 	qpid=$!
 	local i
 	for ((i = 0; i < 600; i++)); do
@@ -312,6 +319,56 @@ else
 			pass revoked-after-reboot "after the reboot: dev-7 (identity) ${a7#refused }; dev-8 (serial) ${a8#refused }; dev-9 connack 0"
 		else
 			fail revoked-after-reboot "replies '${r7#reply }' / '${r8#reply }' / '${rimg#reply }'; after the reboot dev-7 '$a7', dev-8 '$a8', dev-9 '$c9'"
+		fi
+	fi
+	store_kill
+fi
+
+# ---- allowlist: the same machine on a blank disk with registry_allowlist=1 (as
+# tls.registry_mode = "allowlist"): dev-1 is refused with access_denied until ops adds it;
+# ops adds dev-1 and dev-2, lists the registry, removes dev-2 while it is connected (its
+# connection ends within 1 s, reconnecting gets access_denied); after QEMU is killed and
+# booted again on the disk, dev-1 still connects and dev-2 and dev-3 are still refused.
+truncate -s 0 "$disk" && truncate -s 128M "$disk"
+if ! store_boot allow-1 registry_allowlist=1; then
+	fail allowlist "no broker with storage within 120 s (first boot)"
+else
+	u1=$(client refuse unregistered dev-1)
+	ra1=$(client console ops registry "add identity=dev-1")
+	ra2=$(client console ops registry "add identity=dev-2")
+	c1=$(client connack dev-1 dev-1)
+	rl=$(client console ops registry list)
+	rh=$(client console ops registry "has identity=dev-3")
+	out=$tmp/hold-allow-dev-2
+	hold_bg dev-2 "$out"
+	for ((i = 0; i < 100; i++)); do grep -q held "$out" 2>/dev/null && break; sleep 0.2; done
+	rr=$(client console ops registry "remove identity=dev-2")
+	for ((i = 0; i < 50; i++)); do grep -q "^closed\|^open" "$out" && break; sleep 0.2; done
+	t_closed=$(awk '/^closed/ {print $2}' "$out")
+	ms=$(awk -v a="$(awk '{print $2}' <<<"$rr")" -v b="${t_closed:-0}" 'BEGIN {printf "%d", (b - a) * 1000}')
+	u2=$(client refuse unregistered dev-2)
+	if [[ $u1 == "refused alert access_denied"* && $ra1 == *"ok: registry add identity dev-1 on 2 cores and stored"* &&
+		$ra2 == *"ok: registry add identity dev-2 on 2 cores and stored"* && $c1 == "connack 0" &&
+		$rl == *"registry: 2 identities (allowlist mode); 2 here: dev-1 dev-2"* &&
+		$rh == *"registry: dev-3 is NOT in the registry"* &&
+		$rr == *"ok: registry remove identity dev-2 on 2 cores and stored"* && -n $t_closed && $ms -le 1000 &&
+		$u2 == "refused alert access_denied"* ]] && glog_store_refusal=$(tr -d '\r' <"$plog" | grep -a "handshake refused: not-registered" | head -n 1) &&
+		[ -n "$glog_store_refusal" ]; then
+		pass allowlist "dev-1 ${u1#refused } until added, then connack 0; list '${rl#reply * }'; dev-2 removed: its connection ended ${ms} ms after the reply, reconnecting ${u2#refused }"
+	else
+		fail allowlist "dev-1 before '$u1', adds '${ra1#reply }' / '${ra2#reply }', dev-1 after '$c1', list '$rl', has '$rh', remove '${rr#reply }' (closed ${t_closed:-never}, ${ms} ms), dev-2 after '$u2'"
+	fi
+	store_kill
+	if ! store_boot allow-2 registry_allowlist=1; then
+		fail allowlist-after-reboot "no broker with storage within 120 s (second boot)"
+	else
+		c1=$(client connack dev-1 dev-1)
+		u2=$(client refuse unregistered dev-2)
+		u3=$(client refuse unregistered dev-3)
+		if [ "$c1" = "connack 0" ] && [[ $u2 == "refused alert access_denied"* && $u3 == "refused alert access_denied"* ]]; then
+			pass allowlist-after-reboot "after the reboot: dev-1 connack 0 (restored), dev-2 ${u2#refused }, dev-3 ${u3#refused }"
+		else
+			fail allowlist-after-reboot "after the reboot: dev-1 '$c1', dev-2 '$u2', dev-3 '$u3'"
 		fi
 	fi
 	store_kill

@@ -152,7 +152,7 @@ static int one_handshake(SSL_CTX *cctx, struct tls_hs_env *env, struct tls_rec_e
 		t0 = cpu_s();
 		done = tls_hs_input(hs, buf, (size_t)n, &used);
 		if (done == 1) {
-			int f = tls_hs_finish(hs, &rec, &id);
+			int f = tls_hs_finish(hs, &rec, &id, NULL);
 			hs = NULL;
 			srv += cpu_s() - t0;
 			if (f)

@@ -17,7 +17,7 @@
 
 /* Capacities of one parsed document. The schema has fewer keys (checked statically in
  * schema.c); stores hold every string and list item of one file, defaults included. */
-#define CONF_MAX_KEYS 128
+#define CONF_MAX_KEYS 160
 #define CONF_STORE_BYTES 16384
 #define CONF_MAX_ITEMS 256
 #define CONF_ITEM_MAX_LEN 255 /* longest string, list item or enum value */

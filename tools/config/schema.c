@@ -21,6 +21,7 @@ static const char *const queue_policy_vals[] = { "drop_oldest", "refuse_newest",
 static const char *const rate_policy_vals[] = { "drop", "disconnect", NULL };
 static const char *const client_id_policy_vals[] = { "require", "override", NULL };
 static const char *const unsynced_vals[] = { "accept", "refuse", NULL };
+static const char *const registry_mode_vals[] = { "open", "allowlist", NULL };
 static const char *const no_items[] = { NULL };
 static const char *const svc_sub_def[] = { "devices/+/telemetry/#", "devices/+/status", NULL };
 static const char *const svc_pub_def[] = { "devices/+/cmd/#", NULL };
@@ -177,6 +178,14 @@ const struct conf_key conf_schema[] = {
 	  .doc = "Handshake steps (each one public-key operation or two) run per loop pass; established traffic is served in between." },
 	{ KEY("tls", "key_cache_entries", "CONF_TLS_KEY_CACHE_ENTRIES"), INT(128, 0, 65536, U_N),
 	  .doc = "Per-core cache of expanded record keys for busy connections, 88 B each (0: derive per record)." },
+	{ KEY("tls", "registry_mode", "CONF_TLS_REGISTRY_MODE"), ENUM(registry_mode_vals, 0),
+	  .doc = "open: every device with a valid certificate may connect; allowlist: only device identities in the registry (tls.registry, and those the console adds, kept in the database), others are refused with access_denied. Service identities are never asked." },
+	{ KEY("tls", "registry", "CONF_TLS_REGISTRY"), LIST(no_items, 64, CONF_CK_PRINTABLE),
+	  .doc = "Device identities in the registry from the image itself (allowlist mode); the console adds the rest at run time. The console cannot remove these." },
+	{ KEY("tls", "registry_max", "CONF_TLS_REGISTRY_MAX"), INT(1024, 1, 4194304, U_N),
+	  .doc = "Most identities the registry holds (allowlist mode); every data core keeps its own copy: 8 B per identity for the index (at 3/4 load) plus the names (tls.registry_name_kb)." },
+	{ KEY("tls", "registry_name_kb", "CONF_TLS_REGISTRY_NAME_KB"), INT(64, 1, 1048576, CONF_U_KIB),
+	  .doc = "Bytes for the registry's names per data core (one length byte plus the identity each; allowlist mode)." },
 
 	/* [mqtt] */
 	{ KEY("mqtt", "max_packet_bytes", "CONF_MQTT_MAX_PACKET_BYTES"),

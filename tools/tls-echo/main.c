@@ -14,13 +14,16 @@
  *                 [--id cn|uri] [--service-prefix P] [--revoked HEXSERIAL]...
  *                 [--max-plaintext N] [--tickets N] [--max-conns N] [--timeout-ms N] [--rsa]
  *                 [--revoke-after N HEXSERIAL] [--clock-skew-s N] [--max-hello N] [--max-chain N]
- *                 [--envs 2 [--own-secrets]]
+ *                 [--envs 2 [--own-secrets]] [--allow NAME]... [--unlist-at-finish N]
  * --envs 2 serves connection N with handshake env N % 2, as two cores of the broker would:
  * both derive their ticket keys from one secret (the broker's one key set for every core),
  * or each from its own with --own-secrets (a resumption then becomes a full handshake).
  * --rsa allows RSA certificates (the broker's tls.rsa_allowed, CONF_TLS_RSA_ALLOWED).
  * --revoke-after revokes a serial once connection N is done (a revocation arriving while
  * a device holds a resumption ticket: the tests resume with it and must be refused).
+ * --allow turns the allowlist on (tls.registry_mode = "allowlist") with these device
+ * identities; --unlist-at-finish empties it once connection N's handshake is done and before
+ * tls_hs_finish (a removal arriving mid-handshake: the finish must still refuse it).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,6 +47,21 @@
 
 #define MAX_REVOKED 8
 #define IO_BUF 20000
+
+/* The allowlist (--allow), read by the handshakes of the one serving thread. */
+#define MAX_ALLOWED 8
+static const char *allowed[MAX_ALLOWED];
+static size_t n_allowed;
+static unsigned long unlist_at_finish; /* 0: never */
+
+static bool echo_listed(void *ctx, const char *name, size_t len)
+{
+	(void)ctx;
+	for (size_t i = 0; i < n_allowed; i++)
+		if (strlen(allowed[i]) == len && memcmp(allowed[i], name, len) == 0)
+			return true;
+	return false;
+}
 
 static uint8_t *read_file(const char *path, size_t *len)
 {
@@ -172,10 +190,15 @@ static void serve(struct tls_hs_env *env, struct tls_rec_env *renv, int fd, unsi
 			}
 			if (rc == 0)
 				continue;
-			rc = tls_hs_finish(hs, &c.rec, &ident);
+			if (unlist_at_finish && id_no == unlist_at_finish) {
+				n_allowed = 0;
+				fprintf(stderr, "tls-echo: allowlist emptied before conn %lu finished\n", id_no);
+			}
+			const char *why = NULL;
+			rc = tls_hs_finish(hs, &c.rec, &ident, &why);
 			hs = NULL;
 			if (rc) {
-				fprintf(stderr, "conn %lu: identity refused: %s\n", id_no, err_name(rc));
+				fprintf(stderr, "conn %lu: identity refused: %s (%s)\n", id_no, why, err_name(rc));
 				flush(&c);
 				tls_rec_close(renv, &c.rec);
 				break;
@@ -313,6 +336,11 @@ int main(int argc, char **argv)
 			revoked[rlist.n].serial = revoked_bytes[rlist.n];
 			revoked[rlist.n].len = (uint8_t)n;
 			rlist.n++;
+		} else if (!strcmp(a, "--allow") && n_allowed < MAX_ALLOWED) {
+			allowed[n_allowed++] = v;
+			cfg.revoke.is_listed_id = echo_listed;
+		} else if (!strcmp(a, "--unlist-at-finish")) {
+			unlist_at_finish = strtoul(v, NULL, 10);
 		} else if (!strcmp(a, "--revoke-after") && i + 1 < argc) {
 			revoke_after = strtoul(v, NULL, 10);
 			revoke_later = argv[++i];

@@ -103,7 +103,8 @@ elif mode == "refuse":  # CASE [CERT KEY CA]: a connection the broker must refus
     # "error WHAT" and exit status 1.
     case = args[0]
     want = {"other-ca": "unknown_ca", "revoked": "certificate_revoked", "tls12": "protocol_version",
-            "unsynced": "access_denied"}  # unsynced: dev-1 while the broker distrusts its clock
+            "unsynced": "access_denied",  # unsynced: dev-1 while the broker distrusts its clock
+            "unregistered": "access_denied"}  # unregistered NAME: a device not in the allowlist
     t0 = time.monotonic()
 
     def took():
@@ -157,9 +158,11 @@ elif mode == "refuse":  # CASE [CERT KEY CA]: a connection the broker must refus
         sys.exit(2)
     if case == "other-ca" and len(args) < 4:
         done(False, "usage: refuse other-ca CERT KEY CA")
-    # revoked [NAME]: revoked-1 (in the image's list) or a device revoked at run time
-    rname = args[1] if case == "revoked" and len(args) > 1 else "revoked-1"
-    files = args[1:4] if case == "other-ca" else list(crt(rname if case == "revoked" else "dev-1"))
+    # revoked [NAME]: revoked-1 (in the image's list) or a device revoked at run time;
+    # unregistered NAME: that device
+    named = case in ("revoked", "unregistered")
+    rname = args[1] if named and len(args) > 1 else "revoked-1" if case == "revoked" else "dev-1"
+    files = args[1:4] if case == "other-ca" else list(crt(rname if named else "dev-1"))
     for f in files + ([] if case == "other-ca" else [certs + "/ca.crt"]):
         if not os.path.isfile(f):
             done(False, "client setup: missing file %s" % f)
@@ -179,7 +182,7 @@ elif mode == "refuse":  # CASE [CERT KEY CA]: a connection the broker must refus
             d = s.recv(4096)
         except (socket.timeout, TimeoutError):
             stage = "read after CONNECT"
-            s.sendall(connect_pkt("dev-1" if case != "revoked" else rname))
+            s.sendall(connect_pkt(rname if named else "dev-1"))
             s.settimeout(left())
             d = s.recv(4096)
         if not d:

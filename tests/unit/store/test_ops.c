@@ -25,6 +25,9 @@ static struct store_rec valid(uint8_t kind)
 	case STORE_REC_REVOKED:
 	case STORE_REC_REV_PUT:
 	case STORE_REC_REV_DEL:
+	case STORE_REC_ALLOW_PUT:
+	case STORE_REC_ALLOW_DEL:
+	case STORE_REC_ALLOWED:
 		r.id = ID;
 		r.id_len = 5;
 		break;
