@@ -496,11 +496,10 @@ static int mq_interest_sync(void *ctx, uint32_t ticket)
 	return dp_shard_interest_sync(dp->shard, ticket);
 }
 
-static uint32_t mq_fanout(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-			  size_t plen, uint8_t qos, bool retain, uint32_t ticket)
+static uint32_t mq_fanout(void *ctx, const struct mqtt_message *m, uint32_t ticket)
 {
 	struct dp *dp = ctx;
-	return dp->shard ? dp_shard_fanout(dp->shard, topic, tlen, payload, plen, qos, retain, ticket) : 0;
+	return dp->shard ? dp_shard_fanout(dp->shard, m, ticket) : 0;
 }
 
 /* The shard's ticket hooks: a routed message recorded here is answered by storage; an

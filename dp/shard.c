@@ -49,7 +49,10 @@
 #define SH_NIL UINT32_MAX
 #define SH_ENT_HDR MSGQ_HDR   /* backlog entry header */
 #define SH_CONN_HDR 8u        /* conn u32, gen u32 */
-#define SH_FAN_HDR 12u        /* total u32, tlen u16, qos u8, retain u8, ticket u32 */
+/* total u32, tlen u16, qos u8, retain u8, ticket u32, props_len u16, expiry_s u32; then
+ * total bytes: the topic, the MQTT 5.0 properties, the payload */
+#define SH_FAN_HDR 18u
+#define SH_FAN_META 16u       /* a message in assembly: the header's fields after total */
 #define SH_DONE_ENT 8u        /* DONE: ticket u32, ok u32 */
 #define SH_MAX_CORES 256u
 #define SH_ID_MAX 1024u
@@ -99,7 +102,7 @@ struct dp_shard {
 	uint32_t lost_head, n_lost;
 	uint8_t *asm_buf;           /* [n_cores][max_packet] */
 	uint32_t *asm_len, *asm_total;
-	uint8_t *asm_meta;          /* [n_cores][8]: tlen lo, tlen hi, qos, retain, ticket */
+	uint8_t *asm_meta;          /* [n_cores][SH_FAN_META]: the header from tlen on */
 	uint8_t *scratch;           /* one message being assembled: payload_max bytes */
 	uint16_t *icnt;             /* [interest_slots] invariant 8 */
 	uint8_t *ibits;             /* [n_cores][interest_slots / 8] */
@@ -145,7 +148,7 @@ size_t dp_shard_mem_size(const struct dp_shard_config *c)
 	       align8(n * (size_t)c->max_done * sizeof(uint64_t)) +
 	       align8(c->max_proxies * sizeof(struct sh_proxy)) +
 	       align8((size_t)pow2_at_least(2ull * c->max_proxies) * sizeof(uint32_t)) +
-	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * 8u) +
+	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * SH_FAN_META) +
 	       align8(c->payload_max) + align8((size_t)c->max_lost_owed * sizeof(struct sh_lost)) +
 	       align8((size_t)c->interest_slots * sizeof(uint16_t)) + align8(n * (c->interest_slots / 8u)) +
 	       align8(n);
@@ -197,7 +200,7 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	sh->asm_total = (uint32_t *)(void *)p;
 	p += align8(n * sizeof(uint32_t));
 	sh->asm_meta = p;
-	p += align8(n * 8u);
+	p += align8(n * SH_FAN_META);
 	sh->scratch = p;
 	p += align8(cfg->payload_max);
 	sh->lost = (struct sh_lost *)(void *)p;
@@ -699,32 +702,49 @@ bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen
 	return true;
 }
 
-static int fanout_one(struct dp_shard *sh, uint32_t dst, const uint8_t *topic, size_t tlen,
-		      const uint8_t *payload, size_t plen, uint8_t qos, bool retain, uint32_t ticket)
+/* The message's body as fanout parts carry it: topic, properties, payload. */
+struct fan_body {
+	const uint8_t *seg[3];
+	size_t len[3];
+};
+
+/* Copy n bytes of the body from offset off into w. */
+static void body_copy(const struct fan_body *b, size_t off, uint8_t *w, size_t n)
 {
-	size_t total = tlen + plen, done = 0;
+	for (uint32_t i = 0; i < 3 && n; i++) {
+		if (off >= b->len[i]) {
+			off -= b->len[i];
+			continue;
+		}
+		size_t t = MIN(n, b->len[i] - off);
+		memcpy(w, b->seg[i] + off, t);
+		w += t;
+		n -= t;
+		off = 0;
+	}
+}
+
+static int fanout_one(struct dp_shard *sh, uint32_t dst, const struct mqtt_message *m, uint32_t ticket)
+{
+	const struct fan_body body = { { m->topic, m->props, m->payload },
+				       { m->topic_len, m->props_len, m->payload_len } };
+	size_t total = m->topic_len + m->props_len + m->payload_len, done = 0;
 	bool first = true;
 	while (first || done < total) {
 		uint8_t *w = sh->scratch;
 		uint32_t hdr = 0;
 		if (first) {
 			st_le32(w, (uint32_t)total);
-			st_le16(w + 4, (uint16_t)tlen);
-			w[6] = qos;
-			w[7] = retain ? 1u : 0u;
+			st_le16(w + 4, (uint16_t)m->topic_len);
+			w[6] = m->qos;
+			w[7] = m->retain ? 1u : 0u;
 			st_le32(w + 8, ticket);
+			st_le16(w + 12, (uint16_t)m->props_len);
+			st_le32(w + 14, m->expiry_s);
 			hdr = SH_FAN_HDR;
 		}
 		uint32_t take = (uint32_t)MIN(total - done, (size_t)(sh->cfg.payload_max - hdr));
-		/* the part's bytes: the tail of the topic, then the payload */
-		uint32_t off = 0;
-		if (done < tlen) {
-			uint32_t t = (uint32_t)MIN((size_t)take, tlen - done);
-			memcpy(w + hdr, topic + done, t);
-			off = t;
-		}
-		if (off < take)
-			memcpy(w + hdr + off, payload + (done + off - tlen), take - off);
+		body_copy(&body, done, w + hdr, take);
 		int rc = emit(sh, dst, first ? DP_SHARD_FANOUT_HEAD : DP_SHARD_FANOUT_MORE, hdr + take);
 		if (rc)
 			return rc;
@@ -734,11 +754,14 @@ static int fanout_one(struct dp_shard *sh, uint32_t dst, const uint8_t *topic, s
 	return 0;
 }
 
-uint32_t dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-			 size_t plen, uint8_t qos, bool retain, uint32_t ticket)
+uint32_t dp_shard_fanout(struct dp_shard *sh, const struct mqtt_message *m, uint32_t ticket)
 {
 	uint32_t answering = 0;
-	if (tlen > UINT16_MAX || tlen + plen > sh->cfg.max_packet) {
+	const uint8_t *topic = m->topic;
+	size_t tlen = m->topic_len;
+	bool retain = m->retain;
+	if (tlen > UINT16_MAX || m->props_len > MQTT_PROPS_MAX ||
+	    tlen + m->props_len + m->payload_len > sh->cfg.max_packet) {
 		sh->st.fanout_refused++;
 		return 0;
 	}
@@ -751,7 +774,7 @@ uint32_t dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen,
 			sh->st.fanout_skipped++;
 			continue;
 		}
-		if (fanout_one(sh, d, topic, tlen, payload, plen, qos, retain, ticket)) {
+		if (fanout_one(sh, d, m, ticket)) {
 			sh->st.fanout_refused++; /* a will without room (a PUBLISH checked first) */
 		} else {
 			sh->st.fanout_out++;
@@ -885,13 +908,19 @@ static struct sh_proxy *px_of(struct dp_shard *sh, uint32_t src, uint32_t conn, 
 	return &sh->px[x];
 }
 
-/* Route a whole message from src; answer its ticket. */
-static void route_in(struct dp_shard *sh, uint32_t src, const uint8_t *topic, uint16_t tlen, const uint8_t *payload,
-		     uint32_t plen, uint8_t qos, bool retain, uint32_t ticket)
+/* Route a whole message from src, its body (topic, properties, payload: total bytes) and
+ * its header from tlen on (meta, SH_FAN_META bytes, as the first part carried it); answer
+ * its ticket. */
+static void route_in(struct dp_shard *sh, uint32_t src, const uint8_t *body, uint32_t total, const uint8_t *meta)
 {
 	bool recorded = false;
+	uint16_t tlen = ld_le16(meta), xlen = ld_le16(meta + 8);
+	uint32_t ticket = ld_le32(meta + 4);
+	struct mqtt_message m = { .topic = body, .topic_len = tlen, .props = body + tlen, .props_len = xlen,
+				  .payload = body + tlen + xlen, .payload_len = total - tlen - xlen,
+				  .expiry_s = ld_le32(meta + 10), .qos = meta[2], .retain = meta[3] != 0 };
 	sh->st.fanout_in++;
-	int rc = mqtt_broker_route_remote(sh->broker, topic, tlen, payload, plen, qos, retain, &recorded);
+	int rc = mqtt_broker_route_remote(sh->broker, &m, &recorded);
 	if (rc)
 		sh->st.fanout_bad++;
 	answer(sh, src, ticket, rc, recorded);
@@ -899,7 +928,7 @@ static void route_in(struct dp_shard *sh, uint32_t src, const uint8_t *topic, ui
 
 static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *d, uint32_t len)
 {
-	uint8_t *meta = sh->asm_meta + (size_t)src * 8u;
+	uint8_t *meta = sh->asm_meta + (size_t)src * SH_FAN_META;
 	uint8_t *buf = sh->asm_buf + (size_t)src * sh->cfg.max_packet;
 	if (kind == DP_SHARD_FANOUT_HEAD) {
 		if (len < SH_FAN_HDR) {
@@ -907,9 +936,9 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 			return;
 		}
 		uint32_t total = ld_le32(d);
-		uint16_t tlen = ld_le16(d + 4);
+		uint16_t tlen = ld_le16(d + 4), xlen = ld_le16(d + 12);
 		uint32_t ticket = ld_le32(d + 8);
-		if (total > sh->cfg.max_packet || tlen > total || d[6] > 2u || d[7] > 1u ||
+		if (total > sh->cfg.max_packet || (uint32_t)tlen + xlen > total || d[6] > 2u || d[7] > 1u ||
 		    len - SH_FAN_HDR > total) {
 			sh->st.fanout_bad++;
 			sh->asm_total[src] = 0;
@@ -918,14 +947,10 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 		}
 		if (len - SH_FAN_HDR == total) { /* whole: routed from the message itself */
 			sh->asm_total[src] = 0;
-			route_in(sh, src, d + SH_FAN_HDR, tlen, d + SH_FAN_HDR + tlen, total - tlen, d[6], d[7] != 0,
-				 ticket);
+			route_in(sh, src, d + SH_FAN_HDR, total, d + 4);
 			return;
 		}
-		st_le16(meta, tlen);
-		meta[2] = d[6];
-		meta[3] = d[7];
-		st_le32(meta + 4, ticket);
+		memcpy(meta, d + 4, SH_FAN_META - 2u); /* tlen, qos, retain, ticket, props_len, expiry */
 		sh->asm_total[src] = total;
 		sh->asm_len[src] = len - SH_FAN_HDR;
 		memcpy(buf, d + SH_FAN_HDR, len - SH_FAN_HDR);
@@ -944,8 +969,7 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 	if (have + len < total)
 		return;
 	sh->asm_total[src] = 0;
-	uint16_t tlen = ld_le16(meta);
-	route_in(sh, src, buf, tlen, buf + tlen, total - tlen, meta[2], meta[3] != 0, ld_le32(meta + 4));
+	route_in(sh, src, buf, total, meta);
 }
 
 /* Return a proxy's owed DATA credit now if the backlogs allow (invariant 7); else keep it

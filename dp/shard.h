@@ -187,8 +187,7 @@ void dp_shard_proxy_close(struct dp_shard *sh, void *user);
 bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain);
 /* ticket != 0: every shard that gets the message answers it once (DONE, or storage after
  * a barrier). Returns how many will answer. */
-uint32_t dp_shard_fanout(struct dp_shard *sh, const uint8_t *topic, size_t tlen,
-			 const uint8_t *payload, size_t plen, uint8_t qos, bool retain, uint32_t ticket);
+uint32_t dp_shard_fanout(struct dp_shard *sh, const struct mqtt_message *m, uint32_t ticket);
 
 /* ---- interest summaries (ADR-055) ----
  * A subscription with interest key `key` (mqtt_interest_filter_key) was added or removed

@@ -91,6 +91,10 @@ static void up_restored(void *ctx, const struct store_rec *r)
 		st->refused++;
 		return;
 	}
+	/* a delivery's message (its own qos) or a retained message */
+	struct mqtt_message m = { .topic = r->topic, .topic_len = r->topic_len, .payload = r->payload,
+				  .payload_len = r->payload_len, .props = r->props, .props_len = r->props_len,
+				  .expiry_s = r->expiry_s, .qos = r->msg_qos };
 	switch (r->kind) {
 	case STORE_REC_SESS_PUT:
 		err = mqtt_broker_restore_session(b, r->skey, r->id_kind ? MQTT_ID_SERVICE : MQTT_ID_DEVICE, r->id,
@@ -104,11 +108,11 @@ static void up_restored(void *ctx, const struct store_rec *r)
 		break;
 	case STORE_REC_DLV_PUT:
 		err = mqtt_broker_restore_dlv(b, r->skey, r->mkey, r->seq, r->qos, r->retain != 0,
-					      (enum mqtt_restore_dlv)r->state, r->pid, r->topic, r->topic_len,
-					      r->payload, r->payload_len, r->msg_qos);
+					      (enum mqtt_restore_dlv)r->state, r->pid, &m);
 		break;
 	case STORE_REC_RET_PUT:
-		err = mqtt_broker_restore_retained(b, r->topic, r->topic_len, r->payload, r->payload_len, r->qos);
+		m.qos = r->qos;
+		err = mqtt_broker_restore_retained(b, &m);
 		break;
 	case STORE_REC_REVOKED:
 		if (st->cfg.revoked)
@@ -283,10 +287,14 @@ static int op_record(void *ctx, const struct mqtt_pev *ev)
 		.topic_len = (uint16_t)ev->topic_len,
 		.payload = ev->payload,
 		.payload_len = (uint32_t)ev->payload_len,
+		.props = ev->props,
+		.props_len = (uint16_t)ev->props_len,
+		.expiry_s = ev->expiry_s,
 	};
 	if (ev->kind == MQTT_PEV_DLV_PUT && ev->pid)
 		r.state = STORE_DLV_SENT; /* queued and sent before it was recorded: one record */
-	if (ev->id_len > 255u || ev->topic_len > UINT16_MAX || ev->payload_len > UINT32_MAX)
+	if (ev->id_len > 255u || ev->topic_len > UINT16_MAX || ev->payload_len > UINT32_MAX ||
+	    ev->props_len > UINT16_MAX)
 		return -E_INVAL;
 	return store_link_record(st->link, &r);
 }

@@ -160,8 +160,14 @@ static int send_connack(struct mqtt_broker *b, struct mqtt_conn *c, bool sp, uin
 static int send_dlv(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_dlv *d, bool dup)
 {
 	const struct mqtt_msg *m = d->msg;
-	return mqtt_send_publish(b, c, m->data, m->topic_len, m->data + m->topic_len,
-				 m->payload_len, d->qos, dup, (d->state & MQTT_DLV_RETAIN) != 0, d->pid);
+	return mqtt_send_publish(b, c, m->data, m->topic_len, mqtt_msg_payload(m), m->payload_len, d->qos, dup,
+				 (d->state & MQTT_DLV_RETAIN) != 0, d->pid);
+}
+
+/* The broker's clock in seconds (message expiry). */
+static uint32_t now_s(const struct mqtt_broker *b)
+{
+	return (uint32_t)(b->now_ms / 1000u);
 }
 
 /* ---- sessions: delivery ---------------------------------------------------------------- */
@@ -215,9 +221,23 @@ static void pump(struct mqtt_broker *b, uint32_t si)
 	if (s->conn == MQTT_NIL)
 		return;
 	struct mqtt_conn *c = &b->conns[s->conn];
-	for (uint32_t d = s->q_head; d != MQTT_NIL && s->n_inflight < b->cfg.max_inflight;
-	     d = b->dlvs[d].next) {
+	uint32_t prev = MQTT_NIL;
+	for (uint32_t d = s->q_head; d != MQTT_NIL && s->n_inflight < b->cfg.max_inflight;) {
 		struct mqtt_dlv *r = &b->dlvs[d];
+		uint32_t next = r->next;
+		if (dlv_state(r) == MQTT_DLV_QUEUED && !(r->state & MQTT_DLV_FRESH) &&
+		    mqtt_msg_expired(r->msg, now_s(b))) {
+			/* never sent once its Message Expiry Interval passed (MQTT 5.0 3.3.2.3.3) */
+			if (mqtt_persistent(s))
+				mqtt_rec_dlv(b, MQTT_PEV_DLV_DEL, s, r);
+			q_unlink(b, s, d, prev);
+			mqtt_dlv_release(b, d);
+			b->st.expired_dropped++;
+			d = next;
+			continue;
+		}
+		prev = d;
+		d = next;
 		if (dlv_state(r) != MQTT_DLV_QUEUED)
 			continue;
 		r->pid = pid_alloc(b, s);
@@ -258,12 +278,17 @@ static void resend(struct mqtt_broker *b, uint32_t si)
 }
 
 struct msg_view {
-	const uint8_t *topic, *payload;
-	size_t plen;
-	uint16_t tlen;
-	uint8_t qos;
+	const struct mqtt_message *m; /* borrowed */
 	struct mqtt_msg *msg; /* created lazily by deliver, one reference held by the router */
 };
+
+/* v's message block: made once (one reference held by the router), NULL on no memory. */
+static struct mqtt_msg *view_msg(struct mqtt_broker *b, struct msg_view *v)
+{
+	if (!v->msg)
+		v->msg = mqtt_msg_new(b, v->m, now_s(b));
+	return v->msg;
+}
 
 /* A persistent session's new delivery: its message once per shard (MSG_PUT), then the
  * delivery (DLV_PUT), queued, or sent already with sent_pid (not 0) when the pump sent it
@@ -276,7 +301,9 @@ static void record_queued(struct mqtt_broker *b, const struct mqtt_session *s, c
 		m->mkey = mqtt_key_new(b);
 		struct mqtt_pev ev = { .kind = MQTT_PEV_MSG_PUT, .mkey = m->mkey, .qos = m->qos,
 				       .topic = m->data, .topic_len = m->topic_len,
-				       .payload = m->data + m->topic_len, .payload_len = m->payload_len };
+				       .payload = mqtt_msg_payload(m), .payload_len = m->payload_len,
+				       .props = mqtt_msg_props(m), .props_len = m->props_len,
+				       .expiry_s = mqtt_msg_expiry_left(m, now_s(b)) };
 		mqtt_rec(b, &ev);
 	}
 	struct mqtt_pev ev = { .kind = MQTT_PEV_DLV_PUT, .skey = s->skey, .mkey = m->mkey,
@@ -289,19 +316,20 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 		    bool retain)
 {
 	struct mqtt_session *s = &b->sess[si];
+	if (v->msg && mqtt_msg_expired(v->msg, now_s(b))) {
+		b->st.expired_dropped++; /* a retained message past its expiry */
+		return;
+	}
 	if (qos == 0) {
 		if (s->conn != MQTT_NIL)
-			(void)mqtt_send_publish(b, &b->conns[s->conn], v->topic, v->tlen,
-						v->payload, v->plen, 0, false, retain, 0);
+			(void)mqtt_send_publish(b, &b->conns[s->conn], v->m->topic, (uint16_t)v->m->topic_len,
+						v->m->payload, v->m->payload_len, 0, false, retain, 0);
 		else
 			b->st.qos0_offline_dropped++;
 		return;
 	}
-	if (!v->msg) {
-		v->msg = mqtt_msg_new(b, v->topic, v->tlen, v->payload, v->plen, v->qos);
-		if (!v->msg)
-			return;
-	}
+	if (!view_msg(b, v))
+		return;
 	if (s->n_queued >= b->cfg.max_queue) {
 		uint32_t prev = MQTT_NIL, d = s->q_head;
 		if (b->cfg.queue_drop_oldest)
@@ -363,11 +391,13 @@ static bool sys_topic(const uint8_t *t, size_t len);
  * own $SYS messages are never stored: every boot publishes them anew. */
 static void record_retained(struct mqtt_broker *b, const struct msg_view *v)
 {
-	if (sys_topic(v->topic, v->tlen))
+	const struct mqtt_message *m = v->m;
+	if (sys_topic(m->topic, m->topic_len))
 		return;
-	struct mqtt_pev ev = { .kind = v->plen ? MQTT_PEV_RET_PUT : MQTT_PEV_RET_DEL, .qos = v->qos,
-			       .topic = v->topic, .topic_len = v->tlen, .payload = v->payload,
-			       .payload_len = v->plen };
+	struct mqtt_pev ev = { .kind = m->payload_len ? MQTT_PEV_RET_PUT : MQTT_PEV_RET_DEL, .qos = m->qos,
+			       .topic = m->topic, .topic_len = m->topic_len, .payload = m->payload,
+			       .payload_len = m->payload_len, .props = m->props, .props_len = m->props_len,
+			       .expiry_s = m->expiry_s };
 	mqtt_rec(b, &ev);
 }
 
@@ -375,10 +405,10 @@ static void record_retained(struct mqtt_broker *b, const struct msg_view *v)
  * -E_NOMEM when it was refused (the retained limit, the tree or the heap), counted. */
 static int retain_store(struct mqtt_broker *b, struct msg_view *v, int n, bool local)
 {
-	bool clear = v->plen == 0; /* [MQTT-3.3.1-10], [MQTT-3.3.1-11] */
+	bool clear = v->m->payload_len == 0; /* [MQTT-3.3.1-10], [MQTT-3.3.1-11] */
 	if (local && clear)
 		record_retained(b, v); /* even with nothing retained here: storage may hold one */
-	uint32_t node = mqtt_node_path(b, MQTT_ROOT_ABS, v->topic, 0, n, !clear);
+	uint32_t node = mqtt_node_path(b, MQTT_ROOT_ABS, v->m->topic, 0, n, !clear);
 	if (node == MQTT_NIL) {
 		if (clear)
 			return 0;
@@ -400,9 +430,7 @@ static int retain_store(struct mqtt_broker *b, struct msg_view *v, int n, bool l
 		mqtt_node_prune(b, node);
 		return -E_NOMEM;
 	}
-	if (!v->msg)
-		v->msg = mqtt_msg_new(b, v->topic, v->tlen, v->payload, v->plen, v->qos);
-	if (!v->msg) {
+	if (!view_msg(b, v)) {
 		b->st.retained_refused++;
 		mqtt_node_prune(b, node);
 		return -E_NOMEM;
@@ -419,11 +447,10 @@ static int retain_store(struct mqtt_broker *b, struct msg_view *v, int n, bool l
 	return 0;
 }
 
-int mqtt_retain_set(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen, const uint8_t *payload,
-		    size_t plen, uint8_t qos)
+int mqtt_retain_set(struct mqtt_broker *b, const struct mqtt_message *m)
 {
-	struct msg_view v = { topic, payload, plen, tlen, qos, NULL };
-	int n = mqtt_topic_split(b, topic, tlen);
+	struct msg_view v = { m, NULL };
+	int n = mqtt_topic_split(b, m->topic, (uint16_t)m->topic_len);
 	if (n < 0)
 		return -E_INVAL;
 	int err = retain_store(b, &v, n, false);
@@ -434,19 +461,21 @@ int mqtt_retain_set(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen, 
 
 /* Deliver to this shard's subscribers (and the retained store); a message of local
  * origin then goes to the other shards (ops.fanout), once. */
-static void route(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
-		  const uint8_t *payload, size_t plen, uint8_t qos, bool retain, bool local)
+static void route(struct mqtt_broker *b, const struct mqtt_message *m, bool local)
 {
+	const uint8_t *topic = m->topic;
+	uint16_t tlen = (uint16_t)m->topic_len;
+	uint8_t qos = m->qos;
 	if (local && b->ops.fanout) {
 		b->st.fanout_out++;
 		uint32_t ticket = qos ? b->route_ticket : 0;
-		b->route_owed += b->ops.fanout(b->ops.ctx, topic, tlen, payload, plen, qos, retain, ticket);
+		b->route_owed += b->ops.fanout(b->ops.ctx, m, ticket);
 	}
-	struct msg_view v = { topic, payload, plen, tlen, qos, NULL };
+	struct msg_view v = { m, NULL };
 	int n = mqtt_topic_split(b, topic, tlen);
 	if (n < 0)
 		return;
-	if (retain)
+	if (m->retain)
 		(void)retain_store(b, &v, n, local); /* a refusal is counted; delivery goes on */
 	mqtt_topic_ids(b, topic, n);
 	bool dollar = tlen && topic[0] == '$';
@@ -589,7 +618,9 @@ int mqtt_broker_publish_sys(struct mqtt_broker *b, const uint8_t *topic, size_t 
 	if (tlen < 5 || tlen > UINT16_MAX || !sys_topic(topic, tlen) || !mqtt_topic_valid(topic, tlen) ||
 	    !mqtt_utf8_valid(topic, tlen))
 		return -E_INVAL;
-	route(b, topic, (uint16_t)tlen, payload, plen, 0, true, true);
+	struct mqtt_message m = { .topic = topic, .topic_len = tlen, .payload = payload, .payload_len = plen,
+				  .qos = 0, .retain = true };
+	route(b, &m, true);
 	return 0;
 }
 
@@ -615,8 +646,12 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 		c->will = NULL;
 		if (will) {
 			b->st.wills_published++;
-			route(b, m->data, m->topic_len, m->data + m->topic_len, m->payload_len,
-			      m->qos, m->retain, true);
+			struct mqtt_message wm = { .topic = m->data, .topic_len = m->topic_len,
+						   .payload = mqtt_msg_payload(m), .payload_len = m->payload_len,
+						   .props = mqtt_msg_props(m), .props_len = m->props_len,
+						   .expiry_s = mqtt_msg_expiry_left(m, now_s(b)), .qos = m->qos,
+						   .retain = m->retain != 0 };
+			route(b, &wm, true);
 		}
 		mqtt_msg_unref(b, m);
 	}
@@ -752,8 +787,10 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 			return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_ACL,
 				      "will topic denied");
 		}
-		will = mqtt_msg_new(b, k->will_topic.p, k->will_topic.len, k->will_msg.p,
-			       k->will_msg.len, k->will_qos);
+		struct mqtt_message wm = { .topic = k->will_topic.p, .topic_len = k->will_topic.len,
+					   .payload = k->will_msg.p, .payload_len = k->will_msg.len,
+					   .qos = k->will_qos };
+		will = mqtt_msg_new(b, &wm, now_s(b));
 		if (!will)
 			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
 				      "no memory for the will");
@@ -948,9 +985,11 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		conn_end(b, c, true, true);
 		return -E_CLOSED;
 	}
+	struct mqtt_message msg = { .topic = p->topic.p, .topic_len = p->topic.len, .payload = p->payload,
+				    .payload_len = p->payload_len, .qos = p->qos, .retain = p->retain };
 	if (!drop && b->ops.fanout_room &&
-	    !b->ops.fanout_room(b->ops.ctx, p->topic.p, p->topic.len, (size_t)p->topic.len + p->payload_len,
-				p->retain)) {
+	    !b->ops.fanout_room(b->ops.ctx, msg.topic, msg.topic_len, msg.topic_len + msg.props_len + msg.payload_len,
+				msg.retain)) {
 		/* The other shards cannot take it now. Never acknowledge what was not carried:
 		 * QoS 0 is dropped; QoS 1/2 close the connection unacknowledged (a transient
 		 * error [MQTT-4.8.0-2]) and the client sends it again on reconnect. */
@@ -995,8 +1034,7 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 			mqtt_rec_dlv(b, MQTT_PEV_RX2_PUT, s, &b->dlvs[d]);
 	}
 	if (!drop) {
-		route(b, p->topic.p, p->topic.len, p->payload, p->payload_len, p->qos, p->retain,
-		      true);
+		route(b, &msg, true);
 		if (b->store_on && telemetry_topic(b, p->topic.p, p->topic.len))
 			record_telemetry(b, s, p, now_ms);
 	}
@@ -1091,8 +1129,10 @@ struct retained_arg {
 static void retained_cb(struct mqtt_broker *b, struct mqtt_msg *m, void *arg)
 {
 	const struct retained_arg *a = arg;
-	struct msg_view v = { m->data, m->data + m->topic_len, m->payload_len, m->topic_len,
-			      m->qos, m };
+	struct mqtt_message in = { .topic = m->data, .topic_len = m->topic_len, .payload = mqtt_msg_payload(m),
+				   .payload_len = m->payload_len, .props = mqtt_msg_props(m), .props_len = m->props_len,
+				   .expiry_s = mqtt_msg_expiry_left(m, now_s(b)), .qos = m->qos, .retain = true };
+	struct msg_view v = { &in, m };
 	/* sent with RETAIN 1 on a new subscription [MQTT-3.3.1-8] */
 	deliver(b, a->si, &v, (uint8_t)MIN(m->qos, a->qos), true);
 }
@@ -1318,18 +1358,17 @@ void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms)
 		conn_end(b, c, false, true); /* abnormal end: will [MQTT-3.1.2-8] */
 }
 
-int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
-			     const uint8_t *payload, size_t plen, uint8_t qos, bool retain, bool *recorded)
+int mqtt_broker_route_remote(struct mqtt_broker *b, const struct mqtt_message *m, bool *recorded)
 {
 	*recorded = false;
-	if (!topic || tlen > UINT16_MAX || !mqtt_topic_valid(topic, tlen) || qos > 2 ||
-	    (plen && !payload)) {
+	if (!m->topic || m->topic_len > UINT16_MAX || !mqtt_topic_valid(m->topic, m->topic_len) || m->qos > 2 ||
+	    (m->payload_len && !m->payload) || m->props_len > MQTT_PROPS_MAX || (m->props_len && !m->props)) {
 		b->st.fanout_bad++;
 		return -E_INVAL;
 	}
 	b->st.fanout_in++;
 	(void)mqtt_ack_track(b, false);
-	route(b, topic, (uint16_t)tlen, payload, plen, qos, retain, false);
+	route(b, m, false);
 	if (b->route_lost)
 		return -E_NOMEM; /* the origin refuses its acknowledgement */
 	*recorded = b->route_events != 0; /* the origin's ticket waits for their commit */

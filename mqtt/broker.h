@@ -125,12 +125,28 @@ struct mqtt_broker_config {
  * leave in the order their packets arrived (one FIFO per shard), and one whose events
  * could not be stored is never sent: the connection is closed instead. What a persistent
  * session is: a session of clean session 0; clean sessions and QoS 0 never wait. */
+/* A message as it travels between shards, to storage and back at restore: borrowed views.
+ * The MQTT 5.0 part is empty for a 3.1.1 message: props are the properties its 5.0
+ * subscribers receive, in wire form (a 3.1.1 subscriber gets none), without the Topic
+ * Alias, Subscription Identifier and Message Expiry Interval, which each delivery writes
+ * anew; expiry_s is what is left of its Message Expiry Interval when handed over (0: it
+ * never expires). */
+struct mqtt_message {
+	const uint8_t *topic, *payload, *props;
+	size_t topic_len, payload_len, props_len;
+	uint32_t expiry_s;
+	uint8_t qos;
+	bool retain;
+};
+#define MQTT_PROPS_MAX 65535u /* a message's properties: at most this many bytes */
+
 enum mqtt_pev_kind {
 	MQTT_PEV_SESS_PUT = 1, /* skey, id_kind, id: a persistent session exists */
 	MQTT_PEV_SESS_DEL,     /* skey: it and everything of it are gone */
 	MQTT_PEV_SUB_PUT,      /* skey, topic = filter, qos: subscribe (or change QoS) */
 	MQTT_PEV_SUB_DEL,      /* skey, topic = filter */
-	MQTT_PEV_MSG_PUT,      /* mkey, topic, payload, qos: a message some delivery needs */
+	MQTT_PEV_MSG_PUT,      /* mkey, topic, payload, qos, props, expiry_s: a message some
+				* delivery needs */
 	MQTT_PEV_DLV_PUT,      /* skey, mkey, seq, qos, retain: queued for the session */
 	MQTT_PEV_DLV_SENT,     /* skey, mkey, pid: sent, waiting for PUBACK / PUBREC */
 	MQTT_PEV_DLV_REC,      /* skey, mkey: PUBREC received, PUBREL sent (message done) */
@@ -138,7 +154,8 @@ enum mqtt_pev_kind {
 	MQTT_PEV_DLV_DONE,     /* skey, pid: PUBCOMP received for a released delivery */
 	MQTT_PEV_RX2_PUT,      /* skey, pid: inbound QoS 2 received, PUBREL awaited */
 	MQTT_PEV_RX2_DEL,      /* skey, pid: PUBREL received */
-	MQTT_PEV_RET_PUT,      /* topic, payload, qos: the retained message of a topic */
+	MQTT_PEV_RET_PUT,      /* topic, payload, qos, props, expiry_s: the retained message
+				* of a topic */
 	MQTT_PEV_RET_DEL,      /* topic: no retained message any more */
 	MQTT_PEV_SEEN,         /* id_kind, id: an identity connected (device registry) */
 	/* (16 is storage's own REVOKED: the kinds stay storage's numbers) */
@@ -163,6 +180,9 @@ struct mqtt_pev {
 	size_t topic_len;
 	const uint8_t *payload;
 	size_t payload_len;
+	const uint8_t *props; /* MSG_PUT, RET_PUT: struct mqtt_message's */
+	size_t props_len;
+	uint32_t expiry_s;    /* MSG_PUT, RET_PUT: Message Expiry Interval left, 0: never */
 };
 
 struct mqtt_store_ops {
@@ -193,7 +213,7 @@ struct mqtt_broker_ops {
 	void (*close)(void *ctx, void *conn_user);
 	struct mqtt_alloc heap;
 	/* Cross-shard routing (both NULL: this broker is the only shard). `fanout_room` says
-	 * whether a message of `bytes` (topic + payload) can be carried to the other shards
+	 * whether a message of `bytes` (topic + payload + properties) can be carried to the other shards
 	 * now; it is asked before a PUBLISH is accepted, so an acknowledged message is never
 	 * one that could not be carried. `fanout` carries a message routed here from a local
 	 * origin (a PUBLISH, a will) to the other shards, which hand it to
@@ -202,8 +222,7 @@ struct mqtt_broker_ops {
 	/* ticket != 0: the acknowledgement of this message waits for every other shard to
 	 * answer it (after committing what it stored for the message). Returns how many
 	 * shards will answer. */
-	uint32_t (*fanout)(void *ctx, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-			   size_t plen, uint8_t qos, bool retain, uint32_t ticket);
+	uint32_t (*fanout)(void *ctx, const struct mqtt_message *m, uint32_t ticket);
 	/* Interest summaries (both NULL: every routed message goes to every shard). interest:
 	 * a subscription with this key (mqtt_interest_filter_key) was added or removed here;
 	 * 0, or negative when an add could not be said (the subscription is refused).
@@ -226,6 +245,7 @@ struct mqtt_broker_stats {
 	uint64_t tlog_records, tlog_lost; /* telemetry records handed to storage / refused by its link */
 	uint64_t queries, query_refused, query_rows, query_rows_skipped; /* telemetry queries */
 	uint64_t queue_dropped_oldest, queue_refused, qos0_offline_dropped;
+	uint64_t expired_dropped; /* deliveries and retained messages past their Message Expiry Interval */
 	uint64_t qos2_dups, unknown_acks, send_again;
 	uint64_t nomem, pool_exhausted, retained_refused;
 	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;
@@ -282,14 +302,13 @@ void mqtt_conn_writable(struct mqtt_broker *b, struct mqtt_conn *c);
 void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms);
 /* A message another shard routed (its origin's ACL and rate checks already passed): the
  * retained store and this shard's subscribers get it; it is not fanned out again.
- * topic and payload borrowed. *recorded: events went to storage (the origin's answer
+ * m borrowed. *recorded: events went to storage (the origin's answer
  * waits for their commit). 0; -E_NOMEM when a copy owed to a persistent session could not
  * be kept (its queue full under refuse_newest, or storage could not take a record): the
  * origin must not acknowledge; -E_INVAL for a topic that is not a valid topic name or a
  * QoS above 2 (counted in fanout_bad). */
-MUST_CHECK int mqtt_broker_route_remote(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
-					const uint8_t *payload, size_t plen, uint8_t qos,
-					bool retain, bool *recorded /* out: events were recorded */);
+MUST_CHECK int mqtt_broker_route_remote(struct mqtt_broker *b, const struct mqtt_message *m,
+					bool *recorded /* out: events were recorded */);
 
 /* The broker's own message on topic (a "$SYS/..." name, borrowed, valid: the caller's
  * own), QoS 0 and retained: this shard's readers and retained store get it, then the other
@@ -337,15 +356,14 @@ MUST_CHECK int mqtt_broker_restore_sub(struct mqtt_broker *b, uint64_t skey, con
 				       size_t len, uint8_t qos);
 MUST_CHECK int mqtt_broker_restore_rx2(struct mqtt_broker *b, uint64_t skey, uint16_t pid);
 /* state: enum mqtt_restore_dlv (QUEUED, SENT = waiting for PUBACK/PUBREC, RELEASED =
- * PUBREL sent); the message (mkey, topic, payload, msg_qos) is shared by every delivery of
- * the same mkey; RELEASED deliveries need no message (topic may be empty). */
+ * PUBREL sent); the message (mkey, msg: its qos is the message's own, retain unused) is
+ * shared by every delivery of the same mkey; RELEASED deliveries need no message (msg
+ * may be NULL). */
 enum mqtt_restore_dlv { MQTT_RESTORE_QUEUED = 0, MQTT_RESTORE_SENT = 1, MQTT_RESTORE_RELEASED = 2 };
 MUST_CHECK int mqtt_broker_restore_dlv(struct mqtt_broker *b, uint64_t skey, uint64_t mkey, uint64_t seq,
 				       uint8_t qos, bool retain, enum mqtt_restore_dlv state, uint16_t pid,
-				       const uint8_t *topic, size_t tlen, const uint8_t *payload,
-				       size_t plen, uint8_t msg_qos);
-MUST_CHECK int mqtt_broker_restore_retained(struct mqtt_broker *b, const uint8_t *topic, size_t tlen,
-					    const uint8_t *payload, size_t plen, uint8_t qos);
+				       const struct mqtt_message *msg);
+MUST_CHECK int mqtt_broker_restore_retained(struct mqtt_broker *b, const struct mqtt_message *m);
 /* Frees the restore tables. */
 void mqtt_broker_restore_end(struct mqtt_broker *b);
 /* Timers: keepalive (1.5 x) and CONNECT timeout. Call at least every second. */

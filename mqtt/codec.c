@@ -142,7 +142,7 @@ int mqtt_fixed_header(const uint8_t *buf, size_t len, size_t *hdr_len, uint32_t 
 	return -E_PROTO;
 }
 
-static bool get_str(struct cur *c, struct mqtt_str *s)
+bool mqtt_get_str(struct cur *c, struct mqtt_str *s)
 {
 	uint16_t n = cur_be16(c);
 	const uint8_t *p = cur_ptr(c, n);
@@ -162,7 +162,7 @@ static bool get_str(struct cur *c, struct mqtt_str *s)
 static int decode_connect(struct cur *c, struct mqtt_connect *k, enum mqtt_rej *rej)
 {
 	struct mqtt_str name;
-	if (!get_str(c, &name))
+	if (!mqtt_get_str(c, &name))
 		REJ(MQTT_REJ_SHORT);
 	/* MQTT 3.1 ("MQIsdp", level 3) is answered CONNACK 0x01 like any other level, so its
 	 * clients stop instead of reconnecting in a loop; any other name closes. */
@@ -190,12 +190,12 @@ static int decode_connect(struct cur *c, struct mqtt_connect *k, enum mqtt_rej *
 		REJ(MQTT_REJ_CONNECT_FLAGS); /* [MQTT-3.1.2-14] */
 	if (k->has_password && !k->has_username)
 		REJ(MQTT_REJ_CONNECT_FLAGS); /* [MQTT-3.1.2-22] */
-	if (!get_str(c, &k->client_id))
+	if (!mqtt_get_str(c, &k->client_id))
 		REJ(MQTT_REJ_SHORT);
 	if (!mqtt_utf8_valid(k->client_id.p, k->client_id.len))
 		REJ(MQTT_REJ_UTF8); /* [MQTT-3.1.3-4] */
 	if (k->will) {
-		if (!get_str(c, &k->will_topic) || !get_str(c, &k->will_msg))
+		if (!mqtt_get_str(c, &k->will_topic) || !mqtt_get_str(c, &k->will_msg))
 			REJ(MQTT_REJ_SHORT);
 		if (!mqtt_utf8_valid(k->will_topic.p, k->will_topic.len))
 			REJ(MQTT_REJ_UTF8);
@@ -203,12 +203,12 @@ static int decode_connect(struct cur *c, struct mqtt_connect *k, enum mqtt_rej *
 			REJ(MQTT_REJ_TOPIC);
 	}
 	if (k->has_username) {
-		if (!get_str(c, &k->username))
+		if (!mqtt_get_str(c, &k->username))
 			REJ(MQTT_REJ_SHORT);
 		if (!mqtt_utf8_valid(k->username.p, k->username.len))
 			REJ(MQTT_REJ_UTF8); /* [MQTT-3.1.3-11] */
 	}
-	if (k->has_password && !get_str(c, &k->password))
+	if (k->has_password && !mqtt_get_str(c, &k->password))
 		REJ(MQTT_REJ_SHORT);
 	if (cur_left(c))
 		REJ(MQTT_REJ_TRAILING);
@@ -226,7 +226,7 @@ static int decode_publish(struct cur *c, uint8_t flags, struct mqtt_publish *p, 
 		REJ(MQTT_REJ_QOS); /* [MQTT-3.3.1-4] */
 	if (p->qos == 0 && p->dup)
 		REJ(MQTT_REJ_QOS); /* [MQTT-3.3.1-2] */
-	if (!get_str(c, &p->topic))
+	if (!mqtt_get_str(c, &p->topic))
 		REJ(MQTT_REJ_SHORT);
 	if (!mqtt_utf8_valid(p->topic.p, p->topic.len))
 		REJ(MQTT_REJ_UTF8); /* [MQTT-3.3.2-1] */
@@ -254,7 +254,7 @@ static int decode_filters(struct cur *c, bool with_qos, struct mqtt_filters *f,
 	f->n = 0;
 	while (cur_left(c)) {
 		struct mqtt_str s;
-		if (!get_str(c, &s))
+		if (!mqtt_get_str(c, &s))
 			REJ(MQTT_REJ_SHORT);
 		if (!mqtt_utf8_valid(s.p, s.len))
 			REJ(MQTT_REJ_UTF8); /* [MQTT-1.5.3-1] */
@@ -281,7 +281,7 @@ bool mqtt_filters_next(struct mqtt_filters *it, struct mqtt_str *filter, uint8_t
 	struct cur c = cur_make(it->p, it->len);
 	if (!cur_left(&c))
 		return false;
-	if (!get_str(&c, filter))
+	if (!mqtt_get_str(&c, filter))
 		return false;
 	*qos = it->with_qos ? cur_u8(&c) : 0;
 	if (!cur_ok(&c))
@@ -352,12 +352,12 @@ int mqtt_decode(const uint8_t *buf, size_t len, struct mqtt_packet *out, enum mq
 
 /* ---- encoding ------------------------------------------------------------------------ */
 
-static size_t rlen_size(size_t n)
+size_t mqtt_vbi_size(size_t n)
 {
 	return n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : 4;
 }
 
-static void put_rlen(struct wcur *w, size_t n)
+void mqtt_vbi_put(struct wcur *w, size_t n)
 {
 	do {
 		uint8_t b = (uint8_t)(n & 0x7f);
@@ -375,7 +375,7 @@ static int fin(struct wcur *w)
  * packet behind (the wcur error flag is still set for the caller). */
 static bool room(struct wcur *w, size_t body)
 {
-	if (body > MQTT_MAX_REMAINING || w->err || wcur_left(w) < 1 + rlen_size(body) + body) {
+	if (body > MQTT_MAX_REMAINING || w->err || wcur_left(w) < 1 + mqtt_vbi_size(body) + body) {
 		w->err = true;
 		return false;
 	}
@@ -399,7 +399,7 @@ size_t mqtt_publish_size(uint16_t topic_len, size_t payload_len, uint8_t qos)
 	if (payload_len > MQTT_MAX_REMAINING - body)
 		return 0;
 	body += payload_len;
-	return 1 + rlen_size(body) + body;
+	return 1 + mqtt_vbi_size(body) + body;
 }
 
 int mqtt_encode_publish(struct wcur *w, const uint8_t *topic, uint16_t topic_len,
@@ -407,14 +407,14 @@ int mqtt_encode_publish(struct wcur *w, const uint8_t *topic, uint16_t topic_len
 			bool retain, uint16_t pid)
 {
 	size_t total = mqtt_publish_size(topic_len, payload_len, qos);
-	if (qos > 2 || total == 0 || !room(w, total - 1 - rlen_size(total)) ||
+	if (qos > 2 || total == 0 || !room(w, total - 1 - mqtt_vbi_size(total)) ||
 	    wcur_left(w) < total) {
 		w->err = true;
 		return -E_OVERFLOW;
 	}
 	size_t body = 2u + topic_len + (qos ? 2u : 0u) + payload_len;
 	wcur_u8(w, (uint8_t)(MQTT_PUBLISH << 4 | (dup ? 8 : 0) | qos << 1 | (retain ? 1 : 0)));
-	put_rlen(w, body);
+	mqtt_vbi_put(w, body);
 	wcur_be16(w, topic_len);
 	wcur_bytes(w, topic, topic_len);
 	if (qos)
@@ -438,7 +438,7 @@ int mqtt_encode_suback(struct wcur *w, uint16_t pid, const uint8_t *codes, size_
 	if (!room(w, 2 + n))
 		return -E_OVERFLOW;
 	wcur_u8(w, MQTT_SUBACK << 4);
-	put_rlen(w, 2 + n);
+	mqtt_vbi_put(w, 2 + n);
 	wcur_be16(w, pid);
 	wcur_bytes(w, codes, n);
 	return fin(w);
@@ -488,7 +488,7 @@ int mqtt_encode_connect(struct wcur *w, const struct mqtt_connect_args *a)
 	if (!room(w, body))
 		return -E_OVERFLOW;
 	wcur_u8(w, MQTT_CONNECT << 4);
-	put_rlen(w, body);
+	mqtt_vbi_put(w, body);
 	put_str(w, "MQTT", 4);
 	wcur_u8(w, 4);
 	wcur_u8(w, fl);
@@ -514,7 +514,7 @@ int mqtt_encode_subscribe(struct wcur *w, uint16_t pid, const char *const *filte
 	if (!room(w, body))
 		return -E_OVERFLOW;
 	wcur_u8(w, (uint8_t)((qos ? MQTT_SUBSCRIBE : MQTT_UNSUBSCRIBE) << 4 | 2));
-	put_rlen(w, body);
+	mqtt_vbi_put(w, body);
 	wcur_be16(w, pid);
 	for (size_t i = 0; i < n; i++) {
 		put_str(w, filters[i], strlen(filters[i]));

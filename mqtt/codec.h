@@ -111,6 +111,13 @@ MUST_CHECK int mqtt_decode(const uint8_t *buf, size_t len, struct mqtt_packet *o
 bool mqtt_filters_next(struct mqtt_filters *it, struct mqtt_str *filter /* out */,
 		       uint8_t *qos /* out */);
 
+/* Wire primitives shared with the MQTT 5.0 codec (mqtt/codec5.c, mqtt/props.c): a
+ * two-byte-length string as a view into the cursor's buffer (false when it runs short), and
+ * a Variable Byte Integer's size and encoding (n at most MQTT_MAX_REMAINING). */
+bool mqtt_get_str(struct cur *c, struct mqtt_str *s /* out */);
+size_t mqtt_vbi_size(size_t n);
+void mqtt_vbi_put(struct wcur *w, size_t n);
+
 /* Validation helpers shared with the broker (and tests). */
 bool mqtt_utf8_valid(const uint8_t *p, size_t len); /* no U+0000, no surrogates */
 bool mqtt_topic_valid(const uint8_t *p, size_t len);  /* non-empty, no + or # */

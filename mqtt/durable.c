@@ -390,14 +390,13 @@ int mqtt_broker_restore_rx2(struct mqtt_broker *b, uint64_t skey, uint16_t pid)
 
 /* The restored message of mkey: from the cache, or made (and cached, one reference held
  * by the map). NULL on no memory. */
-static struct mqtt_msg *restore_msg(struct mqtt_broker *b, uint64_t mkey, const uint8_t *topic, size_t tlen,
-				    const uint8_t *payload, size_t plen, uint8_t qos)
+static struct mqtt_msg *restore_msg(struct mqtt_broker *b, uint64_t mkey, const struct mqtt_message *in)
 {
 	struct mqtt_restore_slot *slot = &b->restore_map[(uint32_t)(mkey * 0x9e3779b97f4a7c15ull >> 32) &
 							 b->restore_mask];
 	if (slot->msg && slot->mkey == mkey)
 		return slot->msg;
-	struct mqtt_msg *m = mqtt_msg_new(b, topic, (uint16_t)tlen, payload, plen, qos);
+	struct mqtt_msg *m = mqtt_msg_new(b, in, (uint32_t)(b->now_ms / 1000u));
 	if (!m)
 		return NULL;
 	m->mkey = mkey;
@@ -408,18 +407,23 @@ static struct mqtt_msg *restore_msg(struct mqtt_broker *b, uint64_t mkey, const 
 	return m;
 }
 
+/* A restored message's fields as the broker accepts them (max_packet bounds the rest). */
+static bool restored_ok(const struct mqtt_broker *b, const struct mqtt_message *m)
+{
+	return m && m->topic_len <= UINT16_MAX && mqtt_topic_valid(m->topic, m->topic_len) && m->qos <= 2 &&
+	       (!m->payload_len || m->payload) && m->payload_len <= b->cfg.max_packet &&
+	       m->props_len <= MQTT_PROPS_MAX && (!m->props_len || m->props);
+}
+
 int mqtt_broker_restore_dlv(struct mqtt_broker *b, uint64_t skey, uint64_t mkey, uint64_t seq, uint8_t qos,
-			    bool retain, enum mqtt_restore_dlv state, uint16_t pid, const uint8_t *topic,
-			    size_t tlen, const uint8_t *payload, size_t plen, uint8_t msg_qos)
+			    bool retain, enum mqtt_restore_dlv state, uint16_t pid, const struct mqtt_message *msg)
 {
 	(void)seq; /* the order is the order of the calls */
 	struct mqtt_session *s = restore_cur(b, skey);
 	if (!s || !mkey || (qos != 1 && qos != 2) || state > MQTT_RESTORE_RELEASED ||
 	    (state != MQTT_RESTORE_QUEUED && !pid) || (state == MQTT_RESTORE_RELEASED && qos != 2))
 		return refuse_restore(b, -E_INVAL);
-	if (state != MQTT_RESTORE_RELEASED &&
-	    (tlen > UINT16_MAX || !mqtt_topic_valid(topic, tlen) || msg_qos > 2 || (plen && !payload) ||
-	     plen > b->cfg.max_packet))
+	if (state != MQTT_RESTORE_RELEASED && !restored_ok(b, msg))
 		return refuse_restore(b, -E_INVAL);
 	if (s->n_queued >= b->cfg.max_queue)
 		return refuse_restore(b, -E_NOMEM);
@@ -436,7 +440,7 @@ int mqtt_broker_restore_dlv(struct mqtt_broker *b, uint64_t skey, uint64_t mkey,
 	}
 	struct mqtt_msg *m = NULL;
 	if (state != MQTT_RESTORE_RELEASED) {
-		m = restore_msg(b, mkey, topic, tlen, payload, plen, msg_qos);
+		m = restore_msg(b, mkey, msg);
 		if (!m)
 			return refuse_restore(b, -E_NOMEM);
 	}
@@ -465,13 +469,11 @@ int mqtt_broker_restore_dlv(struct mqtt_broker *b, uint64_t skey, uint64_t mkey,
 	return 0;
 }
 
-int mqtt_broker_restore_retained(struct mqtt_broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-				 size_t plen, uint8_t qos)
+int mqtt_broker_restore_retained(struct mqtt_broker *b, const struct mqtt_message *m)
 {
-	if (!b->restore_map || tlen > UINT16_MAX || !mqtt_topic_valid(topic, tlen) || qos > 2 || !plen ||
-	    !payload || plen > b->cfg.max_packet)
+	if (!b->restore_map || !restored_ok(b, m) || !m->payload_len)
 		return refuse_restore(b, -E_INVAL);
-	int err = mqtt_retain_set(b, topic, (uint16_t)tlen, payload, plen, qos);
+	int err = mqtt_retain_set(b, m);
 	if (err)
 		return refuse_restore(b, err);
 	b->st.restored_retained++;

@@ -10,3 +10,5 @@ PORTABLE_SRCS += mqtt/tquery.c mqtt/tq.c
 PORTABLE_SRCS += mqtt/interest.c
 # props.c: MQTT 5.0 property blocks and reason codes (pure, beside codec.c).
 PORTABLE_SRCS += mqtt/props.c
+# codec5.c: the MQTT 5.0 packet codec (pure, over codec.c's fixed header and props.c).
+PORTABLE_SRCS += mqtt/codec5.c

@@ -235,8 +235,7 @@ void mqtt_conn_fail(struct mqtt_broker *b, struct mqtt_conn *c, const char *why)
  * limit) or -E_NOMEM (pools). */
 int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos);
 /* Store or clear the retained message of a topic from outside a route (restore). */
-int mqtt_retain_set(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen, const uint8_t *payload,
-		    size_t plen, uint8_t qos);
+int mqtt_retain_set(struct mqtt_broker *b, const struct mqtt_message *m);
 
 /* session.c: the session table, subscriptions and delivery records */
 uint32_t mqtt_sess_find(const struct mqtt_broker *b, bool service, const uint8_t *id, size_t len);

@@ -9,7 +9,7 @@
  * Invariants: 1. heap_used never exceeds cfg.heap_limit (broker invariant 5, checked by
  * mqtt_broker_check); 2. heap_used is the sum of the sizes of the live blocks, so a broker
  * torn down by mqtt_broker_fini leaves it 0; 3. a message lives while refs > 0, and its
- * block is sizeof(struct mqtt_msg) + topic_len + payload_len bytes.
+ * block is sizeof(struct mqtt_msg) + topic_len + props_len + payload_len bytes.
  */
 #include "mqtt/msg.h"
 
@@ -52,28 +52,42 @@ struct mqtt_alloc mqtt_heap_ops(struct mqtt_broker *b)
 	return (struct mqtt_alloc){ .alloc = accounted_alloc, .free = accounted_free, .ctx = b };
 }
 
-struct mqtt_msg *mqtt_msg_new(struct mqtt_broker *b, const uint8_t *topic, uint16_t tlen,
-			      const uint8_t *payload, size_t plen, uint8_t qos)
+struct mqtt_msg *mqtt_msg_new(struct mqtt_broker *b, const struct mqtt_message *in, uint32_t now_s)
 {
-	if (plen > UINT32_MAX - sizeof(struct mqtt_msg) - tlen)
+	size_t tlen = in->topic_len, xlen = in->props_len, plen = in->payload_len;
+	if (tlen > UINT16_MAX || xlen > MQTT_PROPS_MAX || plen > UINT32_MAX - sizeof(struct mqtt_msg) - tlen - xlen)
 		return NULL;
-	struct mqtt_msg *m = mqtt_heap_alloc(b, sizeof *m + tlen + plen);
+	struct mqtt_msg *m = mqtt_heap_alloc(b, sizeof *m + tlen + xlen + plen);
 	if (!m)
 		return NULL;
 	m->mkey = 0;
 	m->refs = 1;
-	m->topic_len = tlen;
+	m->topic_len = (uint16_t)tlen;
+	m->props_len = (uint16_t)xlen;
 	m->payload_len = (uint32_t)plen;
-	m->qos = qos;
+	m->qos = in->qos;
 	m->retain = 0;
-	memcpy(m->data, topic, tlen);
+	m->expire_s = in->expiry_s ? now_s + in->expiry_s : 0;
+	if (in->expiry_s && !m->expire_s)
+		m->expire_s = 1; /* 0 means never */
+	memcpy(m->data, in->topic, tlen);
+	if (xlen)
+		memcpy(m->data + tlen, in->props, xlen);
 	if (plen)
-		memcpy(m->data + tlen, payload, plen);
+		memcpy(m->data + tlen + xlen, in->payload, plen);
 	return m;
+}
+
+uint32_t mqtt_msg_expiry_left(const struct mqtt_msg *m, uint32_t now_s)
+{
+	if (!m->expire_s)
+		return 0;
+	int32_t left = (int32_t)(m->expire_s - now_s);
+	return left > 0 ? (uint32_t)left : 1u;
 }
 
 void mqtt_msg_unref(struct mqtt_broker *b, struct mqtt_msg *m)
 {
 	if (--m->refs == 0)
-		mqtt_heap_free(b, m, sizeof *m + m->topic_len + m->payload_len);
+		mqtt_heap_free(b, m, sizeof *m + m->topic_len + m->props_len + m->payload_len);
 }

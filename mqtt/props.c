@@ -71,20 +71,6 @@ static int vbi_get(struct cur *c, uint32_t *v)
 	return -2;
 }
 
-static size_t vbi_size(size_t v)
-{
-	return v < 128 ? 1 : v < 16384 ? 2 : v < 2097152 ? 3 : 4;
-}
-
-static void vbi_put(struct wcur *w, uint32_t v)
-{
-	do {
-		uint8_t b = (uint8_t)(v & 0x7fu);
-		v >>= 7;
-		wcur_u8(w, v ? (uint8_t)(b | 0x80u) : b);
-	} while (v);
-}
-
 /* ---- decoding ------------------------------------------------------------------------ */
 
 #define REJ(site)                  \
@@ -92,17 +78,6 @@ static void vbi_put(struct wcur *w, uint32_t v)
 		*rej = (site);     \
 		return -E_PROTO;   \
 	} while (0)
-
-static bool get_str(struct cur *c, struct mqtt_str *s)
-{
-	uint16_t n = cur_be16(c);
-	const uint8_t *p = cur_ptr(c, n);
-	if (!cur_ok(c))
-		return false;
-	s->p = p;
-	s->len = n;
-	return true;
-}
 
 static void list_add(struct mqtt_props_list *l, const uint8_t *start, const uint8_t *end)
 {
@@ -139,11 +114,11 @@ static int decode_one(struct cur *b, uint8_t id, enum mqtt_props_pkt k, struct m
 	}
 	case MQTT_PT_UTF8:
 	case MQTT_PT_BINARY:
-		(void)get_str(b, &s);
+		(void)mqtt_get_str(b, &s);
 		break;
 	case MQTT_PT_PAIR:
-		if (get_str(b, &s))
-			(void)get_str(b, &s2);
+		if (mqtt_get_str(b, &s))
+			(void)mqtt_get_str(b, &s2);
 		break;
 	case MQTT_PT_NONE:
 	default:
@@ -332,11 +307,11 @@ static bool list_next(struct mqtt_props_list *it, uint8_t want, struct cur *val)
 			(void)vbi_get(&c, &v);
 			break;
 		case MQTT_PT_PAIR:
-			(void)get_str(&c, &s);
+			(void)mqtt_get_str(&c, &s);
 			FALLTHROUGH;
 		case MQTT_PT_UTF8:
 		case MQTT_PT_BINARY:
-			(void)get_str(&c, &s);
+			(void)mqtt_get_str(&c, &s);
 			break;
 		case MQTT_PT_NONE:
 		default:
@@ -365,7 +340,7 @@ bool mqtt_props_user_next(struct mqtt_props_list *it, struct mqtt_str *key, stru
 	struct cur v;
 	if (!list_next(it, MQTT_PROP_USER, &v))
 		return false;
-	return get_str(&v, key) && get_str(&v, val);
+	return mqtt_get_str(&v, key) && mqtt_get_str(&v, val);
 }
 
 bool mqtt_props_sub_id_next(struct mqtt_props_list *it, uint32_t *id)
@@ -443,7 +418,7 @@ static size_t sub_ids_len(const struct mqtt_props *p)
 		return p->sub_ids.len;
 	size_t n = 0;
 	for (uint32_t i = 0; p->sub_id_vals && i < p->sub_ids.n; i++)
-		n += 1 + vbi_size(MIN(p->sub_id_vals[i], VBI_MAX));
+		n += 1 + mqtt_vbi_size(MIN(p->sub_id_vals[i], VBI_MAX));
 	return n;
 }
 
@@ -480,7 +455,7 @@ static size_t body_len(const struct mqtt_props *p)
 size_t mqtt_props_len(const struct mqtt_props *p)
 {
 	size_t n = body_len(p);
-	return n == SIZE_MAX ? 0 : vbi_size(n) + n;
+	return n == SIZE_MAX ? 0 : mqtt_vbi_size(n) + n;
 }
 
 /* Copy the properties of a decoded list with identifier `id`, each verbatim. */
@@ -507,11 +482,11 @@ static void put_str(struct wcur *w, const struct mqtt_str *s)
 int mqtt_props_write(struct wcur *w, const struct mqtt_props *p)
 {
 	size_t n = body_len(p);
-	if (n == SIZE_MAX || w->err || wcur_left(w) < vbi_size(n) + n) {
+	if (n == SIZE_MAX || w->err || wcur_left(w) < mqtt_vbi_size(n) + n) {
 		w->err = true;
 		return -E_OVERFLOW;
 	}
-	vbi_put(w, (uint32_t)n);
+	mqtt_vbi_put(w, (uint32_t)n);
 	for (uint8_t id = 1; id <= MQTT_PROP_ID_MAX; id++) {
 		if (id == MQTT_PROP_USER) {
 			if (p->user.n)
@@ -524,7 +499,7 @@ int mqtt_props_write(struct wcur *w, const struct mqtt_props *p)
 			} else {
 				for (uint32_t i = 0; p->sub_id_vals && i < p->sub_ids.n; i++) {
 					wcur_u8(w, id);
-					vbi_put(w, MIN(p->sub_id_vals[i], VBI_MAX));
+					mqtt_vbi_put(w, MIN(p->sub_id_vals[i], VBI_MAX));
 				}
 			}
 			continue;

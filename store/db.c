@@ -7,10 +7,12 @@
  *    meta(k, v)                       schema version, boot generation, creation time
  *    registry(kind, id, first_seen, last_seen, connects)
  *    revoked(serial, added), revoked_id(identity, added), allowed_id(identity, added)
- *    retained(topic, qos, payload)
+ *    retained(topic, qos, payload, props, expires)
  *    session(skey, kind, id, created)  unique (kind, id)
  *    sub(skey, filter, qos)
- *    msg(mkey, qos, refs, topic, payload)   refs: deliveries QUEUED or SENT naming it
+ *    msg(mkey, qos, refs, topic, payload, props, expires)   refs: deliveries QUEUED or SENT
+ *                                     naming it; props: MQTT 5.0 properties (NULL: none);
+ *                                     expires: Unix seconds of its expiry (NULL: never)
  *    dlv(skey, seq, mkey, qos, state, pid, retain)   state 0 QUEUED, 1 SENT, 2 RELEASED
  *    rx2(skey, pid)
  *  Invariants (restored state is only what they allow; store_db_tidy re-establishes the
@@ -45,7 +47,8 @@ static const char seen_sql[] = "INSERT INTO registry(kind,id,first_seen,last_see
 			       "ON CONFLICT(kind,id) DO UPDATE SET last_seen=?3, connects=connects+1";
 
 /* The restore: a session's deliveries in order, with their messages (NULL when missing). */
-static const char restore_dlv_sql[] = "SELECT d.seq,d.mkey,d.qos,d.state,d.pid,d.retain,m.qos,m.topic,m.payload "
+static const char restore_dlv_sql[] = "SELECT d.seq,d.mkey,d.qos,d.state,d.pid,d.retain,m.qos,m.topic,m.payload,"
+				      "m.props,m.expires "
 				      "FROM dlv d LEFT JOIN msg m ON m.mkey=d.mkey WHERE d.skey=?1 ORDER BY d.seq";
 
 static const char *const sql[DB__STMTS] = {
@@ -59,7 +62,7 @@ static const char *const sql[DB__STMTS] = {
 	[DB_MSG_GC] = "DELETE FROM msg WHERE refs<=0",
 	[DB_SUB_PUT] = "INSERT OR REPLACE INTO sub(skey,filter,qos) VALUES(?1,?2,?3)",
 	[DB_SUB_DEL] = "DELETE FROM sub WHERE skey=?1 AND filter=?2",
-	[DB_MSG_PUT] = "INSERT OR IGNORE INTO msg(mkey,qos,refs,topic,payload) VALUES(?1,?2,0,?3,?4)",
+	[DB_MSG_PUT] = "INSERT OR IGNORE INTO msg(mkey,qos,refs,topic,payload,props,expires) VALUES(?1,?2,0,?3,?4,?5,?6)",
 	[DB_DLV_PUT] = "INSERT OR REPLACE INTO dlv(skey,seq,mkey,qos,state,pid,retain) VALUES(?1,?2,?3,?4,?6,?7,?5)",
 	[DB_MSG_REF] = "UPDATE msg SET refs=refs+1 WHERE mkey=?1",
 	[DB_DLV_SENT] = "UPDATE dlv SET state=1,pid=?3 WHERE skey=?1 AND seq=?2",
@@ -74,14 +77,14 @@ static const char *const sql[DB__STMTS] = {
 	[DB_DLV_DONE] = "DELETE FROM dlv WHERE skey=?1 AND pid=?2 AND state=2",
 	[DB_RX2_PUT] = "INSERT OR IGNORE INTO rx2(skey,pid) VALUES(?1,?2)",
 	[DB_RX2_DEL] = "DELETE FROM rx2 WHERE skey=?1 AND pid=?2",
-	[DB_RET_PUT] = "INSERT OR REPLACE INTO retained(topic,qos,payload) VALUES(?1,?2,?3)",
+	[DB_RET_PUT] = "INSERT OR REPLACE INTO retained(topic,qos,payload,props,expires) VALUES(?1,?2,?3,?4,?5)",
 	[DB_RET_DEL] = "DELETE FROM retained WHERE topic=?1",
 	[DB_SEEN] = seen_sql,
 	[DB_R_SESS] = "SELECT skey,kind,id FROM session ORDER BY skey",
 	[DB_R_SUB] = "SELECT filter,qos FROM sub WHERE skey=?1",
 	[DB_R_RX2] = "SELECT pid FROM rx2 WHERE skey=?1",
 	[DB_R_DLV] = restore_dlv_sql,
-	[DB_R_RET] = "SELECT topic,qos,payload FROM retained",
+	[DB_R_RET] = "SELECT topic,qos,payload,props,expires FROM retained",
 	[DB_R_REV] = "SELECT serial FROM revoked",
 	[DB_R_REVID] = "SELECT identity FROM revoked_id",
 	[DB_REV_PUT] = "INSERT OR IGNORE INTO revoked(serial,added) VALUES(?1,?2)",
@@ -100,13 +103,14 @@ static const char schema[] =
 	"CREATE TABLE revoked(serial BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
 	"CREATE TABLE revoked_id(identity BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
 	"CREATE TABLE allowed_id(identity BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
-	"CREATE TABLE retained(topic BLOB PRIMARY KEY, qos INTEGER NOT NULL, payload BLOB NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE retained(topic BLOB PRIMARY KEY, qos INTEGER NOT NULL, payload BLOB NOT NULL, props BLOB,"
+	" expires INTEGER) WITHOUT ROWID;"
 	"CREATE TABLE session(skey INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id BLOB NOT NULL, created INTEGER);"
 	"CREATE UNIQUE INDEX session_id ON session(kind,id);"
 	"CREATE TABLE sub(skey INTEGER NOT NULL, filter BLOB NOT NULL, qos INTEGER NOT NULL,"
 	" PRIMARY KEY(skey,filter)) WITHOUT ROWID;"
 	"CREATE TABLE msg(mkey INTEGER PRIMARY KEY, qos INTEGER NOT NULL, refs INTEGER NOT NULL,"
-	" topic BLOB NOT NULL, payload BLOB NOT NULL);"
+	" topic BLOB NOT NULL, payload BLOB NOT NULL, props BLOB, expires INTEGER);"
 	"CREATE INDEX msg_unreferenced ON msg(mkey) WHERE refs<=0;"
 	"CREATE TABLE dlv(skey INTEGER NOT NULL, seq INTEGER NOT NULL, mkey INTEGER NOT NULL,"
 	" qos INTEGER NOT NULL, state INTEGER NOT NULL, pid INTEGER NOT NULL, retain INTEGER NOT NULL,"
@@ -192,6 +196,41 @@ static void bind_blob(struct sqlite3_stmt *s, int i, const uint8_t *p, size_t n)
 	 * value is a zero-length blob, never NULL (the columns are NOT NULL). */
 	static const uint8_t none[1];
 	(void)sqlite3_bind_blob(s, i, n ? p : none, (int)n, SQLITE_STATIC);
+}
+
+/* A message's MQTT 5.0 part at columns i (props) and i + 1 (expires): the properties
+ * (NULL when none) and the expiry as Unix seconds, from what is left of it now (NULL: never,
+ * or no wall clock to count from). */
+static void bind_props(struct store_db *db, struct sqlite3_stmt *s, int i, const struct store_rec *r)
+{
+	if (r->props_len)
+		(void)sqlite3_bind_blob(s, i, r->props, (int)r->props_len, SQLITE_STATIC);
+	else
+		(void)sqlite3_bind_null(s, i);
+	int64_t now = db->wall_s ? db->wall_s(db->ctx) : 0;
+	if (r->expiry_s && now > 0)
+		(void)sqlite3_bind_int64(s, i + 1, now + (int64_t)r->expiry_s);
+	else
+		(void)sqlite3_bind_null(s, i + 1);
+}
+
+/* The reverse for a restored row: r's props and expiry_s (what is left, at least 1).
+ * false when it has expired. */
+static bool col_props(struct store_db *db, struct sqlite3_stmt *s, int i, struct store_rec *r)
+{
+	r->props_len = (uint16_t)MIN(sqlite3_column_bytes(s, i), (int)UINT16_MAX);
+	r->props = r->props_len ? sqlite3_column_blob(s, i) : NULL;
+	if (!r->props)
+		r->props_len = 0;
+	if (sqlite3_column_type(s, i + 1) == SQLITE_NULL)
+		return true;
+	int64_t at = sqlite3_column_int64(s, i + 1), now = db->wall_s ? db->wall_s(db->ctx) : 0;
+	if (now <= 0)
+		return true; /* no clock to judge by: kept (it cannot expire too early) */
+	if (at <= now)
+		return false;
+	r->expiry_s = (uint32_t)MIN(at - now, (int64_t)UINT32_MAX);
+	return true;
 }
 
 /* Step a statement that returns no row. */
@@ -354,6 +393,16 @@ int store_db_open(struct store_db *db, const struct store_db_config *cfg)
 			store_db_rollback(db);
 		else
 			v = 3;
+	}
+	if (!err && v == 3) { /* version 4 keeps MQTT 5.0 messages' properties and expiry */
+		err = exec(db, "BEGIN;ALTER TABLE msg ADD COLUMN props BLOB;ALTER TABLE msg ADD COLUMN expires INTEGER;"
+			       "ALTER TABLE retained ADD COLUMN props BLOB;ALTER TABLE retained ADD COLUMN expires INTEGER;"
+			       "UPDATE meta SET v=4 WHERE k='schema';COMMIT",
+			   "schema 3 -> 4");
+		if (err)
+			store_db_rollback(db);
+		else
+			v = 4;
 	}
 	if (!err && v != STORE_DB_SCHEMA_VERSION) {
 		(void)fmt_snprintf(db->why, sizeof db->why, "database schema version %ld (this image reads %d)",
@@ -654,6 +703,7 @@ int store_db_apply(struct store_db *db, const struct store_rec *r, int64_t now_s
 		(void)sqlite3_bind_int(s, 2, r->qos);
 		bind_blob(s, 3, r->topic, r->topic_len);
 		bind_blob(s, 4, r->payload, r->payload_len);
+		bind_props(db, s, 5, r);
 		err = run(db, s, "message");
 		break;
 	case STORE_REC_DLV_PUT:
@@ -690,6 +740,7 @@ int store_db_apply(struct store_db *db, const struct store_rec *r, int64_t now_s
 		bind_blob(s, 1, r->topic, r->topic_len);
 		(void)sqlite3_bind_int(s, 2, r->qos);
 		bind_blob(s, 3, r->payload, r->payload_len);
+		bind_props(db, s, 4, r);
 		err = run(db, s, "retained");
 		break;
 	case STORE_REC_RET_DEL:
@@ -880,6 +931,10 @@ int store_db_restore_next(struct store_db *db, struct store_rec *r)
 				r->topic_len = col_len16(s, 7);
 				r->payload = sqlite3_column_blob(s, 8);
 				r->payload_len = (uint32_t)sqlite3_column_bytes(s, 8);
+				if (!col_props(db, s, 9, r) && r->state == STORE_DLV_QUEUED) {
+					db->st_.skipped_restore++; /* expired before it was ever sent */
+					continue;
+				}
 			}
 			return 0;
 		case DB_RP_RET:
@@ -898,6 +953,10 @@ int store_db_restore_next(struct store_db *db, struct store_rec *r)
 			r->qos = (uint8_t)MIN(sqlite3_column_int(s, 1), 3);
 			r->payload = sqlite3_column_blob(s, 2);
 			r->payload_len = (uint32_t)sqlite3_column_bytes(s, 2);
+			if (!col_props(db, s, 3, r)) {
+				db->st_.skipped_restore++; /* expired: never sent again */
+				continue;
+			}
 			return 0;
 		case DB_RP_REV:
 		case DB_RP_REVID:

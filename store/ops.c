@@ -13,7 +13,7 @@
 
 size_t store_rec_size(const struct store_rec *r)
 {
-	return STORE_REC_HDR + (size_t)r->id_len + r->topic_len + (size_t)r->payload_len;
+	return STORE_REC_HDR + (size_t)r->id_len + r->topic_len + (size_t)r->payload_len + r->props_len;
 }
 
 /* The per-kind rules of store_rec_decode. */
@@ -58,7 +58,7 @@ static bool rec_valid(const struct store_rec *r)
 int store_rec_encode(const struct store_rec *r, uint8_t *out, size_t len)
 {
 	if (!rec_valid(r) || (r->id_len && !r->id) || (r->topic_len && !r->topic) ||
-	    (r->payload_len && !r->payload))
+	    (r->payload_len && !r->payload) || (r->props_len && !r->props))
 		return -E_INVAL;
 	size_t need = store_rec_size(r);
 	if (len < need)
@@ -77,8 +77,11 @@ int store_rec_encode(const struct store_rec *r, uint8_t *out, size_t len)
 	wcur_le16(&w, r->id_len);
 	wcur_le16(&w, r->topic_len);
 	wcur_le32(&w, r->payload_len);
+	wcur_le16(&w, r->props_len);
+	wcur_le32(&w, r->expiry_s);
 	wcur_bytes(&w, r->id, r->id_len);
 	wcur_bytes(&w, r->topic, r->topic_len);
+	wcur_bytes(&w, r->props, r->props_len);
 	wcur_bytes(&w, r->payload, r->payload_len);
 	return wcur_ok(&w) && w.pos == need ? 0 : -E_OVERFLOW;
 }
@@ -100,10 +103,14 @@ int store_rec_decode(const uint8_t *in, size_t len, struct store_rec *out)
 	out->id_len = cur_le16(&c);
 	out->topic_len = cur_le16(&c);
 	out->payload_len = cur_le32(&c);
-	if (!cur_ok(&c) || cur_left(&c) != (size_t)out->id_len + out->topic_len + (size_t)out->payload_len)
+	out->props_len = cur_le16(&c);
+	out->expiry_s = cur_le32(&c);
+	if (!cur_ok(&c) ||
+	    cur_left(&c) != (size_t)out->id_len + out->topic_len + (size_t)out->payload_len + out->props_len)
 		return -E_INVAL;
 	out->id = out->id_len ? cur_ptr(&c, out->id_len) : NULL;
 	out->topic = out->topic_len ? cur_ptr(&c, out->topic_len) : NULL;
+	out->props = out->props_len ? cur_ptr(&c, out->props_len) : NULL;
 	out->payload = out->payload_len ? cur_ptr(&c, out->payload_len) : NULL;
 	if (!cur_done(&c) || !rec_valid(out))
 		return -E_INVAL;

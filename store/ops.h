@@ -84,7 +84,7 @@ enum store_rec_kind {
 /* A delivery's state as stored (and restored). */
 enum store_dlv_state { STORE_DLV_QUEUED = 0, STORE_DLV_SENT = 1, STORE_DLV_RELEASED = 2 };
 
-#define STORE_REC_HDR 40u
+#define STORE_REC_HDR 46u
 #define STORE_PART_HDR 4u   /* HEAD: total u32 */
 #define STORE_DONE_ENT 8u   /* DONE: ticket u32, ok u32 */
 
@@ -103,6 +103,9 @@ struct store_rec {
 	uint16_t topic_len;
 	const uint8_t *payload;
 	uint32_t payload_len;
+	const uint8_t *props; /* MSG_PUT, RET_PUT, and restored DLV_PUT: MQTT 5.0 properties */
+	uint16_t props_len;
+	uint32_t expiry_s;    /* the same records: Message Expiry Interval left, 0: never */
 };
 
 /* A telemetry query (STORE_K_TLQ): [slot u32][limit u32][since i64][until i64][id_len u8]

@@ -73,11 +73,10 @@ static int b_interest_sync(void *ctx, uint32_t ticket)
 	(void)ctx;
 	return dp_shard_interest_sync(S, ticket);
 }
-static uint32_t b_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r,
-			 uint32_t ticket)
+static uint32_t b_fanout(void *ctx, const struct mqtt_message *m, uint32_t ticket)
 {
 	(void)ctx;
-	return dp_shard_fanout(S, t, tl, p, pl, q, r, ticket);
+	return dp_shard_fanout(S, m, ticket);
 }
 static void c_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n)
 {
@@ -216,10 +215,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			g_refuse = !g_refuse;
 			continue;
 		case 4: /* a local fan-out (as a local PUBLISH would) */
-			if (dp_shard_fanout_room(S, (const uint8_t *)topics[conn], strlen(topics[conn]), 40, (op & 2) != 0))
-				(void)dp_shard_fanout(S, (const uint8_t *)topics[conn], strlen(topics[conn]), msg,
-						      take(&in) % 200u, (uint8_t)(gen + 1), (op & 2) != 0,
-						      (op & 4) ? 0x80000000u | take(&in) : 0);
+			if (dp_shard_fanout_room(S, (const uint8_t *)topics[conn], strlen(topics[conn]), 40, (op & 2) != 0)) {
+				/* the payload's head doubles as properties: any bytes travel opaquely */
+				size_t pl = take(&in) % 200u, xl = (op & 8) ? take(&in) % (pl + 1u) : 0;
+				struct mqtt_message m = { .topic = (const uint8_t *)topics[conn],
+							  .topic_len = strlen(topics[conn]), .props = msg,
+							  .props_len = xl, .payload = msg + xl, .payload_len = pl - xl,
+							  .expiry_s = (op & 16) ? take(&in) : 0, .qos = (uint8_t)(gen + 1),
+							  .retain = (op & 2) != 0 };
+				(void)dp_shard_fanout(S, &m, (op & 4) ? 0x80000000u | take(&in) : 0);
+			}
 			check();
 			continue;
 		case 5:

@@ -92,10 +92,9 @@ static bool f_room(void *ctx, const uint8_t *t, size_t tl, size_t bytes, bool re
 {
 	return dp_shard_fanout_room(S[(uintptr_t)ctx], t, tl, bytes, retain);
 }
-static uint32_t f_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r,
-			 uint32_t ticket)
+static uint32_t f_fanout(void *ctx, const struct mqtt_message *m, uint32_t ticket)
 {
-	return dp_shard_fanout(S[(uintptr_t)ctx], t, tl, p, pl, q, r, ticket);
+	return dp_shard_fanout(S[(uintptr_t)ctx], m, ticket);
 }
 static void c_out(void *ctx, uint32_t conn, uint32_t gen, const uint8_t *p, size_t n)
 {

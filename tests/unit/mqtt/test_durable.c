@@ -15,7 +15,8 @@ struct ev {
 	uint16_t pid;
 	uint64_t skey, mkey, seq;
 	char text[64]; /* id, or topic/filter */
-	size_t payload_len;
+	size_t payload_len, props_len;
+	uint32_t expiry_s;
 };
 static struct ev g_ev[MAX_EV];
 static size_t g_n_ev;
@@ -44,6 +45,8 @@ static int s_record(void *ctx, const struct mqtt_pev *e)
 	v->skey = e->skey;
 	v->mkey = e->mkey;
 	v->seq = e->seq;
+	v->props_len = e->props_len;
+	v->expiry_s = e->expiry_s;
 	const uint8_t *t = e->id_len ? e->id : e->topic;
 	size_t tl = e->id_len ? e->id_len : e->topic_len;
 	if (tl)
@@ -64,12 +67,19 @@ static bool s_room(void *ctx, size_t bytes)
 	(void)bytes;
 	return g_room;
 }
-static uint32_t f_fanout(void *ctx, const uint8_t *t, size_t tl, const uint8_t *p, size_t pl, uint8_t q, bool r,
-			 uint32_t ticket)
+static uint32_t f_fanout(void *ctx, const struct mqtt_message *m, uint32_t ticket)
 {
-	(void)ctx, (void)t, (void)tl, (void)p, (void)pl, (void)q, (void)r;
+	(void)ctx, (void)m;
 	g_fanout_ticket = ticket;
 	return ticket ? g_fanout_answers : 0;
+}
+
+/* A message for the restore and remote-route calls (text topic and payload). */
+static struct mqtt_message msg_of(const char *topic, const char *payload, uint8_t qos, bool retain)
+{
+	return (struct mqtt_message){ .topic = (const uint8_t *)topic, .topic_len = strlen(topic),
+				      .payload = (const uint8_t *)payload, .payload_len = strlen(payload),
+				      .qos = qos, .retain = retain };
 }
 static bool f_room(void *ctx, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
 {
@@ -459,8 +469,8 @@ static void t_retained_recorded_by_the_origin_only(void **state)
 	assert_int_equal(expect_ack(o, MQTT_PUBACK), 4);
 	bool rec = true;
 	size_t e1 = g_n_ev;
-	assert_int_equal(mqtt_broker_route_remote(B, (const uint8_t *)"devices/d2/cmd/r", 16, (const uint8_t *)"k", 1,
-						  1, true, &rec), 0);
+	struct mqtt_message rm = msg_of("devices/d2/cmd/r", "k", 1, true);
+	assert_int_equal(mqtt_broker_route_remote(B, &rm, &rec), 0);
 	assert_false(rec); /* a replica: the origin stored it */
 	assert_int_equal(g_n_ev, e1);
 	assert_int_equal(cl_pub(o, "devices/d1/cmd/r", "", 0, true, 0, false), 0);
@@ -493,8 +503,8 @@ static void t_full_queue_refuse_newest_never_acknowledged(void **state)
 	assert_true(o->closed);   /* no PUBACK: the publisher sends it again later */
 	assert_int_equal(mqtt_broker_stats(B)->queue_refused, 1);
 	bool rec = true;          /* the same message routed from another shard: refused too */
-	assert_int_equal(mqtt_broker_route_remote(B, (const uint8_t *)"devices/d1/cmd/q", 16, (const uint8_t *)"z", 1, 1,
-						  false, &rec), -E_NOMEM);
+	struct mqtt_message rm = msg_of("devices/d1/cmd/q", "z", 1, false);
+	assert_int_equal(mqtt_broker_route_remote(B, &rm, &rec), -E_NOMEM);
 	assert_false(rec);
 	cl_free(o);
 }
@@ -545,25 +555,21 @@ static void t_restore(void **state)
 	assert_int_equal(mqtt_broker_restore_sub(B, sk2, (const uint8_t *)"devices/+/x/#", 13, 2), 0);
 	assert_int_equal(mqtt_broker_restore_sub(B, sk2, (const uint8_t *)"bad/#/x", 7, 1), -E_INVAL);
 	assert_int_equal(mqtt_broker_restore_rx2(B, sk2, 77), 0);
-	const uint8_t *t = (const uint8_t *)"devices/d2/cmd/a";
+	const char *t = "devices/d2/cmd/a";
 	/* in queue order: one sent (DUP on reconnect), one released (PUBREL), two queued
 	 * sharing one message */
-	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 100, 1, 1, false, MQTT_RESTORE_SENT, 5, t, 16,
-						 (const uint8_t *)"one", 3, 1), 0);
-	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 101, 2, 2, false, MQTT_RESTORE_RELEASED, 6, NULL, 0, NULL, 0,
-						 0), 0);
-	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 102, 3, 1, true, MQTT_RESTORE_QUEUED, 0, t, 16,
-						 (const uint8_t *)"two", 3, 1), 0);
-	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 102, 4, 1, false, MQTT_RESTORE_QUEUED, 0, t, 16,
-						 (const uint8_t *)"two", 3, 1), 0);
-	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 103, 5, 1, false, MQTT_RESTORE_SENT, 5, t, 16,
-						 (const uint8_t *)"dup", 3, 1), -E_EXIST); /* pid 5 in flight */
-	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 104, 6, 3, false, MQTT_RESTORE_QUEUED, 0, t, 16,
-						 (const uint8_t *)"x", 1, 1), -E_INVAL);
-	assert_int_equal(mqtt_broker_restore_retained(B, (const uint8_t *)"devices/d2/cmd/r", 16,
-						      (const uint8_t *)"kept", 4, 1), 0);
-	assert_int_equal(mqtt_broker_restore_retained(B, (const uint8_t *)"a/+", 3, (const uint8_t *)"x", 1, 1),
-			 -E_INVAL);
+	struct mqtt_message one = msg_of(t, "one", 1, false), two = msg_of(t, "two", 1, false),
+			    dup = msg_of(t, "dup", 1, false), x = msg_of(t, "x", 1, false);
+	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 100, 1, 1, false, MQTT_RESTORE_SENT, 5, &one), 0);
+	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 101, 2, 2, false, MQTT_RESTORE_RELEASED, 6, NULL), 0);
+	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 102, 3, 1, true, MQTT_RESTORE_QUEUED, 0, &two), 0);
+	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 102, 4, 1, false, MQTT_RESTORE_QUEUED, 0, &two), 0);
+	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 103, 5, 1, false, MQTT_RESTORE_SENT, 5, &dup),
+			 -E_EXIST); /* pid 5 in flight */
+	assert_int_equal(mqtt_broker_restore_dlv(B, sk2, 104, 6, 3, false, MQTT_RESTORE_QUEUED, 0, &x), -E_INVAL);
+	struct mqtt_message kept = msg_of("devices/d2/cmd/r", "kept", 1, true), bad = msg_of("a/+", "x", 1, true);
+	assert_int_equal(mqtt_broker_restore_retained(B, &kept), 0);
+	assert_int_equal(mqtt_broker_restore_retained(B, &bad), -E_INVAL);
 	assert_int_equal(mqtt_broker_check(B), 0);
 	mqtt_broker_restore_end(B);
 	const struct mqtt_broker_stats *st = mqtt_broker_stats(B);
@@ -602,6 +608,38 @@ static void t_restore(void **state)
 	cl_free(n);
 }
 
+/* A message's MQTT 5.0 part rides along: the MSG_PUT of a copy queued for an offline
+ * persistent session carries its properties and what is left of its expiry; once the
+ * expiry passes, the queued copy is dropped (DLV_DEL) instead of being sent. */
+static void t_message_props_and_expiry(void **state)
+{
+	(void)state;
+	struct client *s = persistent_sub("d1", 1);
+	assert_int_equal(cl_simple(s, MQTT_DISCONNECT), -E_CLOSED);
+	cl_free(s);
+	static const uint8_t props[] = { 0x26, 0, 1, 'k', 0, 1, 'v' };
+	struct mqtt_message m = msg_of("devices/d1/cmd/x", "p", 1, false);
+	m.props = props;
+	m.props_len = sizeof props;
+	m.expiry_s = 30;
+	bool rec = false;
+	size_t e0 = g_n_ev;
+	assert_int_equal(mqtt_broker_route_remote(B, &m, &rec), 0);
+	assert_true(rec);
+	const struct ev *ev = last_ev(MQTT_PEV_MSG_PUT);
+	assert_int_equal(ev->props_len, sizeof props);
+	assert_int_equal(ev->expiry_s, 30);
+	now += 31000; /* past its expiry */
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	int present = 0;
+	assert_int_equal(cl_connect_full(d, "d1", false, 0, NULL, 0, false, &present), 0);
+	assert_int_equal(present, 1);
+	expect_none(d);
+	assert_int_equal(mqtt_broker_stats(B)->expired_dropped, 1);
+	assert_int_equal(count_ev(e0, MQTT_PEV_DLV_DEL), 1);
+	cl_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -620,6 +658,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_full_queue_refuse_newest_never_acknowledged, setup_durable,
 						 teardown_durable),
 		cmocka_unit_test_setup_teardown(t_restore, setup_durable, teardown_durable),
+		cmocka_unit_test_setup_teardown(t_message_props_and_expiry, setup_durable, teardown_durable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
