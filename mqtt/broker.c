@@ -33,6 +33,7 @@
 #include "lib/fmt.h"
 #include "lib/mem.h"
 #include "mqtt/acl.h"
+#include "mqtt/codec5.h"
 #include "mqtt/msg.h"
 #include "mqtt/rate.h"
 #include "mqtt/topic.h"
@@ -149,25 +150,76 @@ static uint32_t conn_idx(const struct mqtt_broker *b, const struct mqtt_conn *c)
 	return (uint32_t)(c - b->conns);
 }
 
+/* A 3.1.1 return code as a 5.0 reason code (5.0 codes, 0x80 and above, pass). */
+static uint8_t rc5_of(uint8_t rc)
+{
+	static const uint8_t map[] = { [MQTT_CONNACK_ACCEPTED] = MQTT_RC_SUCCESS,
+				       [MQTT_CONNACK_BAD_PROTOCOL] = MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION,
+				       [MQTT_CONNACK_ID_REJECTED] = MQTT_RC_CLIENT_ID_NOT_VALID,
+				       [MQTT_CONNACK_UNAVAILABLE] = MQTT_RC_SERVER_UNAVAILABLE,
+				       [MQTT_CONNACK_BAD_AUTH] = MQTT_RC_BAD_USERNAME_OR_PASSWORD,
+				       [MQTT_CONNACK_NOT_AUTHORIZED] = MQTT_RC_NOT_AUTHORIZED };
+	return rc < ARRAY_LEN(map) ? map[rc] : rc;
+}
+
+/* What a 5.0 CONNACK tells the client of this broker: its limits (Receive Maximum: the
+ * inbound QoS 2 window; Maximum Packet Size; Topic Alias Maximum), what it does not offer
+ * (Subscription Identifiers, Shared Subscriptions), and that a session it keeps never
+ * expires (the client asked for a finite one). */
+static void connack_props(const struct mqtt_broker *b, const struct mqtt_conn *c, struct mqtt_props *p)
+{
+	memset(p, 0, sizeof *p);
+	p->present = MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX) | MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE) |
+		     MQTT_PROP_BIT(MQTT_PROP_SUB_ID_AVAILABLE) | MQTT_PROP_BIT(MQTT_PROP_SHARED_SUB_AVAILABLE);
+	p->receive_max = (uint16_t)MAX(b->cfg.max_qos2_rx, 1u);
+	p->max_packet_size = b->cfg.max_packet;
+	if (b->cfg.topic_alias_max) {
+		p->present |= MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS_MAX);
+		p->topic_alias_max = b->cfg.topic_alias_max;
+	}
+	if (c->session != MQTT_NIL && !(b->sess[c->session].flags & MQTT_SESS_CLEAN)) {
+		p->present |= MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY);
+		p->session_expiry_s = UINT32_MAX;
+	}
+}
+
 static int send_connack(struct mqtt_broker *b, struct mqtt_conn *c, bool sp, uint8_t rc)
 {
 	struct wcur w = wcur_make(b->out, b->out_len);
-	if (mqtt_encode_connack(&w, rc == 0 && sp, rc)) /* [MQTT-3.2.2-4] */
+	if (c->v5) {
+		struct mqtt_props p;
+		if (rc == MQTT_CONNACK_ACCEPTED)
+			connack_props(b, c, &p);
+		else
+			memset(&p, 0, sizeof p);
+		if (mqtt5_encode_connack(&w, rc == 0 && sp, rc5_of(rc), &p))
+			return -E_OVERFLOW;
+	} else if (mqtt_encode_connack(&w, rc == 0 && sp, rc)) { /* [MQTT-3.2.2-4] */
 		return -E_OVERFLOW;
+	}
 	return mqtt_send_encoded(b, c, &w);
-}
-
-static int send_dlv(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_dlv *d, bool dup)
-{
-	const struct mqtt_msg *m = d->msg;
-	return mqtt_send_publish(b, c, m->data, m->topic_len, mqtt_msg_payload(m), m->payload_len, d->qos, dup,
-				 (d->state & MQTT_DLV_RETAIN) != 0, d->pid);
 }
 
 /* The broker's clock in seconds (message expiry). */
 static uint32_t now_s(const struct mqtt_broker *b)
 {
 	return (uint32_t)(b->now_ms / 1000u);
+}
+
+static int send_dlv(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_dlv *d, bool dup)
+{
+	const struct mqtt_msg *m = d->msg;
+	struct mqtt_message v = { .topic = m->data, .topic_len = m->topic_len, .payload = mqtt_msg_payload(m),
+				  .payload_len = m->payload_len, .props = mqtt_msg_props(m), .props_len = m->props_len,
+				  .expiry_s = mqtt_msg_expiry_left(m, now_s(b)) };
+	return mqtt_send_message(b, c, &v, d->qos, dup, (d->state & MQTT_DLV_RETAIN) != 0, d->pid);
+}
+
+/* The in-flight window of a session's connection: ours, or the 5.0 client's Receive
+ * Maximum when smaller [MQTT-3.3.4-9]. */
+static uint32_t window(const struct mqtt_broker *b, const struct mqtt_conn *c)
+{
+	return c->v5 ? MIN((uint32_t)b->cfg.max_inflight, (uint32_t)c->x5->recv_max) : b->cfg.max_inflight;
 }
 
 /* ---- sessions: delivery ---------------------------------------------------------------- */
@@ -221,33 +273,45 @@ static void pump(struct mqtt_broker *b, uint32_t si)
 	if (s->conn == MQTT_NIL)
 		return;
 	struct mqtt_conn *c = &b->conns[s->conn];
-	uint32_t prev = MQTT_NIL;
-	for (uint32_t d = s->q_head; d != MQTT_NIL && s->n_inflight < b->cfg.max_inflight;) {
+	uint32_t prev = MQTT_NIL, win = window(b, c);
+	for (uint32_t d = s->q_head; d != MQTT_NIL && s->n_inflight < win;) {
 		struct mqtt_dlv *r = &b->dlvs[d];
 		uint32_t next = r->next;
-		if (dlv_state(r) == MQTT_DLV_QUEUED && !(r->state & MQTT_DLV_FRESH) &&
-		    mqtt_msg_expired(r->msg, now_s(b))) {
-			/* never sent once its Message Expiry Interval passed (MQTT 5.0 3.3.2.3.3) */
-			if (mqtt_persistent(s))
-				mqtt_rec_dlv(b, MQTT_PEV_DLV_DEL, s, r);
-			q_unlink(b, s, d, prev);
-			mqtt_dlv_release(b, d);
-			b->st.expired_dropped++;
+		if (dlv_state(r) != MQTT_DLV_QUEUED) {
+			prev = d;
 			d = next;
 			continue;
 		}
-		prev = d;
-		d = next;
-		if (dlv_state(r) != MQTT_DLV_QUEUED)
+		bool gone = !(r->state & MQTT_DLV_FRESH) && mqtt_msg_expired(r->msg, now_s(b));
+		if (!gone) {
+			r->pid = pid_alloc(b, s);
+			dlv_set_state(r, r->qos == 1 ? MQTT_DLV_WAIT_ACK : MQTT_DLV_WAIT_REC);
+			s->n_inflight++;
+			int rc = send_dlv(b, c, r, false);
+			if (rc == -E_RANGE) {
+				/* larger than the 5.0 client's Maximum Packet Size: discarded as
+				 * if delivered [MQTT-3.1.2-25] */
+				s->n_inflight--;
+				b->st.too_big_dropped++;
+				gone = true;
+			} else if (rc) {
+				dlv_set_state(r, MQTT_DLV_QUEUED); /* retried on writable or reconnect */
+				r->pid = 0;
+				s->n_inflight--;
+				return;
+			}
+		} else {
+			/* never sent once its Message Expiry Interval passed (MQTT 5.0 3.3.2.3.3) */
+			b->st.expired_dropped++;
+		}
+		if (gone) {
+			if (mqtt_persistent(s) && !(r->state & MQTT_DLV_FRESH))
+				mqtt_rec_dlv(b, MQTT_PEV_DLV_DEL, s, r);
+			r->state = (uint8_t)(r->state & ~MQTT_DLV_FRESH); /* nothing left to record */
+			q_unlink(b, s, d, prev);
+			mqtt_dlv_release(b, d);
+			d = next;
 			continue;
-		r->pid = pid_alloc(b, s);
-		dlv_set_state(r, r->qos == 1 ? MQTT_DLV_WAIT_ACK : MQTT_DLV_WAIT_REC);
-		s->n_inflight++;
-		if (send_dlv(b, c, r, false)) {
-			dlv_set_state(r, MQTT_DLV_QUEUED); /* retried on writable or reconnect */
-			r->pid = 0;
-			s->n_inflight--;
-			return;
 		}
 		if (r->state & MQTT_DLV_FRESH) { /* recorded now, as sent */
 			r->state = (uint8_t)(r->state & ~MQTT_DLV_FRESH);
@@ -255,6 +319,8 @@ static void pump(struct mqtt_broker *b, uint32_t si)
 		} else if (mqtt_persistent(s)) {
 			mqtt_rec_dlv(b, MQTT_PEV_DLV_SENT, s, r);
 		}
+		prev = d;
+		d = next;
 	}
 }
 
@@ -263,16 +329,31 @@ static void resend(struct mqtt_broker *b, uint32_t si)
 {
 	struct mqtt_session *s = &b->sess[si];
 	struct mqtt_conn *c = &b->conns[s->conn];
-	for (uint32_t d = s->q_head; d != MQTT_NIL; d = b->dlvs[d].next) {
+	uint32_t prev = MQTT_NIL;
+	for (uint32_t d = s->q_head; d != MQTT_NIL;) {
 		struct mqtt_dlv *r = &b->dlvs[d];
+		uint32_t next = r->next;
 		uint8_t st = dlv_state(r);
 		int rc = 0;
 		if (st == MQTT_DLV_WAIT_ACK || st == MQTT_DLV_WAIT_REC)
 			rc = send_dlv(b, c, r, true);
 		else if (st == MQTT_DLV_WAIT_COMP)
 			rc = mqtt_send_ack(b, c, MQTT_PUBREL, r->pid);
+		if (rc == -E_RANGE) {
+			/* too large for the client that came back (5.0): discarded as if delivered */
+			if (mqtt_persistent(s))
+				mqtt_rec_dlv(b, MQTT_PEV_DLV_DEL, s, r);
+			b->st.too_big_dropped++;
+			s->n_inflight--;
+			q_unlink(b, s, d, prev);
+			mqtt_dlv_release(b, d);
+			d = next;
+			continue;
+		}
 		if (rc)
 			return;
+		prev = d;
+		d = next;
 	}
 	pump(b, si);
 }
@@ -322,8 +403,7 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 	}
 	if (qos == 0) {
 		if (s->conn != MQTT_NIL)
-			(void)mqtt_send_publish(b, &b->conns[s->conn], v->m->topic, (uint16_t)v->m->topic_len,
-						v->m->payload, v->m->payload_len, 0, false, retain, 0);
+			(void)mqtt_send_message(b, &b->conns[s->conn], v->m, 0, false, retain, 0);
 		else
 			b->st.qos0_offline_dropped++;
 		return;
@@ -487,27 +567,21 @@ static void route(struct mqtt_broker *b, const struct mqtt_message *m, bool loca
 		uint32_t si = mqtt_sess_find(b, false, topic + b->lv_off[1], b->lv_len[1]);
 		if (si != MQTT_NIL) {
 			struct mqtt_session *s = &b->sess[si];
-			uint8_t best = 0;
 			if (s->sub0_node != MQTT_NIL && mqtt_node_match(b, s->sub0_node, 2, n, false))
-				best = (uint8_t)(s->sub0_qos + 1);
+				mqtt_mark(b, si, s->sub0_qos);
 			for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session)
-				if (b->subs[r].rel && b->subs[r].qos + 1 > best &&
-				    mqtt_node_match(b, b->subs[r].node, 2, n, false))
-					best = (uint8_t)(b->subs[r].qos + 1);
-			if (best) {
-				if (b->mark[si] == 0)
-					b->touched[b->n_touched++] = si;
-				if (b->mark[si] < best)
-					b->mark[si] = best;
-			}
+				if (b->subs[r].rel && mqtt_node_match(b, b->subs[r].node, 2, n, false))
+					mqtt_mark(b, si, b->subs[r].qos);
 		}
 	}
-	/* once per session, at the maximum QoS of its matching subscriptions */
+	/* once per session, at the maximum QoS of its matching subscriptions; RETAIN 0 on a
+	 * live delivery [MQTT-3.3.1-9] unless one of them asked Retain As Published (5.0) */
 	for (uint32_t i = 0; i < b->n_touched; i++) {
 		uint32_t si = b->touched[i];
-		uint8_t q = (uint8_t)MIN(qos, b->mark[si] - 1);
+		uint8_t mk = b->mark[si];
+		uint8_t q = (uint8_t)MIN(qos, (mk & MQTT_MARK_QOS) - 1u);
 		b->mark[si] = 0;
-		deliver(b, si, &v, q, false); /* retain 0 on live delivery [MQTT-3.3.1-9] */
+		deliver(b, si, &v, q, m->retain && (mk & MQTT_MARK_RAP));
 	}
 	b->n_touched = 0;
 	if (v.msg)
@@ -628,6 +702,80 @@ int mqtt_broker_publish_sys(struct mqtt_broker *b, const uint8_t *topic, size_t 
 
 /* End a connection: detach the session (freeing it if clean), publish the will when
  * asked, give back every buffer, then tell the transport if we initiated it. */
+/* A 5.0 connection's own block and its Topic Aliases are given back (its will is the
+ * caller's). */
+static void conn5_free(struct mqtt_broker *b, struct mqtt_conn *c)
+{
+	struct mqtt_conn5 *x = c->x5;
+	if (x->aliases) {
+		for (uint32_t i = 0; i < b->cfg.topic_alias_max; i++)
+			if (x->aliases[i].topic)
+				mqtt_heap_free(b, x->aliases[i].topic, x->aliases[i].len);
+		mqtt_heap_free(b, x->aliases, (size_t)b->cfg.topic_alias_max * sizeof *x->aliases);
+	}
+	mqtt_heap_free(b, x, sizeof *x);
+	c->x5 = NULL;
+}
+
+/* Publish a will now (its reference stays the caller's). */
+static void will_publish(struct mqtt_broker *b, struct mqtt_msg *m)
+{
+	b->st.wills_published++;
+	struct mqtt_message wm = { .topic = m->data, .topic_len = m->topic_len, .payload = mqtt_msg_payload(m),
+				   .payload_len = m->payload_len, .props = mqtt_msg_props(m), .props_len = m->props_len,
+				   .expiry_s = mqtt_msg_expiry_left(m, now_s(b)), .qos = m->qos,
+				   .retain = m->retain != 0 };
+	route(b, &wm, true);
+}
+
+/* ---- delayed wills (5.0): at most cfg.max_delayed_wills wait; more are sent at once ---- */
+
+/* Hold session si's will m (its reference taken) for delay_s: true, or false when every
+ * slot is taken (the caller publishes it now). */
+static bool will_defer(struct mqtt_broker *b, uint32_t si, struct mqtt_msg *m, uint32_t delay_s)
+{
+	if (b->n_dwills >= b->cfg.max_delayed_wills) {
+		b->st.wills_undelayed++;
+		return false;
+	}
+	b->dwills[b->n_dwills++] = (struct mqtt_dwill){ .msg = m, .sess = si, .due_s = now_s(b) + delay_s };
+	return true;
+}
+
+static void will_drop_at(struct mqtt_broker *b, uint32_t i)
+{
+	mqtt_msg_unref(b, b->dwills[i].msg);
+	b->dwills[i] = b->dwills[--b->n_dwills];
+}
+
+/* Session si is back or gone: its delayed will is never sent. */
+static void will_cancel(struct mqtt_broker *b, uint32_t si)
+{
+	for (uint32_t i = 0; i < b->n_dwills; i++)
+		if (b->dwills[i].sess == si) {
+			will_drop_at(b, i);
+			return;
+		}
+}
+
+void mqtt_will_session_gone(struct mqtt_broker *b, uint32_t si)
+{
+	will_cancel(b, si);
+}
+
+/* The delayed wills whose time came are published (from the tick). */
+static void wills_due(struct mqtt_broker *b)
+{
+	for (uint32_t i = 0; i < b->n_dwills;) {
+		if ((int32_t)(now_s(b) - b->dwills[i].due_s) < 0) {
+			i++;
+			continue;
+		}
+		will_publish(b, b->dwills[i].msg);
+		will_drop_at(b, i);
+	}
+}
+
 static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bool will)
 {
 	void *user = c->user;
@@ -638,22 +786,40 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 		b->sess[si].conn = MQTT_NIL;
 	mqtt_rate_release(b, c->rate); /* the bucket stays: a reconnect finds it */
 	c->rate = MQTT_NIL;
+	uint8_t reason = b->disc_reason;
+	const char *why = b->disc_why;
+	b->disc_reason = 0;
+	b->disc_why = NULL;
+	if (notify && reason && c->v5 && c->state == MQTT_CONN_UP) {
+		/* the 5.0 client is told why (MQTT 5.0 3.14), with a Reason String (allowed on
+		 * DISCONNECT whatever Request Problem Information says): best effort, the close
+		 * follows */
+		struct mqtt_props p = { 0 };
+		if (why) {
+			p.present = MQTT_PROP_BIT(MQTT_PROP_REASON_STRING);
+			p.reason_string = (struct mqtt_str){ (const uint8_t *)why, (uint16_t)strlen(why) };
+		}
+		struct wcur w = wcur_make(b->out, b->out_len);
+		if (mqtt5_encode_disconnect(&w, reason, &p) == 0)
+			(void)mqtt_send_encoded(b, c, &w);
+	}
 	if (c->state == MQTT_CONN_NEW) {
 		mqtt_heap_free(b, c->identity, c->identity_len);
 		c->identity = NULL;
-	} else if (c->will) {
-		struct mqtt_msg *m = c->will;
+	} else {
+		struct mqtt_msg *m = c->v5 ? c->x5->will : c->will;
+		uint32_t delay = si != MQTT_NIL ? b->sess[si].will_delay_s : 0;
+		if (c->v5)
+			conn5_free(b, c);
 		c->will = NULL;
-		if (will) {
-			b->st.wills_published++;
-			struct mqtt_message wm = { .topic = m->data, .topic_len = m->topic_len,
-						   .payload = mqtt_msg_payload(m), .payload_len = m->payload_len,
-						   .props = mqtt_msg_props(m), .props_len = m->props_len,
-						   .expiry_s = mqtt_msg_expiry_left(m, now_s(b)), .qos = m->qos,
-						   .retain = m->retain != 0 };
-			route(b, &wm, true);
-		}
-		mqtt_msg_unref(b, m);
+		bool kept = si != MQTT_NIL && !(b->sess[si].flags & MQTT_SESS_CLEAN);
+		/* a Will Delay Interval holds it while the session lives on (5.0 3.1.3.2.2) */
+		if (m && will && delay && kept && will_defer(b, si, m, delay))
+			m = NULL;
+		if (m && will)
+			will_publish(b, m);
+		if (m)
+			mqtt_msg_unref(b, m);
 	}
 	if (si != MQTT_NIL && (b->sess[si].flags & MQTT_SESS_CLEAN))
 		mqtt_sess_free(b, si); /* [MQTT-3.1.2-6] */
@@ -681,6 +847,8 @@ uint32_t mqtt_broker_kick(struct mqtt_broker *b, const uint8_t *id, size_t len)
 			continue;
 		b->st.kicked++;
 		say(b, MQTT_LOG_IDENTITY, c, "ended: its identity was revoked");
+		b->disc_reason = MQTT_RC_ADMINISTRATIVE_ACTION;
+		b->disc_why = "identity revoked or kicked by an operator";
 		conn_end(b, c, true, false); /* no will: the device is not trusted any more */
 		n++;
 	}
@@ -755,85 +923,117 @@ static int refuse(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t rc, enum m
 	return -E_CLOSED;
 }
 
-static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_connect *k,
-			  uint64_t now_ms)
+/* The client identifier a CONNECT may use: the certificate identity (or, for a service,
+ * identity/suffix); mqtt.client_id_policy "override" replaces another by it. 0 with *id,
+ * *idl set, or the refusal (-E_CLOSED). */
+static int connect_identity(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t **id, size_t *idl)
 {
-	const uint8_t *id = k->client_id.p;
-	size_t idl = k->client_id.len;
 	bool service = c->kind == MQTT_ID_SERVICE;
-	if (idl == 0) {
-		/* server-assigned identifier [MQTT-3.1.3-6]: the authenticated identity */
-		id = c->identity;
-		idl = c->identity_len;
-	}
-	if (!bytes_eq(id, idl, c->identity, c->identity_len) &&
-	    !(service && idl > c->identity_len && memcmp(id, c->identity, c->identity_len) == 0 &&
-	      id[c->identity_len] == '/')) {
+	if (!bytes_eq(*id, *idl, c->identity, c->identity_len) &&
+	    !(service && *idl > c->identity_len && memcmp(*id, c->identity, c->identity_len) == 0 &&
+	      (*id)[c->identity_len] == '/')) {
 		char sent[LOG_ID_MAX + 1];
-		(void)log_bytes(sent, id, idl);
+		(void)log_bytes(sent, *id, *idl);
 		if (service || !b->cfg.client_id_override)
 			return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_IDENTITY,
 				      "client id '%s' is not the certificate identity", sent);
 		/* client_id_policy "override": the session is the certificate identity's */
 		b->st.client_id_overridden++;
 		say(b, MQTT_LOG_IDENTITY, c, "client id '%s' replaced by the certificate identity", sent);
-		id = c->identity;
-		idl = c->identity_len;
+		*id = c->identity;
+		*idl = c->identity_len;
 	}
-	struct mqtt_msg *will = NULL; /* c->will shares storage with c->identity until UP */
-	if (k->will) {
-		if (!acl_pub(b, c, c->identity, c->identity_len, k->will_topic.p, k->will_topic.len)) {
-			b->st.acl_denied_pub++;
-			return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_ACL,
-				      "will topic denied");
-		}
-		struct mqtt_message wm = { .topic = k->will_topic.p, .topic_len = k->will_topic.len,
-					   .payload = k->will_msg.p, .payload_len = k->will_msg.len,
-					   .qos = k->will_qos };
-		will = mqtt_msg_new(b, &wm, now_s(b));
-		if (!will)
-			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
-				      "no memory for the will");
-		will->retain = k->will_retain;
+	return 0;
+}
+
+/* A CONNECT's will: the ACL, then its message block (refs 1; retain set). 0 with *out (NULL
+ * when there is none), or the refusal. */
+static int connect_will(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_message *wm,
+			struct mqtt_msg **out)
+{
+	*out = NULL;
+	if (!wm)
+		return 0;
+	if (!acl_pub(b, c, c->identity, c->identity_len, wm->topic, wm->topic_len)) {
+		b->st.acl_denied_pub++;
+		return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_LOG_ACL, "will topic denied");
 	}
+	*out = mqtt_msg_new(b, wm, now_s(b));
+	if (!*out)
+		return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE, "no memory for the will");
+	(*out)->retain = wm->retain;
+	return 0;
+}
+
+/* What a CONNECT asks, either version. */
+struct connect_req {
+	const uint8_t *id;
+	size_t idl;
+	uint16_t keepalive_s;
+	bool clean_start;     /* discard a session that exists */
+	bool ends_with_conn;  /* the session ends when this connection does */
+	struct mqtt_msg *will; /* taken: given to the connection, or dropped on refusal */
+	uint32_t will_delay_s; /* 5.0 */
+	struct mqtt_conn5 *x5; /* 5.0: taken likewise */
+};
+
+static void connect_req_drop(struct mqtt_broker *b, struct connect_req *r)
+{
+	if (r->will)
+		mqtt_msg_unref(b, r->will);
+	if (r->x5)
+		mqtt_heap_free(b, r->x5, sizeof *r->x5);
+	r->will = NULL;
+	r->x5 = NULL;
+}
+
+static int connect_refuse(struct mqtt_broker *b, struct mqtt_conn *c, struct connect_req *r, const char *why)
+{
+	connect_req_drop(b, r);
+	return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE, "%s", why);
+}
+
+static void will_cancel(struct mqtt_broker *b, uint32_t si);
+
+/* The rest of a CONNECT, both versions: rate bucket, takeover, session, CONNACK. */
+static int connect_finish(struct mqtt_broker *b, struct mqtt_conn *c, struct connect_req *r, uint64_t now_ms)
+{
+	bool service = c->kind == MQTT_ID_SERVICE;
 	if (mqtt_rate_on(&b->cfg)) {
 		/* before the takeover: the old connection's reference keeps the bucket */
 		c->rate = mqtt_rate_acquire(b, service, c->identity, c->identity_len);
-		if (c->rate == MQTT_NIL) {
-			if (will)
-				mqtt_msg_unref(b, will);
-			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
-				      "rate table full of unrefilled buckets");
-		}
+		if (c->rate == MQTT_NIL)
+			return connect_refuse(b, c, r, "rate table full of unrefilled buckets");
 	}
-	uint32_t si = mqtt_sess_find(b, service, id, idl);
+	uint32_t si = mqtt_sess_find(b, service, r->id, r->idl);
 	if (si != MQTT_NIL && b->sess[si].conn != MQTT_NIL) {
 		/* takeover: the existing connection is closed [MQTT-3.1.4-2] */
 		b->st.takeovers++;
+		b->disc_reason = MQTT_RC_SESSION_TAKEN_OVER;
+		b->disc_why = "session taken over by a new connection";
 		conn_end(b, &b->conns[b->sess[si].conn], true, true);
-		si = mqtt_sess_find(b, service, id, idl);
+		si = mqtt_sess_find(b, service, r->id, r->idl);
 	}
-	if (si != MQTT_NIL && k->clean) {
+	if (si != MQTT_NIL)
+		will_cancel(b, si); /* a delayed will is not sent once its session is back (5.0) */
+	if (si != MQTT_NIL && r->clean_start) {
 		mqtt_sess_free(b, si); /* [MQTT-3.1.2-6] (and SESS_DEL when it was stored) */
 		si = MQTT_NIL;
 	}
 	bool present = si != MQTT_NIL; /* [MQTT-3.2.2-1..3] */
 	if (si == MQTT_NIL) {
-		si = mqtt_sess_new(b, service, id, idl);
-		if (si == MQTT_NIL) {
-			if (will)
-				mqtt_msg_unref(b, will);
-			return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE,
-				      "no session record");
-		}
-		if (!k->clean && b->store_on) {
+		si = mqtt_sess_new(b, service, r->id, r->idl);
+		if (si == MQTT_NIL)
+			return connect_refuse(b, c, r, "no session record");
+		if (!r->ends_with_conn && b->store_on) {
 			b->sess[si].skey = mqtt_key_new(b); /* session invariant 8 */
 			if (b->sess[si].skey)
 				mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
 		}
 	}
 	struct mqtt_session *s = &b->sess[si];
-	if (k->clean)
+	s->will_delay_s = r->will_delay_s;
+	if (r->ends_with_conn)
 		s->flags |= MQTT_SESS_CLEAN;
 	else
 		s->flags = (uint8_t)(s->flags & ~MQTT_SESS_CLEAN);
@@ -844,15 +1044,93 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 	}
 	mqtt_heap_free(b, c->identity, c->identity_len);
 	c->identity = NULL;
-	c->will = will;
+	if (r->x5) { /* 5.0 (handle_connect5 always makes it) */
+		r->x5->will = r->will;
+		c->x5 = r->x5;
+	} else {
+		c->will = r->will;
+	}
+	r->x5 = NULL;
+	r->will = NULL;
 	s->conn = conn_idx(b, c);
 	c->session = si;
 	c->state = MQTT_CONN_UP;
-	c->keepalive_s = k->keepalive_s;
+	c->keepalive_s = r->keepalive_s;
 	c->last_rx_ms = (uint32_t)now_ms;
 	(void)send_connack(b, c, present, MQTT_CONNACK_ACCEPTED); /* [MQTT-3.2.0-1] */
 	resend(b, si);
 	return 0;
+}
+
+static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_connect *k,
+			  uint64_t now_ms)
+{
+	struct connect_req r = { .id = k->client_id.p, .idl = k->client_id.len, .keepalive_s = k->keepalive_s,
+				 .clean_start = k->clean, .ends_with_conn = k->clean };
+	if (r.idl == 0) {
+		/* server-assigned identifier [MQTT-3.1.3-6]: the authenticated identity */
+		r.id = c->identity;
+		r.idl = c->identity_len;
+	}
+	int rc = connect_identity(b, c, &r.id, &r.idl);
+	if (rc)
+		return rc;
+	struct mqtt_message wm = { .topic = k->will_topic.p, .topic_len = k->will_topic.len, .payload = k->will_msg.p,
+				   .payload_len = k->will_msg.len, .qos = k->will_qos, .retain = k->will_retain };
+	if ((rc = connect_will(b, c, k->will ? &wm : NULL, &r.will)) != 0)
+		return rc;
+	return connect_finish(b, c, &r, now_ms);
+}
+
+/* A 5.0 CONNECT (MQTT 5.0 3.1): the same identity and ACL rules as 3.1.1; an empty client
+ * identifier is refused (never assigned: the identity is the certificate's), enhanced
+ * authentication is refused (the certificate authenticates); Session Expiry Interval 0 ends
+ * the session with the connection, any other keeps it (CONNACK says it never expires). */
+static int handle_connect5(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt5_connect *k,
+			   uint64_t now_ms)
+{
+	const struct mqtt_props *pr = &k->props;
+	if (pr->present & MQTT_PROP_BIT(MQTT_PROP_AUTH_METHOD))
+		return refuse(b, c, MQTT_RC_BAD_AUTHENTICATION_METHOD, MQTT_LOG_IDENTITY,
+			      "enhanced authentication (the certificate authenticates)");
+	if (k->client_id.len == 0)
+		return refuse(b, c, MQTT_RC_CLIENT_ID_NOT_VALID, MQTT_LOG_IDENTITY,
+			      "empty client identifier (never assigned: it must be the certificate identity)");
+	uint32_t expiry = (pr->present & MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY)) ? pr->session_expiry_s : 0;
+	struct connect_req r = { .id = k->client_id.p, .idl = k->client_id.len, .keepalive_s = k->keepalive_s,
+				 .clean_start = k->clean_start, .ends_with_conn = expiry == 0 };
+	int rc = connect_identity(b, c, &r.id, &r.idl);
+	if (rc)
+		return rc;
+	r.x5 = mqtt_heap_alloc(b, sizeof *r.x5);
+	if (!r.x5)
+		return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT_LOG_RESOURCE, "no memory for a 5.0 connection");
+	memset(r.x5, 0, sizeof *r.x5);
+	r.x5->max_packet = (pr->present & MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE)) ? pr->max_packet_size : 0;
+	r.x5->recv_max = (pr->present & MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX)) ? pr->receive_max : UINT16_MAX;
+	if (k->will) {
+		/* The will's properties as a PUBLISH carries them (Will Delay Interval and Message
+		 * Expiry Interval kept apart), written in b->out until the CONNACK needs it. */
+		const struct mqtt_props *wp = &k->will_props;
+		struct mqtt_props fwd = *wp;
+		fwd.present &= ~(MQTT_PROP_BIT(MQTT_PROP_WILL_DELAY) | MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY));
+		struct wcur w = wcur_make(b->out, b->out_len);
+		if (mqtt_props_write(&w, &fwd) != 0) {
+			connect_req_drop(b, &r);
+			return refuse(b, c, MQTT_RC_PACKET_TOO_LARGE, MQTT_LOG_TOO_BIG, "will properties too large");
+		}
+		r.will_delay_s = (wp->present & MQTT_PROP_BIT(MQTT_PROP_WILL_DELAY)) ? wp->will_delay_s : 0;
+		struct mqtt_message wm = {
+			.topic = k->will_topic.p, .topic_len = k->will_topic.len, .payload = k->will_payload.p,
+			.payload_len = k->will_payload.len, .props = w.buf, .props_len = w.pos,
+			.expiry_s = (wp->present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)) ? wp->message_expiry_s : 0,
+			.qos = k->will_qos, .retain = k->will_retain };
+		if ((rc = connect_will(b, c, &wm, &r.will)) != 0) {
+			connect_req_drop(b, &r);
+			return rc;
+		}
+	}
+	return connect_finish(b, c, &r, now_ms);
 }
 
 static bool rate_ok(struct mqtt_broker *b, struct mqtt_conn *c, size_t bytes, uint64_t now_ms)
@@ -933,8 +1211,10 @@ static void console(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqt
 		b->st.send_again++; /* the reply is lost: the command was still carried out */
 }
 
+/* A PUBLISH of either version; x: a 5.0 PUBLISH's properties block (as received) and
+ * Message Expiry Interval, NULL for 3.1.1. */
 static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_publish *p,
-			  size_t pkt_len, uint64_t now_ms)
+			  size_t pkt_len, uint64_t now_ms, const struct mqtt_message *x)
 {
 	uint32_t si = c->session;
 	struct mqtt_session *s = &b->sess[si];
@@ -986,7 +1266,9 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		return -E_CLOSED;
 	}
 	struct mqtt_message msg = { .topic = p->topic.p, .topic_len = p->topic.len, .payload = p->payload,
-				    .payload_len = p->payload_len, .qos = p->qos, .retain = p->retain };
+				    .payload_len = p->payload_len, .props = x ? x->props : NULL,
+				    .props_len = x ? x->props_len : 0, .expiry_s = x ? x->expiry_s : 0,
+				    .qos = p->qos, .retain = p->retain };
 	if (!drop && b->ops.fanout_room &&
 	    !b->ops.fanout_room(b->ops.ctx, msg.topic, msg.topic_len, msg.topic_len + msg.props_len + msg.payload_len,
 				msg.retain)) {
@@ -1034,7 +1316,9 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 			mqtt_rec_dlv(b, MQTT_PEV_RX2_PUT, s, &b->dlvs[d]);
 	}
 	if (!drop) {
+		b->route_origin = si; /* No Local (5.0) */
 		route(b, &msg, true);
+		b->route_origin = MQTT_NIL;
 		if (b->store_on && telemetry_topic(b, p->topic.p, p->topic.len))
 			record_telemetry(b, s, p, now_ms);
 	}
@@ -1144,7 +1428,7 @@ void mqtt_subscribe_retained(struct mqtt_broker *b, uint32_t si, const struct mq
 	struct mqtt_str f;
 	uint8_t q;
 	for (size_t i = 0; mqtt_filters_next(&it, &f, &q); i++) {
-		if (codes[i] == MQTT_SUBACK_FAILURE)
+		if (codes[i] >= MQTT_SUBACK_FAILURE) /* any refusal, 3.1.1 or 5.0 */
 			continue;
 		int nl = mqtt_topic_split(b, f.p, f.len);
 		for (int k = 0; k < nl; k++)
@@ -1183,7 +1467,7 @@ static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 			int rc = mqtt_sub_apply(b, si, f.p, f.len, q);
 			if (rc == -E_INVAL)
 				say(b, MQTT_LOG_PROTOCOL, c, "filter with too many levels refused");
-			else if (rc)
+			else if (rc < 0)
 				say(b, rc == -E_RANGE ? MQTT_LOG_PROTOCOL : MQTT_LOG_RESOURCE, c,
 				    "subscription refused (%s)",
 				    rc == -E_RANGE   ? "per-session limit"
@@ -1245,7 +1529,7 @@ static int handle_unsubscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 		if (nl <= 0)
 			continue;
 		bool rel = filter_rel(c, &b->sess[si], f.p, f.len);
-		mqtt_sub_remove(b, si, f.p, rel ? 2 : 0, nl, rel);
+		(void)mqtt_sub_remove(b, si, f.p, rel ? 2 : 0, nl, rel);
 		if (mqtt_persistent(&b->sess[si])) {
 			struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_DEL, .skey = b->sess[si].skey,
 					       .topic = f.p, .topic_len = f.len };
@@ -1256,11 +1540,22 @@ static int handle_unsubscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 	return mqtt_ack(b, c, MQTT_UNSUBACK, pk->pid, NULL, 0);
 }
 
+static int dispatch5(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *pkt, size_t len,
+		     uint64_t now_ms);
+
 static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *pkt, size_t len,
 		    uint64_t now_ms)
 {
 	struct mqtt_packet pk;
 	enum mqtt_rej rej;
+	uint8_t level;
+	if (c->v5)
+		return dispatch5(b, c, pkt, len, now_ms);
+	if (c->state == MQTT_CONN_NEW && (pkt[0] >> 4) == MQTT_CONNECT && mqtt5_connect_level(pkt, len, &level) == 0 &&
+	    level == MQTT5_LEVEL) {
+		c->v5 = 1; /* from here on every packet, and every answer, is 5.0 */
+		return dispatch5(b, c, pkt, len, now_ms);
+	}
 	if (mqtt_decode(pkt, len, &pk, &rej)) {
 		b->st.rej[rej]++;
 		b->st.proto_closes++;
@@ -1287,7 +1582,7 @@ static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p
 	case MQTT_CONNECT:
 		return handle_connect(b, c, &pk.u.connect, now_ms);
 	case MQTT_PUBLISH:
-		return handle_publish(b, c, &pk.u.publish, len, now_ms);
+		return handle_publish(b, c, &pk.u.publish, len, now_ms, NULL);
 	case MQTT_PUBACK:
 	case MQTT_PUBREC:
 	case MQTT_PUBREL:
@@ -1306,6 +1601,269 @@ static int dispatch(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *p
 	default: /* DISCONNECT: discard the will [MQTT-3.14.4-3]; the client closes next */
 		conn_end(b, c, true, false);
 		return -E_CLOSED;
+	}
+}
+
+/* ---- MQTT 5.0 ------------------------------------------------------------------------------ */
+
+/* End a 5.0 connection, telling the client why (its will is published: not a normal end). */
+static int disconnect5(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t reason, const char *why)
+{
+	b->st.proto_closes++;
+	say(b, MQTT_LOG_PROTOCOL, c, "5.0 DISCONNECT 0x%02x: %s", (unsigned)reason, why);
+	b->disc_reason = reason;
+	b->disc_why = why;
+	conn_end(b, c, true, true);
+	return -E_CLOSED;
+}
+
+/* A 5.0 PUBLISH (MQTT 5.0 3.3): its Topic Alias resolved (a topic sets an alias, an empty
+ * topic uses one [MQTT-3.3.2-12]), then as 3.1.1's with its properties carried as received
+ * and its Message Expiry Interval. */
+static int handle_publish5(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *pkt, size_t len,
+			   const struct mqtt5_publish *p5, uint64_t now_ms)
+{
+	const struct mqtt_props *pr = &p5->props;
+	struct mqtt_publish p = { .topic = p5->topic, .payload = p5->payload, .payload_len = p5->payload_len,
+				  .pid = p5->pid, .qos = p5->qos, .dup = p5->dup, .retain = p5->retain };
+	if (pr->present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)) {
+		uint16_t a = pr->topic_alias;
+		if (a == 0 || a > b->cfg.topic_alias_max) /* [MQTT-3.3.2-8], [MQTT-3.3.2-9] */
+			return disconnect5(b, c, MQTT_RC_TOPIC_ALIAS_INVALID, "Topic Alias out of range");
+		struct mqtt_conn5 *x = c->x5;
+		if (!x->aliases) {
+			size_t n = (size_t)b->cfg.topic_alias_max * sizeof *x->aliases;
+			x->aliases = mqtt_heap_alloc(b, n);
+			if (!x->aliases)
+				return disconnect5(b, c, MQTT_RC_QUOTA_EXCEEDED, "no memory for Topic Aliases");
+			memset(x->aliases, 0, n);
+		}
+		struct mqtt_alias *al = &x->aliases[a - 1];
+		if (p.topic.len) {
+			uint8_t *t = mqtt_heap_alloc(b, p.topic.len);
+			if (!t)
+				return disconnect5(b, c, MQTT_RC_QUOTA_EXCEEDED, "no memory for a Topic Alias");
+			memcpy(t, p.topic.p, p.topic.len);
+			if (al->topic)
+				mqtt_heap_free(b, al->topic, al->len);
+			al->topic = t;
+			al->len = p.topic.len;
+			b->st.aliases_set++;
+		} else if (!al->topic) {
+			return disconnect5(b, c, MQTT_RC_PROTOCOL_ERROR, "Topic Alias never set");
+		} else {
+			p.topic.p = al->topic;
+			p.topic.len = al->len;
+		}
+	}
+	/* the properties block as received: after the topic and packet identifier */
+	size_t hl = 2;
+	while (hl < 5 && hl < len && (pkt[hl - 1] & 0x80))
+		hl++;
+	const uint8_t *props = pkt + hl + 2 + p5->topic.len + (p5->qos ? 2 : 0);
+	struct mqtt_message x = { .props = props, .props_len = (size_t)(p5->payload - props),
+				  .expiry_s = (pr->present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)) ? pr->message_expiry_s : 0 };
+	return handle_publish(b, c, &p, len, now_ms, &x);
+}
+
+/* A 5.0 PUBREC with a failure reason: the receiver refused the message, so its QoS 2 flow
+ * ends there (no PUBREL, MQTT 5.0 4.3.3): the delivery is done. */
+static int pubrec_refused(struct mqtt_broker *b, struct mqtt_conn *c, uint16_t pid)
+{
+	uint32_t si = c->session;
+	struct mqtt_session *s = &b->sess[si];
+	uint32_t prev = MQTT_NIL;
+	for (uint32_t d = s->q_head; d != MQTT_NIL; prev = d, d = b->dlvs[d].next) {
+		struct mqtt_dlv *r = &b->dlvs[d];
+		if (r->pid != pid || dlv_state(r) != MQTT_DLV_WAIT_REC)
+			continue;
+		if (mqtt_persistent(s))
+			mqtt_rec_dlv(b, MQTT_PEV_DLV_DEL, s, r);
+		q_unlink(b, s, d, prev);
+		s->n_inflight--;
+		mqtt_dlv_release(b, d);
+		pump(b, si);
+		return 0;
+	}
+	b->st.unknown_acks++;
+	return 0;
+}
+
+/* A 5.0 SUBSCRIBE (MQTT 5.0 3.8): options kept with the subscription (No Local, Retain As
+ * Published in its options byte), Retain Handling applied to the retained messages that
+ * follow the SUBACK; a shared subscription is refused per filter (0x9E: the CONNACK said so),
+ * a Subscription Identifier ends the connection (0xA1). */
+static int handle_subscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt5_packet *pk)
+{
+	uint32_t si = c->session;
+	const struct mqtt5_subscribe *sub = &pk->u.sub;
+	if (sub->props.present & MQTT_PROP_BIT(MQTT_PROP_SUB_ID))
+		return disconnect5(b, c, MQTT_RC_SUB_IDS_NOT_SUPPORTED, "Subscription Identifier (not offered)");
+	if (sub->filters.n > b->codes_cap)
+		return disconnect5(b, c, MQTT_RC_QUOTA_EXCEEDED, "too many filters in one SUBSCRIBE");
+	struct mqtt5_filters it = sub->filters;
+	struct mqtt5_sub f;
+	size_t n = 0;
+	bool denied = false;
+	(void)mqtt_ack_track(b, true);
+	while (mqtt5_filters_next(&it, &f)) {
+		struct mqtt_session *s = &b->sess[si];
+		uint8_t code = MQTT_RC_UNSPECIFIED_ERROR, rcode = MQTT_SUBACK_FAILURE;
+		uint8_t opts = (uint8_t)(f.qos | (f.no_local ? MQTT_SUB_NO_LOCAL : 0u) |
+					 (f.retain_as_published ? MQTT_SUB_RAP : 0u));
+		if (f.share.len) {
+			code = MQTT_RC_SHARED_SUBS_NOT_SUPPORTED;
+		} else if (!acl_sub(b, c, s->id, s->id_len, f.filter.p, f.filter.len)) {
+			b->st.acl_denied_sub++;
+			char t[LOG_ID_MAX + 1];
+			(void)log_bytes(t, f.filter.p, f.filter.len);
+			say(b, MQTT_LOG_ACL, c, "SUBSCRIBE to %s denied", t);
+			code = MQTT_RC_NOT_AUTHORIZED;
+			denied = true;
+		} else {
+			int rc = mqtt_sub_apply(b, si, f.filter.p, f.filter.len, opts);
+			if (rc < 0) {
+				say(b, MQTT_LOG_RESOURCE, c, "subscription refused (%s)", err_name(rc));
+				code = rc == -E_RANGE || rc == -E_NOMEM ? MQTT_RC_QUOTA_EXCEEDED : MQTT_RC_UNSPECIFIED_ERROR;
+			} else {
+				code = f.qos; /* granted as requested */
+				/* Retain Handling: 0 always, 1 only for a new subscription, 2 never */
+				if (f.retain_handling == 0 || (f.retain_handling == 1 && rc == 0))
+					rcode = f.qos;
+				if (mqtt_persistent(s)) {
+					struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_PUT, .skey = s->skey, .qos = opts,
+							       .topic = f.filter.p, .topic_len = f.filter.len };
+					mqtt_rec(b, &ev);
+				}
+			}
+		}
+		b->codes[n] = code;
+		b->rcodes[n++] = rcode;
+	}
+	if (b->ops.interest_sync) {
+		uint32_t t = mqtt_ack_hold_ticket(b);
+		int k = b->ops.interest_sync(b->ops.ctx, t);
+		if (k < 0) {
+			say(b, MQTT_LOG_RESOURCE, c, "shard links full: closed before acknowledging");
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		if (k > 0) {
+			b->route_ticket = t;
+			b->route_owed += (uint32_t)k;
+		}
+	}
+	struct wcur w = wcur_make(b->out, b->out_len);
+	uint32_t seq = b->held_head + b->held_n;
+	if (mqtt5_encode_suback(&w, pk->pid, NULL, b->codes, n) == 0 &&
+	    mqtt_ack(b, c, MQTT_SUBACK, 0, w.buf, w.pos))
+		return -E_CLOSED;
+	/* the filters in 3.1.1's layout (a filter, then a byte whose low bits are its QoS) */
+	struct mqtt_filters f311 = { .p = sub->filters.p, .len = sub->filters.len, .n = sub->filters.n,
+				     .with_qos = true };
+	if (!mqtt_held_pending(b, seq))
+		mqtt_subscribe_retained(b, si, &f311, b->rcodes);
+	else if (mqtt_held_attach_subs(b, seq, &f311, b->rcodes) != 0) {
+		mqtt_conn_fail(b, c, "no memory to hold a SUBSCRIBE's retained messages");
+		return -E_CLOSED;
+	}
+	if (denied)
+		return violation(b, c);
+	return 0;
+}
+
+/* A 5.0 UNSUBSCRIBE: UNSUBACK says per filter whether a subscription existed (0x11). */
+static int handle_unsubscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt5_packet *pk)
+{
+	uint32_t si = c->session;
+	if (pk->u.sub.filters.n > b->codes_cap)
+		return disconnect5(b, c, MQTT_RC_QUOTA_EXCEEDED, "too many filters in one UNSUBSCRIBE");
+	struct mqtt5_filters it = pk->u.sub.filters;
+	struct mqtt5_sub f;
+	size_t n = 0;
+	(void)mqtt_ack_track(b, true);
+	while (mqtt5_filters_next(&it, &f)) {
+		uint8_t code = MQTT_RC_NO_SUBSCRIPTION_EXISTED;
+		int nl = f.share.len ? -1 : mqtt_topic_split(b, f.filter.p, f.filter.len);
+		if (nl > 0) {
+			bool rel = filter_rel(c, &b->sess[si], f.filter.p, f.filter.len);
+			if (mqtt_sub_remove(b, si, f.filter.p, rel ? 2 : 0, nl, rel)) {
+				code = MQTT_RC_SUCCESS;
+				if (mqtt_persistent(&b->sess[si])) {
+					struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_DEL, .skey = b->sess[si].skey,
+							       .topic = f.filter.p, .topic_len = f.filter.len };
+					mqtt_rec(b, &ev);
+				}
+			}
+		}
+		b->codes[n++] = code;
+	}
+	struct wcur w = wcur_make(b->out, b->out_len);
+	if (mqtt5_encode_unsuback(&w, pk->pid, NULL, b->codes, n) != 0)
+		return disconnect5(b, c, MQTT_RC_IMPLEMENTATION_SPECIFIC, "UNSUBACK does not encode");
+	return mqtt_ack(b, c, MQTT_UNSUBACK, 0, w.buf, w.pos);
+}
+
+static int dispatch5(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *pkt, size_t len,
+		     uint64_t now_ms)
+{
+	struct mqtt5_packet pk;
+	struct mqtt5_rej_info rej;
+	if (mqtt5_decode(pkt, len, &pk, &rej)) {
+		uint8_t rc = (uint8_t)mqtt5_rej_rc(&rej);
+		b->st.v5_rej++;
+		if (c->state == MQTT_CONN_NEW)
+			return refuse(b, c, rc, MQTT_LOG_MALFORMED, "5.0 CONNECT rejected (site %u)", (unsigned)rej.site);
+		return disconnect5(b, c, rc, "5.0 packet rejected");
+	}
+	if ((c->state == MQTT_CONN_NEW) != (pk.type == MQTT_CONNECT)) {
+		if (c->state == MQTT_CONN_NEW) {
+			b->st.proto_closes++;
+			say(b, MQTT_LOG_PROTOCOL, c, "first packet is not CONNECT");
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		return disconnect5(b, c, MQTT_RC_PROTOCOL_ERROR, "second CONNECT");
+	}
+	switch (pk.type) {
+	case MQTT_CONNECT:
+		b->st.v5_connects++;
+		return handle_connect5(b, c, &pk.u.connect, now_ms);
+	case MQTT_PUBLISH:
+		return handle_publish5(b, c, pkt, len, &pk.u.publish, now_ms);
+	case MQTT_PUBREC:
+		if (pk.u.reason.reason >= 0x80)
+			return pubrec_refused(b, c, pk.pid);
+		return handle_ack(b, c, pk.type, pk.pid);
+	case MQTT_PUBACK:
+	case MQTT_PUBREL:
+	case MQTT_PUBCOMP:
+		return handle_ack(b, c, pk.type, pk.pid);
+	case MQTT_SUBSCRIBE:
+		return handle_subscribe5(b, c, &pk);
+	case MQTT_UNSUBSCRIBE:
+		return handle_unsubscribe5(b, c, &pk);
+	case MQTT_PINGREQ: {
+		struct wcur w = wcur_make(b->out, b->out_len);
+		if (mqtt_encode_pingresp(&w) == 0)
+			(void)mqtt_send_encoded(b, c, &w);
+		return 0;
+	}
+	case MQTT_DISCONNECT: {
+		const struct mqtt_props *pr = &pk.u.reason.props;
+		/* a session kept was asked with a non-zero expiry: CLEAN means its CONNECT said 0 */
+		if ((pr->present & MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY)) && c->session != MQTT_NIL &&
+		    (b->sess[c->session].flags & MQTT_SESS_CLEAN) && pr->session_expiry_s) /* [MQTT-3.14.2-2] */
+			return disconnect5(b, c, MQTT_RC_PROTOCOL_ERROR, "Session Expiry raised from 0 at DISCONNECT");
+		if ((pr->present & MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY)) && !pr->session_expiry_s &&
+		    c->session != MQTT_NIL)
+			b->sess[c->session].flags |= MQTT_SESS_CLEAN; /* it ends now, with its connection */
+		/* 0x04: the will is published [MQTT-3.14.4-3] */
+		conn_end(b, c, true, pk.u.reason.reason == MQTT_RC_DISCONNECT_WITH_WILL);
+		return -E_CLOSED;
+	}
+	default: /* AUTH: enhanced authentication was never begun */
+		return disconnect5(b, c, MQTT_RC_PROTOCOL_ERROR, "AUTH without an authentication method");
 	}
 }
 
@@ -1391,9 +1949,12 @@ void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms)
 			   idle > (uint64_t)c->keepalive_s * 1500u) {
 			b->st.keepalive_closes++; /* [MQTT-3.1.2-24] */
 			say(b, MQTT_LOG_TIMEOUT, c, "keepalive %u s expired", (unsigned)c->keepalive_s);
+			b->disc_reason = MQTT_RC_KEEP_ALIVE_TIMEOUT;
+			b->disc_why = "nothing received for 1.5 keep alive intervals";
 			conn_end(b, c, true, true);
 		}
 	}
+	wills_due(b);
 }
 
 /* ---- init, layout, checks -------------------------------------------------------------- */
@@ -1445,6 +2006,9 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 	TAKE(fl_id, uint32_t, (size_t)g->max_topic_levels + 1);
 	b->codes_cap = codes;
 	TAKE(codes, uint8_t, codes);
+	TAKE(rcodes, uint8_t, codes);
+	if (g->max_delayed_wills)
+		TAKE(dwills, struct mqtt_dwill, g->max_delayed_wills);
 	if (g->max_held) {
 		b->held_mask = table_size(g->max_held) - 1;
 		TAKE(held, struct mqtt_held, b->held_mask + 1);
@@ -1564,6 +2128,7 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 		nd->hash_next = nd->level = nd->subs = MQTT_NIL;
 	}
 	b->lvl_plus = level_permanent(b, '+');
+	b->route_origin = MQTT_NIL;
 	b->lvl_hash = level_permanent(b, '#');
 	if (b->lvl_plus == MQTT_NIL || b->lvl_hash == MQTT_NIL) {
 		mqtt_broker_fini(b);
@@ -1701,7 +2266,8 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 		n_dlv += nq + nr;
 		uint32_t ns = 0;
 		for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
-			CHECK(b->subs[r].session == i && b->subs[r].qos <= 2);
+			CHECK(b->subs[r].session == i && (b->subs[r].qos & MQTT_SUB_QOS) <= 2 &&
+			      b->subs[r].qos <= MQTT_SUB_OPTS);
 			CHECK(++ns <= b->cfg.max_subs_per_session);
 		}
 		CHECK(ns == s->n_subs);

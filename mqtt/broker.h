@@ -57,7 +57,10 @@ struct mqtt_broker_config {
 	uint16_t max_topic_levels;
 	uint16_t max_inflight;   /* outbound QoS 1/2 window per session */
 	uint16_t max_queue;      /* outbound records (queued + in flight) per session */
-	uint16_t max_qos2_rx;    /* inbound QoS 2 awaiting PUBREL per session */
+	uint16_t max_qos2_rx;    /* inbound QoS 2 awaiting PUBREL per session (a 5.0 client's Receive
+				  * Maximum) */
+	uint16_t topic_alias_max;   /* Topic Aliases a 5.0 client may set (0: none) */
+	uint32_t max_delayed_wills; /* 5.0 wills waiting for their Will Delay Interval */
 	uint8_t max_subs_per_session;
 	bool queue_drop_oldest;  /* full queue: drop the oldest queued (else refuse newest) */
 	uint16_t max_violations; /* ACL violations before close; 0 = never close */
@@ -126,11 +129,11 @@ struct mqtt_broker_config {
  * could not be stored is never sent: the connection is closed instead. What a persistent
  * session is: a session of clean session 0; clean sessions and QoS 0 never wait. */
 /* A message as it travels between shards, to storage and back at restore: borrowed views.
- * The MQTT 5.0 part is empty for a 3.1.1 message: props are the properties its 5.0
- * subscribers receive, in wire form (a 3.1.1 subscriber gets none), without the Topic
- * Alias, Subscription Identifier and Message Expiry Interval, which each delivery writes
- * anew; expiry_s is what is left of its Message Expiry Interval when handed over (0: it
- * never expires). */
+ * The MQTT 5.0 part is empty for a 3.1.1 message: props is its PUBLISH's property block
+ * as received (Property Length included; a 3.1.1 subscriber gets none), from which each
+ * 5.0 delivery drops Topic Alias and Subscription Identifiers and writes the Message Expiry
+ * Interval anew; expiry_s is what is left of that interval when handed over (0: it never
+ * expires). */
 struct mqtt_message {
 	const uint8_t *topic, *payload, *props;
 	size_t topic_len, payload_len, props_len;
@@ -246,6 +249,9 @@ struct mqtt_broker_stats {
 	uint64_t queries, query_refused, query_rows, query_rows_skipped; /* telemetry queries */
 	uint64_t queue_dropped_oldest, queue_refused, qos0_offline_dropped;
 	uint64_t expired_dropped; /* deliveries and retained messages past their Message Expiry Interval */
+	uint64_t too_big_dropped; /* deliveries above a 5.0 client's Maximum Packet Size (discarded) */
+	uint64_t v5_connects, aliases_set, v5_rej; /* 5.0 CONNECTs seen; Topic Aliases set; 5.0 packets rejected */
+	uint64_t wills_undelayed; /* 5.0 wills sent at once: every delayed-will slot was taken */
 	uint64_t qos2_dups, unknown_acks, send_again;
 	uint64_t nomem, pool_exhausted, retained_refused;
 	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;

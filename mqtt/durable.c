@@ -358,10 +358,11 @@ static struct mqtt_session *restore_cur(struct mqtt_broker *b, uint64_t skey)
 
 int mqtt_broker_restore_sub(struct mqtt_broker *b, uint64_t skey, const uint8_t *filter, size_t len, uint8_t qos)
 {
-	if (!restore_cur(b, skey) || qos > 2 || len > UINT16_MAX || !mqtt_filter_valid(filter, len))
+	if (!restore_cur(b, skey) || (qos & MQTT_SUB_QOS) > 2 || qos > MQTT_SUB_OPTS || len > UINT16_MAX ||
+	    !mqtt_filter_valid(filter, len))
 		return refuse_restore(b, -E_INVAL);
 	int err = mqtt_sub_apply(b, b->restore_sess, filter, len, qos);
-	if (err)
+	if (err < 0)
 		return refuse_restore(b, err);
 	b->st.restored_subs++;
 	return 0;

@@ -37,17 +37,51 @@ struct mqtt_node {
 #define MQTT_ROOT_ABS 0u
 #define MQTT_ROOT_REL 1u
 
+/* A subscription's options byte (struct mqtt_sub.qos, mqtt_session.sub0_qos): its QoS and
+ * MQTT 5.0's No Local and Retain As Published, at their SUBSCRIBE bits (3.1.1: QoS only). */
+#define MQTT_SUB_QOS 0x03u
+#define MQTT_SUB_NO_LOCAL 0x04u
+#define MQTT_SUB_RAP 0x08u
+#define MQTT_SUB_OPTS 0x0fu
+
+/* During a route: b->mark[session] = 1 + the highest QoS granted by its matching
+ * subscriptions (low two bits), MARK_RAP when one of them has Retain As Published. */
+#define MQTT_MARK_QOS 0x03u
+#define MQTT_MARK_RAP 0x04u
+
+/* A matching subscription's options into session si's mark (No Local: not the route's
+ * publisher, b->route_origin). */
+static inline void mqtt_mark(struct mqtt_broker *b, uint32_t si, uint8_t opts);
+
 struct mqtt_sub {
 	uint32_t node;
 	uint32_t session;
 	uint32_t next_in_session; /* or free-list link */
 	uint32_t next_in_node;
-	uint8_t qos;
+	uint8_t qos;              /* options: MQTT_SUB_* */
 	uint8_t rel;
 	uint16_t key; /* interest key of its filter (mqtt_interest_filter_key) */
 };
 
 enum mqtt_conn_state { MQTT_CONN_FREE = 0, MQTT_CONN_NEW, MQTT_CONN_UP };
+
+/* An inbound Topic Alias of a 5.0 connection: the topic it stands for (heap). */
+struct mqtt_alias {
+	uint8_t *topic;
+	uint16_t len;
+};
+
+/* What an MQTT 5.0 connection adds (heap, 24 bytes, from its CONNECT to its end; a 3.1.1
+ * connection has none): its will, its inbound Topic Aliases (a table of
+ * cfg.topic_alias_max slots made at the first alias), and what the client allowed. The
+ * Will Delay Interval lives in the session (mqtt_session.will_delay_s). */
+struct mqtt_conn5 {
+	struct mqtt_msg *will;       /* as mqtt_conn.will of a 3.1.1 connection */
+	struct mqtt_alias *aliases;  /* NULL until the client's first Topic Alias */
+	uint32_t max_packet;         /* the client's Maximum Packet Size; 0: no limit */
+	uint16_t recv_max;           /* the client's Receive Maximum */
+};
+STATIC_ASSERT(sizeof(struct mqtt_conn5) <= 24, "a 5.0 connection costs at most 24 B more (issue 23: +32 B)");
 
 /* 48 bytes (docs/ARCHITECTURE.md, Memory): what is needed only in one state shares storage (identity before
  * CONNECT, will after), the reassembly state is one pointer to a heap block that exists
@@ -56,7 +90,8 @@ struct mqtt_conn {
 	void *user;                /* linked: the transport's handle */
 	union {
 		uint8_t *identity;     /* NEW: heap, identity_len bytes, until CONNECT is done */
-		struct mqtt_msg *will; /* UP: heap, while a will is set (else NULL) */
+		struct mqtt_msg *will; /* UP, 3.1.1: heap, while a will is set (else NULL) */
+		struct mqtt_conn5 *x5; /* UP, 5.0: heap, always */
 	};
 	struct mqtt_framer fr;     /* NULL unless a packet is split */
 	uint32_t last_rx_ms;       /* low 32 bits of the clock: differences are taken mod 2^32 */
@@ -68,6 +103,7 @@ struct mqtt_conn {
 	uint8_t identity_len;
 	uint8_t state;
 	uint8_t kind;
+	uint8_t v5;                /* its CONNECT was MQTT 5.0 (protocol level 5) */
 };
 
 STATIC_ASSERT(sizeof(struct mqtt_conn) <= 48, "MQTT connection must fit 48 bytes (docs/ARCHITECTURE.md)");
@@ -130,6 +166,13 @@ struct mqtt_broker {
 	uint32_t route_ticket;  /* carried by the fan-out (0: nobody waits) */
 	uint32_t route_owed;    /* shards that will answer the ticket */
 	uint32_t route_events;  /* events recorded since the acknowledgement's tracking began */
+	uint32_t route_origin;  /* the session publishing what is routed now (No Local), or MQTT_NIL */
+	uint8_t disc_reason;    /* the 5.0 DISCONNECT reason the next conn_end sends (0: none) */
+	const char *disc_why;   /* its Reason String (static), or NULL */
+	uint8_t *rcodes;        /* per SUBSCRIBE filter: the QoS its retained messages go at, or
+				 * 0x80: none (5.0 Retain Handling), codes_cap */
+	struct mqtt_dwill *dwills; /* delayed wills (5.0), cfg.max_delayed_wills */
+	uint32_t n_dwills;
 	bool route_lost;        /* one of them could not be carried */
 	/* telemetry queries (tq.c) */
 	struct mqtt_tq *tq;     /* cfg.max_queries slots */
@@ -139,6 +182,16 @@ struct mqtt_broker {
 	struct mqtt_restore_slot *restore_map; /* mkey -> message cache, restore_mask + 1 */
 	uint32_t restore_mask;
 };
+
+/* A will waiting for its Will Delay Interval (5.0): published at due_s unless its session
+ * comes back or ends first. */
+struct mqtt_dwill {
+	struct mqtt_msg *msg; /* one reference */
+	uint32_t sess;
+	uint32_t due_s;       /* the broker's clock, seconds */
+};
+/* Session si is freed: its delayed will (if any) is dropped (session.c calls it). */
+void mqtt_will_session_gone(struct mqtt_broker *b, uint32_t si);
 
 /* An acknowledgement waiting for its commit (durable.c). */
 struct mqtt_held {
@@ -170,6 +223,18 @@ struct mqtt_restore_slot {
 	uint64_t mkey;
 	struct mqtt_msg *msg; /* one reference held by the map */
 };
+
+static inline void mqtt_mark(struct mqtt_broker *b, uint32_t si, uint8_t opts)
+{
+	if ((opts & MQTT_SUB_NO_LOCAL) && si == b->route_origin)
+		return; /* MQTT 5.0 3.8.3.1: not to the publisher's own session */
+	uint8_t m = b->mark[si];
+	if (m == 0)
+		b->touched[b->n_touched++] = si;
+	uint8_t q = (uint8_t)((opts & MQTT_SUB_QOS) + 1u);
+	b->mark[si] = (uint8_t)(MAX(m & MQTT_MARK_QOS, q) | (m & MQTT_MARK_RAP) |
+				((opts & MQTT_SUB_RAP) ? MQTT_MARK_RAP : 0u));
+}
 
 /* durable.c: events, held acknowledgements, restore */
 static inline bool mqtt_persistent(const struct mqtt_session *s)
@@ -224,6 +289,12 @@ int mqtt_send_ack(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint
 int mqtt_send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic,
 		      uint16_t tlen, const uint8_t *payload, size_t plen, uint8_t qos, bool dup,
 		      bool retain, uint16_t pid);
+/* A message as a PUBLISH in the connection's version (m borrowed; its qos and retain unused:
+ * the delivery's are given). 5.0: its properties without Topic Alias and Subscription
+ * Identifiers, the Message Expiry Interval left. -E_RANGE: larger than the 5.0 client's
+ * Maximum Packet Size or than max_packet (to be discarded as if delivered). */
+int mqtt_send_message(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_message *m, uint8_t qos,
+		      bool dup, bool retain, uint16_t pid);
 /* One QoS 0 PUBLISH (telemetry query replies); -E_OVERFLOW also for tlen > 65535. */
 int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
 		       const uint8_t *payload, size_t plen);
@@ -231,8 +302,9 @@ int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t
 /* broker.c, for durable.c: end a connection (a refusal is logged first). */
 void mqtt_conn_fail(struct mqtt_broker *b, struct mqtt_conn *c, const char *why);
 /* Subscribe session si to a validated filter as SUBSCRIBE does (relative to the device's
- * own prefix when it is under it). 0, -E_INVAL (too many levels), -E_RANGE (the session's
- * limit) or -E_NOMEM (pools). */
+ * own prefix when it is under it), with options qos (MQTT_SUB_*). 0 (new), 1 (it replaced
+ * one), -E_INVAL (too many levels), -E_RANGE (the session's limit), -E_AGAIN (shard links)
+ * or -E_NOMEM (pools). */
 int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos);
 /* Store or clear the retained message of a topic from outside a route (restore). */
 int mqtt_retain_set(struct mqtt_broker *b, const struct mqtt_message *m);
@@ -243,12 +315,13 @@ uint32_t mqtt_sess_new(struct mqtt_broker *b, bool service, const uint8_t *id, s
 void mqtt_sess_free(struct mqtt_broker *b, uint32_t s);
 uint32_t mqtt_dlv_alloc(struct mqtt_broker *b);
 void mqtt_dlv_release(struct mqtt_broker *b, uint32_t d);
-/* Add or replace (same filter) a subscription; 0 or -E_NOMEM/-E_RANGE. rel: the filter
- * levels [from, n) of the last split are relative to devices/<id>/. */
+/* Add or replace (same filter) a subscription with options qos (MQTT_SUB_*): 0 (added),
+ * 1 (replaced), or -E_NOMEM/-E_RANGE/-E_AGAIN. rel: the filter levels [from, n) of the last
+ * split are relative to devices/<id>/. */
 int mqtt_sub_add(struct mqtt_broker *b, uint32_t s, const uint8_t *filter, int from, int n,
 		 bool rel, uint8_t qos);
-/* Remove the subscription with this filter if the session has it. */
-void mqtt_sub_remove(struct mqtt_broker *b, uint32_t s, const uint8_t *filter, int from, int n,
+/* Remove the subscription with this filter if the session has it (true). */
+bool mqtt_sub_remove(struct mqtt_broker *b, uint32_t s, const uint8_t *filter, int from, int n,
 		     bool rel);
 
 #endif

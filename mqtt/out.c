@@ -9,6 +9,8 @@
  * guarantee it: see broker.c).
  */
 #include "lib/err.h"
+#include "lib/mem.h"
+#include "mqtt/codec5.h"
 #include "mqtt/mqtt_int.h"
 
 int mqtt_send_encoded(struct mqtt_broker *b, struct mqtt_conn *c, const struct wcur *w)
@@ -44,6 +46,44 @@ int mqtt_send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t 
 	struct wcur w = wcur_make(b->out, b->out_len);
 	if (mqtt_encode_publish(&w, topic, tlen, payload, plen, qos, dup, retain, pid))
 		return -E_OVERFLOW;
+	int rc = mqtt_send_encoded(b, c, &w);
+	if (rc == 0) {
+		b->st.msgs_out++;
+		b->st.msgs_out_qos[MIN(qos, 2u)]++;
+	}
+	return rc;
+}
+
+int mqtt_send_message(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_message *m, uint8_t qos,
+		      bool dup, bool retain, uint16_t pid)
+{
+	if (m->topic_len > UINT16_MAX)
+		return -E_RANGE;
+	if (!c->v5)
+		return mqtt_send_publish(b, c, m->topic, (uint16_t)m->topic_len, m->payload, m->payload_len, qos, dup,
+					 retain, pid);
+	struct mqtt5_publish p = { .topic = { m->topic, (uint16_t)m->topic_len }, .payload = m->payload,
+				   .payload_len = m->payload_len, .pid = pid, .qos = qos, .dup = dup, .retain = retain };
+	if (m->props_len) {
+		/* stored as a PUBLISH carried them: decoded again (they were valid then) */
+		struct cur cu = cur_make(m->props, m->props_len);
+		enum mqtt_props_rej rej;
+		if (mqtt_props_decode(&cu, MQTT_PROPS_PUBLISH, &p.props, &rej) != 0 || cur_left(&cu))
+			memset(&p.props, 0, sizeof p.props); /* cannot happen: sent without them */
+	}
+	p.props.present &= ~(MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS) | MQTT_PROP_BIT(MQTT_PROP_SUB_ID) |
+			     MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY));
+	memset(&p.props.sub_ids, 0, sizeof p.props.sub_ids);
+	if (m->expiry_s) {
+		p.props.present |= MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY);
+		p.props.message_expiry_s = m->expiry_s;
+	}
+	size_t size = mqtt5_publish_size(&p);
+	if (!size || size > b->out_len || (c->x5->max_packet && size > c->x5->max_packet))
+		return -E_RANGE;
+	struct wcur w = wcur_make(b->out, b->out_len);
+	if (mqtt5_encode_publish(&w, &p))
+		return -E_RANGE;
 	int rc = mqtt_send_encoded(b, c, &w);
 	if (rc == 0) {
 		b->st.msgs_out++;

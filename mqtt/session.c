@@ -119,6 +119,7 @@ static void sub_free(struct mqtt_broker *b, uint32_t r)
 void mqtt_sess_free(struct mqtt_broker *b, uint32_t i)
 {
 	struct mqtt_session *s = &b->sess[i];
+	mqtt_will_session_gone(b, i);
 	if (mqtt_persistent(s))
 		mqtt_rec_sess(b, MQTT_PEV_SESS_DEL, s); /* storage drops it with everything of it */
 	while (s->subs != MQTT_NIL) {
@@ -163,12 +164,12 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	/* an identical filter replaces the existing subscription [MQTT-3.8.4-3] */
 	if (rel && s->sub0_node == node) {
 		s->sub0_qos = qos;
-		return 0;
+		return 1;
 	}
 	for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
 		if (b->subs[r].node == node && b->subs[r].rel == rel) {
 			b->subs[r].qos = qos;
-			return 0;
+			return 1;
 		}
 	}
 	bool inline0 = rel && s->sub0_node == MQTT_NIL;
@@ -211,18 +212,18 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	return 0;
 }
 
-void mqtt_sub_remove(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int from, int n,
+bool mqtt_sub_remove(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int from, int n,
 		     bool rel)
 {
 	struct mqtt_session *s = &b->sess[i];
 	uint32_t node = mqtt_node_path(b, rel ? MQTT_ROOT_REL : MQTT_ROOT_ABS, filter, from, n, false);
 	if (node == MQTT_NIL)
-		return;
+		return false;
 	if (rel && s->sub0_node == node) {
 		s->sub0_node = MQTT_NIL;
 		interest_gone(b, s->sub0_key);
 		rel_unref(b, node);
-		return;
+		return true;
 	}
 	for (uint32_t *pp = &s->subs; *pp != MQTT_NIL; pp = &b->subs[*pp].next_in_session) {
 		uint32_t r = *pp;
@@ -230,7 +231,8 @@ void mqtt_sub_remove(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, i
 			*pp = b->subs[r].next_in_session;
 			s->n_subs--;
 			sub_free(b, r);
-			return;
+			return true;
 		}
 	}
+	return false;
 }

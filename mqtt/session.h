@@ -68,6 +68,7 @@ struct mqtt_session {
 	uint16_t n_held;      /* acknowledgements of its connection waiting for a commit */
 	uint8_t sub0_qos, flags, n_subs, n_rx2;
 	uint16_t sub0_key;    /* interest key of the inline subscription's filter */
+	uint32_t will_delay_s; /* its connection's will waits this long (5.0); 0: at once */
 };
 
 STATIC_ASSERT(sizeof(struct mqtt_session) <= 64, "session hot form must fit 64 bytes");

@@ -247,12 +247,7 @@ bool mqtt_node_match(const struct mqtt_broker *b, uint32_t node, int from, int n
 static void mark_subs(struct mqtt_broker *b, uint32_t node)
 {
 	for (uint32_t s = b->nodes[node].subs; s != MQTT_NIL; s = b->subs[s].next_in_node) {
-		uint32_t sess = b->subs[s].session;
-		uint8_t q = (uint8_t)(b->subs[s].qos + 1);
-		if (b->mark[sess] == 0)
-			b->touched[b->n_touched++] = sess;
-		if (b->mark[sess] < q)
-			b->mark[sess] = q;
+		mqtt_mark(b, b->subs[s].session, b->subs[s].qos);
 	}
 }
 

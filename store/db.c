@@ -889,7 +889,7 @@ int store_db_restore_next(struct store_db *db, struct store_rec *r)
 			r->skey = db->r_skey;
 			r->topic = sqlite3_column_blob(s, 0);
 			r->topic_len = col_len16(s, 0);
-			r->qos = (uint8_t)MIN(sqlite3_column_int(s, 1), 3);
+			r->qos = (uint8_t)MIN(sqlite3_column_int(s, 1), 0xff); /* options included (5.0) */
 			return 0;
 		case DB_RP_RX2:
 			s = db->st[DB_R_RX2];

@@ -19,7 +19,10 @@ size_t store_rec_size(const struct store_rec *r)
 /* The per-kind rules of store_rec_decode. */
 static bool rec_valid(const struct store_rec *r)
 {
-	if (r->kind < STORE_REC_SESS_PUT || r->kind >= STORE_REC__END || r->id_kind > 1 || r->qos > 2 ||
+	/* a subscription's qos carries its MQTT 5.0 options too (No Local 0x04, Retain As
+	 * Published 0x08) */
+	bool qos_ok = r->kind == STORE_REC_SUB_PUT ? (r->qos & 3u) <= 2 && r->qos <= 0x0fu : r->qos <= 2;
+	if (r->kind < STORE_REC_SESS_PUT || r->kind >= STORE_REC__END || r->id_kind > 1 || !qos_ok ||
 	    r->retain > 1 || r->state > STORE_DLV_RELEASED || r->msg_qos > 2 || r->id_len > 255)
 		return false;
 	bool id = r->id_len > 0, topic = r->topic_len > 0;

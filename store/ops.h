@@ -54,7 +54,7 @@ enum store_kind {
 enum store_rec_kind {
 	STORE_REC_SESS_PUT = 1, /* skey, id_kind, id */
 	STORE_REC_SESS_DEL,     /* skey */
-	STORE_REC_SUB_PUT,      /* skey, topic = filter, qos */
+	STORE_REC_SUB_PUT,      /* skey, topic = filter, qos (with 5.0 options 0x04, 0x08) */
 	STORE_REC_SUB_DEL,      /* skey, topic = filter */
 	STORE_REC_MSG_PUT,      /* mkey, topic, payload, qos */
 	STORE_REC_DLV_PUT,      /* skey, mkey, seq, qos, retain; restored: + state, pid and the

@@ -6,7 +6,9 @@
  * heap stays under its limit, and no PUBLISH reaches an identity the ACL forbids. At the
  * end the heap must get every byte back. Pools are tiny so exhaustion paths run. Every
  * log line must be short, printable and start with "mqtt: "; the number written is
- * bounded by the per-reason budget. */
+ * bounded by the per-reason budget. Each client speaks 3.1.1 or MQTT 5.0 as its last CONNECT
+ * chose (5.0: properties, Topic Aliases, subscription options, shared filters, Will Delay,
+ * reason codes), so the streams mix both versions. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "lib/err.h"
 #include "mqtt/broker.h"
+#include "mqtt/codec5.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,6 +40,7 @@ struct fclient {
 	struct mqtt_conn *c;
 	const char *identity;
 	enum mqtt_id_kind kind;
+	bool v5; /* its last CONNECT was 5.0 */
 };
 
 static struct mqtt_broker *B;
@@ -56,8 +60,9 @@ static void f_log(void *ctx, const char *line, const struct log_fields *f)
 	g_lines++;
 }
 static struct fclient cls[5] = {
-	{ NULL, "d0", MQTT_ID_DEVICE }, { NULL, "d1", MQTT_ID_DEVICE }, { NULL, "d1", MQTT_ID_DEVICE },
-	{ NULL, "svc", MQTT_ID_SERVICE }, { NULL, "admin", MQTT_ID_SERVICE },
+	{ NULL, "d0", MQTT_ID_DEVICE, false }, { NULL, "d1", MQTT_ID_DEVICE, false },
+	{ NULL, "d1", MQTT_ID_DEVICE, false }, { NULL, "svc", MQTT_ID_SERVICE, false },
+	{ NULL, "admin", MQTT_ID_SERVICE, false },
 };
 
 static int f_send(void *ctx, void *user, const uint8_t *buf, size_t len)
@@ -153,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.connect_timeout_ms = 5000, .rate_msgs_per_s = 50, .rate_burst_msgs = 20,
 		.rate_bytes_per_s = 4000, .rate_burst_bytes = 2000,
 		.services = services, .n_services = 2, .log = f_log, .log_burst = 3,
-		.log_per_min = 600,
+		.log_per_min = 600, .topic_alias_max = 2, .max_delayed_wills = 2,
 	};
 	struct mqtt_broker_ops ops = { .send = f_send, .close = f_close, .heap = { h_alloc, h_free, NULL } };
 	struct in in = { data, size };
@@ -166,8 +171,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t now = 1000;
 	uint8_t buf[600];
 	g_lines = 0;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 5; i++) {
 		cls[i].c = NULL;
+		cls[i].v5 = false;
+	}
 	while (in.n) {
 		uint8_t op = take(&in);
 		struct fclient *cl = &cls[op % 5];
@@ -179,7 +186,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				cl->c = NULL;
 			break;
 		case 1: {
-			uint8_t f = take(&in);
+			uint8_t f = take(&in), v = take(&in);
+			cl->v5 = v & 1;
+			if (cl->v5) { /* a 5.0 CONNECT: expiry, will delay, limits, sometimes AUTH */
+				struct mqtt5_connect k = {
+					.client_id = { (const uint8_t *)((f & 1) ? "" : (f & 2) ? "d1" : cl->identity), 0 },
+					.clean_start = (f & 4) != 0, .keepalive_s = (uint16_t)((f >> 3) & 3),
+					.will = (f & 0x20) != 0, .will_qos = (uint8_t)((f >> 6) % 3),
+					.will_retain = (f & 0x40) != 0,
+				};
+				k.client_id.len = (uint16_t)strlen((const char *)k.client_id.p);
+				k.will_topic = (struct mqtt_str){ (const uint8_t *)topics[f % 10],
+								  (uint16_t)strlen(topics[f % 10]) };
+				k.will_payload = (struct mqtt_str){ (const uint8_t *)"w", 1 };
+				if (v & 2) {
+					k.props.present |= MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY);
+					k.props.session_expiry_s = 300;
+				}
+				if (v & 4) {
+					k.props.present |= MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX);
+					k.props.receive_max = 1;
+				}
+				if (v & 8) {
+					k.props.present |= MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE);
+					k.props.max_packet_size = 40;
+				}
+				if (v & 0x80) {
+					k.props.present |= MQTT_PROP_BIT(MQTT_PROP_AUTH_METHOD);
+					k.props.auth_method = (struct mqtt_str){ (const uint8_t *)"x", 1 };
+				}
+				if (v & 0x10) {
+					k.will_props.present |= MQTT_PROP_BIT(MQTT_PROP_WILL_DELAY);
+					k.will_props.will_delay_s = (v >> 5) & 3;
+				}
+				if (mqtt5_encode_connect(&w, &k) == 0)
+					feed(cl, buf, w.pos, now);
+				break;
+			}
 			struct mqtt_connect_args a = {
 				.client_id = (f & 1) ? "" : (f & 2) ? "d1" : cl->identity,
 				.clean = (f & 4) != 0, .keepalive_s = (uint16_t)((f >> 3) & 3),
@@ -194,6 +237,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 2: {
 			uint8_t f = take(&in);
 			const char *fl[2] = { filters[f % 12], filters[(f >> 4) % 12] };
+			if (cl->v5) { /* options, a shared filter, sometimes a Subscription Identifier */
+				uint8_t o = take(&in);
+				struct mqtt5_sub sb[2];
+				memset(sb, 0, sizeof sb);
+				for (int k = 0; k < 2; k++) {
+					const char *x = (o & 0x40) && k ? "$share/g/devices/+/status" : fl[k];
+					sb[k].filter = (struct mqtt_str){ (const uint8_t *)x, (uint16_t)strlen(x) };
+					sb[k].qos = (uint8_t)((f >> (2 * k)) % 3);
+					sb[k].no_local = (o & 1) != 0;
+					sb[k].retain_as_published = (o & 2) != 0;
+					sb[k].retain_handling = (uint8_t)((o >> 2) % 3);
+				}
+				struct mqtt_props sp = { 0 };
+				if (o & 0x80) {
+					sp.present = MQTT_PROP_BIT(MQTT_PROP_SUB_ID);
+					sp.sub_id = 7;
+				}
+				if (mqtt5_encode_subscribe(&w, (uint16_t)(f | 1), &sp, sb, 1 + (f & 1)) == 0)
+					feed(cl, buf, w.pos, now);
+				break;
+			}
 			uint8_t q[2] = { (uint8_t)(f % 3), (uint8_t)((f >> 2) % 3) };
 			if (mqtt_encode_subscribe(&w, (uint16_t)(f | 1), fl, (f & 0x80) ? NULL : q,
 						  1 + (f & 1)) == 0)
@@ -207,6 +271,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint8_t qos = (uint8_t)((f >> 4) % 3);
 			const char *t = topics[f % 10];
 			static const uint8_t payload[255];
+			if (cl->v5) { /* properties, a Topic Alias (sometimes without its topic) */
+				uint8_t x = take(&in);
+				struct mqtt5_publish p = { .topic = { (const uint8_t *)t, (uint16_t)strlen(t) },
+							   .payload = payload, .payload_len = plen, .qos = qos,
+							   .retain = (f & 0x80) != 0,
+							   .pid = (uint16_t)(qos ? (f & 7) + 1 : 0) };
+				if (x & 3) {
+					p.props.present |= MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS);
+					p.props.topic_alias = (uint16_t)(x & 3);
+					if (x & 4)
+						p.topic.len = 0;
+				}
+				if (x & 8) {
+					p.props.present |= MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY);
+					p.props.message_expiry_s = 1;
+				}
+				if (x & 0x10) {
+					p.props.present |= MQTT_PROP_BIT(MQTT_PROP_CONTENT_TYPE);
+					p.props.content_type = (struct mqtt_str){ (const uint8_t *)"t/x", 3 };
+				}
+				if (mqtt5_encode_publish(&w, &p) == 0)
+					feed(cl, buf, w.pos, now);
+				break;
+			}
 			if (mqtt_encode_publish(&w, (const uint8_t *)t, (uint16_t)strlen(t), payload,
 						plen, qos, false, (f & 0x80) != 0,
 						(uint16_t)(qos ? (f & 7) + 1 : 0)) == 0)
@@ -217,7 +305,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint8_t f = take(&in);
 			static const enum mqtt_type t[] = { MQTT_PUBACK, MQTT_PUBREC, MQTT_PUBREL,
 							    MQTT_PUBCOMP };
-			if (mqtt_encode_ack(&w, t[f & 3], (uint16_t)((f >> 2) % 8 + 1)) == 0)
+			uint16_t pid = (uint16_t)((f >> 2) % 8 + 1);
+			if (cl->v5 ? mqtt5_encode_ack(&w, t[f & 3], pid, (f & 0x80) ? 0x80 : 0, NULL) == 0
+				   : mqtt_encode_ack(&w, t[f & 3], pid) == 0)
 				feed(cl, buf, w.pos, now);
 			break;
 		}
@@ -241,8 +331,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			mqtt_broker_tick(B, now);
 			break;
 		default:
-			if (mqtt_encode_simple(&w, (op & 0x80) ? MQTT_DISCONNECT : MQTT_PINGREQ) == 0)
+			if (cl->v5 && (op & 0x80)) { /* with will, or a Session Expiry change */
+				struct mqtt_props dp = { 0 };
+				if (op & 1) {
+					dp.present = MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY);
+					dp.session_expiry_s = (op & 2) ? 60 : 0;
+				}
+				if (mqtt5_encode_disconnect(&w, (op & 4) ? MQTT_RC_DISCONNECT_WITH_WILL : 0, &dp) == 0)
+					feed(cl, buf, w.pos, now);
+			} else if (mqtt_encode_simple(&w, (op & 0x80) ? MQTT_DISCONNECT : MQTT_PINGREQ) == 0) {
 				feed(cl, buf, w.pos, now);
+			}
 			break;
 		}
 		check();

@@ -25,6 +25,12 @@
 #                                 figure before them, no chunk held
 #   hosted-mqtt/idle-N            N idle mTLS connections each with one QoS 1
 #                                 subscription; bytes per connection from the stats line
+#   hosted-mqtt/idle5-N           the same N idle connections in MQTT 5.0: at most 32 B more
+#   hosted-mqtt5/*                MQTT 5.0 with Python paho (tests/smoke/lib/mqtt5-check.py):
+#                                 CONNACK properties, properties passed through and to 3.1.1,
+#                                 request/response, refusals with reason codes, session and
+#                                 message expiry, subscription options, Topic Aliases, will
+#                                 delay, Maximum Packet Size, UNSUBACK codes
 #   hosted-mqtt/clean-shutdown    SIGTERM: exit 0, heap empty at exit, no sanitizer report
 # Then a second broker with --client-id-policy override (mqtt.client_id_policy):
 #   hosted-mqtt/id-override-mosquitto  mosquitto_sub as dev-1 with the id "generic sub 7f3a"
@@ -204,6 +210,37 @@ else fail "idle-$n_idle" "$(tail -n 2 "$tmp/idle.out" | tr '\n' ' ') established
 kill -KILL "$ip_" 2>/dev/null
 wait "$ip_" 2>/dev/null
 wait_stat conns 0 15 || say "idle connections not all closed yet"
+# The same with MQTT 5.0 connections: the budget is 3.1.1's figure + 32 B (issue 23)
+ip netns exec "$ns" "$py" "$tmp/client.py" "$our_ip" "$port" "$certs" idle5 "$n_idle" "$tmp/load" 120 \
+	>"$tmp/idle5.out" 2>&1 &
+ip_=$!
+bg_pids+=($ip_)
+for _ in $(seq 600); do
+	grep -q "^held\|failed\|Error" "$tmp/idle5.out" && break
+	kill -0 "$ip_" 2>/dev/null || break
+	sleep 0.2
+done
+if grep -q "^held $n_idle" "$tmp/idle5.out" && wait_stat established "$n_idle" 10; then
+	mem=$(grep "^stats memory " "$log" | tail -n 1)
+	idle5=$(tr ' ' '\n' <<<"$mem" | sed -n "s/^idle_bytes_per_conn=//p")
+	if [ -n "$idle5" ] && [ -n "${idle:-}" ] && [ "$idle5" -le $((idle + 32)) ]; then
+		pass "idle5-$n_idle" "$idle5 B per idle 5.0 connection with one subscription, 3.1.1 $idle B (budget +32 B)"
+	else
+		fail "idle5-$n_idle" "'$idle5' B per idle 5.0 connection, 3.1.1 '${idle:-}' B (budget +32 B): $mem"
+	fi
+else fail "idle5-$n_idle" "$(tail -n 2 "$tmp/idle5.out" | tr '\n' ' ') established=$(stat established)"; fi
+kill -KILL "$ip_" 2>/dev/null
+wait "$ip_" 2>/dev/null
+wait_stat conns 0 15 || say "idle 5.0 connections not all closed yet"
+
+# ---- MQTT 5.0 with a real client library (tests/smoke/lib/mqtt5-check.py: paho MQTTv5),
+# results named hosted-mqtt5/<scenario>
+timeout 180 ip netns exec "$ns" "$py" "$(dirname "$0")/lib/mqtt5-check.py" "$our_ip" "$port" "$certs" hosted-mqtt5 \
+	>"$tmp/mqtt5.out" 2>&1
+grep -E "^(PASS|FAIL) " "$tmp/mqtt5.out"
+grep -qE "^(PASS|FAIL) " "$tmp/mqtt5.out" || fail mqtt5 "the 5.0 checks printed no result: $(tail -n 3 "$tmp/mqtt5.out" | tr '\n' ' ')"
+grep -q "^FAIL " "$tmp/mqtt5.out" && failed=1
+wait_stat conns 0 15 || say "5.0 connections not all closed yet"
 
 # ---- clean shutdown
 kill -TERM "$broker_pid"

@@ -24,6 +24,7 @@
 #                                 within 5 s; logged as an invalid record
 #   x86_64-mqtt/refuse-acl        dev-1 subscribing devices/dev-2/#: SUBACK 0x80; its
 #                                 publish there is not routed
+#   x86_64-mqtt-5/*               MQTT 5.0 with Python paho (tests/smoke/lib/mqtt5-check.py)
 #   x86_64-mqtt/no-leak           after the refusals: 0 connections, the kernel's heap
 #                                 above its baseline back to the figure before them
 #   x86_64-mqtt/idle-N            N idle mTLS connections each with one QoS 1
@@ -351,6 +352,14 @@ if [ "$smp" -gt 1 ]; then
 	else fail flood-backlog-drained "$(glog | grep -a ' broker: core [0-9]*: routing ' | tail -n "$smp" | sed 's/^.*broker: //' | tr '\n' ';')"; fi
 	settle
 fi
+
+# ---- MQTT 5.0 with a real client library (tests/smoke/lib/mqtt5-check.py, paho MQTTv5),
+# results named $tag-5/<scenario>: on several cores, the properties cross shards
+MQTT_CLIENT_TIMEOUT=30 timeout 240 "$py" "$here/lib/mqtt5-check.py" 127.0.0.1 "$port" "$certs" "$tag-5" \
+	>"$tmp/mqtt5.out" 2>&1
+grep -E "^(PASS|FAIL) " "$tmp/mqtt5.out"
+grep -qE "^(PASS|FAIL) " "$tmp/mqtt5.out" || fail mqtt5 "the 5.0 checks printed no result: $(tail -n 3 "$tmp/mqtt5.out" | tr '\n' ' ')"
+grep -q "^FAIL " "$tmp/mqtt5.out" && failed=1
 
 # ---- refusals, with the kernel's heap above baseline compared before and after
 quiesce 15

@@ -302,20 +302,26 @@ elif mode == "takeover":  # NAME: persistent session; a second connection takes 
     read_pkt(c)
     c.sendall(pkt(0xE0, b""))
     c.close()
-elif mode == "idle":  # N PREFIXDIR: N connections, certificates PREFIXDIR/load-<i>.*
+elif mode in ("idle", "idle5"):  # N PREFIXDIR: N connections, certificates PREFIXDIR/load-<i>.*
+    # idle5: MQTT 5.0 (CONNECT level 5, SUBSCRIBE with an empty property block)
     n, d = int(args[0]), args[1]
+    v5 = mode == "idle5"
     held, t0 = [], time.time()
     for i in range(1, n + 1):
         name = "load-%d" % i
         s = tls_conn(d + "/" + name + ".crt", d + "/" + name + ".key")
-        s.sendall(connect_pkt(name))
+        if v5:
+            s.sendall(pkt(0x10, mstr("MQTT") + bytes([5, 0x02]) + struct.pack(">H", 0) + b"\x00" + mstr(name)))
+        else:
+            s.sendall(connect_pkt(name))
         h, b = read_pkt(s)
         if h != 0x20 or b[1] != 0:
             print("connack-failed", i, flush=True)
             sys.exit(1)
-        s.sendall(pkt(0x82, struct.pack(">H", 1) + mstr("devices/%s/cmd/#" % name) + b"\x01"))
+        props = b"\x00" if v5 else b""
+        s.sendall(pkt(0x82, struct.pack(">H", 1) + props + mstr("devices/%s/cmd/#" % name) + b"\x01"))
         h, b = read_pkt(s)
-        if h != 0x90 or b[2] != 1:
+        if h != 0x90 or b[2 + len(props)] != 1:
             print("suback-failed", i, flush=True)
             sys.exit(1)
         held.append(s)
