@@ -1438,6 +1438,43 @@ void mqtt_subscribe_retained(struct mqtt_broker *b, uint32_t si, const struct mq
 	}
 }
 
+/* The end of a SUBSCRIBE, both versions: subscriptions new to this shard's interest
+ * summary hold the SUBACK (w, encoded; w->err when it did not encode) until every other
+ * shard applied them, so no message published after it can skip this shard; the SUBACK
+ * goes once durable for a persistent session; then the retained messages of the filters
+ * whose `rcodes` grant one (now, or when the held SUBACK goes out). denied: an ACL
+ * refusal counts as a violation. 0, or -E_CLOSED. */
+static int suback_then_retained(struct mqtt_broker *b, struct mqtt_conn *c, const struct wcur *w,
+				const struct mqtt_filters *filters, const uint8_t *rcodes, bool denied)
+{
+	uint32_t si = c->session;
+	if (b->ops.interest_sync) {
+		uint32_t t = mqtt_ack_hold_ticket(b);
+		int k = b->ops.interest_sync(b->ops.ctx, t);
+		if (k < 0) {
+			say(b, MQTT_LOG_RESOURCE, c, "shard links full: closed before acknowledging");
+			conn_end(b, c, true, true);
+			return -E_CLOSED;
+		}
+		if (k > 0) {
+			b->route_ticket = t;
+			b->route_owed += (uint32_t)k;
+		}
+	}
+	uint32_t seq = b->held_head + b->held_n;
+	if (wcur_ok(w) && mqtt_ack(b, c, MQTT_SUBACK, 0, w->buf, w->pos))
+		return -E_CLOSED;
+	if (!mqtt_held_pending(b, seq))
+		mqtt_subscribe_retained(b, si, filters, rcodes);
+	else if (mqtt_held_attach_subs(b, seq, filters, rcodes) != 0) {
+		mqtt_conn_fail(b, c, "no memory to hold a SUBSCRIBE's retained messages");
+		return -E_CLOSED;
+	}
+	if (denied)
+		return violation(b, c);
+	return 0;
+}
+
 static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 			    const struct mqtt_packet *pk)
 {
@@ -1483,37 +1520,11 @@ static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 		}
 		b->codes[n++] = code;
 	}
-	/* Subscriptions new to this shard's interest summary: the SUBACK waits until every
-	 * other shard applied them, so no message published after it can skip this shard. */
-	if (b->ops.interest_sync) {
-		uint32_t t = mqtt_ack_hold_ticket(b);
-		int k = b->ops.interest_sync(b->ops.ctx, t);
-		if (k < 0) {
-			say(b, MQTT_LOG_RESOURCE, c, "shard links full: closed before acknowledging");
-			conn_end(b, c, true, true);
-			return -E_CLOSED;
-		}
-		if (k > 0) {
-			b->route_ticket = t;
-			b->route_owed += (uint32_t)k;
-		}
-	}
 	struct wcur w = wcur_make(b->out, b->out_len);
-	/* one SUBACK, one code per filter in order [MQTT-3.8.4-1], -4, -5, [MQTT-3.9.3-1];
-	 * for a persistent session once its subscriptions are durable */
-	uint32_t seq = b->held_head + b->held_n;
-	if (mqtt_encode_suback(&w, pk->pid, b->codes, n) == 0 && mqtt_ack(b, c, MQTT_SUBACK, 0, w.buf, w.pos))
-		return -E_CLOSED;
-	/* retained messages after the SUBACK: now, or when the held SUBACK goes out */
-	if (!mqtt_held_pending(b, seq))
-		mqtt_subscribe_retained(b, si, &pk->u.filters, b->codes);
-	else if (mqtt_held_attach_subs(b, seq, &pk->u.filters, b->codes) != 0) {
-		mqtt_conn_fail(b, c, "no memory to hold a SUBSCRIBE's retained messages");
-		return -E_CLOSED;
-	}
-	if (denied)
-		return violation(b, c);
-	return 0;
+	/* one SUBACK, one code per filter in order [MQTT-3.8.4-1], -4, -5, [MQTT-3.9.3-1] */
+	if (mqtt_encode_suback(&w, pk->pid, b->codes, n) != 0)
+		w.err = true;
+	return suback_then_retained(b, c, &w, &pk->u.filters, b->codes, denied);
 }
 
 static int handle_unsubscribe(struct mqtt_broker *b, struct mqtt_conn *c,
@@ -1740,36 +1751,13 @@ static int handle_subscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const s
 		b->codes[n] = code;
 		b->rcodes[n++] = rcode;
 	}
-	if (b->ops.interest_sync) {
-		uint32_t t = mqtt_ack_hold_ticket(b);
-		int k = b->ops.interest_sync(b->ops.ctx, t);
-		if (k < 0) {
-			say(b, MQTT_LOG_RESOURCE, c, "shard links full: closed before acknowledging");
-			conn_end(b, c, true, true);
-			return -E_CLOSED;
-		}
-		if (k > 0) {
-			b->route_ticket = t;
-			b->route_owed += (uint32_t)k;
-		}
-	}
 	struct wcur w = wcur_make(b->out, b->out_len);
-	uint32_t seq = b->held_head + b->held_n;
-	if (mqtt5_encode_suback(&w, pk->pid, NULL, b->codes, n) == 0 &&
-	    mqtt_ack(b, c, MQTT_SUBACK, 0, w.buf, w.pos))
-		return -E_CLOSED;
+	if (mqtt5_encode_suback(&w, pk->pid, NULL, b->codes, n) != 0)
+		w.err = true;
 	/* the filters in 3.1.1's layout (a filter, then a byte whose low bits are its QoS) */
 	struct mqtt_filters f311 = { .p = sub->filters.p, .len = sub->filters.len, .n = sub->filters.n,
 				     .with_qos = true };
-	if (!mqtt_held_pending(b, seq))
-		mqtt_subscribe_retained(b, si, &f311, b->rcodes);
-	else if (mqtt_held_attach_subs(b, seq, &f311, b->rcodes) != 0) {
-		mqtt_conn_fail(b, c, "no memory to hold a SUBSCRIBE's retained messages");
-		return -E_CLOSED;
-	}
-	if (denied)
-		return violation(b, c);
-	return 0;
+	return suback_then_retained(b, c, &w, &f311, b->rcodes, denied);
 }
 
 /* A 5.0 UNSUBSCRIBE: UNSUBACK says per filter whether a subscription existed (0x11). */
