@@ -295,7 +295,8 @@ int mqtt_send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t 
  * Maximum Packet Size or than max_packet (to be discarded as if delivered). */
 int mqtt_send_message(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_message *m, uint8_t qos,
 		      bool dup, bool retain, uint16_t pid);
-/* One QoS 0 PUBLISH (telemetry query replies); -E_OVERFLOW also for tlen > 65535. */
+/* One QoS 0 PUBLISH in the connection's version (console and telemetry query replies);
+ * -E_OVERFLOW also for tlen > 65535 or above a 5.0 client's Maximum Packet Size. */
 int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
 		       const uint8_t *payload, size_t plen);
 

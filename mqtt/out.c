@@ -97,5 +97,8 @@ int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t
 {
 	if (tlen > UINT16_MAX)
 		return -E_OVERFLOW;
-	return mqtt_send_publish(b, c, topic, (uint16_t)tlen, payload, plen, 0, false, false, 0);
+	/* in the reader's version: a 5.0 console or query reader needs a 5.0 PUBLISH */
+	struct mqtt_message m = { .topic = topic, .topic_len = tlen, .payload = payload, .payload_len = plen };
+	int rc = mqtt_send_message(b, c, &m, 0, false, false, 0);
+	return rc == -E_RANGE ? -E_OVERFLOW : rc;
 }

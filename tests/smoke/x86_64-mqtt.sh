@@ -355,7 +355,7 @@ fi
 
 # ---- MQTT 5.0 with a real client library (tests/smoke/lib/mqtt5-check.py, paho MQTTv5),
 # results named $tag-5/<scenario>: on several cores, the properties cross shards
-MQTT_CLIENT_TIMEOUT=30 timeout 240 "$py" "$here/lib/mqtt5-check.py" 127.0.0.1 "$port" "$certs" "$tag-5" \
+MQTT_CLIENT_TIMEOUT=30 timeout 240 "$py" "$here/lib/mqtt5-check.py" 127.0.0.1 "$port" "$certs" "$tag-5" console \
 	>"$tmp/mqtt5.out" 2>&1
 grep -E "^(PASS|FAIL) " "$tmp/mqtt5.out"
 grep -qE "^(PASS|FAIL) " "$tmp/mqtt5.out" || fail mqtt5 "the 5.0 checks printed no result: $(tail -n 3 "$tmp/mqtt5.out" | tr '\n' ' ')"

@@ -5,7 +5,8 @@ python3-paho-mqtt, MQTTv5) over TLS with the development certificates. One line 
 scenario, "PASS mqtt5/<name> (detail)" or "FAIL mqtt5/<name> (why)", each read from its own
 connection; every wait is bounded (T seconds), so the whole run ends by itself.
 
-usage: mqtt5-check.py HOST PORT CERTS [TAG]   (TAG prefixes the names: default mqtt5)
+usage: mqtt5-check.py HOST PORT CERTS [TAG [console]]   (TAG prefixes the names: default mqtt5;
+       console: the broker has ops as a console identity, and the console is checked too)
 
 Identities: the development CA's dev-1..dev-10 (devices: devices/<id>/# only) and ops (a
 service: subscribes devices/+/telemetry/# and devices/+/status, publishes devices/+/cmd/#).
@@ -21,6 +22,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 
 HOST, PORT, CERTS = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 TAG = sys.argv[4] if len(sys.argv) > 4 else "mqtt5"
+CONSOLE = len(sys.argv) > 5 and sys.argv[5] == "console"
 T = 10.0       # the longest wait for anything that must come
 QUIET = 1.5    # how long "nothing came" is watched
 failed = False
@@ -299,7 +301,18 @@ def max_packet_size():
     ops.close()
 
 
+def console():
+    ops = Client("ops", "ops/5-console")
+    ops.sub("$CONTROL/urmqtt/reply/#", qos=0)
+    ops.pub("$CONTROL/urmqtt/config", b"", qos=1)
+    m = ops.recv()
+    text = m.payload.decode(errors="replace") if m else ""
+    result("console", m is not None and m.topic == "$CONTROL/urmqtt/reply/config" and "profile=" in text,
+           "a 5.0 console got its reply on %s: %s" % (m.topic if m else None, text[:40]))
+    ops.close()
+
+
 for s in (connack_properties, properties_passed, refusals, session_expiry, subscription_options, topic_alias,
-          will_delay, max_packet_size):
+          will_delay, max_packet_size) + ((console,) if CONSOLE else ()):
     scenario(s)
 sys.exit(1 if failed else 0)
