@@ -225,7 +225,7 @@ lv_back=$(client console ops loglevel info)
 stats=$(client console ops stats "")
 conf=$(client console ops config "")
 if [[ $un == "reply "*" ok: unrevoke identity dev-5"* ]] && [ "$back" = "connack 0" ] &&
-	[[ $nocon != "reply "* ]] && glog | grep -aq "console: ops: revoke identity dev-5" &&
+	[[ $nocon != "reply "* ]] && grep -aq "console: ops: revoke identity dev-5" < <(glog) &&
 	[[ $lv == *" loglevel debug" && $lv_now == *" loglevel debug" && $lv_back == *" loglevel info" ]] &&
 	[[ $stats == *" core "*" connections="* && $conf == *"profile=dev hostname=urmqtt"* ]]; then
 	pass console "unrevoke let dev-5 in again (connack 0); dev-1 has no console; loglevel debug, read back, and info again; stats, config; every command logged with its sender"
