@@ -96,6 +96,8 @@ void dp_config_from_conf(struct dp_config *g)
 	m->max_qos2_rx = CONF_MQTT_INFLIGHT_WINDOW;
 	m->topic_alias_max = CONF_MQTT_TOPIC_ALIAS_MAX;
 	m->max_delayed_wills = CONF_MQTT_DELAYED_WILLS;
+	m->max_session_expiry_s = (uint32_t)CONF_MQTT_SESSION_EXPIRY_MAX_S;
+	m->max_sub_ids = CONF_MQTT_SUBSCRIPTION_IDS;
 	m->max_subs_per_session = CONF_MQTT_MAX_SUBSCRIPTIONS_PER_SESSION;
 	m->queue_drop_oldest = CONF_MQTT_OFFLINE_QUEUE_POLICY == CONF_MQTT_OFFLINE_QUEUE_POLICY_DROP_OLDEST;
 	m->max_violations = CONF_MQTT_ACL_VIOLATIONS_BEFORE_CLOSE;

@@ -98,10 +98,10 @@ static void up_restored(void *ctx, const struct store_rec *r)
 	switch (r->kind) {
 	case STORE_REC_SESS_PUT:
 		err = mqtt_broker_restore_session(b, r->skey, r->id_kind ? MQTT_ID_SERVICE : MQTT_ID_DEVICE, r->id,
-						  r->id_len);
+						  r->id_len, r->expiry_s);
 		break;
 	case STORE_REC_SUB_PUT:
-		err = mqtt_broker_restore_sub(b, r->skey, r->topic, r->topic_len, r->qos);
+		err = mqtt_broker_restore_sub(b, r->skey, r->topic, r->topic_len, r->qos, r->sub_id);
 		break;
 	case STORE_REC_RX2_PUT:
 		err = mqtt_broker_restore_rx2(b, r->skey, r->pid);
@@ -290,6 +290,7 @@ static int op_record(void *ctx, const struct mqtt_pev *ev)
 		.props = ev->props,
 		.props_len = (uint16_t)ev->props_len,
 		.expiry_s = ev->expiry_s,
+		.sub_id = ev->sub_id,
 	};
 	if (ev->kind == MQTT_PEV_DLV_PUT && ev->pid)
 		r.state = STORE_DLV_SENT; /* queued and sent before it was recorded: one record */

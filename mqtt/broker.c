@@ -163,14 +163,15 @@ static uint8_t rc5_of(uint8_t rc)
 }
 
 /* What a 5.0 CONNACK tells the client of this broker: its limits (Receive Maximum: the
- * inbound QoS 2 window; Maximum Packet Size; Topic Alias Maximum), what it does not offer
- * (Subscription Identifiers, Shared Subscriptions), and that a session it keeps never
- * expires (the client asked for a finite one). */
+ * inbound QoS 2 window; Maximum Packet Size; Topic Alias Maximum), whether it offers
+ * Subscription Identifiers, that it does not offer Shared Subscriptions, the Session Expiry Interval of a
+ * kept session (the client's, or lower: cfg.max_session_expiry_s). */
 static void connack_props(const struct mqtt_broker *b, const struct mqtt_conn *c, struct mqtt_props *p)
 {
 	memset(p, 0, sizeof *p);
 	p->present = MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX) | MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE) |
 		     MQTT_PROP_BIT(MQTT_PROP_SUB_ID_AVAILABLE) | MQTT_PROP_BIT(MQTT_PROP_SHARED_SUB_AVAILABLE);
+	p->sub_id_available = b->cfg.max_sub_ids ? 1 : 0;
 	p->receive_max = (uint16_t)MAX(b->cfg.max_qos2_rx, 1u);
 	p->max_packet_size = b->cfg.max_packet;
 	if (b->cfg.topic_alias_max) {
@@ -179,7 +180,7 @@ static void connack_props(const struct mqtt_broker *b, const struct mqtt_conn *c
 	}
 	if (c->session != MQTT_NIL && !(b->sess[c->session].flags & MQTT_SESS_CLEAN)) {
 		p->present |= MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY);
-		p->session_expiry_s = UINT32_MAX;
+		p->session_expiry_s = b->sess_exp[c->session];
 	}
 }
 
@@ -206,13 +207,23 @@ static uint32_t now_s(const struct mqtt_broker *b)
 	return (uint32_t)(b->now_ms / 1000u);
 }
 
+/* The Subscription Identifiers a 5.0 PUBLISH of topic to connection c carries (b->sid_out):
+ * those of the session's matching subscriptions [MQTT-3.3.4-3]; 0 for 3.1.1. */
+static uint32_t sub_ids_for(struct mqtt_broker *b, const struct mqtt_conn *c, const uint8_t *topic, size_t tlen)
+{
+	if (!c->v5 || !b->n_sids)
+		return 0;
+	return mqtt_sub_ids_matching(b, c->session, topic, tlen);
+}
+
 static int send_dlv(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_dlv *d, bool dup)
 {
 	const struct mqtt_msg *m = d->msg;
 	struct mqtt_message v = { .topic = m->data, .topic_len = m->topic_len, .payload = mqtt_msg_payload(m),
 				  .payload_len = m->payload_len, .props = mqtt_msg_props(m), .props_len = m->props_len,
 				  .expiry_s = mqtt_msg_expiry_left(m, now_s(b)) };
-	return mqtt_send_message(b, c, &v, d->qos, dup, (d->state & MQTT_DLV_RETAIN) != 0, d->pid);
+	uint32_t n_ids = sub_ids_for(b, c, v.topic, v.topic_len);
+	return mqtt_send_message(b, c, &v, d->qos, dup, (d->state & MQTT_DLV_RETAIN) != 0, d->pid, b->sid_out, n_ids);
 }
 
 /* The in-flight window of a session's connection: ours, or the 5.0 client's Receive
@@ -402,8 +413,11 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 		return;
 	}
 	if (qos == 0) {
-		if (s->conn != MQTT_NIL)
-			(void)mqtt_send_message(b, &b->conns[s->conn], v->m, 0, false, retain, 0);
+		if (s->conn != MQTT_NIL) {
+			struct mqtt_conn *c = &b->conns[s->conn];
+			uint32_t n_ids = sub_ids_for(b, c, v->m->topic, v->m->topic_len);
+			(void)mqtt_send_message(b, c, v->m, 0, false, retain, 0, b->sid_out, n_ids);
+		}
 		else
 			b->st.qos0_offline_dropped++;
 		return;
@@ -707,12 +721,7 @@ int mqtt_broker_publish_sys(struct mqtt_broker *b, const uint8_t *topic, size_t 
 static void conn5_free(struct mqtt_broker *b, struct mqtt_conn *c)
 {
 	struct mqtt_conn5 *x = c->x5;
-	if (x->aliases) {
-		for (uint32_t i = 0; i < b->cfg.topic_alias_max; i++)
-			if (x->aliases[i].topic)
-				mqtt_heap_free(b, x->aliases[i].topic, x->aliases[i].len);
-		mqtt_heap_free(b, x->aliases, (size_t)b->cfg.topic_alias_max * sizeof *x->aliases);
-	}
+	mqtt_aliases_free(b, c);
 	mqtt_heap_free(b, x, sizeof *x);
 	c->x5 = NULL;
 }
@@ -776,6 +785,33 @@ static void wills_due(struct mqtt_broker *b)
 	}
 }
 
+/* ---- session expiry ---------------------------------------------------------------- */
+
+/* Kept sessions whose Session Expiry Interval passed since their connection ended are
+ * ended (from the tick): a will still delayed goes out first, as its session ends
+ * (MQTT 5.0 3.1.3.2.2), then the session and everything stored of it [MQTT-4.1.0-2]. */
+static void sessions_expire(struct mqtt_broker *b)
+{
+	uint32_t now = now_s(b);
+	for (uint32_t si = 0; si < b->cfg.max_sessions; si++) {
+		uint32_t at = b->sess_exp[si];
+		if (at == UINT32_MAX || now < at)
+			continue;
+		const struct mqtt_session *s = &b->sess[si];
+		if (!(s->flags & MQTT_SESS_USED) || s->conn != MQTT_NIL)
+			continue;
+		for (uint32_t i = 0; i < b->n_dwills; i++)
+			if (b->dwills[i].sess == si) {
+				will_publish(b, b->dwills[i].msg);
+				will_drop_at(b, i);
+				break;
+			}
+		b->st.sessions_expired++;
+		mqtt_sess_free(b, si);
+		b->sess_exp[si] = UINT32_MAX;
+	}
+}
+
 static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bool will)
 {
 	void *user = c->user;
@@ -800,7 +836,15 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 			p.reason_string = (struct mqtt_str){ (const uint8_t *)why, (uint16_t)strlen(why) };
 		}
 		struct wcur w = wcur_make(b->out, b->out_len);
-		if (mqtt5_encode_disconnect(&w, reason, &p) == 0)
+		int enc = mqtt5_encode_disconnect(&w, reason, &p);
+		if (enc == 0 && c->x5->max_packet && w.pos > c->x5->max_packet) {
+			/* above the client's Maximum Packet Size: without its Reason String
+			 * [MQTT-3.14.2-3] (the code alone is 4 bytes: always within it) */
+			memset(&p, 0, sizeof p);
+			w = wcur_make(b->out, b->out_len);
+			enc = mqtt5_encode_disconnect(&w, reason, &p);
+		}
+		if (enc == 0)
 			(void)mqtt_send_encoded(b, c, &w);
 	}
 	if (c->state == MQTT_CONN_NEW) {
@@ -823,6 +867,8 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 	}
 	if (si != MQTT_NIL && (b->sess[si].flags & MQTT_SESS_CLEAN))
 		mqtt_sess_free(b, si); /* [MQTT-3.1.2-6] */
+	else if (si != MQTT_NIL && c->state == MQTT_CONN_UP)
+		b->sess_exp[si] = mqtt_expiry_deadline(b, b->sess_exp[si]); /* counted from now */
 	mqtt_framer_reset(&c->fr, &b->acct);
 	memset(c, 0, sizeof *c);
 	c->state = MQTT_CONN_FREE;
@@ -972,6 +1018,7 @@ struct connect_req {
 	uint16_t keepalive_s;
 	bool clean_start;     /* discard a session that exists */
 	bool ends_with_conn;  /* the session ends when this connection does */
+	uint32_t expiry_s;    /* else: its Session Expiry Interval (UINT32_MAX: never) */
 	struct mqtt_msg *will; /* taken: given to the connection, or dropped on refusal */
 	uint32_t will_delay_s; /* 5.0 */
 	struct mqtt_conn5 *x5; /* 5.0: taken likewise */
@@ -1025,11 +1072,17 @@ static int connect_finish(struct mqtt_broker *b, struct mqtt_conn *c, struct con
 		si = mqtt_sess_new(b, service, r->id, r->idl);
 		if (si == MQTT_NIL)
 			return connect_refuse(b, c, r, "no session record");
+		b->sess_exp[si] = r->expiry_s;
 		if (!r->ends_with_conn && b->store_on) {
 			b->sess[si].skey = mqtt_key_new(b); /* session invariant 8 */
 			if (b->sess[si].skey)
 				mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
 		}
+	} else if (b->sess_exp[si] != r->expiry_s) {
+		/* resumed (its deadline, or another interval, was kept): the interval stored anew */
+		b->sess_exp[si] = r->expiry_s;
+		if (mqtt_persistent(&b->sess[si]))
+			mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
 	}
 	struct mqtt_session *s = &b->sess[si];
 	s->will_delay_s = r->will_delay_s;
@@ -1065,8 +1118,10 @@ static int connect_finish(struct mqtt_broker *b, struct mqtt_conn *c, struct con
 static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_connect *k,
 			  uint64_t now_ms)
 {
+	/* 3.1.1's kept session asks for no end: cfg.max_session_expiry_s, if any, gives one */
 	struct connect_req r = { .id = k->client_id.p, .idl = k->client_id.len, .keepalive_s = k->keepalive_s,
-				 .clean_start = k->clean, .ends_with_conn = k->clean };
+				 .clean_start = k->clean, .ends_with_conn = k->clean,
+				 .expiry_s = mqtt_expiry_capped(b, UINT32_MAX) };
 	if (r.idl == 0) {
 		/* server-assigned identifier [MQTT-3.1.3-6]: the authenticated identity */
 		r.id = c->identity;
@@ -1085,7 +1140,8 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 /* A 5.0 CONNECT (MQTT 5.0 3.1): the same identity and ACL rules as 3.1.1; an empty client
  * identifier is refused (never assigned: the identity is the certificate's), enhanced
  * authentication is refused (the certificate authenticates); Session Expiry Interval 0 ends
- * the session with the connection, any other keeps it (CONNACK says it never expires). */
+ * the session with the connection, any other keeps it that long after it (at most
+ * cfg.max_session_expiry_s; the CONNACK says what was granted). */
 static int handle_connect5(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt5_connect *k,
 			   uint64_t now_ms)
 {
@@ -1098,7 +1154,8 @@ static int handle_connect5(struct mqtt_broker *b, struct mqtt_conn *c, const str
 			      "empty client identifier (never assigned: it must be the certificate identity)");
 	uint32_t expiry = (pr->present & MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY)) ? pr->session_expiry_s : 0;
 	struct connect_req r = { .id = k->client_id.p, .idl = k->client_id.len, .keepalive_s = k->keepalive_s,
-				 .clean_start = k->clean_start, .ends_with_conn = expiry == 0 };
+				 .clean_start = k->clean_start, .ends_with_conn = expiry == 0,
+				 .expiry_s = mqtt_expiry_capped(b, expiry) };
 	int rc = connect_identity(b, c, &r.id, &r.idl);
 	if (rc)
 		return rc;
@@ -1108,6 +1165,10 @@ static int handle_connect5(struct mqtt_broker *b, struct mqtt_conn *c, const str
 	memset(r.x5, 0, sizeof *r.x5);
 	r.x5->max_packet = (pr->present & MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE)) ? pr->max_packet_size : 0;
 	r.x5->recv_max = (pr->present & MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX)) ? pr->receive_max : UINT16_MAX;
+	/* outbound Topic Aliases: as many as the client takes, within our own maximum */
+	r.x5->alias_out_max = (pr->present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS_MAX))
+				      ? (uint16_t)MIN(pr->topic_alias_max, b->cfg.topic_alias_max)
+				      : 0;
 	if (k->will) {
 		/* The will's properties as a PUBLISH carries them (Will Delay Interval and Message
 		 * Expiry Interval kept apart), written in b->out until the CONNACK needs it. */
@@ -1297,6 +1358,8 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 			b->st.proto_closes++;
 			say(b, MQTT_LOG_PROTOCOL, c, "more than %u inbound QoS 2 awaiting PUBREL",
 			    (unsigned)b->cfg.max_qos2_rx);
+			b->disc_reason = MQTT_RC_RECEIVE_MAXIMUM_EXCEEDED; /* 5.0: above our Receive Maximum */
+			b->disc_why = "more QoS 2 PUBLISHes awaiting PUBREL than the Receive Maximum";
 			conn_end(b, c, true, true);
 			return -E_CLOSED;
 		}
@@ -1395,14 +1458,14 @@ static bool filter_rel(const struct mqtt_conn *c, const struct mqtt_session *s,
 	return c->kind == MQTT_ID_DEVICE && mqtt_acl_device_filter(s->id, s->id_len, f, fl);
 }
 
-int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos)
+int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos, uint32_t sub_id)
 {
 	const struct mqtt_session *s = &b->sess[si];
 	int nl = mqtt_topic_split(b, f, fl);
 	if (nl <= 0)
 		return -E_INVAL;
 	bool rel = !(s->flags & MQTT_SESS_SERVICE) && mqtt_acl_device_filter(s->id, s->id_len, f, fl);
-	return mqtt_sub_add(b, si, f, rel ? 2 : 0, nl, rel, qos);
+	return mqtt_sub_add(b, si, f, rel ? 2 : 0, nl, rel, qos, sub_id);
 }
 
 struct retained_arg {
@@ -1501,7 +1564,7 @@ static int handle_subscribe(struct mqtt_broker *b, struct mqtt_conn *c,
 			say(b, MQTT_LOG_ACL, c, "SUBSCRIBE to %s denied", t);
 			denied = true;
 		} else {
-			int rc = mqtt_sub_apply(b, si, f.p, f.len, q);
+			int rc = mqtt_sub_apply(b, si, f.p, f.len, q, 0);
 			if (rc == -E_INVAL)
 				say(b, MQTT_LOG_PROTOCOL, c, "filter with too many levels refused");
 			else if (rc < 0)
@@ -1641,15 +1704,10 @@ static int handle_publish5(struct mqtt_broker *b, struct mqtt_conn *c, const uin
 		uint16_t a = pr->topic_alias;
 		if (a == 0 || a > b->cfg.topic_alias_max) /* [MQTT-3.3.2-8], [MQTT-3.3.2-9] */
 			return disconnect5(b, c, MQTT_RC_TOPIC_ALIAS_INVALID, "Topic Alias out of range");
-		struct mqtt_conn5 *x = c->x5;
-		if (!x->aliases) {
-			size_t n = (size_t)b->cfg.topic_alias_max * sizeof *x->aliases;
-			x->aliases = mqtt_heap_alloc(b, n);
-			if (!x->aliases)
-				return disconnect5(b, c, MQTT_RC_QUOTA_EXCEEDED, "no memory for Topic Aliases");
-			memset(x->aliases, 0, n);
-		}
-		struct mqtt_alias *al = &x->aliases[a - 1];
+		struct mqtt_aliases *tab = mqtt_aliases_get(b, c);
+		if (!tab)
+			return disconnect5(b, c, MQTT_RC_QUOTA_EXCEEDED, "no memory for Topic Aliases");
+		struct mqtt_alias *al = &mqtt_aliases_in(tab)[a - 1];
 		if (p.topic.len) {
 			uint8_t *t = mqtt_heap_alloc(b, p.topic.len);
 			if (!t)
@@ -1701,15 +1759,20 @@ static int pubrec_refused(struct mqtt_broker *b, struct mqtt_conn *c, uint16_t p
 }
 
 /* A 5.0 SUBSCRIBE (MQTT 5.0 3.8): options kept with the subscription (No Local, Retain As
- * Published in its options byte), Retain Handling applied to the retained messages that
- * follow the SUBACK; a shared subscription is refused per filter (0x9E: the CONNACK said so),
- * a Subscription Identifier ends the connection (0xA1). */
+ * Published in its options byte) and its Subscription Identifier (subid.c; when they are
+ * not offered, cfg.max_sub_ids 0, one ends the connection with 0xA1), Retain Handling
+ * applied to the retained messages that follow the SUBACK; a shared subscription is refused
+ * per filter (0x9E: the CONNACK said so). */
 static int handle_subscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt5_packet *pk)
 {
 	uint32_t si = c->session;
 	const struct mqtt5_subscribe *sub = &pk->u.sub;
-	if (sub->props.present & MQTT_PROP_BIT(MQTT_PROP_SUB_ID))
-		return disconnect5(b, c, MQTT_RC_SUB_IDS_NOT_SUPPORTED, "Subscription Identifier (not offered)");
+	uint32_t sub_id = 0;
+	if (sub->props.present & MQTT_PROP_BIT(MQTT_PROP_SUB_ID)) {
+		if (!b->cfg.max_sub_ids) /* the CONNACK said they are not available */
+			return disconnect5(b, c, MQTT_RC_SUB_IDS_NOT_SUPPORTED, "Subscription Identifier (not offered)");
+		sub_id = sub->props.sub_id;
+	}
 	if (sub->filters.n > b->codes_cap)
 		return disconnect5(b, c, MQTT_RC_QUOTA_EXCEEDED, "too many filters in one SUBSCRIBE");
 	struct mqtt5_filters it = sub->filters;
@@ -1732,7 +1795,7 @@ static int handle_subscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const s
 			code = MQTT_RC_NOT_AUTHORIZED;
 			denied = true;
 		} else {
-			int rc = mqtt_sub_apply(b, si, f.filter.p, f.filter.len, opts);
+			int rc = mqtt_sub_apply(b, si, f.filter.p, f.filter.len, opts, sub_id);
 			if (rc < 0) {
 				say(b, MQTT_LOG_RESOURCE, c, "subscription refused (%s)", err_name(rc));
 				code = rc == -E_RANGE || rc == -E_NOMEM ? MQTT_RC_QUOTA_EXCEEDED : MQTT_RC_UNSPECIFIED_ERROR;
@@ -1743,7 +1806,8 @@ static int handle_subscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const s
 					rcode = f.qos;
 				if (mqtt_persistent(s)) {
 					struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_PUT, .skey = s->skey, .qos = opts,
-							       .topic = f.filter.p, .topic_len = f.filter.len };
+							       .topic = f.filter.p, .topic_len = f.filter.len,
+							       .sub_id = sub_id };
 					mqtt_rec(b, &ev);
 				}
 			}
@@ -1802,6 +1866,8 @@ static int dispatch5(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *
 		b->st.v5_rej++;
 		if (c->state == MQTT_CONN_NEW)
 			return refuse(b, c, rc, MQTT_LOG_MALFORMED, "5.0 CONNECT rejected (site %u)", (unsigned)rej.site);
+		if (rc == MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION)
+			rc = MQTT_RC_PROTOCOL_ERROR; /* a second CONNECT: 0x84 is a CONNACK code only */
 		return disconnect5(b, c, rc, "5.0 packet rejected");
 	}
 	if ((c->state == MQTT_CONN_NEW) != (pk.type == MQTT_CONNECT)) {
@@ -1841,11 +1907,18 @@ static int dispatch5(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *
 		const struct mqtt_props *pr = &pk.u.reason.props;
 		/* a session kept was asked with a non-zero expiry: CLEAN means its CONNECT said 0 */
 		if ((pr->present & MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY)) && c->session != MQTT_NIL &&
-		    (b->sess[c->session].flags & MQTT_SESS_CLEAN) && pr->session_expiry_s) /* [MQTT-3.14.2-2] */
+		    (b->sess[c->session].flags & MQTT_SESS_CLEAN) && pr->session_expiry_s) /* MQTT 5.0 3.14.2.2.2 */
 			return disconnect5(b, c, MQTT_RC_PROTOCOL_ERROR, "Session Expiry raised from 0 at DISCONNECT");
-		if ((pr->present & MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY)) && !pr->session_expiry_s &&
-		    c->session != MQTT_NIL)
-			b->sess[c->session].flags |= MQTT_SESS_CLEAN; /* it ends now, with its connection */
+		if ((pr->present & MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY)) && c->session != MQTT_NIL) {
+			uint32_t si = c->session;
+			if (!pr->session_expiry_s) {
+				b->sess[si].flags |= MQTT_SESS_CLEAN; /* it ends now, with its connection */
+			} else if (b->sess_exp[si] != mqtt_expiry_capped(b, pr->session_expiry_s)) {
+				b->sess_exp[si] = mqtt_expiry_capped(b, pr->session_expiry_s); /* MQTT 5.0 3.14.2.2.2 */
+				if (mqtt_persistent(&b->sess[si]))
+					mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
+			}
+		}
 		/* 0x04: the will is published [MQTT-3.14.4-3] */
 		conn_end(b, c, true, pk.u.reason.reason == MQTT_RC_DISCONNECT_WITH_WILL);
 		return -E_CLOSED;
@@ -1882,6 +1955,8 @@ int mqtt_conn_input(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *d
 			else
 				say(b, MQTT_LOG_MALFORMED, c, "fixed header rejected: %s",
 				    rej_name[rej]);
+			/* a 5.0 client is told why (conn_end sends it once CONNECT was accepted) */
+			b->disc_reason = rej == MQTT_REJ_TOO_BIG ? MQTT_RC_PACKET_TOO_LARGE : MQTT_RC_MALFORMED_PACKET;
 			conn_end(b, c, true, true);
 			return -E_CLOSED;
 		}
@@ -1943,6 +2018,7 @@ void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms)
 		}
 	}
 	wills_due(b);
+	sessions_expire(b);
 }
 
 /* ---- init, layout, checks -------------------------------------------------------------- */
@@ -1997,6 +2073,13 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 	TAKE(rcodes, uint8_t, codes);
 	if (g->max_delayed_wills)
 		TAKE(dwills, struct mqtt_dwill, g->max_delayed_wills);
+	TAKE(sess_exp, uint32_t, g->max_sessions);
+	if (g->max_sub_ids) {
+		b->sid_mask = table_size(g->max_sub_ids) - 1;
+		TAKE(sids, struct mqtt_subid, g->max_sub_ids);
+		TAKE(sid_bkt, uint32_t, b->sid_mask + 1);
+	}
+	TAKE(sid_out, uint32_t, (size_t)g->max_subs_per_session + 1u);
 	if (g->max_held) {
 		b->held_mask = table_size(g->max_held) - 1;
 		TAKE(held, struct mqtt_held, b->held_mask + 1);
@@ -2104,6 +2187,14 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 		b->level_free = i;
 	}
 	memset(b->sess_bkt, 0xff, (b->sess_mask + 1) * sizeof(uint32_t));
+	memset(b->sess_exp, 0xff, (size_t)cfg->max_sessions * sizeof(uint32_t)); /* never */
+	b->sid_free = MQTT_NIL;
+	for (uint32_t i = cfg->max_sub_ids; i-- > 0;) {
+		b->sids[i].next = b->sid_free;
+		b->sid_free = i;
+	}
+	if (b->sid_bkt)
+		memset(b->sid_bkt, 0xff, (b->sid_mask + 1) * sizeof(uint32_t));
 	memset(b->edge_bkt, 0xff, (b->edge_mask + 1) * sizeof(uint32_t));
 	memset(b->level_bkt, 0xff, (b->level_mask + 1) * sizeof(uint32_t));
 	if (b->rate_bkt)
@@ -2255,7 +2346,7 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 		uint32_t ns = 0;
 		for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
 			CHECK(b->subs[r].session == i && (b->subs[r].qos & MQTT_SUB_QOS) <= 2 &&
-			      b->subs[r].qos <= MQTT_SUB_OPTS);
+			      b->subs[r].qos <= (MQTT_SUB_OPTS | MQTT_SUB_HAS_ID));
 			CHECK(++ns <= b->cfg.max_subs_per_session);
 		}
 		CHECK(ns == s->n_subs);
@@ -2264,5 +2355,6 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 	CHECK(n_conns == b->n_conns && n_sess == b->n_sess && n_dlv == b->n_dlvs);
 	CHECK(n_subs == b->n_subs);
 	CHECK(mqtt_rate_check(b) == 0); /* 6 */
+	CHECK(mqtt_subid_check(b) == 0); /* subid.c */
 	return 0;
 }

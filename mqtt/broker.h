@@ -61,6 +61,13 @@ struct mqtt_broker_config {
 				  * Maximum) */
 	uint16_t topic_alias_max;   /* Topic Aliases a 5.0 client may set (0: none) */
 	uint32_t max_delayed_wills; /* 5.0 wills waiting for their Will Delay Interval */
+	/* The longest a kept session outlives its connection, in seconds (0: no limit): a 5.0
+	 * client's Session Expiry Interval is lowered to it (the CONNACK says so), a 3.1.1
+	 * clean-session-0 session (which asks for no end) ends after it. */
+	uint32_t max_session_expiry_s;
+	/* Subscriptions with an MQTT 5.0 Subscription Identifier (12 B each); 0: identifiers
+	 * are not offered (the CONNACK says so, one in a SUBSCRIBE ends the connection). */
+	uint32_t max_sub_ids;
 	uint8_t max_subs_per_session;
 	bool queue_drop_oldest;  /* full queue: drop the oldest queued (else refuse newest) */
 	uint16_t max_violations; /* ACL violations before close; 0 = never close */
@@ -185,7 +192,9 @@ struct mqtt_pev {
 	size_t payload_len;
 	const uint8_t *props; /* MSG_PUT, RET_PUT: struct mqtt_message's */
 	size_t props_len;
-	uint32_t expiry_s;    /* MSG_PUT, RET_PUT: Message Expiry Interval left, 0: never */
+	uint32_t expiry_s;    /* MSG_PUT, RET_PUT: Message Expiry Interval left, 0: never;
+			       * SESS_PUT: the Session Expiry Interval, UINT32_MAX: never */
+	uint32_t sub_id;      /* SUB_PUT: its Subscription Identifier (5.0), 0: none */
 };
 
 struct mqtt_store_ops {
@@ -251,7 +260,9 @@ struct mqtt_broker_stats {
 	uint64_t expired_dropped; /* deliveries and retained messages past their Message Expiry Interval */
 	uint64_t too_big_dropped; /* deliveries above a 5.0 client's Maximum Packet Size (discarded) */
 	uint64_t v5_connects, aliases_set, v5_rej; /* 5.0 CONNECTs seen; Topic Aliases set; 5.0 packets rejected */
+	uint64_t aliases_out_set; /* Topic Aliases the broker set on its 5.0 PUBLISHes */
 	uint64_t wills_undelayed; /* 5.0 wills sent at once: every delayed-will slot was taken */
+	uint64_t sessions_expired; /* kept sessions ended by their Session Expiry Interval */
 	uint64_t qos2_dups, unknown_acks, send_again;
 	uint64_t nomem, pool_exhausted, retained_refused;
 	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;
@@ -355,11 +366,14 @@ uint32_t mqtt_broker_held(const struct mqtt_broker *b);
  * not fit the pools or are malformed are refused (-E_NOMEM / -E_INVAL, counted: the
  * caller logs them). Pointers borrowed. */
 MUST_CHECK int mqtt_broker_restore_begin(struct mqtt_broker *b, uint64_t key_base);
+/* expiry_s: its Session Expiry Interval (0 or UINT32_MAX: never), counted again from the
+ * restore (the time it was left is not stored: a session never ends earlier than asked). */
 MUST_CHECK int mqtt_broker_restore_session(struct mqtt_broker *b, uint64_t skey, enum mqtt_id_kind kind,
-					   const uint8_t *id, size_t id_len);
-/* For the session restored last (skey must name it). */
+					   const uint8_t *id, size_t id_len, uint32_t expiry_s);
+/* For the session restored last (skey must name it); sub_id: its Subscription Identifier
+ * (0: none). */
 MUST_CHECK int mqtt_broker_restore_sub(struct mqtt_broker *b, uint64_t skey, const uint8_t *filter,
-				       size_t len, uint8_t qos);
+				       size_t len, uint8_t qos, uint32_t sub_id);
 MUST_CHECK int mqtt_broker_restore_rx2(struct mqtt_broker *b, uint64_t skey, uint16_t pid);
 /* state: enum mqtt_restore_dlv (QUEUED, SENT = waiting for PUBACK/PUBREC, RELEASED =
  * PUBREL sent); the message (mkey, msg: its qos is the message's own, retain unused) is
@@ -372,7 +386,8 @@ MUST_CHECK int mqtt_broker_restore_dlv(struct mqtt_broker *b, uint64_t skey, uin
 MUST_CHECK int mqtt_broker_restore_retained(struct mqtt_broker *b, const struct mqtt_message *m);
 /* Frees the restore tables. */
 void mqtt_broker_restore_end(struct mqtt_broker *b);
-/* Timers: keepalive (1.5 x) and CONNECT timeout. Call at least every second. */
+/* Timers: keepalive (1.5 x), CONNECT timeout, delayed wills and session expiry. Call at
+ * least every second. */
 void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms);
 
 const struct mqtt_broker_stats *mqtt_broker_stats(const struct mqtt_broker *b);

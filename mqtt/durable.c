@@ -61,9 +61,10 @@ void mqtt_rec(struct mqtt_broker *b, const struct mqtt_pev *ev)
 
 void mqtt_rec_sess(struct mqtt_broker *b, uint8_t kind, const struct mqtt_session *s)
 {
+	/* SESS_PUT is recorded while its connection is attached: sess_exp holds the interval */
 	struct mqtt_pev ev = { .kind = kind, .skey = s->skey,
 			       .id_kind = (s->flags & MQTT_SESS_SERVICE) ? MQTT_ID_SERVICE : MQTT_ID_DEVICE,
-			       .id = s->id, .id_len = s->id_len };
+			       .id = s->id, .id_len = s->id_len, .expiry_s = b->sess_exp[s - b->sess] };
 	mqtt_rec(b, &ev);
 }
 
@@ -331,7 +332,7 @@ static int refuse_restore(struct mqtt_broker *b, int err)
 }
 
 int mqtt_broker_restore_session(struct mqtt_broker *b, uint64_t skey, enum mqtt_id_kind kind, const uint8_t *id,
-				size_t id_len)
+				size_t id_len, uint32_t expiry_s)
 {
 	b->restore_sess = MQTT_NIL;
 	if (!b->restore_map || !skey || !id_len || id_len > UINT8_MAX || !mqtt_utf8_valid(id, id_len) ||
@@ -344,6 +345,8 @@ int mqtt_broker_restore_session(struct mqtt_broker *b, uint64_t skey, enum mqtt_
 	if (si == MQTT_NIL)
 		return refuse_restore(b, -E_NOMEM);
 	b->sess[si].skey = skey;
+	/* left at the restore: the interval runs from now, within today's limit */
+	b->sess_exp[si] = mqtt_expiry_deadline(b, mqtt_expiry_capped(b, expiry_s ? expiry_s : UINT32_MAX));
 	b->restore_sess = si;
 	b->st.restored_sessions++;
 	return 0;
@@ -356,12 +359,14 @@ static struct mqtt_session *restore_cur(struct mqtt_broker *b, uint64_t skey)
 	return &b->sess[b->restore_sess];
 }
 
-int mqtt_broker_restore_sub(struct mqtt_broker *b, uint64_t skey, const uint8_t *filter, size_t len, uint8_t qos)
+int mqtt_broker_restore_sub(struct mqtt_broker *b, uint64_t skey, const uint8_t *filter, size_t len, uint8_t qos,
+			    uint32_t sub_id)
 {
 	if (!restore_cur(b, skey) || (qos & MQTT_SUB_QOS) > 2 || qos > MQTT_SUB_OPTS || len > UINT16_MAX ||
-	    !mqtt_filter_valid(filter, len))
+	    !mqtt_filter_valid(filter, len) || sub_id > MQTT_SUB_ID_MAX)
 		return refuse_restore(b, -E_INVAL);
-	int err = mqtt_sub_apply(b, b->restore_sess, filter, len, qos);
+	/* identifiers no longer offered (max_sub_ids 0): the subscription stays, without one */
+	int err = mqtt_sub_apply(b, b->restore_sess, filter, len, qos, b->cfg.max_sub_ids ? sub_id : 0);
 	if (err < 0)
 		return refuse_restore(b, err);
 	b->st.restored_subs++;

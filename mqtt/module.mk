@@ -12,3 +12,5 @@ PORTABLE_SRCS += mqtt/interest.c
 PORTABLE_SRCS += mqtt/props.c
 # codec5.c: the MQTT 5.0 packet codec (pure, over codec.c's fixed header and props.c).
 PORTABLE_SRCS += mqtt/codec5.c
+# subid.c: MQTT 5.0 Subscription Identifiers beside the subscription pools (below session.c).
+PORTABLE_SRCS += mqtt/subid.c

@@ -43,6 +43,17 @@ struct mqtt_node {
 #define MQTT_SUB_NO_LOCAL 0x04u
 #define MQTT_SUB_RAP 0x08u
 #define MQTT_SUB_OPTS 0x0fu
+/* Not a SUBSCRIBE bit: the subscription has a Subscription Identifier (subid.c). */
+#define MQTT_SUB_HAS_ID 0x10u
+#define MQTT_SUB_ID_MAX 268435455u
+
+/* A Subscription Identifier (subid.c): key names the subscription (a record's index, or
+ * MQTT_SUBID_INLINE | a session's index for its inline one). */
+struct mqtt_subid {
+	uint32_t key, id;
+	uint32_t next; /* hash chain, or free-list link */
+};
+#define MQTT_SUBID_INLINE 0x80000000u
 
 /* During a route: b->mark[session] = 1 + the highest QoS granted by its matching
  * subscriptions (low two bits), MARK_RAP when one of them has Retain As Published. */
@@ -71,16 +82,45 @@ struct mqtt_alias {
 	uint16_t len;
 };
 
+/* An outbound Topic Alias (one the broker set on its PUBLISHes): the topic's bytes inline,
+ * so choosing and replacing aliases never allocates; longer topics are sent in full. */
+#define MQTT_ALIAS_OUT_TOPIC_MAX 62u
+struct mqtt_alias_out {
+	uint8_t len; /* 0: free */
+	uint8_t topic[MQTT_ALIAS_OUT_TOPIC_MAX];
+};
+
+/* A 5.0 connection's Topic Alias tables (heap, made at the first alias either way, freed
+ * with the connection; mqtt_aliases_get): cfg.topic_alias_max inbound entries, then
+ * mqtt_conn5.alias_out_max outbound ones, after this header. */
+struct mqtt_aliases {
+	uint16_t out_hand; /* the outbound entry replaced next once all are taken */
+	uint16_t out_used; /* outbound entries taken, in order */
+	uint32_t pad;
+};
+
 /* What an MQTT 5.0 connection adds (heap, 24 bytes, from its CONNECT to its end; a 3.1.1
- * connection has none): its will, its inbound Topic Aliases (a table of
- * cfg.topic_alias_max slots made at the first alias), and what the client allowed. The
+ * connection has none): its will, its Topic Alias tables, and what the client allowed. The
  * Will Delay Interval lives in the session (mqtt_session.will_delay_s). */
 struct mqtt_conn5 {
-	struct mqtt_msg *will;       /* as mqtt_conn.will of a 3.1.1 connection */
-	struct mqtt_alias *aliases;  /* NULL until the client's first Topic Alias */
-	uint32_t max_packet;         /* the client's Maximum Packet Size; 0: no limit */
-	uint16_t recv_max;           /* the client's Receive Maximum */
+	struct mqtt_msg *will;          /* as mqtt_conn.will of a 3.1.1 connection */
+	struct mqtt_aliases *aliases;   /* NULL until the first Topic Alias either way */
+	uint32_t max_packet;            /* the client's Maximum Packet Size; 0: no limit */
+	uint16_t recv_max;              /* the client's Receive Maximum */
+	uint16_t alias_out_max;         /* aliases the broker may set: the client's Topic Alias
+					 * Maximum within cfg.topic_alias_max */
 };
+
+static inline struct mqtt_alias *mqtt_aliases_in(struct mqtt_aliases *a)
+{
+	return (struct mqtt_alias *)(void *)(a + 1);
+}
+
+static inline struct mqtt_alias_out *mqtt_aliases_out(struct mqtt_aliases *a, uint16_t n_in)
+{
+	return (struct mqtt_alias_out *)(void *)(mqtt_aliases_in(a) + n_in);
+}
+
 STATIC_ASSERT(sizeof(struct mqtt_conn5) <= 24, "a 5.0 connection costs at most 24 B more (issue 23: +32 B)");
 
 /* 48 bytes (docs/ARCHITECTURE.md, Memory): what is needed only in one state shares storage (identity before
@@ -173,6 +213,15 @@ struct mqtt_broker {
 				 * 0x80: none (5.0 Retain Handling), codes_cap */
 	struct mqtt_dwill *dwills; /* delayed wills (5.0), cfg.max_delayed_wills */
 	uint32_t n_dwills;
+	/* Per session (max_sessions): while a connection is attached, its Session Expiry
+	 * Interval in seconds; once a kept session is left, the second of the broker's clock
+	 * it ends at (mqtt_broker_tick). UINT32_MAX: never, either way. */
+	uint32_t *sess_exp;
+	/* Subscription Identifiers (subid.c): cfg.max_sub_ids entries, none when 0 */
+	struct mqtt_subid *sids;
+	uint32_t *sid_bkt;
+	uint32_t sid_mask, sid_free, n_sids;
+	uint32_t *sid_out;      /* scratch: one PUBLISH's identifiers (max_subs_per_session + 1) */
 	bool route_lost;        /* one of them could not be carried */
 	/* telemetry queries (tq.c) */
 	struct mqtt_tq *tq;     /* cfg.max_queries slots */
@@ -236,6 +285,24 @@ static inline void mqtt_mark(struct mqtt_broker *b, uint32_t si, uint8_t opts)
 				((opts & MQTT_SUB_RAP) ? MQTT_MARK_RAP : 0u));
 }
 
+/* A kept session's Session Expiry Interval within cfg.max_session_expiry_s (0: no limit);
+ * UINT32_MAX never ends. */
+static inline uint32_t mqtt_expiry_capped(const struct mqtt_broker *b, uint32_t want)
+{
+	uint32_t cap = b->cfg.max_session_expiry_s;
+	return cap && want > cap ? cap : want;
+}
+
+/* The broker second (b->now_ms / 1000) a session left now with this interval ends at
+ * (UINT32_MAX: never). */
+static inline uint32_t mqtt_expiry_deadline(const struct mqtt_broker *b, uint32_t interval_s)
+{
+	if (interval_s == UINT32_MAX)
+		return UINT32_MAX;
+	uint64_t at = b->now_ms / 1000u + interval_s;
+	return at >= UINT32_MAX ? UINT32_MAX - 1u : (uint32_t)at;
+}
+
 /* durable.c: events, held acknowledgements, restore */
 static inline bool mqtt_persistent(const struct mqtt_session *s)
 {
@@ -279,6 +346,11 @@ bool mqtt_tq_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *
 		     const uint8_t *payload, size_t plen);
 void mqtt_tq_conn_end(struct mqtt_broker *b, uint32_t conn);
 
+/* out.c: the Topic Alias tables of 5.0 connection c, made at the first use (NULL: no
+ * memory); given back with mqtt_aliases_free. */
+struct mqtt_aliases *mqtt_aliases_get(struct mqtt_broker *b, struct mqtt_conn *c);
+void mqtt_aliases_free(struct mqtt_broker *b, struct mqtt_conn *c);
+
 /* out.c: packets to a connection through ops.send, encoded in b->out. Each returns 0, or
  * the transport's error (-E_AGAIN: full, counted in st.send_again) or -E_OVERFLOW (does
  * not encode in max_packet). Pointers are borrowed for the call. */
@@ -290,11 +362,12 @@ int mqtt_send_publish(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t 
 		      uint16_t tlen, const uint8_t *payload, size_t plen, uint8_t qos, bool dup,
 		      bool retain, uint16_t pid);
 /* A message as a PUBLISH in the connection's version (m borrowed; its qos and retain unused:
- * the delivery's are given). 5.0: its properties without Topic Alias and Subscription
- * Identifiers, the Message Expiry Interval left. -E_RANGE: larger than the 5.0 client's
+ * the delivery's are given). 5.0: its properties without the publisher's Topic Alias and
+ * Subscription Identifiers, the Message Expiry Interval left, the subscriber's n_sub_ids
+ * identifiers (borrowed). -E_RANGE: larger than the 5.0 client's
  * Maximum Packet Size or than max_packet (to be discarded as if delivered). */
 int mqtt_send_message(struct mqtt_broker *b, struct mqtt_conn *c, const struct mqtt_message *m, uint8_t qos,
-		      bool dup, bool retain, uint16_t pid);
+		      bool dup, bool retain, uint16_t pid, const uint32_t *sub_ids, uint32_t n_sub_ids);
 /* One QoS 0 PUBLISH in the connection's version (console and telemetry query replies);
  * -E_OVERFLOW also for tlen > 65535 or above a 5.0 client's Maximum Packet Size. */
 int mqtt_send_publish0(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *topic, size_t tlen,
@@ -306,9 +379,17 @@ void mqtt_conn_fail(struct mqtt_broker *b, struct mqtt_conn *c, const char *why)
  * own prefix when it is under it), with options qos (MQTT_SUB_*). 0 (new), 1 (it replaced
  * one), -E_INVAL (too many levels), -E_RANGE (the session's limit), -E_AGAIN (shard links)
  * or -E_NOMEM (pools). */
-int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos);
+int mqtt_sub_apply(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t qos, uint32_t sub_id);
 /* Store or clear the retained message of a topic from outside a route (restore). */
 int mqtt_retain_set(struct mqtt_broker *b, const struct mqtt_message *m);
+
+/* subid.c: the Subscription Identifier of the subscription named key (0: none). set with
+ * id 0 clears; -E_NOMEM when the table is full (room: one more fits). */
+bool mqtt_subid_room(const struct mqtt_broker *b);
+int mqtt_subid_set(struct mqtt_broker *b, uint32_t key, uint32_t id);
+void mqtt_subid_clear(struct mqtt_broker *b, uint32_t key);
+uint32_t mqtt_subid_get(const struct mqtt_broker *b, uint32_t key);
+int mqtt_subid_check(const struct mqtt_broker *b);
 
 /* session.c: the session table, subscriptions and delivery records */
 uint32_t mqtt_sess_find(const struct mqtt_broker *b, bool service, const uint8_t *id, size_t len);
@@ -316,11 +397,15 @@ uint32_t mqtt_sess_new(struct mqtt_broker *b, bool service, const uint8_t *id, s
 void mqtt_sess_free(struct mqtt_broker *b, uint32_t s);
 uint32_t mqtt_dlv_alloc(struct mqtt_broker *b);
 void mqtt_dlv_release(struct mqtt_broker *b, uint32_t d);
-/* Add or replace (same filter) a subscription with options qos (MQTT_SUB_*): 0 (added),
- * 1 (replaced), or -E_NOMEM/-E_RANGE/-E_AGAIN. rel: the filter levels [from, n) of the last
- * split are relative to devices/<id>/. */
+/* Add or replace (same filter) a subscription with options qos (MQTT_SUB_OPTS) and
+ * Subscription Identifier sub_id (0: none): 0 (added), 1 (replaced), or
+ * -E_NOMEM/-E_RANGE/-E_AGAIN. rel: the filter levels [from, n) of the last split are
+ * relative to devices/<id>/. */
 int mqtt_sub_add(struct mqtt_broker *b, uint32_t s, const uint8_t *filter, int from, int n,
-		 bool rel, uint8_t qos);
+		 bool rel, uint8_t qos, uint32_t sub_id);
+/* The Subscription Identifiers of session si's subscriptions that match topic (5.0
+ * PUBLISH), in b->sid_out; how many. */
+uint32_t mqtt_sub_ids_matching(struct mqtt_broker *b, uint32_t si, const uint8_t *topic, size_t tlen);
 /* Remove the subscription with this filter if the session has it (true). */
 bool mqtt_sub_remove(struct mqtt_broker *b, uint32_t s, const uint8_t *filter, int from, int n,
 		     bool rel);

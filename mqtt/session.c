@@ -7,6 +7,7 @@
  */
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "mqtt/acl.h"
 #include "mqtt/msg.h"
 #include "mqtt/topic.h"
 
@@ -45,6 +46,7 @@ uint32_t mqtt_sess_new(struct mqtt_broker *b, bool service, const uint8_t *id, s
 	s->id = copy;
 	s->id_len = (uint16_t)len;
 	s->flags = (uint8_t)(MQTT_SESS_USED | (service ? MQTT_SESS_SERVICE : 0));
+	b->sess_exp[i] = UINT32_MAX; /* the caller gives it its interval */
 	s->conn = s->q_head = s->q_tail = s->rx2 = s->subs = s->sub0_node = MQTT_NIL;
 	s->next_pid = 1;
 	uint32_t h = sess_hash(b, service, id, len);
@@ -105,6 +107,8 @@ static void sub_unlink_node(struct mqtt_broker *b, uint32_t r)
 
 static void sub_free(struct mqtt_broker *b, uint32_t r)
 {
+	if (b->subs[r].qos & MQTT_SUB_HAS_ID)
+		mqtt_subid_clear(b, r);
 	interest_gone(b, b->subs[r].key);
 	if (b->subs[r].rel)
 		rel_unref(b, b->subs[r].node);
@@ -128,6 +132,8 @@ void mqtt_sess_free(struct mqtt_broker *b, uint32_t i)
 		sub_free(b, r);
 	}
 	if (s->sub0_node != MQTT_NIL) {
+		if (s->sub0_qos & MQTT_SUB_HAS_ID)
+			mqtt_subid_clear(b, MQTT_SUBID_INLINE | i);
 		interest_gone(b, s->sub0_key);
 		rel_unref(b, s->sub0_node);
 	}
@@ -152,10 +158,25 @@ void mqtt_sess_free(struct mqtt_broker *b, uint32_t i)
 	b->n_sess--;
 }
 
+/* Give the subscription named key options qos and identifier sub_id (room was checked). */
+static uint8_t sub_id_apply(struct mqtt_broker *b, uint32_t key, uint8_t qos, uint32_t sub_id)
+{
+	if (!sub_id) {
+		mqtt_subid_clear(b, key);
+		return qos;
+	}
+	(void)mqtt_subid_set(b, key, sub_id); /* an update, or a new entry mqtt_subid_room allowed */
+	return (uint8_t)(qos | MQTT_SUB_HAS_ID);
+}
+
 int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int from, int n,
-		 bool rel, uint8_t qos)
+		 bool rel, uint8_t qos, uint32_t sub_id)
 {
 	struct mqtt_session *s = &b->sess[i];
+	qos &= MQTT_SUB_OPTS;
+	/* a new identifier needs a free entry (an identifier replaced reuses its own) */
+	if (sub_id && !mqtt_subid_room(b))
+		return -E_NOMEM;
 	uint32_t node = mqtt_node_path(b, rel ? MQTT_ROOT_REL : MQTT_ROOT_ABS, filter, from, n, true);
 	if (node == MQTT_NIL)
 		return -E_NOMEM;
@@ -163,12 +184,12 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	uint16_t key = mqtt_interest_filter_key(filter, (size_t)b->lv_off[n - 1] + b->lv_len[n - 1]);
 	/* an identical filter replaces the existing subscription [MQTT-3.8.4-3] */
 	if (rel && s->sub0_node == node) {
-		s->sub0_qos = qos;
+		s->sub0_qos = sub_id_apply(b, MQTT_SUBID_INLINE | i, qos, sub_id);
 		return 1;
 	}
 	for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
 		if (b->subs[r].node == node && b->subs[r].rel == rel) {
-			b->subs[r].qos = qos;
+			b->subs[r].qos = sub_id_apply(b, r, qos, sub_id);
 			return 1;
 		}
 	}
@@ -185,7 +206,7 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	}
 	if (inline0) {
 		s->sub0_node = node;
-		s->sub0_qos = qos;
+		s->sub0_qos = sub_id_apply(b, MQTT_SUBID_INLINE | i, qos, sub_id);
 		s->sub0_key = key;
 		b->nodes[node].rel_refs++;
 		return 0;
@@ -195,7 +216,7 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	b->sub_free = sub->next_in_session;
 	sub->node = node;
 	sub->session = i;
-	sub->qos = qos;
+	sub->qos = sub_id_apply(b, r, qos, sub_id);
 	sub->rel = rel;
 	sub->key = key;
 	sub->next_in_session = s->subs;
@@ -220,6 +241,8 @@ bool mqtt_sub_remove(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, i
 	if (node == MQTT_NIL)
 		return false;
 	if (rel && s->sub0_node == node) {
+		if (s->sub0_qos & MQTT_SUB_HAS_ID)
+			mqtt_subid_clear(b, MQTT_SUBID_INLINE | i);
 		s->sub0_node = MQTT_NIL;
 		interest_gone(b, s->sub0_key);
 		rel_unref(b, node);
@@ -235,4 +258,25 @@ bool mqtt_sub_remove(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, i
 		}
 	}
 	return false;
+}
+
+uint32_t mqtt_sub_ids_matching(struct mqtt_broker *b, uint32_t i, const uint8_t *topic, size_t tlen)
+{
+	const struct mqtt_session *s = &b->sess[i];
+	/* identity-relative subscriptions match only below the device's own devices/<id> */
+	size_t pl = MQTT_ACL_DEV_PREFIX_LEN;
+	bool own = !(s->flags & MQTT_SESS_SERVICE) && tlen >= pl + s->id_len &&
+		   memcmp(topic, MQTT_ACL_DEV_PREFIX, pl) == 0 && memcmp(topic + pl, s->id, s->id_len) == 0 &&
+		   (tlen == pl + s->id_len || topic[pl + s->id_len] == '/');
+	uint32_t n = 0;
+	if (s->sub0_node != MQTT_NIL && (s->sub0_qos & MQTT_SUB_HAS_ID) && own &&
+	    mqtt_node_matches_topic(b, s->sub0_node, 2, topic, tlen))
+		b->sid_out[n++] = mqtt_subid_get(b, MQTT_SUBID_INLINE | i);
+	for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
+		const struct mqtt_sub *sub = &b->subs[r];
+		if ((sub->qos & MQTT_SUB_HAS_ID) && (!sub->rel || own) &&
+		    mqtt_node_matches_topic(b, sub->node, sub->rel ? 2 : 0, topic, tlen))
+			b->sid_out[n++] = mqtt_subid_get(b, r);
+	}
+	return n;
 }

@@ -340,3 +340,62 @@ void mqtt_tree_retained(struct mqtt_broker *b, int n, mqtt_retained_fn fn, void 
 		node = b->nodes[node].next_sibling;
 	}
 }
+
+/* [start, end) of level idx of t (idx below its level count). */
+static void level_at(const uint8_t *t, size_t tlen, int idx, size_t *start, size_t *end)
+{
+	size_t i = 0;
+	for (int l = 0; l < idx; i++)
+		if (t[i] == '/')
+			l++;
+	*start = i;
+	while (i < tlen && t[i] != '/')
+		i++;
+	*end = i;
+}
+
+bool mqtt_node_matches_topic(const struct mqtt_broker *b, uint32_t node, int from, const uint8_t *t, size_t tlen)
+{
+	int depth = 0;
+	uint32_t top = node;
+	for (uint32_t x = node; x > MQTT_ROOT_REL; x = b->nodes[x].parent) {
+		depth++;
+		top = x;
+	}
+	int levels = 1;
+	for (size_t i = 0; i < tlen; i++)
+		levels += t[i] == '/';
+	int left = levels - from; /* topic levels the filter must match */
+	uint32_t first = b->nodes[top].level;
+	if (from == 0 && tlen && t[0] == '$' && (first == b->lvl_plus || first == b->lvl_hash))
+		return false; /* wildcards never match a first level starting with '$' */
+	uint32_t x = node;
+	int cmp = depth;
+	if (b->nodes[node].level == b->lvl_hash) { /* '#' also matches the parent level */
+		if (left < depth - 1)
+			return false;
+		x = b->nodes[node].parent;
+		cmp = depth - 1;
+	} else if (left != depth) {
+		return false;
+	}
+	if (cmp == 0)
+		return true;
+	/* the filter's levels from its last compared one back to its first, with the topic's */
+	size_t start, end;
+	level_at(t, tlen, from + cmp - 1, &start, &end);
+	for (int j = cmp; j > 0; j--) {
+		uint32_t l = b->nodes[x].level;
+		const struct mqtt_level *lv = &b->levels[l];
+		if (l != b->lvl_plus && (lv->len != end - start || (lv->len && memcmp(lv->s, t + start, lv->len) != 0)))
+			return false;
+		x = b->nodes[x].parent;
+		if (j > 1) { /* the level before: it ends at the '/' before start */
+			end = start - 1;
+			start = end;
+			while (start > 0 && t[start - 1] != '/')
+				start--;
+		}
+	}
+	return true;
+}

@@ -24,6 +24,10 @@ void mqtt_node_prune(struct mqtt_broker *b, uint32_t node);
 /* Does the filter ending at `node` (below its root) match the levels [from, n) of the
  * last split (ids in b->lv_id)? dollar: the first compared level starts with '$'. */
 bool mqtt_node_match(const struct mqtt_broker *b, uint32_t node, int from, int n, bool dollar);
+/* Does the filter ending at `node` (below its root) match the levels from `from` on of
+ * topic t? Uses no scratch (parent links and the topic's bytes only), so it may run while
+ * a split or a walk is in progress. The '$' rule applies when from is 0. */
+bool mqtt_node_matches_topic(const struct mqtt_broker *b, uint32_t node, int from, const uint8_t *t, size_t tlen);
 /* Topic levels of the last split to interned ids in b->lv_id (MQTT_NIL if unknown). */
 void mqtt_topic_ids(struct mqtt_broker *b, const uint8_t *p, int n);
 

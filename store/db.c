@@ -8,8 +8,10 @@
  *    registry(kind, id, first_seen, last_seen, connects)
  *    revoked(serial, added), revoked_id(identity, added), allowed_id(identity, added)
  *    retained(topic, qos, payload, props, expires)
- *    session(skey, kind, id, created)  unique (kind, id)
- *    sub(skey, filter, qos)
+ *    session(skey, kind, id, created, expiry)  unique (kind, id); expiry: its Session
+ *                                     Expiry Interval in seconds (NULL: never)
+ *    sub(skey, filter, qos, subid)    qos: the options byte; subid: its Subscription
+ *                                     Identifier (NULL: none)
  *    msg(mkey, qos, refs, topic, payload, props, expires)   refs: deliveries QUEUED or SENT
  *                                     naming it; props: MQTT 5.0 properties (NULL: none);
  *                                     expires: Unix seconds of its expiry (NULL: never)
@@ -42,6 +44,10 @@ static const char unref_all_sql[] = "UPDATE msg SET refs=refs-(SELECT count(*) F
 				    "dlv.mkey=msg.mkey AND dlv.state<2) WHERE mkey IN (SELECT mkey FROM dlv WHERE "
 				    "skey=?1 AND state<2)";
 
+/* A session stored again (the same key) keeps its creation time: a new expiry interval. */
+static const char sess_put_sql[] = "INSERT INTO session(skey,kind,id,created,expiry) VALUES(?1,?2,?3,?4,?5) "
+				   "ON CONFLICT(skey) DO UPDATE SET expiry=excluded.expiry";
+
 /* A connection of an identity: its registry row made or counted. */
 static const char seen_sql[] = "INSERT INTO registry(kind,id,first_seen,last_seen,connects) VALUES(?1,?2,?3,?3,1) "
 			       "ON CONFLICT(kind,id) DO UPDATE SET last_seen=?3, connects=connects+1";
@@ -53,14 +59,14 @@ static const char restore_dlv_sql[] = "SELECT d.seq,d.mkey,d.qos,d.state,d.pid,d
 
 static const char *const sql[DB__STMTS] = {
 	[DB_SESS_FIND] = "SELECT skey FROM session WHERE kind=?1 AND id=?2",
-	[DB_SESS_PUT] = "INSERT OR REPLACE INTO session(skey,kind,id,created) VALUES(?1,?2,?3,?4)",
+	[DB_SESS_PUT] = sess_put_sql,
 	[DB_SESS_DEL] = "DELETE FROM session WHERE skey=?1",
 	[DB_SUB_DEL_ALL] = "DELETE FROM sub WHERE skey=?1",
 	[DB_RX2_DEL_ALL] = "DELETE FROM rx2 WHERE skey=?1",
 	[DB_DLV_UNREF_ALL] = unref_all_sql,
 	[DB_DLV_DEL_ALL] = "DELETE FROM dlv WHERE skey=?1",
 	[DB_MSG_GC] = "DELETE FROM msg WHERE refs<=0",
-	[DB_SUB_PUT] = "INSERT OR REPLACE INTO sub(skey,filter,qos) VALUES(?1,?2,?3)",
+	[DB_SUB_PUT] = "INSERT OR REPLACE INTO sub(skey,filter,qos,subid) VALUES(?1,?2,?3,?4)",
 	[DB_SUB_DEL] = "DELETE FROM sub WHERE skey=?1 AND filter=?2",
 	[DB_MSG_PUT] = "INSERT OR IGNORE INTO msg(mkey,qos,refs,topic,payload,props,expires) VALUES(?1,?2,0,?3,?4,?5,?6)",
 	[DB_DLV_PUT] = "INSERT OR REPLACE INTO dlv(skey,seq,mkey,qos,state,pid,retain) VALUES(?1,?2,?3,?4,?6,?7,?5)",
@@ -80,8 +86,8 @@ static const char *const sql[DB__STMTS] = {
 	[DB_RET_PUT] = "INSERT OR REPLACE INTO retained(topic,qos,payload,props,expires) VALUES(?1,?2,?3,?4,?5)",
 	[DB_RET_DEL] = "DELETE FROM retained WHERE topic=?1",
 	[DB_SEEN] = seen_sql,
-	[DB_R_SESS] = "SELECT skey,kind,id FROM session ORDER BY skey",
-	[DB_R_SUB] = "SELECT filter,qos FROM sub WHERE skey=?1",
+	[DB_R_SESS] = "SELECT skey,kind,id,expiry FROM session ORDER BY skey",
+	[DB_R_SUB] = "SELECT filter,qos,subid FROM sub WHERE skey=?1",
 	[DB_R_RX2] = "SELECT pid FROM rx2 WHERE skey=?1",
 	[DB_R_DLV] = restore_dlv_sql,
 	[DB_R_RET] = "SELECT topic,qos,payload,props,expires FROM retained",
@@ -105,9 +111,10 @@ static const char schema[] =
 	"CREATE TABLE allowed_id(identity BLOB PRIMARY KEY, added INTEGER) WITHOUT ROWID;"
 	"CREATE TABLE retained(topic BLOB PRIMARY KEY, qos INTEGER NOT NULL, payload BLOB NOT NULL, props BLOB,"
 	" expires INTEGER) WITHOUT ROWID;"
-	"CREATE TABLE session(skey INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id BLOB NOT NULL, created INTEGER);"
+	"CREATE TABLE session(skey INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id BLOB NOT NULL, created INTEGER,"
+	" expiry INTEGER);"
 	"CREATE UNIQUE INDEX session_id ON session(kind,id);"
-	"CREATE TABLE sub(skey INTEGER NOT NULL, filter BLOB NOT NULL, qos INTEGER NOT NULL,"
+	"CREATE TABLE sub(skey INTEGER NOT NULL, filter BLOB NOT NULL, qos INTEGER NOT NULL, subid INTEGER,"
 	" PRIMARY KEY(skey,filter)) WITHOUT ROWID;"
 	"CREATE TABLE msg(mkey INTEGER PRIMARY KEY, qos INTEGER NOT NULL, refs INTEGER NOT NULL,"
 	" topic BLOB NOT NULL, payload BLOB NOT NULL, props BLOB, expires INTEGER);"
@@ -404,6 +411,15 @@ int store_db_open(struct store_db *db, const struct store_db_config *cfg)
 		else
 			v = 4;
 	}
+	if (!err && v == 4) { /* version 5 keeps MQTT 5.0 Session Expiry and Subscription Identifiers */
+		err = exec(db, "BEGIN;ALTER TABLE session ADD COLUMN expiry INTEGER;ALTER TABLE sub ADD COLUMN subid INTEGER;"
+			       "UPDATE meta SET v=5 WHERE k='schema';COMMIT",
+			   "schema 4 -> 5");
+		if (err)
+			store_db_rollback(db);
+		else
+			v = 5;
+	}
 	if (!err && v != STORE_DB_SCHEMA_VERSION) {
 		(void)fmt_snprintf(db->why, sizeof db->why, "database schema version %ld (this image reads %d)",
 				   (long)v, STORE_DB_SCHEMA_VERSION);
@@ -682,6 +698,10 @@ int store_db_apply(struct store_db *db, const struct store_rec *r, int64_t now_s
 		(void)sqlite3_bind_int(s, 2, r->id_kind);
 		bind_blob(s, 3, r->id, r->id_len);
 		(void)sqlite3_bind_int64(s, 4, now_s);
+		if (r->expiry_s && r->expiry_s != UINT32_MAX)
+			(void)sqlite3_bind_int64(s, 5, r->expiry_s);
+		else
+			(void)sqlite3_bind_null(s, 5); /* never */
 		err = run(db, s, "session");
 		break;
 	}
@@ -693,8 +713,13 @@ int store_db_apply(struct store_db *db, const struct store_rec *r, int64_t now_s
 		s = stmt(db, r->kind == STORE_REC_SUB_PUT ? DB_SUB_PUT : DB_SUB_DEL);
 		bind_u64(s, 1, r->skey);
 		bind_blob(s, 2, r->topic, r->topic_len);
-		if (r->kind == STORE_REC_SUB_PUT)
+		if (r->kind == STORE_REC_SUB_PUT) {
 			(void)sqlite3_bind_int(s, 3, r->qos);
+			if (r->sub_id)
+				(void)sqlite3_bind_int64(s, 4, r->sub_id);
+			else
+				(void)sqlite3_bind_null(s, 4);
+		}
 		err = run(db, s, "subscription");
 		break;
 	case STORE_REC_MSG_PUT:
@@ -867,6 +892,9 @@ int store_db_restore_next(struct store_db *db, struct store_rec *r)
 			r->id_kind = (uint8_t)(sqlite3_column_int(s, 1) != 0);
 			r->id = sqlite3_column_blob(s, 2);
 			r->id_len = (uint16_t)MIN(sqlite3_column_bytes(s, 2), 256);
+			r->expiry_s = sqlite3_column_type(s, 3) == SQLITE_NULL
+					      ? UINT32_MAX
+					      : (uint32_t)MAX(MIN(sqlite3_column_int64(s, 3), (int64_t)UINT32_MAX), 1);
 			for (int i = DB_R_SUB; i <= DB_R_DLV; i++)
 				bind_u64(stmt(db, (enum store_db_stmt)i), 1, db->r_skey);
 			db->rp = DB_RP_SUB;
@@ -890,6 +918,7 @@ int store_db_restore_next(struct store_db *db, struct store_rec *r)
 			r->topic = sqlite3_column_blob(s, 0);
 			r->topic_len = col_len16(s, 0);
 			r->qos = (uint8_t)MIN(sqlite3_column_int(s, 1), 0xff); /* options included (5.0) */
+			r->sub_id = (uint32_t)MAX(MIN(sqlite3_column_int64(s, 2), (int64_t)UINT32_MAX), 0);
 			return 0;
 		case DB_RP_RX2:
 			s = db->st[DB_R_RX2];

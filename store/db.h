@@ -29,7 +29,7 @@ struct sqlite3_stmt;
 /* The schema this build creates and opens (meta 'schema'); any other is refused. */
 /* 2: revoked_id; 3: allowed_id; 4: messages' MQTT 5.0 properties and expiry (older
  * databases are upgraded at open) */
-#define STORE_DB_SCHEMA_VERSION 4
+#define STORE_DB_SCHEMA_VERSION 5
 
 enum store_db_stmt {
 	DB_SESS_FIND, DB_SESS_PUT, DB_SESS_DEL, DB_SUB_DEL_ALL, DB_RX2_DEL_ALL, DB_DLV_UNREF_ALL,

@@ -29,7 +29,7 @@ static bool rec_valid(const struct store_rec *r)
 	switch (r->kind) {
 	case STORE_REC_SESS_PUT: return r->skey && id;
 	case STORE_REC_SESS_DEL: return r->skey;
-	case STORE_REC_SUB_PUT:
+	case STORE_REC_SUB_PUT: return r->skey && topic && r->sub_id <= STORE_SUB_ID_MAX;
 	case STORE_REC_SUB_DEL: return r->skey && topic;
 	case STORE_REC_MSG_PUT: return r->mkey && topic;
 	case STORE_REC_DLV_PUT:
@@ -82,6 +82,7 @@ int store_rec_encode(const struct store_rec *r, uint8_t *out, size_t len)
 	wcur_le32(&w, r->payload_len);
 	wcur_le16(&w, r->props_len);
 	wcur_le32(&w, r->expiry_s);
+	wcur_le32(&w, r->sub_id);
 	wcur_bytes(&w, r->id, r->id_len);
 	wcur_bytes(&w, r->topic, r->topic_len);
 	wcur_bytes(&w, r->props, r->props_len);
@@ -108,6 +109,7 @@ int store_rec_decode(const uint8_t *in, size_t len, struct store_rec *out)
 	out->payload_len = cur_le32(&c);
 	out->props_len = cur_le16(&c);
 	out->expiry_s = cur_le32(&c);
+	out->sub_id = cur_le32(&c);
 	if (!cur_ok(&c) ||
 	    cur_left(&c) != (size_t)out->id_len + out->topic_len + (size_t)out->payload_len + out->props_len)
 		return -E_INVAL;

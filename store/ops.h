@@ -10,7 +10,8 @@
  *
  * A record: [kind u8][id_kind u8][qos u8][retain u8][state u8][msg_qos u8][pid u16]
  *           [skey u64][mkey u64][seq u64][id_len u16][topic_len u16][payload_len u32]
- *           [id][topic][payload]              (little-endian; STORE_REC_HDR = 40 bytes)
+ *           [props_len u16][expiry_s u32][sub_id u32][id][topic][props][payload]
+ *           (little-endian; STORE_REC_HDR = 50 bytes)
  * A record longer than one mesh message is cut: a HEAD message [total u32][first bytes],
  * then MORE messages with the rest, in order, nothing else in between from that source.
  */
@@ -84,7 +85,8 @@ enum store_rec_kind {
 /* A delivery's state as stored (and restored). */
 enum store_dlv_state { STORE_DLV_QUEUED = 0, STORE_DLV_SENT = 1, STORE_DLV_RELEASED = 2 };
 
-#define STORE_REC_HDR 46u
+#define STORE_REC_HDR 50u
+#define STORE_SUB_ID_MAX 268435455u /* the largest MQTT 5.0 Subscription Identifier */
 #define STORE_PART_HDR 4u   /* HEAD: total u32 */
 #define STORE_DONE_ENT 8u   /* DONE: ticket u32, ok u32 */
 
@@ -105,7 +107,9 @@ struct store_rec {
 	uint32_t payload_len;
 	const uint8_t *props; /* MSG_PUT, RET_PUT, and restored DLV_PUT: MQTT 5.0 properties */
 	uint16_t props_len;
-	uint32_t expiry_s;    /* the same records: Message Expiry Interval left, 0: never */
+	uint32_t expiry_s;    /* the same records: Message Expiry Interval left, 0: never;
+			       * SESS_PUT: its Session Expiry Interval (0 or UINT32_MAX: never) */
+	uint32_t sub_id;      /* SUB_PUT: its Subscription Identifier (MQTT 5.0), 0: none */
 };
 
 /* A telemetry query (STORE_K_TLQ): [slot u32][limit u32][since i64][until i64][id_len u8]

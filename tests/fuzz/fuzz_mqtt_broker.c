@@ -41,6 +41,11 @@ struct fclient {
 	const char *identity;
 	enum mqtt_id_kind kind;
 	bool v5; /* its last CONNECT was 5.0 */
+	/* the Topic Alias the broker set on this connection (it may set one: Topic Alias
+	 * Maximum 1), as the client resolves it */
+	uint8_t alias_topic[64];
+	size_t alias_len;
+	bool alias_ok; /* its CONNECT allowed one */
 };
 
 static struct mqtt_broker *B;
@@ -60,9 +65,9 @@ static void f_log(void *ctx, const char *line, const struct log_fields *f)
 	g_lines++;
 }
 static struct fclient cls[5] = {
-	{ NULL, "d0", MQTT_ID_DEVICE, false }, { NULL, "d1", MQTT_ID_DEVICE, false },
-	{ NULL, "d1", MQTT_ID_DEVICE, false }, { NULL, "svc", MQTT_ID_SERVICE, false },
-	{ NULL, "admin", MQTT_ID_SERVICE, false },
+	{ .identity = "d0", .kind = MQTT_ID_DEVICE }, { .identity = "d1", .kind = MQTT_ID_DEVICE },
+	{ .identity = "d1", .kind = MQTT_ID_DEVICE }, { .identity = "svc", .kind = MQTT_ID_SERVICE },
+	{ .identity = "admin", .kind = MQTT_ID_SERVICE },
 };
 
 static int f_send(void *ctx, void *user, const uint8_t *buf, size_t len)
@@ -80,10 +85,36 @@ static int f_send(void *ctx, void *user, const uint8_t *buf, size_t len)
 		size_t tl = (size_t)(buf[hl] << 8 | buf[hl + 1]);
 		if (2 + tl > rl)
 			abort();
+		const uint8_t *topic = buf + hl + 2;
+		if (cl->v5) { /* an outbound Topic Alias: set with the topic, or standing for it */
+			size_t off = hl + 2 + tl + ((buf[0] & 6) ? 2u : 0u);
+			struct cur cu = cur_make(buf + off, len - off);
+			struct mqtt_props pr;
+			enum mqtt_props_rej prej;
+			if (off > len || mqtt_props_decode(&cu, MQTT_PROPS_PUBLISH, &pr, &prej))
+				abort();
+			if (pr.present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)) {
+				if (pr.topic_alias != 1 || !cl->alias_ok) /* above the client's maximum */
+					abort();
+				if (tl) {
+					if (tl > sizeof cl->alias_topic)
+						abort();
+					memcpy(cl->alias_topic, topic, tl);
+					cl->alias_len = tl;
+				} else {
+					if (!cl->alias_len)
+						abort(); /* an alias the client never got */
+					topic = cl->alias_topic;
+					tl = cl->alias_len;
+				}
+			} else if (!tl) {
+				abort();
+			}
+		}
 		/* the oracle: nothing delivered that the ACL forbids */
 		if (!mqtt_acl_may_read(B, cl->kind, (const uint8_t *)cl->identity,
-				       strlen(cl->identity), buf + hl + 2, tl)) {
-			fprintf(stderr, "ACL: %s got %.*s\n", cl->identity, (int)tl, buf + hl + 2);
+				       strlen(cl->identity), topic, tl)) {
+			fprintf(stderr, "ACL: %s got %.*s\n", cl->identity, (int)tl, topic);
 			abort();
 		}
 	}
@@ -159,6 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.rate_bytes_per_s = 4000, .rate_burst_bytes = 2000,
 		.services = services, .n_services = 2, .log = f_log, .log_burst = 3,
 		.log_per_min = 600, .topic_alias_max = 2, .max_delayed_wills = 2,
+		.max_session_expiry_s = 200, .max_sub_ids = 2,
 	};
 	struct mqtt_broker_ops ops = { .send = f_send, .close = f_close, .heap = { h_alloc, h_free, NULL } };
 	struct in in = { data, size };
@@ -174,6 +206,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < 5; i++) {
 		cls[i].c = NULL;
 		cls[i].v5 = false;
+		cls[i].alias_len = 0;
+		cls[i].alias_ok = false;
 	}
 	while (in.n) {
 		uint8_t op = take(&in);
@@ -188,6 +222,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 1: {
 			uint8_t f = take(&in), v = take(&in);
 			cl->v5 = v & 1;
+			cl->alias_len = 0; /* aliases live as long as one connection */
+			cl->alias_ok = cl->v5 && (v & 0x10);
 			if (cl->v5) { /* a 5.0 CONNECT: expiry, will delay, limits, sometimes AUTH */
 				struct mqtt5_connect k = {
 					.client_id = { (const uint8_t *)((f & 1) ? "" : (f & 2) ? "d1" : cl->identity), 0 },
@@ -199,9 +235,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				k.will_topic = (struct mqtt_str){ (const uint8_t *)topics[f % 10],
 								  (uint16_t)strlen(topics[f % 10]) };
 				k.will_payload = (struct mqtt_str){ (const uint8_t *)"w", 1 };
-				if (v & 2) {
+				if (v & 2) { /* 300 s asked, 200 granted; 1 s: ends at the next ticks */
 					k.props.present |= MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY);
-					k.props.session_expiry_s = 300;
+					k.props.session_expiry_s = (v & 0x40) ? 1 : 300;
+				}
+				if (v & 0x10) { /* the broker may send Topic Aliases back */
+					k.props.present |= MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS_MAX);
+					k.props.topic_alias_max = 1;
 				}
 				if (v & 4) {
 					k.props.present |= MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX);
@@ -252,7 +292,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				struct mqtt_props sp = { 0 };
 				if (o & 0x80) {
 					sp.present = MQTT_PROP_BIT(MQTT_PROP_SUB_ID);
-					sp.sub_id = 7;
+					sp.sub_id = (o & 0x40) ? 7 : 300;
 				}
 				if (mqtt5_encode_subscribe(&w, (uint16_t)(f | 1), &sp, sb, 1 + (f & 1)) == 0)
 					feed(cl, buf, w.pos, now);

@@ -31,6 +31,15 @@
 #                                 request/response, refusals with reason codes, session and
 #                                 message expiry, subscription options, Topic Aliases, will
 #                                 delay, Maximum Packet Size, UNSUBACK codes
+#   hosted-mqttjs5/*              MQTT 5.0 with MQTT.js 5 from npm (tests/smoke/lib/mqttjs5-check.mjs;
+#                                 the pinned lock file tests/smoke/lib/mqttjs5/ installed with npm ci
+#                                 into BUILD_DIR/node/mqttjs5): Topic Aliases in and out, shared
+#                                 subscriptions, request/response, Receive Maximum, Retain Handling,
+#                                 SUBACK and CONNACK refusals with their reason codes
+#   hosted-mosq5/*                MQTT 5.0 with mosquitto_sub/mosquitto_pub -V mqttv5
+#                                 (tests/smoke/lib/mosq5-check.sh): session expiry (resumed within
+#                                 the interval, gone after it), user properties with -D, message
+#                                 expiry, retained messages and Retain As Published
 #   hosted-mqtt/clean-shutdown    SIGTERM: exit 0, heap empty at exit, no sanitizer report
 # Then a second broker with --client-id-policy override (mqtt.client_id_policy):
 #   hosted-mqtt/id-override-mosquitto  mosquitto_sub as dev-1 with the id "generic sub 7f3a"
@@ -241,6 +250,26 @@ grep -E "^(PASS|FAIL) " "$tmp/mqtt5.out"
 grep -qE "^(PASS|FAIL) " "$tmp/mqtt5.out" || fail mqtt5 "the 5.0 checks printed no result: $(tail -n 3 "$tmp/mqtt5.out" | tr '\n' ' ')"
 grep -q "^FAIL " "$tmp/mqtt5.out" && failed=1
 wait_stat conns 0 15 || say "5.0 connections not all closed yet"
+
+# ---- MQTT 5.0 with MQTT.js 5 (tests/smoke/lib/mqttjs5-check.mjs; npm ci of the pinned lock
+# file into BUILD_DIR/node, tests/smoke/lib/mqttjs5-install.sh), results named hosted-mqttjs5/<scenario>
+if js5=$(bash "$(dirname "$0")/lib/mqttjs5-install.sh" "$build" 2>"$tmp/js5.out"); then
+	timeout 180 ip netns exec "$ns" env MQTTJS5_DIR="$js5" node "$(dirname "$0")/lib/mqttjs5-check.mjs" \
+		"$our_ip" "$port" "$certs" hosted-mqttjs5 >"$tmp/js5.out" 2>&1
+fi
+grep -E "^(PASS|FAIL) " "$tmp/js5.out"
+grep -qE "^(PASS|FAIL) " "$tmp/js5.out" || fail mqttjs5 "the MQTT.js 5 checks printed no result: $(tail -n 3 "$tmp/js5.out" | tr '\n' ' ')"
+grep -q "^FAIL " "$tmp/js5.out" && failed=1
+wait_stat conns 0 15 || say "MQTT.js 5 connections not all closed yet"
+
+# ---- MQTT 5.0 with mosquitto_sub/mosquitto_pub -V mqttv5 (tests/smoke/lib/mosq5-check.sh),
+# results named hosted-mosq5/<scenario>
+timeout 180 ip netns exec "$ns" bash "$(dirname "$0")/lib/mosq5-check.sh" "$our_ip" "$port" "$certs" hosted-mosq5 \
+	>"$tmp/mosq5.out" 2>&1
+grep -E "^(PASS|FAIL) " "$tmp/mosq5.out"
+grep -qE "^(PASS|FAIL) " "$tmp/mosq5.out" || fail mosq5 "the mosquitto 5.0 checks printed no result: $(tail -n 3 "$tmp/mosq5.out" | tr '\n' ' ')"
+grep -q "^FAIL " "$tmp/mosq5.out" && failed=1
+wait_stat conns 0 15 || say "mosquitto 5.0 connections not all closed yet"
 
 # ---- clean shutdown
 kill -TERM "$broker_pid"

@@ -25,6 +25,13 @@
 #   x86_64-mqtt/refuse-acl        dev-1 subscribing devices/dev-2/#: SUBACK 0x80; its
 #                                 publish there is not routed
 #   x86_64-mqtt-5/*               MQTT 5.0 with Python paho (tests/smoke/lib/mqtt5-check.py)
+#   x86_64-mqtt-js5/*             MQTT 5.0 with MQTT.js 5 from npm (tests/smoke/lib/mqttjs5-check.mjs,
+#                                 installed into BUILD_DIR/node by tests/smoke/lib/mqttjs5-install.sh):
+#                                 Topic Aliases in and out, shared subscriptions, request/response,
+#                                 Receive Maximum, Retain Handling, refusals with reason codes
+#   x86_64-mqtt-mosq5/*           MQTT 5.0 with mosquitto_sub/mosquitto_pub -V mqttv5
+#                                 (tests/smoke/lib/mosq5-check.sh): session and message expiry,
+#                                 user properties with -D, retained messages, Retain As Published
 #   x86_64-mqtt/no-leak           after the refusals: 0 connections, the kernel's heap
 #                                 above its baseline back to the figure before them
 #   x86_64-mqtt/idle-N            N idle mTLS connections each with one QoS 1
@@ -360,6 +367,23 @@ MQTT_CLIENT_TIMEOUT=30 timeout 240 "$py" "$here/lib/mqtt5-check.py" 127.0.0.1 "$
 grep -E "^(PASS|FAIL) " "$tmp/mqtt5.out"
 grep -qE "^(PASS|FAIL) " "$tmp/mqtt5.out" || fail mqtt5 "the 5.0 checks printed no result: $(tail -n 3 "$tmp/mqtt5.out" | tr '\n' ' ')"
 grep -q "^FAIL " "$tmp/mqtt5.out" && failed=1
+
+# ---- MQTT 5.0 with MQTT.js 5 (tests/smoke/lib/mqttjs5-check.mjs; npm ci of the pinned lock
+# file into BUILD_DIR/node, tests/smoke/lib/mqttjs5-install.sh), results named $tag-js5/<scenario>
+if js5=$(bash "$here/lib/mqttjs5-install.sh" "$build" 2>"$tmp/js5.out"); then
+	MQTTJS5_DIR=$js5 timeout 240 node "$here/lib/mqttjs5-check.mjs" 127.0.0.1 "$port" "$certs" "$tag-js5" \
+		>"$tmp/js5.out" 2>&1
+fi
+grep -E "^(PASS|FAIL) " "$tmp/js5.out"
+grep -qE "^(PASS|FAIL) " "$tmp/js5.out" || fail mqttjs5 "the MQTT.js 5 checks printed no result: $(tail -n 3 "$tmp/js5.out" | tr '\n' ' ')"
+grep -q "^FAIL " "$tmp/js5.out" && failed=1
+
+# ---- MQTT 5.0 with mosquitto_sub/mosquitto_pub -V mqttv5 (tests/smoke/lib/mosq5-check.sh),
+# results named $tag-mosq5/<scenario>
+timeout 240 bash "$here/lib/mosq5-check.sh" 127.0.0.1 "$port" "$certs" "$tag-mosq5" >"$tmp/mosq5.out" 2>&1
+grep -E "^(PASS|FAIL) " "$tmp/mosq5.out"
+grep -qE "^(PASS|FAIL) " "$tmp/mosq5.out" || fail mosq5 "the mosquitto 5.0 checks printed no result: $(tail -n 3 "$tmp/mosq5.out" | tr '\n' ' ')"
+grep -q "^FAIL " "$tmp/mosq5.out" && failed=1
 
 # ---- refusals, with the kernel's heap above baseline compared before and after
 quiesce 15

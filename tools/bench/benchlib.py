@@ -117,6 +117,9 @@ def group_of(key, smp=None):
     if key.startswith("vm_"):
         # the cores group: what scales with vCPUs (handshakes/s, msgs/s) above one vCPU
         return "cores" if smp and smp > 1 and key in _BY_CORES else "VMs"
+    if key.startswith("mqtt5_"):
+        # run.sh's group mqtt5: beside the 3.1.1 figures of the same kind
+        return "memory" if "_idle_" in key else "messages"
     for prefix, g in (("idle_", "memory"), ("hs_", "handshakes"), ("lat", "latency"),
                       ("storm_", "storm"), ("boot_", "boot and size"), ("image_", "boot and size"),
                       ("tlog_", "telemetry"), ("disk_", "disk"), ("dpbench_", "cores"),
@@ -138,6 +141,16 @@ def short_name(key, label, smp=None):
         name = _SHORT[key]
     elif re.match(r"q(\d)_msgs_per_s$", key):
         name = "QoS %s flood" % key[1]
+    elif re.match(r"mqtt5_(v311_)?q\d_msgs_per_s$", key):
+        m = re.match(r"mqtt5_(v311_)?q(\d)_", key)
+        name = "%s: QoS %s flood" % ("3.1.1 beside 5.0" if m.group(1) else "MQTT 5.0", m.group(2))
+    elif re.match(r"mqtt5_q\d_over_v311$", key):
+        name = "QoS %s flood, 5.0 ÷ 3.1.1" % key[len("mqtt5_q")]
+    elif re.match(r"mqtt5_(v311_)?idle_bytes_per_conn_\d+$", key):
+        n = "{:,}".format(int(key.rsplit("_", 1)[1]))
+        name = "%s: bytes per idle conn at %s" % ("3.1.1 beside 5.0" if "_v311_" in key else "MQTT 5.0", n)
+    elif re.match(r"mqtt5_idle_over_v311_\d+$", key):
+        name = "bytes per idle conn at %s, 5.0 ÷ 3.1.1" % "{:,}".format(int(key.rsplit("_", 1)[1]))
     elif re.match(r"lat2?_p\d+_us$", key):
         q, p = ("2" if key.startswith("lat2") else "1"), key.split("_")[1]
         name = "QoS %s latency %s" % (q, _PCT.get(p, p))

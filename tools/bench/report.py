@@ -89,8 +89,8 @@ def cpu_us_per_hs(broker, figure):
     return median_or_none(v)
 
 
-def idle(broker, n):
-    r = [x for x in runs(broker, "idle") if str(x.get("n", x.get("held"))) == str(n)]
+def idle(broker, n, figure="idle"):
+    r = [x for x in runs(broker, figure) if str(x.get("n", x.get("held"))) == str(n)]
     if not r:
         return None, None, 0, None
     r = r[-1]
@@ -168,6 +168,64 @@ for q, tag in ((1, "lat"), (2, "lat2")):
         figs.append(("%s_%s_us" % (tag, pn.replace(".", "")), "latency %s at %s msgs/s QoS %d"
                      % (pn, args.rate, q), "us", med(U, tag, pk), med(M, tag, pk), "lower"))
 
+
+
+# ---- MQTT 5.0 beside 3.1.1 (group mqtt5 of run.sh) -----------------------------------------------
+# The pubsub group's QoS 0/1 floods and the idle group's measurement, each in 5.0 (figures m5_*)
+# and 3.1.1 (m5v311_*) in the same run: urMQTT / Mosquitto per version (the ratio column), and
+# 5.0 / 3.1.1 per broker (rows *_over_v311, one value per broker, no ratio between them).
+def over(a, b):
+    return a / b if a is not None and b else None
+
+
+m5 = {"reasons": {}, "server_receive_max": {}, "failed": {}, "held": {}}
+for q in (0, 1):
+    u5, m5q = med(U, "m5_q%d" % q, "msgs_per_s"), med(M, "m5_q%d" % q, "msgs_per_s")
+    u3, m3 = med(U, "m5v311_q%d" % q, "msgs_per_s"), med(M, "m5v311_q%d" % q, "msgs_per_s")
+    figs += [
+        ("mqtt5_q%d_msgs_per_s" % q, "MQTT 5.0: QoS %d msgs/s, 64 B, %s pub -> 1 sub" % (q, args.pubs), "1/s",
+         u5, m5q, "higher"),
+        ("mqtt5_v311_q%d_msgs_per_s" % q, "3.1.1 beside it: QoS %d msgs/s (same run)" % q,
+         "1/s", u3, m3, "higher"),
+        ("mqtt5_q%d_over_v311" % q, "QoS %d msgs/s, 5.0 / 3.1.1 of each broker" % q, "x",
+         over(u5, u3), over(m5q, m3), "none"),
+    ]
+for n in sorted({r.get("n") for r in rows if r.get("figure") in ("m5_idle", "m5v311_idle")
+                 and isinstance(r.get("n"), int)}):
+    # as the idle group: urMQTT's own figure, Mosquitto's RSS growth / N
+    own_u5, _r, held_u5, _t = idle(U, n, "m5_idle")
+    own_u3, _r, held_u3, _t = idle(U, n, "m5v311_idle")
+    _o, rss_m5, held_m5, _t = idle(M, n, "m5_idle")
+    _o, rss_m3, held_m3, _t = idle(M, n, "m5v311_idle")
+    m5["held"]["%d" % n] = {U: {"5.0": held_u5, "3.1.1": held_u3}, M: {"5.0": held_m5, "3.1.1": held_m3}}
+    figs += [
+        ("mqtt5_idle_bytes_per_conn_%d" % n, "MQTT 5.0: bytes/idle conn at %d (urMQTT own; Mosq RSS delta/N)" % n,
+         "B", own_u5, rss_m5, "lower"),
+        ("mqtt5_v311_idle_bytes_per_conn_%d" % n, "3.1.1 beside it: bytes/idle conn at %d (same run)" % n,
+         "B", own_u3, rss_m3, "lower"),
+        ("mqtt5_idle_over_v311_%d" % n, "bytes/idle conn at %d, 5.0 / 3.1.1 of each broker" % n, "x",
+         over(own_u5, own_u3), over(rss_m5, rss_m3), "none"),
+    ]
+    for b, h5, h3 in ((U, held_u5, held_u3), (M, held_m5, held_m3)):
+        if (h5 and h5 != n) or (h3 and h3 != n):
+            print("bench: mqtt5 idle at %d: %s held %s in 5.0, %s in 3.1.1" % (n, b, h5, h3))
+# what the load generator saw of 5.0: the Receive Maximum announced, failures, reason codes
+for r in rows:
+    if r.get("figure", "").startswith("m5_") and r.get("broker") in (U, M):
+        b = r["broker"]
+        if r.get("server_receive_max") is not None:
+            m5["server_receive_max"][b] = r["server_receive_max"]
+        if r.get("failed"):
+            m5["failed"][b] = m5["failed"].get(b, 0) + r["failed"]
+        for k, v in (r.get("reasons") or {}).items():
+            m5["reasons"].setdefault(b, {})
+            m5["reasons"][b][k] = m5["reasons"][b].get(k, 0) + v
+m5_note = []
+if any(r.get("figure", "").startswith("m5_") for r in rows):
+    for b in (U, M):
+        m5_note.append("%s: Receive Maximum in its CONNACK %s; failed connections %d; reason codes received: %s"
+                       % (b, m5["server_receive_max"].get(b, "none"), m5["failed"].get(b, 0),
+                          ", ".join("%s=%d" % kv for kv in sorted(m5["reasons"].get(b, {}).items())) or "none"))
 
 # ---- storm: established clients through a connection storm --------------------------------
 def syn_refused(r):
@@ -373,6 +431,10 @@ def fmt(v):
     return "%.1f" % v
 
 
+def fmt_x(v):  # a ratio (unit x) in a value column: 1.1 would hide a 5% difference
+    return "n/a" if v is None else "%.2f" % v
+
+
 res = {
     "machine": {"cores": int(args.cores or 0), "kvm": args.kvm, "uname": os.uname().release,
                 "cpu_model": this_cpu_model(), "accel": "KVM" if args.kvm.startswith("present") else "TCG"},
@@ -382,7 +444,8 @@ res = {
                  "only": args.only.split() or None},
     "elapsed_s": int(args.elapsed or 0),
     "held": held,
-    "notes": storm_note,
+    "notes": storm_note + ["mqtt5: " + n_ for n_ in m5_note],
+    "mqtt5": m5 if m5_note else None,
     "figures": {},
     "crypto_floor": floor,
     "micro": [r for r in rows if r.get("micro")],
@@ -410,10 +473,13 @@ for key, label, unit, u, m, better in figs:
     res["figures"][key] = {"label": label, "unit": unit, "urmqtt": u, "mosquitto": m,
                            "ratio_urmqtt_over_mosquitto": ratio, "better": better,
                            "runs": {"urmqtt": runs_of(u), "mosquitto": runs_of(m)}}
-    print("%-*s %12s %12s %8s" % (w, "%s [%s, %s]" % (label, unit, better), fmt(u), fmt(m),
+    f_ = fmt_x if unit == "x" else fmt
+    print("%-*s %12s %12s %8s" % (w, "%s [%s, %s]" % (label, unit, better), f_(u), f_(m),
                                   ("%.2fx" % ratio) if ratio is not None else "n/a"))
 for n_ in storm_note:
     print("storm: " + n_)
+for n_ in m5_note:
+    print("mqtt5: " + n_)
 if any(runs(b, "d_q1") for b in (UD, MD)):
     print(durable_note)
 if floor:

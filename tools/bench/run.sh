@@ -65,8 +65,16 @@
 # Cores (group cores): the urMQTT image and the Linux+Mosquitto guest with 1 then 2 vCPUs
 # (BENCH_CORES_SMP) in the same run, QoS 0/1/2 flat out; the image's shard and routing lines
 # after each run.
-# BENCH_ONLY="hs idle pubsub lat storm durable telemetry disk boot dpbench micro vm cores" picks figure groups
-# (default: all).
+# MQTT 5.0 (group mqtt5): the pubsub group's QoS 0 and QoS 1 floods and the idle group's
+# measurement at BENCH_MQTT5_IDLE (1,000) connections, each in MQTT 5.0 (loadgen --mqtt5) and in
+# 3.1.1 in the same run, against the same two brokers (Mosquitto speaks 5.0 with the same
+# configuration): 5.0 / 3.1.1 of each broker, urMQTT / Mosquitto in 5.0. Within every run the
+# floods alternate between the versions (3.1.1 first in odd runs, 5.0 first in even ones) and
+# between the brokers; each idle measurement starts on freshly started brokers (Mosquitto's
+# figure is its RSS growth, which a second thousand connections would hide in the heap the
+# first one grew).
+# BENCH_ONLY="hs idle pubsub lat storm mqtt5 durable telemetry disk boot dpbench micro vm cores" picks
+# figure groups (default: all).
 # dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
 # with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
 set -uo pipefail
@@ -83,7 +91,8 @@ secs=${BENCH_SECONDS:-5}
 idle_list=${BENCH_IDLE:-1000 10000}
 idle_list=${idle_list//,/ }
 rate=${BENCH_RATE:-1000}
-only=" ${BENCH_ONLY:-hs idle pubsub lat storm durable telemetry disk boot dpbench micro vm cores} "
+only=" ${BENCH_ONLY:-hs idle pubsub lat storm mqtt5 durable telemetry disk boot dpbench micro vm cores} "
+m5_idle=${BENCH_MQTT5_IDLE:-1000}
 durable_queued=${BENCH_DURABLE_QUEUED:-100}
 # Storm: devices, cap on new connection attempts per second, seconds of storm, each
 # attempt's deadline (ms), how long a connected storm device stays before it drops (ms).
@@ -140,6 +149,7 @@ want() { [[ "$only" == *" $1 "* ]]; }
 idle_max=0
 want idle && for n in $idle_list; do [ "$n" -gt "$idle_max" ] && idle_max=$n; done
 want vm && [ "$vm_idle" -gt "$idle_max" ] && idle_max=$vm_idle
+want mqtt5 && [ "$m5_idle" -gt "$idle_max" ] && idle_max=$m5_idle
 n_certs=$((idle_max > pubs + storm_dev ? idle_max : pubs + storm_dev))
 max_conn=$((n_certs + 64))
 in_ns() { ip netns exec "$ns" "$@"; }
@@ -268,18 +278,26 @@ try:
     d=json.loads(sys.stdin.read())
 except Exception:
     d={"error":"unparsable"}
-keys=["handshakes_per_s","held","msgs_per_s","lat_us_p50","lat_us_p99","failed","error"]
+keys=["handshakes_per_s","held","msgs_per_s","lat_us_p50","lat_us_p99","failed","error",
+      "server_receive_max","rejected","reasons"]
 print("    %-9s" % sys.argv[1], " ".join("%s=%s"%(k,d[k]) for k in keys if k in d))' "$name"
 }
 
-idle() { # N: hold N idle connections, one QoS 1 subscription each; memory at N
-	local n=$1 rss0 ready=$out/ready-$name-$1 hj=$out/hold-$name-$1.json
-	say "[$name] $n idle connections, one QoS 1 subscription each ($hold_k in flight while opening)"
+# idle N [FIGURE [LOADGEN OPTIONS...]]: hold N idle connections, one QoS 1 subscription each;
+# memory at N, as figure FIGURE (default idle; group mqtt5: m5_idle with --mqtt5, m5v311_idle)
+idle() {
+	local n=$1 fig=${2:-idle} rss0
+	shift
+	[ $# -gt 0 ] && shift
+	local tag=$name-$n
+	[ "$fig" = idle ] || tag=$name-$fig-$n
+	local ready=$out/ready-$tag hj=$out/hold-$tag.json
+	say "[$name] $n idle connections, one QoS 1 subscription each ($hold_k in flight while opening)${*:+; $*}"
 	rm -f "$ready"
 	rss0=$(rss_kb "$bpid")
 	timeout 400 ip netns exec "$ns" taskset -c "$lcpu" "$loadgen" hold --host "$host" --src "$srcs" \
 		--ca "$certs/ca.crt" --devdir "$devcerts" --n "$n" --k "$hold_k" --seconds 4 \
-		--ready-file "$ready" >"$hj" 2>>"$out/loadgen-$name.log" &
+		--ready-file "$ready" "$@" >"$hj" 2>>"$out/loadgen-$name.log" &
 	local hpid=$! rss1=0 st="" mem=""
 	for _ in $(seq 3000); do [ -f "$ready" ] && break; kill -0 $hpid 2>/dev/null || break; sleep 0.1; done
 	sleep 2 # let a stats line pass and the broker settle
@@ -293,8 +311,13 @@ idle() { # N: hold N idle connections, one QoS 1 subscription each; memory at N
 	# a connection slot's tables + the heap blocks per open connection (docs/ARCHITECTURE.md)
 	[ -n "${mem:-}" ] && own=$(echo "$mem" | tr ' ' '\n' | sed -n 's/^idle_bytes_per_conn=//p')
 	[ -n "$st" ] && heap=$(echo "$st" | tr ' ' '\n' | sed -n 's/^heap_used=//p')
-	echo "{\"broker\":\"$name\",\"figure\":\"idle\",\"n\":$n,\"held\":${held:-0},\"connect_s\":${connect_s:-0},\"rss0_kb\":$rss0,\"rss1_kb\":$rss1,\"own_bytes_per_conn\":${own:-null},\"heap_used\":${heap:-null}}" >>"$raw"
-	echo "    held=$held in ${connect_s}s rss_delta_kb=$((rss1 - rss0)) own_bytes_per_conn=${own:-n/a}"
+	# 5.0: what the load generator saw (failures, reason codes) goes with the figure
+	local m5=""
+	[ "$fig" = idle ] || m5=$(python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+print("".join(",\"%s\":%s" % (k, json.dumps(d[k])) for k in ("failed","server_receive_max","reasons") if k in d))' "$hj" 2>/dev/null)
+	echo "{\"broker\":\"$name\",\"figure\":\"$fig\",\"n\":$n,\"held\":${held:-0},\"connect_s\":${connect_s:-0},\"rss0_kb\":$rss0,\"rss1_kb\":$rss1,\"own_bytes_per_conn\":${own:-null},\"heap_used\":${heap:-null}$m5}" >>"$raw"
+	echo "    held=$held in ${connect_s}s rss_delta_kb=$((rss1 - rss0)) own_bytes_per_conn=${own:-n/a}${m5:+ $(echo "${m5#,}" | tr -d '"')}"
 	sleep 1 # the broker closes the held connections
 }
 
@@ -387,6 +410,33 @@ hs_driver_off() {
 	fi
 }
 
+# The group mqtt5 (see the head): lg and idle as the pubsub and idle groups call them, once with
+# --mqtt5 (figures m5_*) and once in 3.1.1 (m5v311_*) in every run.
+mqtt5_group() {
+	local q r v order opt
+	for q in 0 1; do
+		say "MQTT 5.0 beside 3.1.1: QoS $q flat out, 64-byte payloads, $pubs publishers -> 1 subscriber"
+		for r in $(seq "$runs"); do
+			order="m5v311 m5"
+			[ $((r % 2)) = 0 ] && order="m5 m5v311"
+			for v in $order; do
+				opt=()
+				[ $v = m5 ] && opt=(--mqtt5)
+				each lg "${v}_q$q" pubsub --pubs "$pubs" --subs 1 --qos $q --payload 64 --k "$k" \
+					--seconds "$secs" "${opt[@]}"
+			done
+		done
+	done
+	say "MQTT 5.0 beside 3.1.1: $m5_idle idle connections, freshly started brokers for each version"
+	for v in m5v311 m5; do
+		opt=()
+		[ $v = m5 ] && opt=(--mqtt5)
+		stop_brokers
+		start_brokers
+		each idle "$m5_idle" "${v}_idle" "${opt[@]}"
+	done
+}
+
 measure() { # every figure, the brokers' runs alternating
 	if want hs; then
 		say "full handshakes ($k in flight)"
@@ -422,6 +472,9 @@ measure() { # every figure, the brokers' runs alternating
 		start_brokers "$(grep -c '^stats broker' "$out/urmqtt.log")"
 		say "connection storm: $storm_dev devices, at most $storm_rate new mTLS connections/s for ${storm_secs}s, while $pubs publishers send $rate msgs/s QoS 1"
 		for r in $(seq "$storm_runs"); do each storm; done
+	fi
+	if want mqtt5; then
+		mqtt5_group
 	fi
 }
 
@@ -478,7 +531,7 @@ start_brokers() {
 }
 : >"$out/urmqtt.log"
 : >"$out/mosquitto.log"
-if want hs || want idle || want pubsub || want lat || want storm; then
+if want hs || want idle || want pubsub || want lat || want storm || want mqtt5; then
 	start_brokers 0
 	[ ${#brokers[@]} -gt 0 ] && measure
 	stop_brokers

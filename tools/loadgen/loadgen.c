@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * loadgen: MQTT 3.1.1 over TLS 1.3 with client certificates, one epoll loop, OpenSSL.
+ * loadgen: MQTT 3.1.1 (or 5.0: --mqtt5) over TLS 1.3 with client certificates, one epoll
+ * loop, OpenSSL.
  * Modes (see usage()):
  *   handshake  K connections in flight, each a full (or ticket-resumed) mTLS handshake +
  *              CONNECT/CONNACK + DISCONNECT, waiting for the server's close; handshakes/s
@@ -30,6 +31,14 @@
  *              "identity acked" per publisher, rewritten every second and at the end: with
  *              acknowledgements in order, messages 1..acked of each were acknowledged.
  * pubsub and queue take --persistent: subscribers connect with clean session 0.
+ * --mqtt5 (every mode): MQTT 5.0 instead of 3.1.1 (protocol level 5, empty property blocks;
+ * --persistent: Clean Start 0 and a Session Expiry Interval that never ends). Every packet
+ * from the server goes through the bounds-checked reader below (struct rcur), its property
+ * blocks walked to their end. The CONNACK's Receive Maximum caps the QoS>0 PUBLISHes in
+ * flight on that connection (with --window), its Server Keep Alive replaces --keepalive; a
+ * CONNACK or SUBACK reason code >= 0x80 fails the connection, a PUBACK or PUBREC one counts
+ * the message as rejected, a server DISCONNECT fails it; each is printed (the first few) and
+ * counted by packet and code in the result's "reasons" (storm: not the storm process's).
  * A progress line per second on stderr, one JSON object at the end on stdout. Every loop
  * is bounded in count and time (deadlines below). Host tool only; never linked into the
  * image; it measures, it never asserts anything about the broker.
@@ -81,6 +90,7 @@ struct opts {
 	double seconds, rate;
 	bool resume;
 	bool persistent; /* subscribers with clean session 0 */
+	bool mqtt5;      /* MQTT 5.0 instead of 3.1.1 */
 	/* storm */
 	unsigned storm_n, storm_rate, attempt_ms, hold_ms;
 	double before_s, after_s;
@@ -103,6 +113,8 @@ struct conn {
 	uint64_t t0, deadline, next_ping;
 	size_t rlen, wlen;
 	uint16_t pid;
+	uint16_t recv_max; /* the server's Receive Maximum (5.0; UINT16_MAX: none, or 3.1.1) */
+	uint16_t ka_s;     /* keepalive: --keepalive, or the server's Server Keep Alive (5.0) */
 	unsigned inflight;
 	uint64_t sent, acked;
 	uint64_t retry_at; /* storm: when this device tries again (0: not waiting) */
@@ -205,13 +217,70 @@ static size_t put_len(uint8_t *p, size_t n)
 	return i;
 }
 
-static size_t put_str(uint8_t *p, const char *s)
+/* A bounds-checked writer into a caller's buffer: a write past the end writes nothing and
+ * marks it bad, so one check after the last write covers them all. Copies its arguments. */
+struct wcur {
+	uint8_t *p;
+	size_t cap, len;
+	bool bad;
+};
+
+/* The next n bytes of the buffer, or NULL (and bad) when they are not there. */
+static uint8_t *w_room(struct wcur *w, size_t n)
+{
+	if (w->bad || n > w->cap - w->len) {
+		w->bad = true;
+		return NULL;
+	}
+	uint8_t *at = w->p + w->len;
+	w->len += n;
+	return at;
+}
+
+static void w_bytes(struct wcur *w, const void *b, size_t n)
+{
+	uint8_t *at = w_room(w, n);
+	if (at && n)
+		memcpy(at, b, n);
+}
+
+static void w_u8(struct wcur *w, unsigned v)
+{
+	uint8_t b = (uint8_t)v;
+	w_bytes(w, &b, 1);
+}
+
+static void w_u16(struct wcur *w, unsigned v)
+{
+	uint8_t b[2] = { (uint8_t)(v >> 8), (uint8_t)v };
+	w_bytes(w, b, 2);
+}
+
+static void w_u32(struct wcur *w, uint32_t v)
+{
+	uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
+	w_bytes(w, b, 4);
+}
+
+static void w_vbi(struct wcur *w, size_t n)
+{
+	if (n > 268435455u) { /* four bytes at most */
+		w->bad = true;
+		return;
+	}
+	uint8_t b[4];
+	w_bytes(w, b, put_len(b, n));
+}
+
+static void w_str(struct wcur *w, const char *s)
 {
 	size_t n = strlen(s);
-	p[0] = (uint8_t)(n >> 8);
-	p[1] = (uint8_t)n;
-	memcpy(p + 2, s, n);
-	return n + 2;
+	if (n > 0xffff) {
+		w->bad = true;
+		return;
+	}
+	w_u16(w, (unsigned)n);
+	w_bytes(w, s, n);
 }
 
 /* Appends a packet (header byte + body) to the connection's output. false: no room. */
@@ -221,7 +290,8 @@ static bool out_pkt(struct conn *c, uint8_t hdr, const uint8_t *body, size_t len
 		return false;
 	c->wbuf[c->wlen++] = hdr;
 	c->wlen += put_len(c->wbuf + c->wlen, len);
-	memcpy(c->wbuf + c->wlen, body, len);
+	if (len) /* body may be NULL for an empty packet */
+		memcpy(c->wbuf + c->wlen, body, len);
 	c->wlen += len;
 	return true;
 }
@@ -237,46 +307,64 @@ static const char *conn_name(const struct conn *c, char *buf, size_t len)
 
 static void out_connect(struct conn *c)
 {
-	uint8_t b[128];
+	uint8_t b[128] = { 0 };
 	char nb[48];
-	size_t n = put_str(b, "MQTT");
-	b[n++] = 4;
-	b[n++] = c->role == R_SUB && o.persistent ? 0x00 : 0x02; /* clean session, or a persistent one */
-	b[n++] = (uint8_t)(o.keepalive >> 8);
-	b[n++] = (uint8_t)o.keepalive;
-	n += put_str(b + n, conn_name(c, nb, sizeof(nb)));
-	(void)out_pkt(c, 0x10, b, n);
+	struct wcur w = { .p = b, .cap = sizeof b };
+	bool keep = c->role == R_SUB && o.persistent;
+	w_str(&w, "MQTT");
+	w_u8(&w, o.mqtt5 ? 5 : 4);
+	w_u8(&w, keep ? 0x00 : 0x02); /* clean session (5.0: Clean Start), or a persistent one */
+	w_u16(&w, o.keepalive);
+	if (o.mqtt5) {
+		if (keep) { /* 5.0: a session ends with its connection unless it has an expiry */
+			w_vbi(&w, 5);
+			w_u8(&w, 0x11); /* Session Expiry Interval: never */
+			w_u32(&w, UINT32_MAX);
+		} else {
+			w_vbi(&w, 0);
+		}
+	}
+	w_str(&w, conn_name(c, nb, sizeof(nb)));
+	if (!w.bad)
+		(void)out_pkt(c, 0x10, b, w.len);
 }
 
 static void out_subscribe(struct conn *c, const char *filter, unsigned qos)
 {
-	uint8_t b[128];
-	b[0] = 0;
-	b[1] = 1;
-	size_t n = 2 + put_str(b + 2, filter);
-	b[n++] = (uint8_t)qos;
-	(void)out_pkt(c, 0x82, b, n);
+	uint8_t b[128] = { 0 };
+	struct wcur w = { .p = b, .cap = sizeof b };
+	w_u16(&w, 1); /* packet identifier */
+	if (o.mqtt5)
+		w_vbi(&w, 0);
+	w_str(&w, filter);
+	w_u8(&w, qos); /* 5.0: the options byte; No Local, Retain As Published, Retain Handling 0 */
+	if (!w.bad)
+		(void)out_pkt(c, 0x82, b, w.len);
 }
 
 static bool out_publish(struct conn *c)
 {
 	uint8_t b[128 + 65536];
 	char topic[64];
+	struct wcur w = { .p = b, .cap = sizeof b };
 	snprintf(topic, sizeof(topic), "devices/%s/telemetry", ids[c->id].name);
-	size_t n = put_str(b, topic);
+	w_str(&w, topic);
 	if (o.qos) {
 		if (++c->pid == 0)
 			c->pid = 1;
-		b[n++] = (uint8_t)(c->pid >> 8);
-		b[n++] = (uint8_t)c->pid;
+		w_u16(&w, c->pid);
 	}
+	if (o.mqtt5)
+		w_vbi(&w, 0);
 	uint64_t t = now_ns(), seqno = c->sent + 1;
-	memset(b + n, 'x', o.payload);
-	memcpy(b + n, &t, sizeof(t));
+	uint8_t *pl = w_room(&w, o.payload);
+	if (!pl || w.bad)
+		return false;
+	memset(pl, 'x', o.payload);
+	memcpy(pl, &t, sizeof(t)); /* o.payload >= 8 (options) */
 	if (o.payload >= 16)
-		memcpy(b + n + 8, &seqno, sizeof(seqno)); /* the publisher's sequence (telemetry's oracle) */
-	n += o.payload;
-	if (!out_pkt(c, (uint8_t)(0x30 | (o.qos << 1)), b, n))
+		memcpy(pl + 8, &seqno, sizeof(seqno)); /* the publisher's sequence (telemetry's oracle) */
+	if (!out_pkt(c, (uint8_t)(0x30 | (o.qos << 1)), b, w.len))
 		return false;
 	c->sent++;
 	published++;
@@ -285,6 +373,13 @@ static bool out_publish(struct conn *c)
 	if (o.qos)
 		c->inflight++;
 	return true;
+}
+
+/* QoS>0 PUBLISHes this connection may have unacknowledged: --window, and under 5.0 never
+ * more than the server's Receive Maximum [MQTT-3.3.4-9] (3.1.1: UINT16_MAX, no cap). */
+static unsigned conn_window(const struct conn *c)
+{
+	return o.window < c->recv_max ? o.window : c->recv_max;
 }
 
 /* ---- connections -------------------------------------------------------------------- */
@@ -383,6 +478,8 @@ static bool conn_open(struct conn *c, enum role role, unsigned id)
 	c->role = role;
 	c->id = id;
 	c->tries = tries;
+	c->recv_max = UINT16_MAX;
+	c->ka_s = (uint16_t)o.keepalive;
 	c->t0 = now_ns();
 	c->deadline = c->t0 + (role == R_STORM ? (uint64_t)o.attempt_ms * 1000000ull : CONN_TIMEOUT_NS);
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -460,37 +557,406 @@ static void on_ready(struct conn *c)
 		return;
 	}
 	n_ready++;
-	c->next_ping = now_ns() + (uint64_t)o.keepalive * 1000000000ull;
+	c->next_ping = now_ns() + (uint64_t)c->ka_s * 1000000000ull;
+}
+
+/* ---- MQTT decoding: the bounds-checked reader ------------------------------------------ */
+
+/* A reader over one packet's bytes (borrowed): a read past the end returns zeros and marks
+ * it bad; a length from the wire is never used before it is checked against what is left. */
+struct rcur {
+	const uint8_t *p;
+	size_t len, off;
+	bool bad;
+};
+
+static const uint8_t *r_take(struct rcur *r, size_t n)
+{
+	if (r->bad || n > r->len - r->off) {
+		r->bad = true;
+		return NULL;
+	}
+	const uint8_t *at = r->p + r->off;
+	r->off += n;
+	return at;
+}
+
+static unsigned r_u8(struct rcur *r)
+{
+	const uint8_t *b = r_take(r, 1);
+	return b ? b[0] : 0;
+}
+
+static unsigned r_u16(struct rcur *r)
+{
+	const uint8_t *b = r_take(r, 2);
+	return b ? ((unsigned)b[0] << 8) | b[1] : 0;
+}
+
+static uint32_t r_u32(struct rcur *r)
+{
+	const uint8_t *b = r_take(r, 4);
+	return b ? ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3] : 0;
+}
+
+/* A Variable Byte Integer: at most four bytes. */
+static size_t r_vbi(struct rcur *r)
+{
+	size_t v = 0;
+	for (unsigned i = 0; i < 4; i++) {
+		unsigned b = r_u8(r);
+		if (r->bad)
+			return 0;
+		v |= (size_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = true;
+	return 0;
+}
+
+/* A two-byte length and that many bytes (UTF-8 string or binary data); its length out. */
+static const uint8_t *r_lstr(struct rcur *r, size_t *len)
+{
+	*len = r_u16(r);
+	return r_take(r, *len);
+}
+
+static size_t r_left(const struct rcur *r)
+{
+	return r->bad ? 0 : r->len - r->off;
+}
+
+/* What loadgen uses of a 5.0 property block (MQTT 5.0 2.2.2.2); 0 / NULL: absent. */
+struct props5 {
+	unsigned recv_max;    /* Receive Maximum; 0: absent (0 on the wire is refused) */
+	unsigned server_ka;   /* Server Keep Alive + 1; 0: absent */
+	unsigned max_qos;     /* Maximum QoS + 1; 0: absent */
+	uint32_t max_packet;  /* Maximum Packet Size */
+	const uint8_t *reason; /* Reason String (borrowed from the packet) */
+	size_t reason_len;
+};
+
+/* Walks the property block at the reader: its length, then every property to the block's
+ * end. false when the block is malformed (a length past the packet, an unknown identifier,
+ * a value out of range). */
+static bool props5_read(struct rcur *r, struct props5 *pr)
+{
+	memset(pr, 0, sizeof *pr);
+	size_t n = r_vbi(r);
+	const uint8_t *blk = r_take(r, n);
+	if (!blk)
+		return false;
+	struct rcur q = { .p = blk, .len = n };
+	size_t sl;
+	while (r_left(&q)) {
+		size_t id = r_vbi(&q);
+		switch (id) {
+		case 0x01: case 0x17: case 0x19: case 0x25: case 0x28: case 0x29: case 0x2A: /* byte */
+			(void)r_u8(&q);
+			break;
+		case 0x24: /* Maximum QoS */
+			pr->max_qos = r_u8(&q) + 1;
+			if (pr->max_qos > 2)
+				return false; /* 0 or 1 only [MQTT-3.2.2-9] */
+			break;
+		case 0x13: /* Server Keep Alive */
+			pr->server_ka = r_u16(&q) + 1;
+			break;
+		case 0x21: /* Receive Maximum */
+			pr->recv_max = r_u16(&q);
+			if (!pr->recv_max)
+				return false; /* 0 is a protocol error */
+			break;
+		case 0x22: case 0x23: /* two-byte integers */
+			(void)r_u16(&q);
+			break;
+		case 0x27: /* Maximum Packet Size */
+			pr->max_packet = r_u32(&q);
+			if (!pr->max_packet)
+				return false;
+			break;
+		case 0x02: case 0x11: case 0x18: /* four-byte integers */
+			(void)r_u32(&q);
+			break;
+		case 0x0B: /* Subscription Identifier */
+			(void)r_vbi(&q);
+			break;
+		case 0x1F: /* Reason String */
+			pr->reason = r_lstr(&q, &pr->reason_len);
+			break;
+		case 0x03: case 0x08: case 0x09: case 0x12: case 0x15: case 0x16: case 0x1A: case 0x1C:
+			(void)r_lstr(&q, &sl); /* strings and binary data */
+			break;
+		case 0x26: /* User Property: a string pair */
+			(void)r_lstr(&q, &sl);
+			(void)r_lstr(&q, &sl);
+			break;
+		default:
+			return false;
+		}
+		if (q.bad)
+			return false;
+	}
+	return true;
+}
+
+/* ---- reason codes (5.0) ---------------------------------------------------------------- */
+
+enum rc_kind { RK_CONNACK, RK_SUBACK, RK_PUBACK, RK_PUBREC, RK_PUBREL, RK_PUBCOMP, RK_DISCONNECT, RK_N };
+static const char *const rc_kind_name[RK_N] = { "connack", "suback", "puback", "pubrec", "pubrel",
+						 "pubcomp", "disconnect" };
+static uint64_t rc_count[RK_N][256]; /* non-zero reason codes received, by packet */
+static uint64_t n_rejected;          /* PUBACK / PUBREC >= 0x80: a message not accepted */
+static unsigned srv_recv_max;        /* the smallest Receive Maximum a CONNACK announced */
+static unsigned rc_printed;
+
+static const char *rc_text(unsigned rc)
+{
+	static const struct { uint8_t rc; const char *t; } tab[] = {
+		{ 0x00, "Success" }, { 0x04, "Disconnect with Will Message" },
+		{ 0x10, "No matching subscribers" }, { 0x80, "Unspecified error" },
+		{ 0x81, "Malformed Packet" }, { 0x82, "Protocol Error" },
+		{ 0x83, "Implementation specific error" }, { 0x84, "Unsupported Protocol Version" },
+		{ 0x85, "Client Identifier not valid" }, { 0x86, "Bad User Name or Password" },
+		{ 0x87, "Not authorized" }, { 0x88, "Server unavailable" }, { 0x89, "Server busy" },
+		{ 0x8A, "Banned" }, { 0x8B, "Server shutting down" }, { 0x8C, "Bad authentication method" },
+		{ 0x8D, "Keep Alive timeout" }, { 0x8E, "Session taken over" },
+		{ 0x8F, "Topic Filter invalid" }, { 0x90, "Topic Name invalid" },
+		{ 0x91, "Packet Identifier in use" }, { 0x92, "Packet Identifier not found" },
+		{ 0x93, "Receive Maximum exceeded" }, { 0x94, "Topic Alias invalid" },
+		{ 0x95, "Packet too large" }, { 0x96, "Message rate too high" }, { 0x97, "Quota exceeded" },
+		{ 0x98, "Administrative action" }, { 0x99, "Payload format invalid" },
+		{ 0x9A, "Retain not supported" }, { 0x9B, "QoS not supported" },
+		{ 0x9C, "Use another server" }, { 0x9D, "Server moved" },
+		{ 0x9E, "Shared Subscriptions not supported" }, { 0x9F, "Connection rate exceeded" },
+		{ 0xA0, "Maximum connect time" }, { 0xA1, "Subscription Identifiers not supported" },
+		{ 0xA2, "Wildcard Subscriptions not supported" },
+	};
+	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+		if (tab[i].rc == rc)
+			return tab[i].t;
+	return "?";
+}
+
+/* Counts a non-zero reason code; prints (the first 20 in all) every failure (>= 0x80), a
+ * refusing CONNACK's and every DISCONNECT's, with the connection's name and the Reason
+ * String when there is one (pr may be NULL). */
+static void rc_seen(const struct conn *c, enum rc_kind k, unsigned rc, const struct props5 *pr)
+{
+	if (rc)
+		rc_count[k][rc & 0xff]++;
+	bool show = rc >= 0x80 || k == RK_DISCONNECT || (k == RK_CONNACK && rc);
+	if (!show || rc_printed >= 20)
+		return;
+	rc_printed++;
+	char nb[48];
+	int rl = pr && pr->reason ? (int)(pr->reason_len > 200 ? 200 : pr->reason_len) : 0;
+	fprintf(stderr, "loadgen: %s: %s reason 0x%02X (%s)%s%.*s\n", conn_name(c, nb, sizeof nb),
+		rc_kind_name[k], rc, rc_text(rc), rl ? ": " : "", rl, rl ? (const char *)pr->reason : "");
+}
+
+/* Largest PUBLISH this loadgen sends: header and length (5), topic (2 + < 64), packet
+ * identifier (2), empty properties (1), payload. */
+#define PUBLISH_MAX_BYTES(payload) ((size_t)(payload) + 74u)
+
+/* ---- MQTT packets from the server --------------------------------------------------------- */
+
+/* The CONNACK accepted: the next step of the connection's role. */
+static void after_connack(struct conn *c)
+{
+	if (c->role == R_HS) {
+		if (SSL_session_reused(c->ssl))
+			n_resumed++;
+		else
+			n_full++;
+		(void)out_pkt(c, 0xE0, NULL, 0);
+		c->st = S_CLOSING;
+		return;
+	}
+	if (c->role == R_HOLD) {
+		char f[64];
+		snprintf(f, sizeof(f), "devices/%s/cmd/#", ids[c->id].name);
+		out_subscribe(c, f, 1);
+		c->st = S_SUBACK;
+	} else if (c->role == R_SUB) {
+		out_subscribe(c, "devices/+/telemetry", o.qos);
+		c->st = S_SUBACK;
+	} else {
+		on_ready(c);
+	}
+}
+
+/* A PUBLISH delivered to a subscriber: its payload (the send time in its first 8 bytes). */
+static void on_delivery(const uint8_t *pl, size_t len)
+{
+	delivered++;
+	if (len < 8)
+		return;
+	uint64_t t;
+	memcpy(&t, pl, sizeof(t));
+	uint64_t now = now_ns(), us = now > t ? (now - t) / 1000u : 0;
+	if (cur_win >= 0) {
+		struct phase_st *w = &win_st[cur_win];
+		w->delivered++;
+		w->hist[lat_bucket(us)]++;
+		w->n_lat++;
+	}
+	if (sm.t_end && now >= sm.t_end) {
+		uint64_t si = (now - sm.t_end) / 100000000ull;
+		if (si < SLICES) {
+			sm.slice_n[si]++;
+			if (us > sm.slice_max[si])
+				sm.slice_max[si] = us;
+		}
+	}
+}
+
+/* A QoS 1 or 2 exchange this connection started has ended (PUBACK, PUBCOMP, or a PUBREC
+ * refusing it): its place in the window is free. */
+static void publish_done(struct conn *c, bool accepted)
+{
+	if (c->inflight)
+		c->inflight--;
+	if (accepted)
+		c->acked++;
+	else
+		n_rejected++;
+}
+
+/* One MQTT 5.0 packet from the server. false: close the connection as failed. */
+static bool on_packet5(struct conn *c, uint8_t hdr, const uint8_t *b, size_t len)
+{
+	struct rcur r = { .p = b, .len = len };
+	struct props5 pr;
+	unsigned type = hdr >> 4u, rc;
+	switch (type) {
+	case 2: /* CONNACK: flags, reason code, properties */
+		if (c->st != S_CONNACK)
+			return false;
+		(void)r_u8(&r);
+		rc = r_u8(&r);
+		if (r.bad)
+			return false;
+		if (rc) { /* refused (a 3.1.1-style 2-byte CONNACK, too, is printed by its code) */
+			memset(&pr, 0, sizeof pr);
+			if (r_left(&r) && !props5_read(&r, &pr))
+				memset(&pr, 0, sizeof pr);
+			rc_seen(c, RK_CONNACK, rc, &pr);
+			return false;
+		}
+		if (!props5_read(&r, &pr) || r_left(&r))
+			return false;
+		if (pr.recv_max) {
+			c->recv_max = (uint16_t)pr.recv_max;
+			if (!srv_recv_max || pr.recv_max < srv_recv_max)
+				srv_recv_max = pr.recv_max;
+		}
+		if (pr.server_ka) /* it replaces ours [MQTT-3.2.2-21] */
+			c->ka_s = (uint16_t)(pr.server_ka - 1);
+		if (c->role == R_PUB) {
+			if (pr.max_qos && o.qos > pr.max_qos - 1) {
+				fprintf(stderr, "loadgen: the server's Maximum QoS is %u, below --qos %u\n",
+					pr.max_qos - 1, o.qos);
+				return false;
+			}
+			if (pr.max_packet && PUBLISH_MAX_BYTES(o.payload) > pr.max_packet) {
+				fprintf(stderr, "loadgen: the server's Maximum Packet Size %u is below a PUBLISH"
+						" of --payload %u\n", (unsigned)pr.max_packet, o.payload);
+				return false;
+			}
+		}
+		after_connack(c);
+		return true;
+	case 9: { /* SUBACK: packet identifier, properties, one reason code per filter */
+		if (c->st != S_SUBACK)
+			return false;
+		(void)r_u16(&r);
+		if (!props5_read(&r, &pr) || !r_left(&r))
+			return false;
+		bool ok = true;
+		while (r_left(&r)) {
+			rc = r_u8(&r);
+			if (rc >= 0x80) {
+				rc_seen(c, RK_SUBACK, rc, &pr);
+				ok = false;
+			}
+		}
+		if (ok)
+			on_ready(c);
+		return ok;
+	}
+	case 3: { /* PUBLISH to a subscriber: topic, packet identifier (QoS > 0), properties */
+		unsigned q = (hdr >> 1) & 3u;
+		size_t tl;
+		if (q == 3)
+			return false;
+		(void)r_lstr(&r, &tl);
+		unsigned pid = q ? r_u16(&r) : 0;
+		if (!props5_read(&r, &pr) || (q && !pid))
+			return false;
+		if (q) { /* QoS 1: PUBACK; QoS 2: PUBREC, then PUBREL -> PUBCOMP below */
+			uint8_t ack[2] = { (uint8_t)(pid >> 8), (uint8_t)pid };
+			(void)out_pkt(c, q == 1 ? 0x40 : 0x50, ack, 2);
+		}
+		size_t pl = r_left(&r);
+		on_delivery(r_take(&r, pl), pl);
+		return true;
+	}
+	case 4: /* PUBACK, PUBREC, PUBREL, PUBCOMP: packet identifier, [reason code, [properties]] */
+	case 5:
+	case 6:
+	case 7: {
+		static const enum rc_kind kind[] = { RK_PUBACK, RK_PUBREC, RK_PUBREL, RK_PUBCOMP };
+		enum rc_kind k = kind[type - 4];
+		if (type == 6 ? hdr != 0x62 : (hdr & 0x0f) != 0)
+			return false; /* reserved flags [MQTT-2.1.3-1] */
+		unsigned pid = r_u16(&r);
+		rc = r_left(&r) ? r_u8(&r) : 0;
+		memset(&pr, 0, sizeof pr);
+		if (r_left(&r) && (!props5_read(&r, &pr) || r_left(&r)))
+			return false;
+		if (r.bad || !pid)
+			return false;
+		rc_seen(c, k, rc, &pr);
+		uint8_t id[2] = { (uint8_t)(pid >> 8), (uint8_t)pid };
+		if (type == 4 || type == 7) {
+			publish_done(c, rc < 0x80);
+		} else if (type == 5) { /* PUBREC: release, unless it refused the message */
+			if (rc >= 0x80)
+				publish_done(c, false);
+			else
+				(void)out_pkt(c, 0x62, id, 2);
+		} else { /* PUBREL to a QoS 2 subscriber: complete it */
+			(void)out_pkt(c, 0x70, id, 2);
+		}
+		return true;
+	}
+	case 13: /* PINGRESP */
+		return len == 0;
+	case 14: /* DISCONNECT from the server: reason code (absent: 0), properties */
+		rc = r_left(&r) ? r_u8(&r) : 0;
+		memset(&pr, 0, sizeof pr);
+		if (r_left(&r) && !props5_read(&r, &pr))
+			memset(&pr, 0, sizeof pr);
+		rc_seen(c, RK_DISCONNECT, rc, &pr);
+		return false;
+	default:
+		return false;
+	}
 }
 
 /* One MQTT packet from the server. false: close the connection as failed. */
 static bool on_packet(struct conn *c, uint8_t hdr, const uint8_t *b, size_t len)
 {
+	if (o.mqtt5)
+		return on_packet5(c, hdr, b, len);
 	uint8_t type = hdr >> 4;
 	switch (type) {
 	case 2: /* CONNACK */
 		if (c->st != S_CONNACK || len < 2 || b[1] != 0)
 			return false;
-		if (c->role == R_HS) {
-			if (SSL_session_reused(c->ssl))
-				n_resumed++;
-			else
-				n_full++;
-			(void)out_pkt(c, 0xE0, NULL, 0);
-			c->st = S_CLOSING;
-			return true;
-		}
-		if (c->role == R_HOLD) {
-			char f[64];
-			snprintf(f, sizeof(f), "devices/%s/cmd/#", ids[c->id].name);
-			out_subscribe(c, f, 1);
-			c->st = S_SUBACK;
-		} else if (c->role == R_SUB) {
-			out_subscribe(c, "devices/+/telemetry", o.qos);
-			c->st = S_SUBACK;
-		} else {
-			on_ready(c);
-		}
+		after_connack(c);
 		return true;
 	case 9: /* SUBACK */
 		if (c->st != S_SUBACK || len < 3 || b[2] == 0x80)
@@ -508,33 +974,12 @@ static bool on_packet(struct conn *c, uint8_t hdr, const uint8_t *b, size_t len)
 			uint8_t ack[2] = { b[2 + tl], b[3 + tl] };
 			(void)out_pkt(c, q == 1 ? 0x40 : 0x50, ack, 2);
 		}
-		delivered++;
-		if (len - off >= 8) {
-			uint64_t t;
-			memcpy(&t, b + off, sizeof(t));
-			uint64_t now = now_ns(), us = now > t ? (now - t) / 1000u : 0;
-			if (cur_win >= 0) {
-				struct phase_st *w = &win_st[cur_win];
-				w->delivered++;
-				w->hist[lat_bucket(us)]++;
-				w->n_lat++;
-			}
-			if (sm.t_end && now >= sm.t_end) {
-				uint64_t si = (now - sm.t_end) / 100000000ull;
-				if (si < SLICES) {
-					sm.slice_n[si]++;
-					if (us > sm.slice_max[si])
-						sm.slice_max[si] = us;
-				}
-			}
-		}
+		on_delivery(b + off, len - off);
 		return true;
 	}
 	case 4: /* PUBACK */
 	case 7: /* PUBCOMP: the end of a QoS 2 exchange */
-		if (c->inflight)
-			c->inflight--;
-		c->acked++;
+		publish_done(c, true);
 		return true;
 	case 5: /* PUBREC to a QoS 2 publisher: release the message */
 	case 6: /* PUBREL to a QoS 2 subscriber: complete it */
@@ -725,17 +1170,42 @@ static void poll_once(int timeout_ms)
 				sm.dropped++;
 				conn_close(c, true);
 			}
-		} else if (c->st == S_READY && o.keepalive && now > c->next_ping) {
+		} else if (c->st == S_READY && c->ka_s && now > c->next_ping) {
 			(void)out_pkt(c, 0xC0, NULL, 0);
-			c->next_ping = now + (uint64_t)o.keepalive * 1000000000ull;
+			c->next_ping = now + (uint64_t)c->ka_s * 1000000000ull;
 			conn_drive(c);
 		}
 	}
 }
 
+/* 5.0 only (3.1.1 prints nothing): the smallest Receive Maximum announced (null: none),
+ * messages refused by a PUBACK/PUBREC reason code, and every non-zero reason code received,
+ * by packet; each member after a comma. */
+static void emit_mqtt5(FILE *f)
+{
+	if (!o.mqtt5)
+		return;
+	fprintf(f, ",\"mqtt\":5,\"server_receive_max\":");
+	if (srv_recv_max)
+		fprintf(f, "%u", srv_recv_max);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\"rejected\":%llu,\"reasons\":{", (unsigned long long)n_rejected);
+	const char *sep = "";
+	for (unsigned k = 0; k < RK_N; k++)
+		for (unsigned rc = 1; rc < 256; rc++)
+			if (rc_count[k][rc]) {
+				fprintf(f, "%s\"%s_0x%02x\":%llu", sep, rc_kind_name[k], rc,
+					(unsigned long long)rc_count[k][rc]);
+				sep = ",";
+			}
+	fprintf(f, "}");
+}
+
 static void emit_common(FILE *f, double elapsed)
 {
 	fprintf(f, "\"elapsed_s\":%.3f,\"failed\":%llu", elapsed, (unsigned long long)n_failed);
+	emit_mqtt5(f);
 }
 
 static int run_handshake(void)
@@ -1017,7 +1487,7 @@ static void emit_phase(const char *name, const struct phase_st *w, double secs)
 }
 
 /* queue: the subscribers make their persistent sessions and leave; the publishers then
- * send o.n QoS 1 messages in all, at most o.window in flight each, until every one is
+ * send o.n QoS 1 messages in all, at most conn_window() in flight each, until every one is
  * acknowledged (bounded: 120 s). */
 static int run_queue(void)
 {
@@ -1048,7 +1518,7 @@ static int run_queue(void)
 			if (c->st != S_READY)
 				continue;
 			bool any = false;
-			while (sent < o.n && c->inflight < o.window && out_publish(c)) {
+			while (sent < o.n && c->inflight < conn_window(c) && out_publish(c)) {
 				sent++;
 				any = true;
 			}
@@ -1064,8 +1534,10 @@ static int run_queue(void)
 			(void)conn_flush(&conns[i]);
 			conn_close(&conns[i], true);
 		}
-	printf("{\"mode\":\"queue\",\"queued\":%u,\"sent\":%llu,\"acked\":%llu,\"seconds\":%.3f,\"failed\":%llu}\n",
+	printf("{\"mode\":\"queue\",\"queued\":%u,\"sent\":%llu,\"acked\":%llu,\"seconds\":%.3f,\"failed\":%llu",
 	       o.n, (unsigned long long)sent, (unsigned long long)acked, e, (unsigned long long)n_failed);
+	emit_mqtt5(stdout);
+	printf("}\n");
 	return acked == o.n ? 0 : 1;
 }
 
@@ -1123,7 +1595,8 @@ static int run_telemetry(void)
 				continue;
 			alive++;
 			bool any = false;
-			while (sent < o.n && c->inflight < o.window && (per_pub <= 0 || tokens[i] >= 1) && out_publish(c)) {
+			while (sent < o.n && c->inflight < conn_window(c) && (per_pub <= 0 || tokens[i] >= 1) &&
+			       out_publish(c)) {
 				sent++;
 				tokens[i] -= per_pub > 0 ? 1 : 0;
 				any = true;
@@ -1150,9 +1623,11 @@ static int run_telemetry(void)
 			conn_close(&conns[i], true);
 		}
 	printf("{\"mode\":\"telemetry\",\"publishers\":%u,\"sent\":%llu,\"acked\":%llu,\"seconds\":%.3f,"
-	       "\"msgs_per_s\":%.1f,\"failed\":%llu}\n",
+	       "\"msgs_per_s\":%.1f,\"failed\":%llu",
 	       p, (unsigned long long)sent, (unsigned long long)acked, e, e > 0 ? (double)acked / e : 0,
 	       (unsigned long long)n_failed);
+	emit_mqtt5(stdout);
+	printf("}\n");
 	return 0;
 }
 
@@ -1206,18 +1681,19 @@ static int run_pubsub(bool storm)
 				struct conn *c = &conns[i];
 				if (c->st != S_READY)
 					continue;
+				unsigned win = conn_window(c);
 				uint64_t due;
 				if (per_pub > 0) {
 					uint64_t should = (uint64_t)((double)(now - t_start) / 1e9 * per_pub);
 					due = should > c->sent ? should - c->sent : 0;
 				} else if (o.qos)
-					due = o.window > c->inflight ? o.window - c->inflight : 0;
+					due = win > c->inflight ? win - c->inflight : 0;
 				else
 					due = c->wlen == 0 ? 64 : 0;
 				if (due > 256)
 					due = 256;
-				if (o.qos && c->inflight + due > o.window)
-					due = o.window > c->inflight ? o.window - c->inflight : 0;
+				if (o.qos && c->inflight + due > win)
+					due = win > c->inflight ? win - c->inflight : 0;
 				bool any = false;
 				for (uint64_t k = 0; k < due && out_publish(c); k++)
 					any = true;
@@ -1314,6 +1790,8 @@ static void usage(void)
 		"         --storm-n D (devices, 1000) --storm-rate R (attempts/s cap, 2000)\n"
 		"         --attempt-ms A (per attempt, 3000) --hold-ms H (held after CONNACK, 2000)\n"
 		"  --persistent              pubsub, queue: subscribers with clean session 0\n"
+		"  --mqtt5                   speak MQTT 5.0 (default 3.1.1); the server's Receive Maximum\n"
+		"                            caps --window; reason codes counted in \"reasons\"\n"
 		"  queue: --subs S --pubs P --n N --window W (QoS 1 into S offline queues)\n"
 		"  telemetry: --pubs P --n N --window W [--rate R] [--seconds T] [--out FILE] (QoS 1, the oracle)\n"
 		"  --keepalive S             MQTT keepalive; PINGREQ at that period (default 60)\n"
@@ -1385,6 +1863,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--persistent")) {
 			o.persistent = true;
+			continue;
+		}
+		if (!strcmp(a, "--mqtt5")) {
+			o.mqtt5 = true;
 			continue;
 		}
 		if (!v) {

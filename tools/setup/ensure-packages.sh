@@ -20,11 +20,19 @@ packages=(
 	openssl python3 iproute2 procps dnsmasq-base            # TLS/real-client tests, netns, DHCP
 	iputils-ping                                            # make run URMQTT_NET=tap: the printed ping example
 	mosquitto-clients python3-paho-mqtt                     # MQTT client tests
+	nodejs npm                                              # MQTT.js 5 client tests (npm ci, tests/smoke/lib/mqttjs5)
 	tcpdump                                                 # host-side capture of guest frames (net-tap-frames)
 	"$@"
 )
+# A Node.js >= 16 with its npm already on the PATH (NodeSource's nodejs, say, which bundles
+# npm and conflicts with Debian's npm) stands for the nodejs and npm packages.
+node_ok() {
+	command -v npm >/dev/null &&
+		[ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge 16 ]
+}
 missing=()
 for p in "${packages[@]}"; do
+	case $p in nodejs | npm) node_ok && continue ;; esac
 	if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
 		missing+=("$p")
 	fi

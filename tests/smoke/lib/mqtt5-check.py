@@ -180,10 +180,10 @@ def connack_properties():
     c = Client("dev-2", "dev-2", expiry=300)
     p = c.props
     ok = (c.ok and p.ReceiveMaximum >= 1 and p.MaximumPacketSize > 0 and p.TopicAliasMaximum >= 1 and
-          p.SubscriptionIdentifierAvailable == 0 and p.SharedSubscriptionAvailable == 0 and
-          p.SessionExpiryInterval == 0xFFFFFFFF)
-    result("connack", ok, "receive maximum %s, maximum packet size %s, topic alias maximum %s, no subscription "
-           "identifiers or shared subscriptions, session expiry %s" %
+          p.SubscriptionIdentifierAvailable == 1 and p.SharedSubscriptionAvailable == 0 and
+          p.SessionExpiryInterval == 300)
+    result("connack", ok, "receive maximum %s, maximum packet size %s, topic alias maximum %s, subscription "
+           "identifiers, no shared subscriptions, session expiry %s (as asked)" %
            (getattr(p, "ReceiveMaximum", None), getattr(p, "MaximumPacketSize", None),
             getattr(p, "TopicAliasMaximum", None), getattr(p, "SessionExpiryInterval", None)))
     shared = c.sub("$share/g/devices/dev-2/cmd/#")
@@ -287,6 +287,28 @@ def will_delay():
     ops.close()
 
 
+def subscription_ids():
+    d = Client("dev-9", "dev-9")
+    d.c.subscribe("devices/dev-9/cmd/#", options=SubscribeOptions(qos=1),
+                  properties=props(PacketTypes.SUBSCRIBE, SubscriptionIdentifier=7))
+    a1 = d.acks.get(timeout=T)
+    d.c.subscribe("devices/dev-9/cmd/a", options=SubscribeOptions(qos=1),
+                  properties=props(PacketTypes.SUBSCRIBE, SubscriptionIdentifier=70000))
+    a2 = d.acks.get(timeout=T)
+    ops = Client("ops", "ops/5-subid")
+    ops.pub("devices/dev-9/cmd/a", b"both")
+    ops.pub("devices/dev-9/cmd/b", b"one")
+    m1, m2 = d.recv(), d.recv()
+    ids1 = sorted(getattr(m1.properties, "SubscriptionIdentifier", []) or []) if m1 else None
+    ids2 = sorted(getattr(m2.properties, "SubscriptionIdentifier", []) or []) if m2 else None
+    ok = (a1[0].value == 1 and a2[0].value == 1 and m1 is not None and m1.payload == b"both" and
+          ids1 == [7, 70000] and m2 is not None and m2.payload == b"one" and ids2 == [7])
+    result("subscription-ids", ok, "the PUBLISH carries every matching subscription's identifier: %s on "
+           "cmd/a, %s on cmd/b" % (ids1, ids2))
+    d.close()
+    ops.close()
+
+
 def max_packet_size():
     ops = Client("ops", "ops/5-max", MaximumPacketSize=200)
     ops.sub("devices/dev-8/telemetry/#")
@@ -313,6 +335,6 @@ def console():
 
 
 for s in (connack_properties, properties_passed, refusals, session_expiry, subscription_options, topic_alias,
-          will_delay, max_packet_size) + ((console,) if CONSOLE else ()):
+          will_delay, max_packet_size, subscription_ids) + ((console,) if CONSOLE else ()):
     scenario(s)
 sys.exit(1 if failed else 0)

@@ -1079,6 +1079,225 @@ static void test_multi_filter_resubscribe_unsubscribe(void **state)
 	cl_free(s);
 }
 
+/* A kept session ends once its Session Expiry Interval passed after its connection ended:
+ * here a 3.1.1 clean-session-0 session under cfg.max_session_expiry_s (30 s), with a
+ * queued message; reconnecting before that keeps it (and restarts the count). */
+static void test_session_expiry(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.max_session_expiry_s = 30;
+	teardown(NULL);
+	start(&g);
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", false), 0);
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 1), 1);
+	cl_free(d); /* lost: the 30 s start now */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "m1", 1, false, 1, false), 0);
+	expect_ack(s, MQTT_PUBACK);
+	now += 29000;
+	mqtt_broker_tick(B, now);
+	int present = 0;
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d, "d1", false, 0, NULL, 0, false, &present), 0);
+	assert_int_equal(present, 1); /* 29 s: kept, with its message */
+	(void)expect_pub(d, "devices/d1/cmd/a", "m1", 1, 0, 0);
+	cl_free(d); /* unacknowledged: stays queued; another 30 s start */
+	now += 29000;
+	mqtt_broker_tick(B, now);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.sessions, 2);
+	now += 2000;
+	mqtt_broker_tick(B, now);
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.sessions, 1); /* only the service's */
+	assert_int_equal(u.deliveries, 0);
+	assert_int_equal(mqtt_broker_stats(B)->sessions_expired, 1);
+	assert_int_equal(mqtt_broker_check(B), 0);
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect_full(d, "d1", false, 0, NULL, 0, false, &present), 0);
+	assert_int_equal(present, 0);
+	expect_none(d);
+	cl_free(d);
+	cl_free(s);
+}
+
+/* The Subscription Identifiers in a 5.0 PUBLISH at `body` (len bytes, QoS q): how many,
+ * into ids. */
+static int publish5_sub_ids(const uint8_t *body, size_t len, int q, uint32_t *ids, int cap)
+{
+	size_t i = 2u + (size_t)((body[0] << 8) | body[1]) + (q ? 2u : 0u);
+	uint32_t plen = 0;
+	for (int shift = 0; i < len; shift += 7) {
+		uint8_t c = body[i++];
+		plen |= (uint32_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			break;
+	}
+	size_t end = i + plen;
+	int n = 0;
+	while (i < end) {
+		uint8_t id = body[i++];
+		assert_int_equal(id, 0x0B); /* nothing else was published with it */
+		uint32_t v = 0;
+		for (int shift = 0; i < end; shift += 7) {
+			uint8_t c = body[i++];
+			v |= (uint32_t)(c & 0x7f) << shift;
+			if (!(c & 0x80))
+				break;
+		}
+		if (n < cap)
+			ids[n] = v;
+		n++;
+	}
+	return n;
+}
+
+/* MQTT 5.0 Subscription Identifiers: kept with each subscription (replaced or removed with
+ * it), every matching subscription's identifier in the PUBLISH [MQTT-3.3.4-3], none for a
+ * subscription made without one, a service's absolute filters and a device's own relative
+ * ones alike; a full table refuses the filter (0x97) and the table never leaks. */
+static void test_subscription_ids(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.max_sub_ids = 3;
+	teardown(NULL);
+	start(&g);
+	struct client *s = cl_new("admin", MQTT_ID_SERVICE); /* may publish anywhere */
+	assert_int_equal(cl_connect(s, "admin", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	static const uint8_t connect5[] = { 0x10, 15, 0, 4, 'M', 'Q', 'T', 'T', 5, 0x02, 0, 0, 0, 0, 2, 'd', '1' };
+	assert_int_equal(cl_in(d, connect5, sizeof connect5), 0);
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t len;
+	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(t, MQTT_CONNACK);
+	assert_int_equal(b[1], 0);
+	/* devices/d1/cmd/# with identifier 7, devices/d1/cmd/a with 300 (two bytes), then
+	 * devices/d1/+/a without one */
+	static const uint8_t sub1[] = { 0x82, 24, 0, 1, 2, 0x0B, 7, 0, 16, 'd', 'e', 'v', 'i', 'c', 'e', 's', '/',
+					'd', '1', '/', 'c', 'm', 'd', '/', '#', 1 };
+	static const uint8_t sub2[] = { 0x82, 25, 0, 2, 3, 0x0B, 0xAC, 0x02, 0, 16, 'd', 'e', 'v', 'i', 'c', 'e', 's',
+					'/', 'd', '1', '/', 'c', 'm', 'd', '/', 'a', 1 };
+	static const uint8_t sub3[] = { 0x82, 20, 0, 3, 0, 0, 14, 'd', 'e', 'v', 'i', 'c', 'e', 's', '/', 'd', '1', '/',
+					'+', '/', 'a', 0 };
+	assert_int_equal(cl_in(d, sub1, sizeof sub1), 0);
+	assert_int_equal(cl_in(d, sub2, sizeof sub2), 0);
+	assert_int_equal(cl_in(d, sub3, sizeof sub3), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_true(cl_next(d, &t, &f, &b, &len));
+		assert_int_equal(t, MQTT_SUBACK);
+		assert_int_equal(b[len - 1], i == 2 ? 0 : 1);
+	}
+	assert_int_equal(B->n_sids, 2);
+	uint32_t ids[4];
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "x", 0, false, 0, false), 0);
+	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(t, MQTT_PUBLISH);
+	assert_int_equal(publish5_sub_ids(b, len, 0, ids, 4), 2);
+	assert_true((ids[0] == 7 && ids[1] == 300) || (ids[0] == 300 && ids[1] == 7));
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/b", "y", 0, false, 0, false), 0);
+	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(publish5_sub_ids(b, len, 0, ids, 4), 1);
+	assert_int_equal(ids[0], 7);
+	assert_int_equal(cl_pub(s, "devices/d1/x/a", "z", 0, false, 0, false), 0);
+	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(publish5_sub_ids(b, len, 0, ids, 4), 0); /* matched only the one without */
+	/* devices/d1/cmd/a again without an identifier: its 300 is gone */
+	static const uint8_t sub4[] = { 0x82, 22, 0, 4, 0, 0, 16, 'd', 'e', 'v', 'i', 'c', 'e', 's', '/', 'd', '1',
+					'/', 'c', 'm', 'd', '/', 'a', 1 };
+	assert_int_equal(cl_in(d, sub4, sizeof sub4), 0);
+	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(B->n_sids, 1);
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "w", 0, false, 0, false), 0);
+	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(publish5_sub_ids(b, len, 0, ids, 4), 1);
+	assert_int_equal(ids[0], 7);
+	assert_int_equal(mqtt_broker_check(B), 0);
+	cl_free(d); /* its session ends: every identifier given back */
+	assert_int_equal(B->n_sids, 0);
+	assert_int_equal(mqtt_broker_check(B), 0);
+	cl_free(s);
+}
+
+/* A 5.0 PUBLISH at body (QoS 0): its topic's length and its Topic Alias (0: none). */
+static void publish5_alias(const uint8_t *body, size_t len, size_t *tlen, uint16_t *alias)
+{
+	*tlen = (size_t)((body[0] << 8) | body[1]);
+	size_t i = 2u + *tlen;
+	assert_true(i < len && body[i] < 0x80); /* a one-byte property length here */
+	size_t end = i + 1u + body[i];
+	*alias = 0;
+	for (i++; i < end;) {
+		if (body[i] == 0x23) {
+			*alias = (uint16_t)((body[i + 1] << 8) | body[i + 2]);
+			i += 3;
+		} else {
+			fail_msg("unexpected property 0x%02x", body[i]);
+		}
+	}
+}
+
+/* Outbound Topic Aliases (MQTT 5.0 3.3.2.3.4): within the client's Topic Alias Maximum (2
+ * here), a topic the client has an alias for goes without its bytes, a new one takes a
+ * free alias and then replaces them in turn; a PUBLISH the transport refused sets nothing. */
+static void test_topic_alias_out(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.topic_alias_max = 4; /* ours; the client's 2 is the smaller */
+	teardown(NULL);
+	start(&g);
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	static const uint8_t connect5[] = { 0x10, 18, 0, 4, 'M', 'Q', 'T', 'T', 5, 0x02, 0, 0, 3, 0x22, 0, 2, 0, 2, 'd', '1' };
+	assert_int_equal(cl_in(d, connect5, sizeof connect5), 0);
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t len;
+	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(t, MQTT_CONNACK);
+	static const uint8_t sub[] = { 0x82, 22, 0, 1, 0, 0, 16, 'd', 'e', 'v', 'i', 'c', 'e', 's', '/', 'd', '1',
+				       '/', 'c', 'm', 'd', '/', '#', 0 };
+	assert_int_equal(cl_in(d, sub, sizeof sub), 0);
+	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(t, MQTT_SUBACK);
+	/* topic (its last letter), then the alias and whether the topic's bytes are there */
+	static const struct { char last; uint16_t alias; bool full; } want[] = {
+		{ 'a', 1, true }, { 'a', 1, false }, { 'b', 2, true }, { 'b', 2, false },
+		{ 'c', 1, true }, /* replaces a's */ { 'a', 2, true } /* replaces b's */, { 'c', 1, false },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+		char topic[] = "devices/d1/cmd/x";
+		topic[sizeof topic - 2] = want[i].last;
+		if (i == 4) { /* refused by the transport: nothing set, then sent again */
+			d->refuse_send = 1;
+			assert_int_equal(cl_pub(s, topic, "p", 0, false, 0, false), 0);
+			expect_none(d);
+			d->refuse_send = 0;
+		}
+		assert_int_equal(cl_pub(s, topic, "p", 0, false, 0, false), 0);
+		assert_true(cl_next(d, &t, &f, &b, &len));
+		assert_int_equal(t, MQTT_PUBLISH);
+		size_t tl;
+		uint16_t alias;
+		publish5_alias(b, len, &tl, &alias);
+		assert_int_equal(alias, want[i].alias);
+		assert_int_equal(tl, want[i].full ? sizeof topic - 1 : 0);
+		if (want[i].full)
+			assert_memory_equal(b + 2, topic, tl);
+	}
+	assert_int_equal(mqtt_broker_stats(B)->aliases_out_set, 4);
+	cl_free(d);
+	cl_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1107,6 +1326,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_split_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_timeout_and_pools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multi_filter_resubscribe_unsubscribe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_expiry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_subscription_ids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_topic_alias_out, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -545,15 +545,15 @@ static void t_restore(void **state)
 	assert_int_equal(mqtt_broker_restore_begin(B, KEY_BASE), 0);
 	const uint8_t *id = (const uint8_t *)"d1";
 	const uint64_t sk = KEY_BASE - 5; /* from an earlier boot */
-	assert_int_equal(mqtt_broker_restore_session(B, sk, MQTT_ID_DEVICE, id, 2), 0);
-	assert_int_equal(mqtt_broker_restore_session(B, sk, MQTT_ID_DEVICE, id, 2), -E_EXIST);
+	assert_int_equal(mqtt_broker_restore_session(B, sk, MQTT_ID_DEVICE, id, 2, 0), 0);
+	assert_int_equal(mqtt_broker_restore_session(B, sk, MQTT_ID_DEVICE, id, 2, 0), -E_EXIST);
 	/* the duplicate reset the "current" session: name it again through a second one */
 	const uint64_t sk2 = sk + 1;
-	assert_int_equal(mqtt_broker_restore_session(B, sk2, MQTT_ID_DEVICE, (const uint8_t *)"d2", 2), 0);
-	assert_int_equal(mqtt_broker_restore_sub(B, sk, (const uint8_t *)"devices/d1/cmd/#", 16, 1), -E_INVAL);
-	assert_int_equal(mqtt_broker_restore_sub(B, sk2, (const uint8_t *)"devices/d2/cmd/#", 16, 1), 0);
-	assert_int_equal(mqtt_broker_restore_sub(B, sk2, (const uint8_t *)"devices/+/x/#", 13, 2), 0);
-	assert_int_equal(mqtt_broker_restore_sub(B, sk2, (const uint8_t *)"bad/#/x", 7, 1), -E_INVAL);
+	assert_int_equal(mqtt_broker_restore_session(B, sk2, MQTT_ID_DEVICE, (const uint8_t *)"d2", 2, 0), 0);
+	assert_int_equal(mqtt_broker_restore_sub(B, sk, (const uint8_t *)"devices/d1/cmd/#", 16, 1, 0), -E_INVAL);
+	assert_int_equal(mqtt_broker_restore_sub(B, sk2, (const uint8_t *)"devices/d2/cmd/#", 16, 1, 0), 0);
+	assert_int_equal(mqtt_broker_restore_sub(B, sk2, (const uint8_t *)"devices/+/x/#", 13, 2, 0), 0);
+	assert_int_equal(mqtt_broker_restore_sub(B, sk2, (const uint8_t *)"bad/#/x", 7, 1, 0), -E_INVAL);
 	assert_int_equal(mqtt_broker_restore_rx2(B, sk2, 77), 0);
 	const char *t = "devices/d2/cmd/a";
 	/* in queue order: one sent (DUP on reconnect), one released (PUBREL), two queued

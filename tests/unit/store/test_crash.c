@@ -684,8 +684,8 @@ static int64_t q_int(struct node *n, const char *sql)
 	return v;
 }
 
-/* A database of schema version 1 (made from today's by taking away what versions 2, 3 and
- * 4 added, with a stored message and a retained one in it) is upgraded at open step by
+/* A database of schema version 1 (made from today's by taking away what versions 2 to 5
+ * added, with a stored message, a retained one and a session with a subscription in it) is upgraded at open step by
  * step to the current version, its rows kept. */
 static void t_schema_upgrades(void **state)
 {
@@ -697,6 +697,9 @@ static void t_schema_upgrades(void **state)
 	assert_int_equal(sqlite3_exec(n.db.h,
 				      "INSERT INTO msg(mkey,qos,refs,topic,payload) VALUES(7,1,0,x'61',x'62');"
 				      "INSERT INTO retained(topic,qos,payload) VALUES(x'72',1,x'76');"
+				      "INSERT INTO session(skey,kind,id,created) VALUES(9,0,x'6431',0);"
+				      "INSERT INTO sub(skey,filter,qos) VALUES(9,x'64657669636573',1);"
+				      "ALTER TABLE session DROP COLUMN expiry;ALTER TABLE sub DROP COLUMN subid;"
 				      "ALTER TABLE msg DROP COLUMN props;ALTER TABLE msg DROP COLUMN expires;"
 				      "ALTER TABLE retained DROP COLUMN props;ALTER TABLE retained DROP COLUMN expires;"
 				      "DROP TABLE allowed_id;DROP TABLE revoked_id;UPDATE meta SET v=1 WHERE k='schema'",
@@ -708,6 +711,9 @@ static void t_schema_upgrades(void **state)
 	assert_int_equal(q_int(&n, "SELECT count(*) FROM revoked_id"), 0);
 	assert_int_equal(q_int(&n, "SELECT count(*) FROM allowed_id"), 0);
 	assert_int_equal(q_int(&n, "SELECT count(*) FROM retained WHERE props IS NULL AND expires IS NULL"), 1);
+	/* version 5: a session's expiry and a subscription's identifier, NULL for older rows */
+	assert_int_equal(q_int(&n, "SELECT count(*) FROM session WHERE skey=9 AND expiry IS NULL"), 1);
+	assert_int_equal(q_int(&n, "SELECT count(*) FROM sub WHERE skey=9 AND subid IS NULL"), 1);
 	node_down(&n);
 	fake_blk_free(disk);
 }
