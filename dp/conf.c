@@ -98,6 +98,7 @@ void dp_config_from_conf(struct dp_config *g)
 	m->max_delayed_wills = CONF_MQTT_DELAYED_WILLS;
 	m->max_session_expiry_s = (uint32_t)CONF_MQTT_SESSION_EXPIRY_MAX_S;
 	m->max_sub_ids = CONF_MQTT_SUBSCRIPTION_IDS;
+	m->max_shared_groups = CONF_MQTT_SHARED_GROUPS;
 	m->max_subs_per_session = CONF_MQTT_MAX_SUBSCRIPTIONS_PER_SESSION;
 	m->queue_drop_oldest = CONF_MQTT_OFFLINE_QUEUE_POLICY == CONF_MQTT_OFFLINE_QUEUE_POLICY_DROP_OLDEST;
 	m->max_violations = CONF_MQTT_ACL_VIOLATIONS_BEFORE_CLOSE;

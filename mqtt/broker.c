@@ -164,7 +164,7 @@ static uint8_t rc5_of(uint8_t rc)
 
 /* What a 5.0 CONNACK tells the client of this broker: its limits (Receive Maximum: the
  * inbound QoS 2 window; Maximum Packet Size; Topic Alias Maximum), whether it offers
- * Subscription Identifiers, that it does not offer Shared Subscriptions, the Session Expiry Interval of a
+ * Subscription Identifiers and Shared Subscriptions, the Session Expiry Interval of a
  * kept session (the client's, or lower: cfg.max_session_expiry_s). */
 static void connack_props(const struct mqtt_broker *b, const struct mqtt_conn *c, struct mqtt_props *p)
 {
@@ -172,6 +172,7 @@ static void connack_props(const struct mqtt_broker *b, const struct mqtt_conn *c
 	p->present = MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX) | MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE) |
 		     MQTT_PROP_BIT(MQTT_PROP_SUB_ID_AVAILABLE) | MQTT_PROP_BIT(MQTT_PROP_SHARED_SUB_AVAILABLE);
 	p->sub_id_available = b->cfg.max_sub_ids ? 1 : 0;
+	p->shared_sub_available = mqtt_share_offered(b) ? 1 : 0;
 	p->receive_max = (uint16_t)MAX(b->cfg.max_qos2_rx, 1u);
 	p->max_packet_size = b->cfg.max_packet;
 	if (b->cfg.topic_alias_max) {
@@ -1785,9 +1786,9 @@ static int handle_subscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const s
 		uint8_t code = MQTT_RC_UNSPECIFIED_ERROR, rcode = MQTT_SUBACK_FAILURE;
 		uint8_t opts = (uint8_t)(f.qos | (f.no_local ? MQTT_SUB_NO_LOCAL : 0u) |
 					 (f.retain_as_published ? MQTT_SUB_RAP : 0u));
-		if (f.share.len) {
-			code = MQTT_RC_SHARED_SUBS_NOT_SUPPORTED;
-		} else if (!acl_sub(b, c, s->id, s->id_len, f.filter.p, f.filter.len)) {
+		if (f.share.len && !mqtt_share_offered(b)) {
+			code = MQTT_RC_SHARED_SUBS_NOT_SUPPORTED; /* as the CONNACK said */
+		} else if (!acl_sub(b, c, s->id, s->id_len, f.match.p, f.match.len)) {
 			b->st.acl_denied_sub++;
 			char t[LOG_ID_MAX + 1];
 			(void)log_bytes(t, f.filter.p, f.filter.len);
@@ -1795,14 +1796,16 @@ static int handle_subscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const s
 			code = MQTT_RC_NOT_AUTHORIZED;
 			denied = true;
 		} else {
-			int rc = mqtt_sub_apply(b, si, f.filter.p, f.filter.len, opts, sub_id);
+			int rc = f.share.len ? mqtt_share_add(b, si, f.filter.p, f.filter.len, opts, sub_id)
+					     : mqtt_sub_apply(b, si, f.filter.p, f.filter.len, opts, sub_id);
 			if (rc < 0) {
 				say(b, MQTT_LOG_RESOURCE, c, "subscription refused (%s)", err_name(rc));
 				code = rc == -E_RANGE || rc == -E_NOMEM ? MQTT_RC_QUOTA_EXCEEDED : MQTT_RC_UNSPECIFIED_ERROR;
 			} else {
 				code = f.qos; /* granted as requested */
-				/* Retain Handling: 0 always, 1 only for a new subscription, 2 never */
-				if (f.retain_handling == 0 || (f.retain_handling == 1 && rc == 0))
+				/* Retain Handling: 0 always, 1 only for a new subscription, 2 never;
+				 * never for a shared subscription (MQTT 5.0 4.8.2) */
+				if (!f.share.len && (f.retain_handling == 0 || (f.retain_handling == 1 && rc == 0)))
 					rcode = f.qos;
 				if (mqtt_persistent(s)) {
 					struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_PUT, .skey = s->skey, .qos = opts,
@@ -1837,15 +1840,19 @@ static int handle_unsubscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const
 	while (mqtt5_filters_next(&it, &f)) {
 		uint8_t code = MQTT_RC_NO_SUBSCRIPTION_EXISTED;
 		int nl = f.share.len ? -1 : mqtt_topic_split(b, f.filter.p, f.filter.len);
-		if (nl > 0) {
+		bool gone = false;
+		if (f.share.len) {
+			gone = mqtt_share_remove(b, si, f.filter.p, f.filter.len);
+		} else if (nl > 0) {
 			bool rel = filter_rel(c, &b->sess[si], f.filter.p, f.filter.len);
-			if (mqtt_sub_remove(b, si, f.filter.p, rel ? 2 : 0, nl, rel)) {
-				code = MQTT_RC_SUCCESS;
-				if (mqtt_persistent(&b->sess[si])) {
-					struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_DEL, .skey = b->sess[si].skey,
-							       .topic = f.filter.p, .topic_len = f.filter.len };
-					mqtt_rec(b, &ev);
-				}
+			gone = mqtt_sub_remove(b, si, f.filter.p, rel ? 2 : 0, nl, rel);
+		}
+		if (gone) {
+			code = MQTT_RC_SUCCESS;
+			if (mqtt_persistent(&b->sess[si])) {
+				struct mqtt_pev ev = { .kind = MQTT_PEV_SUB_DEL, .skey = b->sess[si].skey,
+						       .topic = f.filter.p, .topic_len = f.filter.len };
+				mqtt_rec(b, &ev);
 			}
 		}
 		b->codes[n++] = code;
@@ -2080,6 +2087,11 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 		TAKE(sid_bkt, uint32_t, b->sid_mask + 1);
 	}
 	TAKE(sid_out, uint32_t, (size_t)g->max_subs_per_session + 1u);
+	if (g->max_shared_groups) {
+		b->grp_mask = table_size(g->max_shared_groups) - 1;
+		TAKE(groups, struct mqtt_group, g->max_shared_groups);
+		TAKE(grp_bkt, uint32_t, b->grp_mask + 1);
+	}
 	if (g->max_held) {
 		b->held_mask = table_size(g->max_held) - 1;
 		TAKE(held, struct mqtt_held, b->held_mask + 1);
@@ -2195,6 +2207,13 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 	}
 	if (b->sid_bkt)
 		memset(b->sid_bkt, 0xff, (b->sid_mask + 1) * sizeof(uint32_t));
+	b->grp_free = MQTT_NIL;
+	for (uint32_t i = cfg->max_shared_groups; i-- > 0;) {
+		b->groups[i].next = b->grp_free;
+		b->grp_free = i;
+	}
+	if (b->grp_bkt)
+		memset(b->grp_bkt, 0xff, (b->grp_mask + 1) * sizeof(uint32_t));
 	memset(b->edge_bkt, 0xff, (b->edge_mask + 1) * sizeof(uint32_t));
 	memset(b->level_bkt, 0xff, (b->level_mask + 1) * sizeof(uint32_t));
 	if (b->rate_bkt)
@@ -2346,7 +2365,7 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 		uint32_t ns = 0;
 		for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
 			CHECK(b->subs[r].session == i && (b->subs[r].qos & MQTT_SUB_QOS) <= 2 &&
-			      b->subs[r].qos <= (MQTT_SUB_OPTS | MQTT_SUB_HAS_ID));
+			      b->subs[r].qos <= (MQTT_SUB_OPTS | MQTT_SUB_HAS_ID | MQTT_SUB_SHARED));
 			CHECK(++ns <= b->cfg.max_subs_per_session);
 		}
 		CHECK(ns == s->n_subs);
@@ -2356,5 +2375,6 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 	CHECK(n_subs == b->n_subs);
 	CHECK(mqtt_rate_check(b) == 0); /* 6 */
 	CHECK(mqtt_subid_check(b) == 0); /* subid.c */
+	CHECK(mqtt_share_check(b) == 0); /* share.c */
 	return 0;
 }

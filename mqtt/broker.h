@@ -68,6 +68,9 @@ struct mqtt_broker_config {
 	/* Subscriptions with an MQTT 5.0 Subscription Identifier (12 B each); 0: identifiers
 	 * are not offered (the CONNACK says so, one in a SUBSCRIBE ends the connection). */
 	uint32_t max_sub_ids;
+	/* MQTT 5.0 shared subscription groups ($share/<name>/<filter>; 32 B each); 0: not
+	 * offered. Offered only by a broker that is the only shard (no fanout op). */
+	uint32_t max_shared_groups;
 	uint8_t max_subs_per_session;
 	bool queue_drop_oldest;  /* full queue: drop the oldest queued (else refuse newest) */
 	uint16_t max_violations; /* ACL violations before close; 0 = never close */
@@ -261,6 +264,7 @@ struct mqtt_broker_stats {
 	uint64_t too_big_dropped; /* deliveries above a 5.0 client's Maximum Packet Size (discarded) */
 	uint64_t v5_connects, aliases_set, v5_rej; /* 5.0 CONNECTs seen; Topic Aliases set; 5.0 packets rejected */
 	uint64_t aliases_out_set; /* Topic Aliases the broker set on its 5.0 PUBLISHes */
+	uint64_t shared_delivered; /* messages a shared subscription's group gave to one member */
 	uint64_t wills_undelayed; /* 5.0 wills sent at once: every delayed-will slot was taken */
 	uint64_t sessions_expired; /* kept sessions ended by their Session Expiry Interval */
 	uint64_t qos2_dups, unknown_acks, send_again;

@@ -26,6 +26,7 @@
  */
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "mqtt/codec5.h"
 #include "mqtt/msg.h"
 #include "mqtt/topic.h"
 
@@ -366,7 +367,12 @@ int mqtt_broker_restore_sub(struct mqtt_broker *b, uint64_t skey, const uint8_t 
 	    !mqtt_filter_valid(filter, len) || sub_id > MQTT_SUB_ID_MAX)
 		return refuse_restore(b, -E_INVAL);
 	/* identifiers no longer offered (max_sub_ids 0): the subscription stays, without one */
-	int err = mqtt_sub_apply(b, b->restore_sess, filter, len, qos, b->cfg.max_sub_ids ? sub_id : 0);
+	sub_id = b->cfg.max_sub_ids ? sub_id : 0;
+	struct mqtt_str name, match;
+	bool shared = len <= UINT16_MAX && mqtt5_share_split(filter, (uint16_t)len, &name, &match) == 1 &&
+		      mqtt_share_offered(b); /* else a filter like any other, as 3.1.1 reads it */
+	int err = shared ? mqtt_share_add(b, b->restore_sess, filter, len, qos, sub_id)
+			 : mqtt_sub_apply(b, b->restore_sess, filter, len, qos, sub_id);
 	if (err < 0)
 		return refuse_restore(b, err);
 	b->st.restored_subs++;

@@ -23,7 +23,8 @@ struct mqtt_level {
 /* A topic-tree node. Two roots: MQTT_ROOT_ABS (absolute topics, retained messages,
  * subscription lists) and MQTT_ROOT_REL (filters relative to a device's own
  * devices/<id>/ prefix: shared by every device, counted in rel_refs, no subscriber
- * lists). A node lives while it has subs, retained, children or rel_refs. */
+ * lists). A node lives while it has subs, retained, children or rel_refs; below the
+ * absolute root rel_refs counts the shared subscription groups of the node (share.c). */
 struct mqtt_node {
 	uint32_t parent, first_child, next_sibling;
 	uint32_t hash_next; /* edge (parent, level) hash chain, or free-list link */
@@ -43,8 +44,10 @@ struct mqtt_node {
 #define MQTT_SUB_NO_LOCAL 0x04u
 #define MQTT_SUB_RAP 0x08u
 #define MQTT_SUB_OPTS 0x0fu
-/* Not a SUBSCRIBE bit: the subscription has a Subscription Identifier (subid.c). */
+/* Not SUBSCRIBE bits: the subscription has a Subscription Identifier (subid.c); it is a
+ * member of a shared subscription's group (share.c). */
 #define MQTT_SUB_HAS_ID 0x10u
+#define MQTT_SUB_SHARED 0x20u
 #define MQTT_SUB_ID_MAX 268435455u
 
 /* A Subscription Identifier (subid.c): key names the subscription (a record's index, or
@@ -54,6 +57,17 @@ struct mqtt_subid {
 	uint32_t next; /* hash chain, or free-list link */
 };
 #define MQTT_SUBID_INLINE 0x80000000u
+
+/* A shared subscription's group (share.c): its ShareName and filter node, its members. */
+struct mqtt_group {
+	uint8_t *name;    /* heap, name_len bytes */
+	uint32_t node;    /* the filter's node below the absolute root */
+	uint32_t next;    /* chain of its node's bucket, or free-list link */
+	uint32_t members; /* member subscription records, linked by next_in_node */
+	uint32_t turn;    /* messages given so far: the next goes to member turn % n_members */
+	uint16_t n_members;
+	uint16_t name_len;
+};
 
 /* During a route: b->mark[session] = 1 + the highest QoS granted by its matching
  * subscriptions (low two bits), MARK_RAP when one of them has Retain As Published. */
@@ -222,6 +236,10 @@ struct mqtt_broker {
 	uint32_t *sid_bkt;
 	uint32_t sid_mask, sid_free, n_sids;
 	uint32_t *sid_out;      /* scratch: one PUBLISH's identifiers (max_subs_per_session + 1) */
+	/* shared subscriptions (share.c): cfg.max_shared_groups groups, none when 0 */
+	struct mqtt_group *groups;
+	uint32_t *grp_bkt;
+	uint32_t grp_mask, grp_free, n_groups;
 	bool route_lost;        /* one of them could not be carried */
 	/* telemetry queries (tq.c) */
 	struct mqtt_tq *tq;     /* cfg.max_queries slots */
@@ -391,6 +409,20 @@ void mqtt_subid_clear(struct mqtt_broker *b, uint32_t key);
 uint32_t mqtt_subid_get(const struct mqtt_broker *b, uint32_t key);
 int mqtt_subid_check(const struct mqtt_broker *b);
 
+/* share.c: shared subscriptions. offered: this broker has them (cfg.max_shared_groups, and
+ * it is the only shard). add: session si joins "$share/<name>/<filter>" f (validated) with
+ * options opts and identifier sub_id: 0 (joined), 1 (options replaced), or -E_INVAL (not
+ * offered, not shared, too deep), -E_RANGE (the session's or a pool's limit), -E_NOMEM.
+ * remove: si leaves it (false: it was not a member). unlink: member record r leaves its
+ * group (session.c frees r). mark: routing matched node: one member of each of its groups
+ * is marked (b->mark). */
+bool mqtt_share_offered(const struct mqtt_broker *b);
+int mqtt_share_add(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t opts, uint32_t sub_id);
+bool mqtt_share_remove(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl);
+void mqtt_share_unlink(struct mqtt_broker *b, uint32_t r);
+void mqtt_share_mark(struct mqtt_broker *b, uint32_t node);
+int mqtt_share_check(const struct mqtt_broker *b);
+
 /* session.c: the session table, subscriptions and delivery records */
 uint32_t mqtt_sess_find(const struct mqtt_broker *b, bool service, const uint8_t *id, size_t len);
 uint32_t mqtt_sess_new(struct mqtt_broker *b, bool service, const uint8_t *id, size_t len);
@@ -403,6 +435,11 @@ void mqtt_dlv_release(struct mqtt_broker *b, uint32_t d);
  * relative to devices/<id>/. */
 int mqtt_sub_add(struct mqtt_broker *b, uint32_t s, const uint8_t *filter, int from, int n,
 		 bool rel, uint8_t qos, uint32_t sub_id);
+/* Subscription record r gets options qos and identifier sub_id (0: none; a new one needs
+ * mqtt_subid_room): the options byte to store (MQTT_SUB_HAS_ID when it has one). */
+uint8_t mqtt_sub_id_apply(struct mqtt_broker *b, uint32_t key, uint8_t qos, uint32_t sub_id);
+/* Session si's subscription record r is removed (unlinked from the session, freed). */
+void mqtt_sub_drop(struct mqtt_broker *b, uint32_t si, uint32_t r);
 /* The Subscription Identifiers of session si's subscriptions that match topic (5.0
  * PUBLISH), in b->sid_out; how many. */
 uint32_t mqtt_sub_ids_matching(struct mqtt_broker *b, uint32_t si, const uint8_t *topic, size_t tlen);

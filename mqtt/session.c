@@ -110,7 +110,9 @@ static void sub_free(struct mqtt_broker *b, uint32_t r)
 	if (b->subs[r].qos & MQTT_SUB_HAS_ID)
 		mqtt_subid_clear(b, r);
 	interest_gone(b, b->subs[r].key);
-	if (b->subs[r].rel)
+	if (b->subs[r].qos & MQTT_SUB_SHARED)
+		mqtt_share_unlink(b, r); /* its group's list (a last member ends the group) */
+	else if (b->subs[r].rel)
 		rel_unref(b, b->subs[r].node);
 	else
 		sub_unlink_node(b, r);
@@ -158,8 +160,7 @@ void mqtt_sess_free(struct mqtt_broker *b, uint32_t i)
 	b->n_sess--;
 }
 
-/* Give the subscription named key options qos and identifier sub_id (room was checked). */
-static uint8_t sub_id_apply(struct mqtt_broker *b, uint32_t key, uint8_t qos, uint32_t sub_id)
+uint8_t mqtt_sub_id_apply(struct mqtt_broker *b, uint32_t key, uint8_t qos, uint32_t sub_id)
 {
 	if (!sub_id) {
 		mqtt_subid_clear(b, key);
@@ -184,12 +185,12 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	uint16_t key = mqtt_interest_filter_key(filter, (size_t)b->lv_off[n - 1] + b->lv_len[n - 1]);
 	/* an identical filter replaces the existing subscription [MQTT-3.8.4-3] */
 	if (rel && s->sub0_node == node) {
-		s->sub0_qos = sub_id_apply(b, MQTT_SUBID_INLINE | i, qos, sub_id);
+		s->sub0_qos = mqtt_sub_id_apply(b, MQTT_SUBID_INLINE | i, qos, sub_id);
 		return 1;
 	}
 	for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
-		if (b->subs[r].node == node && b->subs[r].rel == rel) {
-			b->subs[r].qos = sub_id_apply(b, r, qos, sub_id);
+		if (b->subs[r].node == node && b->subs[r].rel == rel && !(b->subs[r].qos & MQTT_SUB_SHARED)) {
+			b->subs[r].qos = mqtt_sub_id_apply(b, r, qos, sub_id);
 			return 1;
 		}
 	}
@@ -206,7 +207,7 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	}
 	if (inline0) {
 		s->sub0_node = node;
-		s->sub0_qos = sub_id_apply(b, MQTT_SUBID_INLINE | i, qos, sub_id);
+		s->sub0_qos = mqtt_sub_id_apply(b, MQTT_SUBID_INLINE | i, qos, sub_id);
 		s->sub0_key = key;
 		b->nodes[node].rel_refs++;
 		return 0;
@@ -216,7 +217,7 @@ int mqtt_sub_add(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, int f
 	b->sub_free = sub->next_in_session;
 	sub->node = node;
 	sub->session = i;
-	sub->qos = sub_id_apply(b, r, qos, sub_id);
+	sub->qos = mqtt_sub_id_apply(b, r, qos, sub_id);
 	sub->rel = rel;
 	sub->key = key;
 	sub->next_in_session = s->subs;
@@ -248,16 +249,24 @@ bool mqtt_sub_remove(struct mqtt_broker *b, uint32_t i, const uint8_t *filter, i
 		rel_unref(b, node);
 		return true;
 	}
-	for (uint32_t *pp = &s->subs; *pp != MQTT_NIL; pp = &b->subs[*pp].next_in_session) {
-		uint32_t r = *pp;
-		if (b->subs[r].node == node && b->subs[r].rel == rel) {
-			*pp = b->subs[r].next_in_session;
-			s->n_subs--;
-			sub_free(b, r);
+	for (uint32_t r = s->subs; r != MQTT_NIL; r = b->subs[r].next_in_session) {
+		if (b->subs[r].node == node && b->subs[r].rel == rel && !(b->subs[r].qos & MQTT_SUB_SHARED)) {
+			mqtt_sub_drop(b, i, r);
 			return true;
 		}
 	}
 	return false;
+}
+
+void mqtt_sub_drop(struct mqtt_broker *b, uint32_t si, uint32_t r)
+{
+	struct mqtt_session *s = &b->sess[si];
+	uint32_t *pp = &s->subs;
+	while (*pp != r)
+		pp = &b->subs[*pp].next_in_session;
+	*pp = b->subs[r].next_in_session;
+	s->n_subs--;
+	sub_free(b, r);
 }
 
 uint32_t mqtt_sub_ids_matching(struct mqtt_broker *b, uint32_t i, const uint8_t *topic, size_t tlen)

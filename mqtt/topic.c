@@ -249,6 +249,8 @@ static void mark_subs(struct mqtt_broker *b, uint32_t node)
 	for (uint32_t s = b->nodes[node].subs; s != MQTT_NIL; s = b->subs[s].next_in_node) {
 		mqtt_mark(b, b->subs[s].session, b->subs[s].qos);
 	}
+	if (b->nodes[node].rel_refs) /* below the absolute root: only shared groups count there */
+		mqtt_share_mark(b, node);
 }
 
 void mqtt_tree_match_subs(struct mqtt_broker *b, int n, bool dollar)

@@ -145,7 +145,7 @@ static const char *const topics[] = {
 static const char *const filters[] = {
 	"devices/d0/cmd/#", "devices/d1/#", "devices/+/telemetry/#", "#", "+/+",
 	"devices/d0/+/a", "$SYS/#", "devices/+/status", "devices/d1/cmd/+", "a/#", "devices/d0/#",
-	"devices/d1/telemetry/+/y",
+	"devices/d1/telemetry/+/y", "$share/g/devices/+/telemetry/#", "$share/h/devices/d1/#",
 };
 
 struct in {
@@ -190,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.rate_bytes_per_s = 4000, .rate_burst_bytes = 2000,
 		.services = services, .n_services = 2, .log = f_log, .log_burst = 3,
 		.log_per_min = 600, .topic_alias_max = 2, .max_delayed_wills = 2,
-		.max_session_expiry_s = 200, .max_sub_ids = 2,
+		.max_session_expiry_s = 200, .max_sub_ids = 2, .max_shared_groups = 2,
 	};
 	struct mqtt_broker_ops ops = { .send = f_send, .close = f_close, .heap = { h_alloc, h_free, NULL } };
 	struct in in = { data, size };
@@ -276,7 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		case 2: {
 			uint8_t f = take(&in);
-			const char *fl[2] = { filters[f % 12], filters[(f >> 4) % 12] };
+			const char *fl[2] = { filters[f % 14], filters[(f >> 4) % 14] };
 			if (cl->v5) { /* options, a shared filter, sometimes a Subscription Identifier */
 				uint8_t o = take(&in);
 				struct mqtt5_sub sb[2];

@@ -207,6 +207,8 @@ const struct conf_key conf_schema[] = {
 	  .doc = "Longest a kept session outlives its connection: an MQTT 5.0 client's Session Expiry Interval is lowered to it (the CONNACK says so) and a 3.1.1 clean-session-0 session ends after it; 0: no limit (a 3.1.1 session never ends, a 5.0 one when its interval says)." },
 	{ KEY("mqtt", "subscription_ids", "CONF_MQTT_SUBSCRIPTION_IDS"), INT(1024, 0, 1048576, U_N),
 	  .doc = "MQTT 5.0 subscriptions with a Subscription Identifier per core (12 B each, reserved); 0: identifiers not offered (the CONNACK says so)." },
+	{ KEY("mqtt", "shared_groups", "CONF_MQTT_SHARED_GROUPS"), INT(256, 0, 1048576, U_N),
+	  .doc = "MQTT 5.0 shared subscription groups ($share/<name>/<filter>) per core (32 B each, reserved); 0: not offered. Offered only by a broker with one broker core (the CONNACK says so); on more cores a $share filter is refused with 0x9E." },
 	{ KEY("mqtt", "keepalive_max_s", "CONF_MQTT_KEEPALIVE_MAX_S"), INT(1200, 1, 65535, CONF_U_S),
 	  .doc = "Longest keepalive granted; a client asking for more (or 0) gets this." },
 	{ KEY("mqtt", "acl_violations_before_close", "CONF_MQTT_ACL_VIOLATIONS_BEFORE_CLOSE"),

@@ -131,6 +131,13 @@ static inline int teardown(void **state)
 	return 0;
 }
 
+/* The test's broker replaced by one with configuration g (the old one checked and freed). */
+static inline void restart(const struct mqtt_broker_config *g)
+{
+	(void)teardown(NULL);
+	start(g);
+}
+
 static inline struct client *cl_new(const char *identity, enum mqtt_id_kind kind)
 {
 	struct client *cl = calloc(1, sizeof *cl);

@@ -1079,6 +1079,106 @@ static void test_multi_filter_resubscribe_unsubscribe(void **state)
 	cl_free(s);
 }
 
+/* A 5.0 CONNECT for client id `id`, clean start, Session Expiry Interval expiry_s and Topic
+ * Alias Maximum tam (0: none of either). */
+static size_t connect5_pkt(uint8_t *out, const char *id, uint32_t expiry_s, uint16_t tam)
+{
+	size_t il = strlen(id), n = 0;
+	uint8_t props[12];
+	size_t pl = 0;
+	if (expiry_s) {
+		props[pl++] = 0x11;
+		for (int k = 3; k >= 0; k--)
+			props[pl++] = (uint8_t)(expiry_s >> (8 * k));
+	}
+	if (tam) {
+		props[pl++] = 0x22;
+		props[pl++] = (uint8_t)(tam >> 8);
+		props[pl++] = (uint8_t)tam;
+	}
+	size_t rl = 10u + 1u + pl + 2u + il;
+	out[n++] = 0x10;
+	out[n++] = (uint8_t)rl; /* below 128 here */
+	static const uint8_t vh[] = { 0, 4, 'M', 'Q', 'T', 'T', 5, 0x02, 0, 0 };
+	memcpy(out + n, vh, sizeof vh);
+	n += sizeof vh;
+	out[n++] = (uint8_t)pl;
+	memcpy(out + n, props, pl);
+	n += pl;
+	out[n++] = 0;
+	out[n++] = (uint8_t)il;
+	memcpy(out + n, id, il);
+	return n + il;
+}
+
+/* A 5.0 SUBSCRIBE (or UNSUBSCRIBE when unsub) of one filter with options opts and
+ * Subscription Identifier sub_id (below 16384; 0: none). */
+static size_t subscribe5_pkt(uint8_t *out, uint16_t pid, const char *filter, uint8_t opts, bool unsub,
+			     uint32_t sub_id)
+{
+	size_t fl = strlen(filter), n = 0;
+	size_t pl = sub_id ? (sub_id < 128 ? 2u : 3u) : 0u;
+	size_t rl = 2u + 1u + pl + 2u + fl + (unsub ? 0u : 1u);
+	out[n++] = unsub ? 0xA2 : 0x82;
+	out[n++] = (uint8_t)rl;
+	out[n++] = (uint8_t)(pid >> 8);
+	out[n++] = (uint8_t)pid;
+	out[n++] = (uint8_t)pl;
+	if (sub_id) {
+		out[n++] = 0x0B;
+		if (sub_id < 128) {
+			out[n++] = (uint8_t)sub_id;
+		} else {
+			out[n++] = (uint8_t)(0x80 | (sub_id & 0x7f));
+			out[n++] = (uint8_t)(sub_id >> 7);
+		}
+	}
+	out[n++] = 0;
+	out[n++] = (uint8_t)fl;
+	memcpy(out + n, filter, fl);
+	n += fl;
+	if (!unsub)
+		out[n++] = opts;
+	return n;
+}
+
+/* A 5.0 client connected as id (of identity cl's), the CONNACK read. */
+static void connect5(struct client *cl, const char *id, uint32_t expiry_s, uint16_t tam)
+{
+	uint8_t pkt[64];
+	assert_int_equal(cl_in(cl, pkt, connect5_pkt(pkt, id, expiry_s, tam)), 0);
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t len;
+	assert_true(cl_next(cl, &t, &f, &b, &len));
+	assert_int_equal(t, MQTT_CONNACK);
+	assert_int_equal(b[1], 0);
+}
+
+/* The reason code of the SUBACK or UNSUBACK that answers one filter. */
+static uint8_t sub5(struct client *cl, uint16_t pid, const char *filter, uint8_t opts, bool unsub, uint32_t sub_id)
+{
+	uint8_t pkt[128], t, f;
+	const uint8_t *b;
+	size_t len;
+	assert_int_equal(cl_in(cl, pkt, subscribe5_pkt(pkt, pid, filter, opts, unsub, sub_id)), 0);
+	assert_true(cl_next(cl, &t, &f, &b, &len));
+	assert_int_equal(t, unsub ? MQTT_UNSUBACK : MQTT_SUBACK);
+	return b[len - 1];
+}
+
+/* How many PUBLISHes are waiting for cl (read). */
+static int count_pubs(struct client *cl)
+{
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t len;
+	int n = 0;
+	while (cl_next(cl, &t, &f, &b, &len))
+		n += t == MQTT_PUBLISH;
+	return n;
+}
+
 /* A kept session ends once its Session Expiry Interval passed after its connection ended:
  * here a 3.1.1 clean-session-0 session under cfg.max_session_expiry_s (30 s), with a
  * queued message; reconnecting before that keeps it (and restarts the count). */
@@ -1087,8 +1187,7 @@ static void test_session_expiry(void **state)
 	(void)state;
 	struct mqtt_broker_config g = base_cfg();
 	g.max_session_expiry_s = 30;
-	teardown(NULL);
-	start(&g);
+	restart(&g);
 	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
 	assert_int_equal(cl_connect(s, "svc", true), 0);
 	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
@@ -1165,35 +1264,19 @@ static void test_subscription_ids(void **state)
 	(void)state;
 	struct mqtt_broker_config g = base_cfg();
 	g.max_sub_ids = 3;
-	teardown(NULL);
-	start(&g);
+	restart(&g);
 	struct client *s = cl_new("admin", MQTT_ID_SERVICE); /* may publish anywhere */
 	assert_int_equal(cl_connect(s, "admin", true), 0);
 	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
-	static const uint8_t connect5[] = { 0x10, 15, 0, 4, 'M', 'Q', 'T', 'T', 5, 0x02, 0, 0, 0, 0, 2, 'd', '1' };
-	assert_int_equal(cl_in(d, connect5, sizeof connect5), 0);
+	connect5(d, "d1", 0, 0);
+	/* devices/d1/cmd/# with identifier 7, devices/d1/cmd/a with 300 (two bytes), then
+	 * devices/d1/+/a without one */
+	assert_int_equal(sub5(d, 1, "devices/d1/cmd/#", 1, false, 7), 1);
+	assert_int_equal(sub5(d, 2, "devices/d1/cmd/a", 1, false, 300), 1);
+	assert_int_equal(sub5(d, 3, "devices/d1/+/a", 0, false, 0), 0);
 	uint8_t t, f;
 	const uint8_t *b;
 	size_t len;
-	assert_true(cl_next(d, &t, &f, &b, &len));
-	assert_int_equal(t, MQTT_CONNACK);
-	assert_int_equal(b[1], 0);
-	/* devices/d1/cmd/# with identifier 7, devices/d1/cmd/a with 300 (two bytes), then
-	 * devices/d1/+/a without one */
-	static const uint8_t sub1[] = { 0x82, 24, 0, 1, 2, 0x0B, 7, 0, 16, 'd', 'e', 'v', 'i', 'c', 'e', 's', '/',
-					'd', '1', '/', 'c', 'm', 'd', '/', '#', 1 };
-	static const uint8_t sub2[] = { 0x82, 25, 0, 2, 3, 0x0B, 0xAC, 0x02, 0, 16, 'd', 'e', 'v', 'i', 'c', 'e', 's',
-					'/', 'd', '1', '/', 'c', 'm', 'd', '/', 'a', 1 };
-	static const uint8_t sub3[] = { 0x82, 20, 0, 3, 0, 0, 14, 'd', 'e', 'v', 'i', 'c', 'e', 's', '/', 'd', '1', '/',
-					'+', '/', 'a', 0 };
-	assert_int_equal(cl_in(d, sub1, sizeof sub1), 0);
-	assert_int_equal(cl_in(d, sub2, sizeof sub2), 0);
-	assert_int_equal(cl_in(d, sub3, sizeof sub3), 0);
-	for (int i = 0; i < 3; i++) {
-		assert_true(cl_next(d, &t, &f, &b, &len));
-		assert_int_equal(t, MQTT_SUBACK);
-		assert_int_equal(b[len - 1], i == 2 ? 0 : 1);
-	}
 	assert_int_equal(B->n_sids, 2);
 	uint32_t ids[4];
 	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "x", 0, false, 0, false), 0);
@@ -1209,10 +1292,7 @@ static void test_subscription_ids(void **state)
 	assert_true(cl_next(d, &t, &f, &b, &len));
 	assert_int_equal(publish5_sub_ids(b, len, 0, ids, 4), 0); /* matched only the one without */
 	/* devices/d1/cmd/a again without an identifier: its 300 is gone */
-	static const uint8_t sub4[] = { 0x82, 22, 0, 4, 0, 0, 16, 'd', 'e', 'v', 'i', 'c', 'e', 's', '/', 'd', '1',
-					'/', 'c', 'm', 'd', '/', 'a', 1 };
-	assert_int_equal(cl_in(d, sub4, sizeof sub4), 0);
-	assert_true(cl_next(d, &t, &f, &b, &len));
+	assert_int_equal(sub5(d, 4, "devices/d1/cmd/a", 1, false, 0), 1);
 	assert_int_equal(B->n_sids, 1);
 	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", "w", 0, false, 0, false), 0);
 	assert_true(cl_next(d, &t, &f, &b, &len));
@@ -1251,23 +1331,15 @@ static void test_topic_alias_out(void **state)
 	(void)state;
 	struct mqtt_broker_config g = base_cfg();
 	g.topic_alias_max = 4; /* ours; the client's 2 is the smaller */
-	teardown(NULL);
-	start(&g);
+	restart(&g);
 	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
 	assert_int_equal(cl_connect(s, "svc", true), 0);
 	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
-	static const uint8_t connect5[] = { 0x10, 18, 0, 4, 'M', 'Q', 'T', 'T', 5, 0x02, 0, 0, 3, 0x22, 0, 2, 0, 2, 'd', '1' };
-	assert_int_equal(cl_in(d, connect5, sizeof connect5), 0);
+	connect5(d, "d1", 0, 2);
+	assert_int_equal(sub5(d, 1, "devices/d1/cmd/#", 0, false, 0), 0);
 	uint8_t t, f;
 	const uint8_t *b;
 	size_t len;
-	assert_true(cl_next(d, &t, &f, &b, &len));
-	assert_int_equal(t, MQTT_CONNACK);
-	static const uint8_t sub[] = { 0x82, 22, 0, 1, 0, 0, 16, 'd', 'e', 'v', 'i', 'c', 'e', 's', '/', 'd', '1',
-				       '/', 'c', 'm', 'd', '/', '#', 0 };
-	assert_int_equal(cl_in(d, sub, sizeof sub), 0);
-	assert_true(cl_next(d, &t, &f, &b, &len));
-	assert_int_equal(t, MQTT_SUBACK);
 	/* topic (its last letter), then the alias and whether the topic's bytes are there */
 	static const struct { char last; uint16_t alias; bool full; } want[] = {
 		{ 'a', 1, true }, { 'a', 1, false }, { 'b', 2, true }, { 'b', 2, false },
@@ -1296,6 +1368,67 @@ static void test_topic_alias_out(void **state)
 	assert_int_equal(mqtt_broker_stats(B)->aliases_out_set, 4);
 	cl_free(d);
 	cl_free(s);
+}
+
+/* Shared subscriptions (MQTT 5.0 4.8.2) on a broker that is the only shard: each message to
+ * one member of the group, in turn; a member without a connection is passed over while
+ * another has one (its session still a member); another group on the same filter gets its
+ * own copy; no retained message at the SUBSCRIBE; leaving the group, and the group's end with
+ * its last member; not offered (0x9E) when cfg.max_shared_groups is 0. */
+static void test_shared_subscriptions(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.max_shared_groups = 2;
+	restart(&g);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	assert_int_equal(cl_pub(d, "devices/d1/telemetry/r", "kept", 0, true, 0, false), 0); /* retained */
+	struct client *a = cl_new("svc", MQTT_ID_SERVICE), *b2 = cl_new("svc", MQTT_ID_SERVICE);
+	struct client *o = cl_new("svc", MQTT_ID_SERVICE);
+	connect5(a, "svc/a", 0, 0);
+	connect5(b2, "svc/b", 60, 0); /* kept when it leaves */
+	connect5(o, "svc/o", 0, 0);
+	const char *grp = "$share/g/devices/+/telemetry/#";
+	assert_int_equal(sub5(a, 1, grp, 0, false, 0), 0);
+	assert_int_equal(sub5(b2, 1, grp, 0, false, 0), 0);
+	assert_int_equal(sub5(o, 1, "$share/other/devices/+/telemetry/#", 0, false, 0), 0);
+	assert_int_equal(count_pubs(a) + count_pubs(b2) + count_pubs(o), 0); /* no retained */
+	assert_int_equal(B->n_groups, 2);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(cl_pub(d, "devices/d1/telemetry/x", "m", 0, false, 0, false), 0);
+	assert_int_equal(count_pubs(a), 5);
+	assert_int_equal(count_pubs(b2), 5);
+	assert_int_equal(count_pubs(o), 10); /* its own group: every message */
+	/* svc/b leaves (its session kept, still a member): every message to svc/a */
+	cl_free(b2);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(cl_pub(d, "devices/d1/telemetry/x", "m", 0, false, 0, false), 0);
+	assert_int_equal(count_pubs(a), 6);
+	/* svc/a leaves the group: svc/b's kept session is the only member (QoS 0 is not queued) */
+	assert_int_equal(sub5(a, 2, grp, 0, true, 0), 0x00);
+	assert_int_equal(sub5(a, 3, grp, 0, true, 0), 0x11); /* no longer a member */
+	assert_int_equal(cl_pub(d, "devices/d1/telemetry/x", "m", 0, false, 0, false), 0);
+	assert_int_equal(count_pubs(a), 0);
+	assert_int_equal(B->n_groups, 2);
+	assert_int_equal(mqtt_broker_check(B), 0);
+	/* the kept session comes back clean: its membership ends, and with it the group */
+	b2 = cl_new("svc", MQTT_ID_SERVICE);
+	connect5(b2, "svc/b", 0, 0);
+	assert_int_equal(B->n_groups, 1);
+	assert_int_equal(count_pubs(o), 7);
+	cl_free(b2);
+	cl_free(o);
+	assert_int_equal(B->n_groups, 0);
+	cl_free(a);
+	cl_free(d);
+	/* not offered: refused as the CONNACK says */
+	g.max_shared_groups = 0;
+	restart(&g);
+	a = cl_new("svc", MQTT_ID_SERVICE);
+	connect5(a, "svc/a", 0, 0);
+	assert_int_equal(sub5(a, 1, grp, 0, false, 0), 0x9E);
+	cl_free(a);
 }
 
 int main(void)
@@ -1329,6 +1462,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subscription_ids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_topic_alias_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_subscriptions, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
