@@ -8,7 +8,7 @@
 #   disk-tool/format-blank        a sparse 256 MiB file: laid out, database created (exit 0)
 #   disk-tool/inspect-formatted   inspect: both GPT copies, both superblock slots, the data
 #                                 partition and every region, a database that passes quick_check
-#                                 (schema version 4), the backup slots, the telemetry log (exit 0)
+#                                 (schema version 5), the backup slots, the telemetry log (exit 0)
 #   disk-tool/verify-formatted    verify: OK, exit 0
 #   disk-tool/read-only           inspect, verify and telemetry change no byte (sha256)
 #   disk-tool/format-refuses-ours format of our disk without --force: refused, exit 1, unchanged
@@ -122,7 +122,7 @@ for want in '^disk: ours' '^gpt: primary copy used; primary \(LBA 1\) valid, bac
 	'^superblock A: .*generation 1, valid' '^superblock B: .*generation 2, valid.*IN CHARGE' \
 	'^partition: LBA' '^region meta: LBA [0-9]+\.\.[0-9]+ \(1 MiB\): superblock slots' '^region database: LBA' '^region wal: LBA' '^region telemetry: LBA' \
 	'^region backup-a: LBA' '^region backup-b: LBA' '^database: header: 4096-byte pages' \
-	'schema version 4, boot generation 1' '^database: quick_check: ok' '^wal: ' \
+	'schema version 5, boot generation 1' '^database: quick_check: ok' '^wal: ' \
 	'^backup: the superblock names none' '^backup A: no database' '^backup B: no database' '^telemetry: never used'; do
 	has inspect "$want" || missing="$missing '$want'"
 done
