@@ -748,7 +748,9 @@ static bool will_defer(struct mqtt_broker *b, uint32_t si, struct mqtt_msg *m, u
 		b->st.wills_undelayed++;
 		return false;
 	}
-	b->dwills[b->n_dwills++] = (struct mqtt_dwill){ .msg = m, .sess = si, .due_s = now_s(b) + delay_s };
+	/* never early: the current second rounded up (the tick then sends it within a second) */
+	b->dwills[b->n_dwills++] = (struct mqtt_dwill){ .msg = m, .sess = si,
+							.due_s = (uint32_t)mqtt_second_after(b, delay_s) };
 	return true;
 }
 
@@ -1043,6 +1045,17 @@ static int connect_refuse(struct mqtt_broker *b, struct mqtt_conn *c, struct con
 
 static void will_cancel(struct mqtt_broker *b, uint32_t si);
 
+/* Attached session si's Session Expiry Interval becomes interval_s; a persistent session's
+ * is stored anew when it changed. */
+static void session_interval(struct mqtt_broker *b, uint32_t si, uint32_t interval_s)
+{
+	if (b->sess_exp[si] == interval_s)
+		return;
+	b->sess_exp[si] = interval_s;
+	if (mqtt_persistent(&b->sess[si]))
+		mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
+}
+
 /* The rest of a CONNECT, both versions: rate bucket, takeover, session, CONNACK. */
 static int connect_finish(struct mqtt_broker *b, struct mqtt_conn *c, struct connect_req *r, uint64_t now_ms)
 {
@@ -1079,11 +1092,8 @@ static int connect_finish(struct mqtt_broker *b, struct mqtt_conn *c, struct con
 			if (b->sess[si].skey)
 				mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
 		}
-	} else if (b->sess_exp[si] != r->expiry_s) {
-		/* resumed (its deadline, or another interval, was kept): the interval stored anew */
-		b->sess_exp[si] = r->expiry_s;
-		if (mqtt_persistent(&b->sess[si]))
-			mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
+	} else {
+		session_interval(b, si, r->expiry_s); /* resumed: its deadline becomes an interval */
 	}
 	struct mqtt_session *s = &b->sess[si];
 	s->will_delay_s = r->will_delay_s;
@@ -1839,13 +1849,13 @@ static int handle_unsubscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const
 	(void)mqtt_ack_track(b, true);
 	while (mqtt5_filters_next(&it, &f)) {
 		uint8_t code = MQTT_RC_NO_SUBSCRIPTION_EXISTED;
-		int nl = f.share.len ? -1 : mqtt_topic_split(b, f.filter.p, f.filter.len);
-		bool gone = false;
+		bool gone;
 		if (f.share.len) {
 			gone = mqtt_share_remove(b, si, f.filter.p, f.filter.len);
-		} else if (nl > 0) {
+		} else {
+			int nl = mqtt_topic_split(b, f.filter.p, f.filter.len);
 			bool rel = filter_rel(c, &b->sess[si], f.filter.p, f.filter.len);
-			gone = mqtt_sub_remove(b, si, f.filter.p, rel ? 2 : 0, nl, rel);
+			gone = nl > 0 && mqtt_sub_remove(b, si, f.filter.p, rel ? 2 : 0, nl, rel);
 		}
 		if (gone) {
 			code = MQTT_RC_SUCCESS;
@@ -1920,10 +1930,8 @@ static int dispatch5(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *
 			uint32_t si = c->session;
 			if (!pr->session_expiry_s) {
 				b->sess[si].flags |= MQTT_SESS_CLEAN; /* it ends now, with its connection */
-			} else if (b->sess_exp[si] != mqtt_expiry_capped(b, pr->session_expiry_s)) {
-				b->sess_exp[si] = mqtt_expiry_capped(b, pr->session_expiry_s); /* MQTT 5.0 3.14.2.2.2 */
-				if (mqtt_persistent(&b->sess[si]))
-					mqtt_rec_sess(b, MQTT_PEV_SESS_PUT, &b->sess[si]);
+			} else {
+				session_interval(b, si, mqtt_expiry_capped(b, pr->session_expiry_s)); /* 3.14.2.2.2 */
 			}
 		}
 		/* 0x04: the will is published [MQTT-3.14.4-3] */

@@ -311,13 +311,19 @@ static inline uint32_t mqtt_expiry_capped(const struct mqtt_broker *b, uint32_t 
 	return cap && want > cap ? cap : want;
 }
 
-/* The broker second (b->now_ms / 1000) a session left now with this interval ends at
- * (UINT32_MAX: never). */
+/* The broker second (b->now_ms / 1000) that is at least interval_s whole seconds from now:
+ * the current second rounded up, so what waits for it never ends early. */
+static inline uint64_t mqtt_second_after(const struct mqtt_broker *b, uint32_t interval_s)
+{
+	return (b->now_ms + 999u) / 1000u + interval_s;
+}
+
+/* The broker second a session left now with this interval ends at (UINT32_MAX: never). */
 static inline uint32_t mqtt_expiry_deadline(const struct mqtt_broker *b, uint32_t interval_s)
 {
 	if (interval_s == UINT32_MAX)
 		return UINT32_MAX;
-	uint64_t at = b->now_ms / 1000u + interval_s;
+	uint64_t at = mqtt_second_after(b, interval_s);
 	return at >= UINT32_MAX ? UINT32_MAX - 1u : (uint32_t)at;
 }
 

@@ -46,6 +46,7 @@ struct fclient {
 	uint8_t alias_topic[64];
 	size_t alias_len;
 	bool alias_ok; /* its CONNECT allowed one */
+	bool hello;    /* its connection's first CONNECT was sent (the version is that one's) */
 };
 
 static struct mqtt_broker *B;
@@ -169,6 +170,19 @@ static void feed(struct fclient *cl, const uint8_t *p, size_t n, uint64_t now)
 		abort(); /* closed without the close callback */
 }
 
+/* A CONNECT (v: its case's flags byte): the first of a connection sets the version and the
+ * aliases the oracle expects; a later one changes nothing (it ends the connection). */
+static void feed_connect(struct fclient *cl, uint8_t v, const uint8_t *p, size_t n, uint64_t now)
+{
+	if (cl->c && !cl->hello) {
+		cl->hello = true;
+		cl->v5 = v & 1;
+		cl->alias_len = 0; /* aliases live as long as one connection */
+		cl->alias_ok = cl->v5 && (v & 0x10);
+	}
+	feed(cl, p, n, now);
+}
+
 static void check(void)
 {
 	struct mqtt_broker_usage u;
@@ -208,6 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cls[i].v5 = false;
 		cls[i].alias_len = 0;
 		cls[i].alias_ok = false;
+		cls[i].hello = false;
 	}
 	while (in.n) {
 		uint8_t op = take(&in);
@@ -215,16 +230,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct wcur w = wcur_make(buf, sizeof buf);
 		switch ((op / 5) % 10) {
 		case 0:
-			if (!cl->c && mqtt_conn_open(B, (const uint8_t *)cl->identity,
-						     strlen(cl->identity), cl->kind, cl, now, &cl->c))
-				cl->c = NULL;
+			if (!cl->c) {
+				cl->hello = false; /* a new connection: its first CONNECT is still to come */
+				if (mqtt_conn_open(B, (const uint8_t *)cl->identity, strlen(cl->identity), cl->kind,
+						   cl, now, &cl->c))
+					cl->c = NULL;
+			}
 			break;
 		case 1: {
 			uint8_t f = take(&in), v = take(&in);
-			cl->v5 = v & 1;
-			cl->alias_len = 0; /* aliases live as long as one connection */
-			cl->alias_ok = cl->v5 && (v & 0x10);
-			if (cl->v5) { /* a 5.0 CONNECT: expiry, will delay, limits, sometimes AUTH */
+			if (v & 1) { /* a 5.0 CONNECT: expiry, will delay, limits, sometimes AUTH */
 				struct mqtt5_connect k = {
 					.client_id = { (const uint8_t *)((f & 1) ? "" : (f & 2) ? "d1" : cl->identity), 0 },
 					.clean_start = (f & 4) != 0, .keepalive_s = (uint16_t)((f >> 3) & 3),
@@ -260,7 +275,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					k.will_props.will_delay_s = (v >> 5) & 3;
 				}
 				if (mqtt5_encode_connect(&w, &k) == 0)
-					feed(cl, buf, w.pos, now);
+					feed_connect(cl, v, buf, w.pos, now);
 				break;
 			}
 			struct mqtt_connect_args a = {
@@ -271,7 +286,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				.will_qos = (uint8_t)((f >> 6) % 3), .will_retain = (f & 0x40) != 0,
 			};
 			if (mqtt_encode_connect(&w, &a) == 0)
-				feed(cl, buf, w.pos, now);
+				feed_connect(cl, v, buf, w.pos, now);
 			break;
 		}
 		case 2: {
