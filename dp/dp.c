@@ -496,6 +496,12 @@ static int mq_interest_sync(void *ctx, uint32_t ticket)
 	return dp_shard_interest_sync(dp->shard, ticket);
 }
 
+static int mq_share(void *ctx, const uint8_t *filter, size_t len, bool add)
+{
+	struct dp *dp = ctx;
+	return dp_shard_share(dp->shard, filter, len, add);
+}
+
 static uint32_t mq_fanout(void *ctx, const struct mqtt_message *m, uint32_t ticket)
 {
 	struct dp *dp = ctx;
@@ -1325,6 +1331,10 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 		if (interest_on(cfg)) {
 			bops.interest = mq_interest;
 			bops.interest_sync = mq_interest_sync;
+			if (cfg->shard.n_cores <= MQTT_SHARE_SHARDS) { /* a group's shards: 64 bits */
+				bops.share = mq_share;
+				bops.share_self = cfg->shard.self;
+			}
 		}
 	}
 	dp->cfg.mqtt.max_held = held_of(cfg);

@@ -49,10 +49,10 @@
 #define SH_NIL UINT32_MAX
 #define SH_ENT_HDR MSGQ_HDR   /* backlog entry header */
 #define SH_CONN_HDR 8u        /* conn u32, gen u32 */
-/* total u32, tlen u16, qos u8, retain u8, ticket u32, props_len u16, expiry_s u32; then
- * total bytes: the topic, the MQTT 5.0 properties, the payload */
-#define SH_FAN_HDR 18u
-#define SH_FAN_META 16u       /* a message in assembly: the header's fields after total */
+/* total u32, tlen u16, qos u8, retain u8, ticket u32, props_len u16, expiry_s u32,
+ * share_pick u32; then total bytes: the topic, the MQTT 5.0 properties, the payload */
+#define SH_FAN_HDR 22u
+#define SH_FAN_META 20u       /* a message in assembly: the header's fields after total */
 #define SH_DONE_ENT 8u        /* DONE: ticket u32, ok u32 */
 #define SH_MAX_CORES 256u
 #define SH_ID_MAX 1024u
@@ -566,6 +566,8 @@ static void owe(struct dp_shard *sh, uint32_t origin, uint32_t ticket, bool ok);
 /* INTEREST body: op u8, pad u8, key u16, ticket u32. */
 #define SH_INT_LEN 8u
 enum { INT_DEL = 0, INT_ADD = 1, INT_SYNC = 2, INT_READY = 3 };
+/* iready[src]: bit 0 src's summary may be trusted, bit 1 ours was said to src, and: */
+#define IREADY_SHARE_REFUSED 4u /* a SHARE add from src not recorded since its last sync */
 
 static int emit_interest(struct dp_shard *sh, uint32_t dst, uint8_t op, uint16_t key, uint32_t ticket)
 {
@@ -667,12 +669,70 @@ static void recv_interest(struct dp_shard *sh, uint32_t src, const uint8_t *d, u
 		row[k / 8u] = (uint8_t)(row[k / 8u] & ~(1u << (k % 8u)));
 		break;
 	case INT_SYNC:
-		owe(sh, src, ld_le32(d + 4), true); /* everything before it on this ring is applied */
+		/* everything before it on this ring is applied: a shared subscription's group this
+		 * shard could not record among them fails the SUBSCRIBE that waits for it */
+		owe(sh, src, ld_le32(d + 4), !(sh->iready[src] & IREADY_SHARE_REFUSED));
+		sh->iready[src] = (uint8_t)(sh->iready[src] & ~IREADY_SHARE_REFUSED);
 		break;
 	default:
 		sh->iready[src] |= 1u;
 		break;
 	}
+}
+
+/* ---- shared subscription groups across shards (ADR-070) -------------------------------- */
+
+/* SHARE body: op u8 (1 add, 0 del), pad u8, len u16, then the whole filter
+ * "$share/<name>/<filter>" (len bytes). */
+#define SH_SHARE_HDR 4u
+
+/* op to every other shard; 0, or -E_AGAIN when one could not be told (counted). */
+static int tell_share(struct dp_shard *sh, const uint8_t *filter, size_t len, bool add)
+{
+	int rc = 0;
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++) {
+		if (d == sh->cfg.self)
+			continue;
+		sh->scratch[0] = add ? 1u : 0u;
+		sh->scratch[1] = 0;
+		st_le16(sh->scratch + 2, (uint16_t)len);
+		memcpy(sh->scratch + SH_SHARE_HDR, filter, len);
+		if (emit(sh, d, DP_SHARD_SHARE, SH_SHARE_HDR + (uint32_t)len) == 0) { /* control class */
+			sh->st.share_out++;
+		} else {
+			sh->st.share_lost++;
+			rc = -E_AGAIN;
+		}
+	}
+	return rc;
+}
+
+int dp_shard_share(struct dp_shard *sh, const uint8_t *filter, size_t len, bool add)
+{
+	if (sh->cfg.n_cores < 2)
+		return 0;
+	if (len > sh->cfg.payload_max - SH_SHARE_HDR)
+		return -E_RANGE;
+	int rc = tell_share(sh, filter, len, add);
+	if (add && rc != 0)
+		(void)tell_share(sh, filter, len, false); /* the add is refused: taken back */
+	else if (add)
+		sh->isync_pending = true; /* the SUBACK waits for every shard to have applied it */
+	return rc;
+}
+
+static void recv_share(struct dp_shard *sh, uint32_t src, const uint8_t *d, uint32_t len)
+{
+	if (len < SH_SHARE_HDR || d[0] > 1u || ld_le16(d + 2) != len - SH_SHARE_HDR) {
+		sh->st.bad++;
+		return;
+	}
+	sh->st.share_in++;
+	int rc = mqtt_broker_share_remote(sh->broker, src, d + SH_SHARE_HDR, len - SH_SHARE_HDR, d[0] == 1u);
+	if (rc == -E_INVAL)
+		sh->st.bad++;
+	else if (rc)
+		sh->iready[src] |= IREADY_SHARE_REFUSED; /* answered at src's next sync */
 }
 
 /* Would a message on topic (its keys) matter to shard d? */
@@ -741,6 +801,7 @@ static int fanout_one(struct dp_shard *sh, uint32_t dst, const struct mqtt_messa
 			st_le32(w + 8, ticket);
 			st_le16(w + 12, (uint16_t)m->props_len);
 			st_le32(w + 14, m->expiry_s);
+			st_le32(w + 18, m->share_pick);
 			hdr = SH_FAN_HDR;
 		}
 		uint32_t take = (uint32_t)MIN(total - done, (size_t)(sh->cfg.payload_max - hdr));
@@ -918,7 +979,8 @@ static void route_in(struct dp_shard *sh, uint32_t src, const uint8_t *body, uin
 	uint32_t ticket = ld_le32(meta + 4);
 	struct mqtt_message m = { .topic = body, .topic_len = tlen, .props = body + tlen, .props_len = xlen,
 				  .payload = body + tlen + xlen, .payload_len = total - tlen - xlen,
-				  .expiry_s = ld_le32(meta + 10), .qos = meta[2], .retain = meta[3] != 0 };
+				  .expiry_s = ld_le32(meta + 10), .share_pick = ld_le32(meta + 14),
+				  .qos = meta[2], .retain = meta[3] != 0 };
 	sh->st.fanout_in++;
 	int rc = mqtt_broker_route_remote(sh->broker, &m, &recorded);
 	if (rc)
@@ -950,7 +1012,7 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 			route_in(sh, src, d + SH_FAN_HDR, total, d + 4);
 			return;
 		}
-		memcpy(meta, d + 4, SH_FAN_META - 2u); /* tlen, qos, retain, ticket, props_len, expiry */
+		memcpy(meta, d + 4, SH_FAN_META - 2u); /* tlen, qos, retain, ticket, props_len, expiry, pick */
 		sh->asm_total[src] = total;
 		sh->asm_len[src] = len - SH_FAN_HDR;
 		memcpy(buf, d + SH_FAN_HDR, len - SH_FAN_HDR);
@@ -1029,6 +1091,10 @@ void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8
 	}
 	if (kind == DP_SHARD_INTEREST) {
 		recv_interest(sh, src, d, len);
+		return;
+	}
+	if (kind == DP_SHARD_SHARE) {
+		recv_share(sh, src, d, len);
 		return;
 	}
 	if (len < SH_CONN_HDR) {

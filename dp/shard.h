@@ -19,6 +19,8 @@
  *                                   subscriptions appeared or went; a sync asking for a
  *                                   DONE once everything before it is applied; ready: the
  *                                   shard's keys are complete, its summary may be trusted)
+ *   any shard -> every other:       SHARE (this shard got its first member of a shared
+ *                                   subscription's group, or lost its last; ADR-070)
  *   any shard -> a ticket's origin: DONE (answers: ticket, stored or not) for routed
  *                                   messages whose acknowledgement waits on the origin;
  *                                   storage answers instead when this shard recorded
@@ -65,6 +67,7 @@ enum dp_shard_kind {
 	DP_SHARD_DONE = 0x0208,
 	DP_SHARD_DCREDIT = 0x0209,
 	DP_SHARD_INTEREST = 0x020a,
+	DP_SHARD_SHARE = 0x020b,
 };
 #define DP_SHARD_KIND_FIRST 0x0200u
 #define DP_SHARD_KIND_LAST 0x02ffu
@@ -120,6 +123,7 @@ struct dp_shard_stats {
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad;
 	uint64_t fanout_skipped;  /* copies not sent: the shard holds no matching subscription */
 	uint64_t interest_out, interest_in, interest_lost; /* key changes said / heard / unsaid */
+	uint64_t share_out, share_in, share_lost; /* shared subscription groups said / heard / unsaid */
 	uint64_t backlogged, backlog_full, stale, bad;
 	uint64_t done_out, done_in, done_dropped; /* answers to tickets */
 	uint32_t proxies, blocked;
@@ -188,6 +192,14 @@ bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen
 /* ticket != 0: every shard that gets the message answers it once (DONE, or storage after
  * a barrier). Returns how many will answer. */
 uint32_t dp_shard_fanout(struct dp_shard *sh, const struct mqtt_message *m, uint32_t ticket);
+
+/* ---- shared subscriptions (ADR-070) ----
+ * This shard got its first member of the group named by the whole filter
+ * "$share/<name>/<filter>" (add) or lost its last: every other shard is told (they hand it
+ * to mqtt_broker_share_remote), an add before the next interest sync, whose answers fail if
+ * a shard could not record it. 0; -E_AGAIN when a shard could not be told (an add is then
+ * taken back from those that heard it); -E_RANGE for a filter longer than a mesh slot. */
+MUST_CHECK int dp_shard_share(struct dp_shard *sh, const uint8_t *filter, size_t len, bool add);
 
 /* ---- interest summaries (ADR-055) ----
  * A subscription with interest key `key` (mqtt_interest_filter_key) was added or removed

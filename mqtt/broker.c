@@ -185,6 +185,28 @@ static void connack_props(const struct mqtt_broker *b, const struct mqtt_conn *c
 	}
 }
 
+/* Does a packet of n bytes fit the 5.0 client's Maximum Packet Size [MQTT-3.1.2-24]? */
+static bool fits_client(const struct mqtt_conn *c, size_t n)
+{
+	/* before the CONNACK that accepts it, a connection has no x5 (it holds the identity) */
+	return !c->v5 || c->state != MQTT_CONN_UP || !c->x5->max_packet || n <= c->x5->max_packet;
+}
+
+/* A CONNACK's properties for a client whose Maximum Packet Size is too small for them all:
+ * left out one at a time, first those whose absence means the same (Subscription
+ * Identifiers and Shared Subscriptions available: absent is 1), then those whose absence
+ * only makes the client ask less (Topic Alias Maximum: absent is 0), then the rest. */
+static void connack_shrink(const struct mqtt_conn *c, struct mqtt_props *p)
+{
+	uint32_t order[] = { p->sub_id_available ? MQTT_PROP_SUB_ID_AVAILABLE : 0u,
+			     p->shared_sub_available ? MQTT_PROP_SHARED_SUB_AVAILABLE : 0u,
+			     MQTT_PROP_TOPIC_ALIAS_MAX, MQTT_PROP_RECEIVE_MAX, MQTT_PROP_SESSION_EXPIRY,
+			     MQTT_PROP_MAX_PACKET_SIZE, MQTT_PROP_SUB_ID_AVAILABLE, MQTT_PROP_SHARED_SUB_AVAILABLE };
+	for (size_t i = 0; i < ARRAY_LEN(order) && !fits_client(c, mqtt5_connack_size(p)); i++)
+		if (order[i])
+			p->present &= ~MQTT_PROP_BIT(order[i]);
+}
+
 static int send_connack(struct mqtt_broker *b, struct mqtt_conn *c, bool sp, uint8_t rc)
 {
 	struct wcur w = wcur_make(b->out, b->out_len);
@@ -194,6 +216,9 @@ static int send_connack(struct mqtt_broker *b, struct mqtt_conn *c, bool sp, uin
 			connack_props(b, c, &p);
 		else
 			memset(&p, 0, sizeof p);
+		connack_shrink(c, &p);
+		if (!fits_client(c, mqtt5_connack_size(&p)))
+			return -E_RANGE; /* not even a bare CONNACK fits: the caller closes */
 		if (mqtt5_encode_connack(&w, rc == 0 && sp, rc5_of(rc), &p))
 			return -E_OVERFLOW;
 	} else if (mqtt_encode_connack(&w, rc == 0 && sp, rc)) { /* [MQTT-3.2.2-4] */
@@ -238,7 +263,7 @@ static uint32_t window(const struct mqtt_broker *b, const struct mqtt_conn *c)
 
 static uint8_t dlv_state(const struct mqtt_dlv *d)
 {
-	return (uint8_t)(d->state & ~(MQTT_DLV_RETAIN | MQTT_DLV_FRESH));
+	return (uint8_t)(d->state & ~(MQTT_DLV_RETAIN | MQTT_DLV_FRESH | MQTT_DLV_OWED));
 }
 
 static void dlv_set_state(struct mqtt_dlv *d, uint8_t st)
@@ -279,10 +304,14 @@ static void q_unlink(struct mqtt_broker *b, struct mqtt_session *s, uint32_t d, 
 	s->n_queued--;
 }
 
+static int resend_inflight(struct mqtt_broker *b, uint32_t si, bool owed_only);
+
 static void pump(struct mqtt_broker *b, uint32_t si)
 {
 	struct mqtt_session *s = &b->sess[si];
 	if (s->conn == MQTT_NIL)
+		return;
+	if ((s->flags & MQTT_SESS_OWED) && resend_inflight(b, si, true) != 0)
 		return;
 	struct mqtt_conn *c = &b->conns[s->conn];
 	uint32_t prev = MQTT_NIL, win = window(b, c);
@@ -336,21 +365,36 @@ static void pump(struct mqtt_broker *b, uint32_t si)
 	}
 }
 
-/* Redeliver unacknowledged messages with DUP set [MQTT-4.4.0-1], then fill the window. */
-static void resend(struct mqtt_broker *b, uint32_t si)
+/* Send again, with DUP and their identifiers [MQTT-4.4.0-1], the deliveries in flight since
+ * an earlier connection (owed_only: those still owed), at most as many as the window lets
+ * the client hold [MQTT-3.3.4-9]: the rest stay owed (MQTT_DLV_OWED) for the pump. 0, or the
+ * transport's error (what was not sent stays as it was). */
+static int resend_inflight(struct mqtt_broker *b, uint32_t si, bool owed_only)
 {
 	struct mqtt_session *s = &b->sess[si];
 	struct mqtt_conn *c = &b->conns[s->conn];
-	uint32_t prev = MQTT_NIL;
+	uint32_t prev = MQTT_NIL, held = 0, win = window(b, c);
+	if (owed_only) /* the client holds those in flight that are not owed */
+		for (uint32_t d = s->q_head; d != MQTT_NIL; d = b->dlvs[d].next)
+			held += dlv_state(&b->dlvs[d]) != MQTT_DLV_QUEUED && !(b->dlvs[d].state & MQTT_DLV_OWED);
+	bool owed = false;
 	for (uint32_t d = s->q_head; d != MQTT_NIL;) {
 		struct mqtt_dlv *r = &b->dlvs[d];
 		uint32_t next = r->next;
 		uint8_t st = dlv_state(r);
-		int rc = 0;
-		if (st == MQTT_DLV_WAIT_ACK || st == MQTT_DLV_WAIT_REC)
-			rc = send_dlv(b, c, r, true);
-		else if (st == MQTT_DLV_WAIT_COMP)
-			rc = mqtt_send_ack(b, c, MQTT_PUBREL, r->pid);
+		if (st == MQTT_DLV_QUEUED || (owed_only && !(r->state & MQTT_DLV_OWED))) {
+			prev = d;
+			d = next;
+			continue;
+		}
+		if (held >= win) {
+			r->state |= MQTT_DLV_OWED;
+			owed = true;
+			prev = d;
+			d = next;
+			continue;
+		}
+		int rc = st == MQTT_DLV_WAIT_COMP ? mqtt_send_ack(b, c, MQTT_PUBREL, r->pid) : send_dlv(b, c, r, true);
 		if (rc == -E_RANGE) {
 			/* too large for the client that came back (5.0): discarded as if delivered */
 			if (mqtt_persistent(s))
@@ -362,12 +406,27 @@ static void resend(struct mqtt_broker *b, uint32_t si)
 			d = next;
 			continue;
 		}
-		if (rc)
-			return;
+		if (rc) {
+			s->flags |= MQTT_SESS_OWED; /* this one and those after it: sent when writable */
+			for (; d != MQTT_NIL; d = b->dlvs[d].next)
+				if (dlv_state(&b->dlvs[d]) != MQTT_DLV_QUEUED && (!owed_only || (b->dlvs[d].state & MQTT_DLV_OWED)))
+					b->dlvs[d].state |= MQTT_DLV_OWED;
+			return rc;
+		}
+		r->state = (uint8_t)(r->state & ~MQTT_DLV_OWED);
+		held++;
 		prev = d;
 		d = next;
 	}
-	pump(b, si);
+	s->flags = (uint8_t)(owed ? s->flags | MQTT_SESS_OWED : s->flags & ~MQTT_SESS_OWED);
+	return 0;
+}
+
+/* At a reconnect: redeliver what is in flight, then fill the window. */
+static void resend(struct mqtt_broker *b, uint32_t si)
+{
+	if (resend_inflight(b, si, false) == 0)
+		pump(b, si);
 }
 
 struct msg_view {
@@ -561,10 +620,14 @@ static void route(struct mqtt_broker *b, const struct mqtt_message *m, bool loca
 	const uint8_t *topic = m->topic;
 	uint16_t tlen = (uint16_t)m->topic_len;
 	uint8_t qos = m->qos;
+	/* every shard holding members of a shared subscription's group picks by this value */
+	b->share_pick = local ? ++b->share_seq : m->share_pick;
 	if (local && b->ops.fanout) {
 		b->st.fanout_out++;
 		uint32_t ticket = qos ? b->route_ticket : 0;
-		b->route_owed += b->ops.fanout(b->ops.ctx, m, ticket);
+		struct mqtt_message picked = *m;
+		picked.share_pick = b->share_pick;
+		b->route_owed += b->ops.fanout(b->ops.ctx, &picked, ticket);
 	}
 	struct msg_view v = { m, NULL };
 	int n = mqtt_topic_split(b, topic, tlen);
@@ -842,7 +905,8 @@ static void conn_end(struct mqtt_broker *b, struct mqtt_conn *c, bool notify, bo
 		int enc = mqtt5_encode_disconnect(&w, reason, &p);
 		if (enc == 0 && c->x5->max_packet && w.pos > c->x5->max_packet) {
 			/* above the client's Maximum Packet Size: without its Reason String
-			 * [MQTT-3.14.2-3] (the code alone is 4 bytes: always within it) */
+			 * [MQTT-3.14.2-3] (the code alone is 4 bytes: within the maximum of any
+			 * client that took its CONNACK, 5 bytes at least) */
 			memset(&p, 0, sizeof p);
 			w = wcur_make(b->out, b->out_len);
 			enc = mqtt5_encode_disconnect(&w, reason, &p);
@@ -1121,7 +1185,13 @@ static int connect_finish(struct mqtt_broker *b, struct mqtt_conn *c, struct con
 	c->state = MQTT_CONN_UP;
 	c->keepalive_s = r->keepalive_s;
 	c->last_rx_ms = (uint32_t)now_ms;
-	(void)send_connack(b, c, present, MQTT_CONNACK_ACCEPTED); /* [MQTT-3.2.0-1] */
+	if (send_connack(b, c, present, MQTT_CONNACK_ACCEPTED) == -E_RANGE) { /* [MQTT-3.2.0-1] */
+		/* a Maximum Packet Size below a bare CONNACK's 5 bytes: nothing can be said */
+		b->st.proto_closes++;
+		say(b, MQTT_LOG_PROTOCOL, c, "Maximum Packet Size %u: below a CONNACK", (unsigned)c->x5->max_packet);
+		conn_end(b, c, true, false);
+		return -E_CLOSED;
+	}
 	resend(b, si);
 	return 0;
 }
@@ -1831,6 +1901,8 @@ static int handle_subscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const s
 	struct wcur w = wcur_make(b->out, b->out_len);
 	if (mqtt5_encode_suback(&w, pk->pid, NULL, b->codes, n) != 0)
 		w.err = true;
+	else if (!fits_client(c, w.pos)) /* no way to answer within it: nothing larger is sent */
+		return disconnect5(b, c, MQTT_RC_IMPLEMENTATION_SPECIFIC, "SUBACK above the client's Maximum Packet Size");
 	/* the filters in 3.1.1's layout (a filter, then a byte whose low bits are its QoS) */
 	struct mqtt_filters f311 = { .p = sub->filters.p, .len = sub->filters.len, .n = sub->filters.n,
 				     .with_qos = true };
@@ -1870,6 +1942,8 @@ static int handle_unsubscribe5(struct mqtt_broker *b, struct mqtt_conn *c, const
 	struct wcur w = wcur_make(b->out, b->out_len);
 	if (mqtt5_encode_unsuback(&w, pk->pid, NULL, b->codes, n) != 0)
 		return disconnect5(b, c, MQTT_RC_IMPLEMENTATION_SPECIFIC, "UNSUBACK does not encode");
+	if (!fits_client(c, w.pos))
+		return disconnect5(b, c, MQTT_RC_IMPLEMENTATION_SPECIFIC, "UNSUBACK above the client's Maximum Packet Size");
 	return mqtt_ack(b, c, MQTT_UNSUBACK, 0, w.buf, w.pos);
 }
 
@@ -1992,6 +2066,17 @@ void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms)
 	clock_see(b, now_ms);
 	if (c->state != MQTT_CONN_FREE)
 		conn_end(b, c, false, true); /* abnormal end: will [MQTT-3.1.2-8] */
+}
+
+int mqtt_broker_share_remote(struct mqtt_broker *b, uint32_t shard, const uint8_t *filter, size_t len, bool add)
+{
+	int rc = mqtt_share_remote(b, shard, filter, len, add);
+	if (rc == -E_RANGE || rc == -E_NOMEM) {
+		b->st.share_refused++;
+		say(b, MQTT_LOG_RESOURCE, NULL, "a shared subscription group of shard %u not recorded (%s)",
+		    (unsigned)shard, rc == -E_RANGE ? "group table full" : "no memory");
+	}
+	return rc;
 }
 
 int mqtt_broker_route_remote(struct mqtt_broker *b, const struct mqtt_message *m, bool *recorded)
@@ -2248,6 +2333,7 @@ void mqtt_broker_fini(struct mqtt_broker *b)
 {
 	b->store_on = false; /* shutting down is not a change of persistent state */
 	b->ops.interest = NULL; /* ... nor of where subscriptions are: the other shards go too */
+	b->ops.share = NULL;
 	mqtt_broker_restore_end(b);
 	b->store_on = false;
 	mqtt_held_fini(b);
@@ -2261,6 +2347,7 @@ void mqtt_broker_fini(struct mqtt_broker *b)
 	for (uint32_t i = 0; i < b->cfg.max_sessions; i++)
 		if (b->sess[i].flags & MQTT_SESS_USED)
 			mqtt_sess_free(b, i);
+	mqtt_share_fini(b); /* the groups other shards' members kept */
 	for (uint32_t i = 2; i < b->cfg.max_nodes + 2; i++) {
 		struct mqtt_node *nd = &b->nodes[i];
 		if (nd->level != MQTT_NIL && nd->retained) {
@@ -2352,6 +2439,8 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 			CHECK(st >= MQTT_DLV_QUEUED && st <= MQTT_DLV_WAIT_COMP);
 			CHECK((st == MQTT_DLV_WAIT_COMP) == (r->msg == NULL));
 			CHECK(r->qos == 1 || r->qos == 2);
+			/* owed only while in flight, and the session knows it (MQTT_DLV_OWED) */
+			CHECK(!(r->state & MQTT_DLV_OWED) || (st != MQTT_DLV_QUEUED && (s->flags & MQTT_SESS_OWED)));
 			if (st != MQTT_DLV_QUEUED) {
 				nf++;
 				CHECK(r->pid != 0);

@@ -68,8 +68,9 @@ struct mqtt_broker_config {
 	/* Subscriptions with an MQTT 5.0 Subscription Identifier (12 B each); 0: identifiers
 	 * are not offered (the CONNACK says so, one in a SUBSCRIBE ends the connection). */
 	uint32_t max_sub_ids;
-	/* MQTT 5.0 shared subscription groups ($share/<name>/<filter>; 32 B each); 0: not
-	 * offered. Offered only by a broker that is the only shard (no fanout op). */
+	/* MQTT 5.0 shared subscription groups ($share/<name>/<filter>; 40 B each), those with
+	 * members on any shard; 0: not offered. With several shards offered only when they can
+	 * agree on a group's members (ops.share). */
 	uint32_t max_shared_groups;
 	uint8_t max_subs_per_session;
 	bool queue_drop_oldest;  /* full queue: drop the oldest queued (else refuse newest) */
@@ -148,6 +149,10 @@ struct mqtt_message {
 	const uint8_t *topic, *payload, *props;
 	size_t topic_len, payload_len, props_len;
 	uint32_t expiry_s;
+	/* Routed between shards: the value every shard holding members of a shared
+	 * subscription's group picks the same shard by (the origin's count of routed messages;
+	 * set by the origin, 0 elsewhere). */
+	uint32_t share_pick;
 	uint8_t qos;
 	bool retain;
 };
@@ -246,6 +251,14 @@ struct mqtt_broker_ops {
 	 * could not be asked (the connection is ended unacknowledged). */
 	int (*interest)(void *ctx, uint16_t key, bool add);
 	int (*interest_sync)(void *ctx, uint32_t ticket);
+	/* Shared subscriptions across shards (NULL: offered only while this broker is the only
+	 * shard; needs interest_sync, which holds the SUBACK until every shard heard). share:
+	 * this shard got its first member of the group named by the whole filter
+	 * "$share/<name>/<filter>" (add), or lost its last; 0, or negative when the other
+	 * shards could not be told (an add is then refused). The other shards hand it to
+	 * mqtt_broker_share_remote. share_self: this shard's number (< MQTT_SHARE_SHARDS). */
+	int (*share)(void *ctx, const uint8_t *filter, size_t len, bool add);
+	uint32_t share_self;
 	void *ctx;
 	/* Storage (all NULL: no persistence, acknowledgements are sent at once). */
 	struct mqtt_store_ops store;
@@ -265,6 +278,9 @@ struct mqtt_broker_stats {
 	uint64_t v5_connects, aliases_set, v5_rej; /* 5.0 CONNECTs seen; Topic Aliases set; 5.0 packets rejected */
 	uint64_t aliases_out_set; /* Topic Aliases the broker set on its 5.0 PUBLISHes */
 	uint64_t shared_delivered; /* messages a shared subscription's group gave to one member */
+	uint64_t shared_elsewhere; /* ... that the group's pick left to a member on another shard */
+	uint64_t share_refused;    /* another shard's member this one could not record (pools) */
+	uint64_t share_unsaid;     /* a group's last member here left and the shards were not told */
 	uint64_t wills_undelayed; /* 5.0 wills sent at once: every delayed-will slot was taken */
 	uint64_t sessions_expired; /* kept sessions ended by their Session Expiry Interval */
 	uint64_t qos2_dups, unknown_acks, send_again;
@@ -321,6 +337,14 @@ void mqtt_conn_writable(struct mqtt_broker *b, struct mqtt_conn *c);
 /* The transport lost the connection (no DISCONNECT seen): the will is published. The
  * handle is gone afterwards; close is not called. */
 void mqtt_conn_lost(struct mqtt_broker *b, struct mqtt_conn *c, uint64_t now_ms);
+/* Shared subscriptions across shards (ADR-070): shard `shard` got its first member of the
+ * group named by the whole filter "$share/<name>/<filter>" (add) or lost its last one. 0;
+ * -E_INVAL for a filter that is not a valid shared one or a shard number out of range;
+ * -E_RANGE / -E_NOMEM when an add finds the group table or the tree full (counted in
+ * share_refused: the member's SUBSCRIBE is then not acknowledged). */
+#define MQTT_SHARE_SHARDS 64u
+MUST_CHECK int mqtt_broker_share_remote(struct mqtt_broker *b, uint32_t shard, const uint8_t *filter,
+					size_t len, bool add);
 /* A message another shard routed (its origin's ACL and rate checks already passed): the
  * retained store and this shard's subscribers get it; it is not fanned out again.
  * m borrowed. *recorded: events went to storage (the origin's answer

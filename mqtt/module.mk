@@ -14,5 +14,5 @@ PORTABLE_SRCS += mqtt/props.c
 PORTABLE_SRCS += mqtt/codec5.c
 # subid.c: MQTT 5.0 Subscription Identifiers beside the subscription pools (below session.c).
 PORTABLE_SRCS += mqtt/subid.c
-# share.c: MQTT 5.0 shared subscriptions on a broker that is the only shard (below session.c).
+# share.c: MQTT 5.0 shared subscriptions, members on any shard (below session.c).
 PORTABLE_SRCS += mqtt/share.c

@@ -58,15 +58,18 @@ struct mqtt_subid {
 };
 #define MQTT_SUBID_INLINE 0x80000000u
 
-/* A shared subscription's group (share.c): its ShareName and filter node, its members. */
+/* A shared subscription's group (share.c): its whole filter "$share/<name>/<filter>", its
+ * filter node, its members on this shard, and the other shards that hold members. 40 B. */
 struct mqtt_group {
-	uint8_t *name;    /* heap, name_len bytes */
+	uint8_t *text;    /* heap, text_len bytes; the ShareName is text[7 .. 7 + name_len) */
+	uint64_t remote;  /* bit s: shard s (not this one) holds members (mqtt_broker_share_remote) */
 	uint32_t node;    /* the filter's node below the absolute root */
 	uint32_t next;    /* chain of its node's bucket, or free-list link */
 	uint32_t members; /* member subscription records, linked by next_in_node */
-	uint32_t turn;    /* messages given so far: the next goes to member turn % n_members */
+	uint32_t turn;    /* messages given here so far: the next goes to member turn % n_members */
 	uint16_t n_members;
 	uint16_t name_len;
+	uint16_t text_len;
 };
 
 /* During a route: b->mark[session] = 1 + the highest QoS granted by its matching
@@ -219,6 +222,8 @@ struct mqtt_broker {
 	/* what the route in progress did, for the acknowledgement that follows it */
 	uint32_t route_ticket;  /* carried by the fan-out (0: nobody waits) */
 	uint32_t route_owed;    /* shards that will answer the ticket */
+	uint32_t share_seq;     /* messages this shard routed from a local origin */
+	uint32_t share_pick;    /* the routed message's mqtt_message.share_pick (share.c) */
 	uint32_t route_events;  /* events recorded since the acknowledgement's tracking began */
 	uint32_t route_origin;  /* the session publishing what is routed now (No Local), or MQTT_NIL */
 	uint8_t disc_reason;    /* the 5.0 DISCONNECT reason the next conn_end sends (0: none) */
@@ -416,17 +421,21 @@ uint32_t mqtt_subid_get(const struct mqtt_broker *b, uint32_t key);
 int mqtt_subid_check(const struct mqtt_broker *b);
 
 /* share.c: shared subscriptions. offered: this broker has them (cfg.max_shared_groups, and
- * it is the only shard). add: session si joins "$share/<name>/<filter>" f (validated) with
+ * it is the only shard or the shards can agree: ops.share). add: session si joins "$share/<name>/<filter>" f (validated) with
  * options opts and identifier sub_id: 0 (joined), 1 (options replaced), or -E_INVAL (not
- * offered, not shared, too deep), -E_RANGE (the session's or a pool's limit), -E_NOMEM.
+ * offered, not shared, too deep), -E_RANGE (the session's or a pool's limit), -E_NOMEM,
+ * -E_AGAIN (the other shards could not be told).
  * remove: si leaves it (false: it was not a member). unlink: member record r leaves its
- * group (session.c frees r). mark: routing matched node: one member of each of its groups
- * is marked (b->mark). */
+ * group (session.c frees r). mark: routing matched node: of each of its groups whose pick
+ * (b->share_pick) is this shard, one member is marked (b->mark). remote: see
+ * mqtt_broker_share_remote. */
 bool mqtt_share_offered(const struct mqtt_broker *b);
 int mqtt_share_add(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl, uint8_t opts, uint32_t sub_id);
 bool mqtt_share_remove(struct mqtt_broker *b, uint32_t si, const uint8_t *f, size_t fl);
 void mqtt_share_unlink(struct mqtt_broker *b, uint32_t r);
 void mqtt_share_mark(struct mqtt_broker *b, uint32_t node);
+int mqtt_share_remote(struct mqtt_broker *b, uint32_t shard, const uint8_t *f, size_t fl, bool add);
+void mqtt_share_fini(struct mqtt_broker *b); /* frees every group (after every session) */
 int mqtt_share_check(const struct mqtt_broker *b);
 
 /* session.c: the session table, subscriptions and delivery records */

@@ -51,9 +51,14 @@ struct mqtt_dlv {
  * of its routing) or already sent (by the pump that sent it), so a delivery sent at once
  * costs one record instead of two. Never set outside one call of deliver(). */
 #define MQTT_DLV_FRESH 0x40u
+/* In flight since an earlier connection and not yet sent again on this one: the 5.0
+ * client's Receive Maximum was reached when it came back [MQTT-3.3.4-9]; sent again (DUP,
+ * its identifier) as acknowledgements free the window. Any change of state clears it. */
+#define MQTT_DLV_OWED 0x20u
 #define MQTT_SESS_USED 0x01u
 #define MQTT_SESS_SERVICE 0x02u
 #define MQTT_SESS_CLEAN 0x04u
+#define MQTT_SESS_OWED 0x08u /* some delivery is MQTT_DLV_OWED */
 
 struct mqtt_session {
 	uint64_t skey;        /* storage key of a persistent session; 0: not stored (clean) */

@@ -2,7 +2,8 @@
  * Fuzz target: one broker shard (dp/shard.h) as core 1 of three, receiving mesh messages
  * chosen by the input from cores 0 and 2: OPEN with identities from a small dictionary
  * or raw bytes, DATA carrying CONNECT/SUBSCRIBE/PUBLISH or raw bytes, LOST, CREDIT, OUT,
- * CLOSE and routed messages whole or cut into parts, mixed with local fan-outs, polls and
+ * CLOSE, routed messages whole or cut into parts, 5.0 shared subscriptions (SUBSCRIBEs from
+ * local members, SHARE from the other shards), mixed with local fan-outs, polls and
  * a mesh that refuses sends when the input says so (backlogs fill and drain). After every
  * step dp_shard_check and mqtt_broker_check hold; at the end the broker gives every heap
  * byte back. The mesh only ever carries our own messages, but a wrong length or a stale
@@ -73,6 +74,11 @@ static int b_interest_sync(void *ctx, uint32_t ticket)
 	(void)ctx;
 	return dp_shard_interest_sync(S, ticket);
 }
+static int b_share(void *ctx, const uint8_t *f, size_t len, bool add)
+{
+	(void)ctx;
+	return dp_shard_share(S, f, len, add);
+}
 static uint32_t b_fanout(void *ctx, const struct mqtt_message *m, uint32_t ticket)
 {
 	(void)ctx;
@@ -142,11 +148,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.max_retained = 4, .max_packet = 300, .heap_limit = 16384, .max_topic_levels = 6,
 		.max_inflight = 2, .max_queue = 4, .max_qos2_rx = 2, .max_subs_per_session = 3,
 		.queue_drop_oldest = true, .max_violations = 4, .connect_timeout_ms = 5000,
-		.services = services, .n_services = 1,
+		.services = services, .n_services = 1, .max_shared_groups = 2,
 	};
 	struct mqtt_broker_ops ops = { .send = b_send, .close = b_close, .heap = { h_alloc, h_free, NULL },
 				       .fanout_room = b_room, .fanout = b_fanout,
-				       .interest = b_interest, .interest_sync = b_interest_sync };
+				       .interest = b_interest, .interest_sync = b_interest_sync,
+				       .share = b_share, .share_self = 1 };
 	size_t bneed = mqtt_broker_mem_size(&g);
 	void *bmem = aligned_alloc(8, (bneed + 7) & ~(size_t)7);
 	if (!bmem || mqtt_broker_init(&B, bmem, bneed, &g, &ops))
@@ -171,7 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		put32(msg, conn);
 		put32(msg + 4, gen);
 		uint32_t len = 8;
-		uint16_t kind = (uint16_t)(DP_SHARD_KIND_FIRST + ((op >> 1) % 9u)); /* OPEN .. DONE */
+		uint16_t kind = (uint16_t)(DP_SHARD_KIND_FIRST + ((op >> 1) % 12u)); /* OPEN .. SHARE */
 		switch ((op >> 4) & 7u) {
 		case 0: { /* OPEN with a known identity */
 			const char *id = ids[take(&in) & 3u];
@@ -188,7 +195,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct wcur w = wcur_make(msg + 8, sizeof msg - 8);
 			uint8_t f = take(&in);
 			const char *t = topics[f & 3u];
-			if (f & 0x10) {
+			if ((f & 0x40) && (f & 0x10)) { /* a 5.0 CONNECT: no properties */
+				static const uint8_t v5[] = { 0, 4, 'M', 'Q', 'T', 'T', 5, 2, 0, 0, 0 };
+				const char *id = ids[(f >> 5) & 1u];
+				msg[8] = 0x10;
+				msg[9] = (uint8_t)(sizeof v5 + 2 + strlen(id));
+				memcpy(msg + 10, v5, sizeof v5);
+				msg[10 + sizeof v5] = 0;
+				msg[11 + sizeof v5] = (uint8_t)strlen(id);
+				memcpy(msg + 12 + sizeof v5, id, strlen(id));
+				w.pos = 2 + msg[9];
+			} else if (f & 0x40) { /* a 5.0 SUBSCRIBE to a shared subscription */
+				const char *sf = (f & 0x20) ? "$share/g/devices/+/status" : "$share/h/devices/#";
+				size_t sl = strlen(sf);
+				msg[8] = 0x82;
+				msg[9] = (uint8_t)(2 + 1 + 2 + sl + 1);
+				msg[10] = 0;
+				msg[11] = 7;
+				msg[12] = 0;
+				msg[13] = 0;
+				msg[14] = (uint8_t)sl;
+				memcpy(msg + 15, sf, sl);
+				msg[15 + sl] = (uint8_t)(f & 1u);
+				w.pos = 2 + msg[9];
+			} else if (f & 0x10) {
 				struct mqtt_connect_args a = { .client_id = ids[(f >> 5) & 3u], .clean = (f & 4) != 0,
 							       .keepalive_s = 0 };
 				(void)!mqtt_encode_connect(&w, &a);
@@ -227,6 +257,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			check();
 			continue;
+		case 6: { /* SHARE: another shard's first or last member of a group, or a bad one */
+			static const char *const sf[] = { "$share/g/devices/+/status", "$share/h/devices/#",
+							  "$share/k/a/b", "$share//bad" };
+			uint8_t f = take(&in);
+			const char *t = sf[f & 3u];
+			msg[0] = (uint8_t)((f >> 2) & 1u);
+			msg[1] = 0;
+			msg[2] = (uint8_t)strlen(t);
+			msg[3] = 0;
+			memcpy(msg + 4, t, strlen(t));
+			len = 4u + (uint32_t)strlen(t);
+			kind = DP_SHARD_SHARE;
+			break;
+		}
 		case 5:
 			(void)dp_shard_poll(S);
 			now += 700;

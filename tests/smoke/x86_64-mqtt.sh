@@ -377,6 +377,15 @@ fi
 grep -E "^(PASS|FAIL) " "$tmp/js5.out"
 grep -qE "^(PASS|FAIL) " "$tmp/js5.out" || fail mqttjs5 "the MQTT.js 5 checks printed no result: $(tail -n 3 "$tmp/js5.out" | tr '\n' ' ')"
 grep -q "^FAIL " "$tmp/js5.out" && failed=1
+# where the shared subscription's members lived (their identities' home cores, ADR-070)
+if [ "$smp" -gt 1 ]; then
+	homes=""
+	for svc in ops ops-b ops-c ops-d; do
+		h=$(id_lines "$svc" | tail -n 1 | line_home)
+		homes="$homes $svc:${h:-?}"
+	done
+	echo "$tag: shared-sub members' home cores:$homes"
+fi
 
 # ---- MQTT 5.0 with mosquitto_sub/mosquitto_pub -V mqttv5 (tests/smoke/lib/mosq5-check.sh),
 # results named $tag-mosq5/<scenario>

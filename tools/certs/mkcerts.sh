@@ -7,6 +7,8 @@
 #                          the TAP of make run/run-hosted); the key is embedded in the image
 #   dev-1 … dev-N          device identities (CN = dev-<n>), N = [dev] certs_devices
 #   ops                    service identity: SAN URI <[tls] service_uri_prefix>ops
+#   ops-b, ops-c, ops-d    more service identities (their homes spread over the cores: the
+#                          members of a shared subscription on several cores, ADR-070)
 #   revoked-1              a device whose serial the dev image lists as revoked
 # Existing files are kept (idempotent); delete OUT to start over.
 # Usage: mkcerts.sh OUT N SERVICE_URI_PREFIX
@@ -43,8 +45,10 @@ sign server "/CN=localhost" "$leaf_ku\nextendedKeyUsage=serverAuth\nsubjectAltNa
 for i in $(seq 1 "$n"); do
 	sign "dev-$i" "/CN=dev-$i" "$leaf_ku\nextendedKeyUsage=clientAuth"
 done
-sign ops "/CN=ops" "$leaf_ku\nextendedKeyUsage=clientAuth\nsubjectAltName=URI:${prefix}ops"
+for svc in ops ops-b ops-c ops-d; do
+	sign "$svc" "/CN=$svc" "$leaf_ku\nextendedKeyUsage=clientAuth\nsubjectAltName=URI:${prefix}$svc"
+done
 sign revoked-1 "/CN=revoked-1" "$leaf_ku\nextendedKeyUsage=clientAuth"
 openssl x509 -in revoked-1.crt -noout -serial | cut -d= -f2 >revoked.serials
 chmod 644 ./*.crt revoked.serials
-echo "  CERTS       $(pwd): ca, server, dev-1..dev-$n, ops, revoked-1"
+echo "  CERTS       $(pwd): ca, server, dev-1..dev-$n, ops, ops-b..ops-d, revoked-1"

@@ -208,7 +208,7 @@ const struct conf_key conf_schema[] = {
 	{ KEY("mqtt", "subscription_ids", "CONF_MQTT_SUBSCRIPTION_IDS"), INT(1024, 0, 1048576, U_N),
 	  .doc = "MQTT 5.0 subscriptions with a Subscription Identifier per core (12 B each, reserved); 0: identifiers not offered (the CONNACK says so)." },
 	{ KEY("mqtt", "shared_groups", "CONF_MQTT_SHARED_GROUPS"), INT(256, 0, 1048576, U_N),
-	  .doc = "MQTT 5.0 shared subscription groups ($share/<name>/<filter>) per core (32 B each, reserved); 0: not offered. Offered only by a broker with one broker core (the CONNACK says so); on more cores a $share filter is refused with 0x9E." },
+	  .doc = "MQTT 5.0 shared subscription groups ($share/<name>/<filter>) per core (40 B each, reserved); 0: not offered (the CONNACK says so and a $share filter is refused with 0x9E). Every core keeps every group that has members on any core, so this bounds the groups of the whole broker; up to 64 cores." },
 	{ KEY("mqtt", "keepalive_max_s", "CONF_MQTT_KEEPALIVE_MAX_S"), INT(1200, 1, 65535, CONF_U_S),
 	  .doc = "Longest keepalive granted; a client asking for more (or 0) gets this." },
 	{ KEY("mqtt", "acl_violations_before_close", "CONF_MQTT_ACL_VIOLATIONS_BEFORE_CLOSE"),

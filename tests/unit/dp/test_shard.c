@@ -211,7 +211,7 @@ static struct dp_config cfg_make(uint32_t core)
 		.max_deliveries = 128, .max_retained = 8, .max_packet = 4096, .heap_limit = 1 << 20,
 		.max_topic_levels = 8, .max_inflight = 8, .max_queue = 64, .max_qos2_rx = 4,
 		.max_subs_per_session = 4, .queue_drop_oldest = false, .max_violations = 3,
-		.connect_timeout_ms = 10000, .services = svc, .n_services = 1,
+		.connect_timeout_ms = 10000, .services = svc, .n_services = 1, .max_shared_groups = 4,
 	};
 	g.heap = (struct dp_heap_ops){ t_alloc, t_free, t_used, t_avail, NULL };
 	g.lower = fake_lower;
@@ -686,6 +686,123 @@ static void t_interest_filters(void **state)
 	cl_free(d);
 }
 
+/* ---- MQTT 5.0 shared subscriptions across shards (ADR-070) ---------------------------- */
+
+/* A 5.0 service connected on its home core, clean start, no properties. */
+static struct client *cl_up5(uint32_t core, uint32_t conn, const char *id)
+{
+	struct client *k = cl_open(core, conn, id, true);
+	uint8_t b[128], p[136];
+	size_t n = put_str(b, "MQTT");
+	b[n++] = 5;
+	b[n++] = 0x02;
+	b[n++] = 0;
+	b[n++] = 60;
+	b[n++] = 0; /* no properties */
+	n += put_str(b + n, id);
+	cl_send(k, p, frame(p, 0x10, b, n));
+	uint8_t ack[64];
+	size_t al = expect(k, 2, ack, sizeof ack);
+	assert_true(al >= 3);
+	assert_int_equal(ack[1], 0);
+	for (size_t i = 3; i + 1 < al; i++) /* Shared Subscription Available, when present, is 1 */
+		if (ack[i] == 0x2a)
+			assert_int_equal(ack[i + 1], 1);
+	return k;
+}
+
+/* SUBSCRIBE (5.0) to one filter at QoS 0; the SUBACK's reason code. */
+static uint8_t mq_subscribe5(struct client *k, uint16_t pid, const char *filter)
+{
+	uint8_t b[256], p[264];
+	b[0] = (uint8_t)(pid >> 8);
+	b[1] = (uint8_t)pid;
+	b[2] = 0; /* no properties */
+	size_t n = 3 + put_str(b + 3, filter);
+	b[n++] = 0;
+	cl_send(k, p, frame(p, 0x82, b, n));
+	uint8_t ack[16];
+	size_t al = expect(k, 9, ack, sizeof ack);
+	assert_int_equal(al, 4);
+	return ack[3];
+}
+
+/* Count the QoS 0 5.0 PUBLISHes waiting for k by their one-byte payload. */
+static uint32_t take_shared(struct client *k, uint32_t *seen, uint32_t n_seen)
+{
+	uint32_t got = 0;
+	for (;;) {
+		cl_read(k);
+		if (!k->in_len)
+			return got;
+		uint8_t b[256];
+		size_t n = expect(k, 3, b, sizeof b);
+		size_t tl = (size_t)b[0] << 8 | b[1];
+		assert_true(n == 2 + tl + 1 + 1 && b[2 + tl] == 0); /* no properties, one byte */
+		assert_true(b[n - 1] < n_seen);
+		seen[b[n - 1]]++;
+		got++;
+	}
+}
+
+/* One member per message across three shards: members of $share/g on cores 0, 1 and 2 get
+ * each message exactly once between them, every member some; the group is known on every
+ * shard before the SUBACK; when one member leaves, the others get everything. */
+static void t_shared_across_cores(void **state)
+{
+	(void)state;
+	char dev[32], m[3][32];
+	int from = 0;
+	id_homed(dev, sizeof dev, "dev-", 0, false, &from);
+	struct client *d = cl_up(0, 1, dev, false);
+	struct client *k[3];
+	for (uint32_t c = 0; c < 3; c++) {
+		from = 0;
+		id_homed(m[c], sizeof m[c], c == 0 ? "opa-" : c == 1 ? "opb-" : "opc-", c, true, &from);
+		k[c] = cl_up5(c, 2 + c, m[c]);
+		assert_int_equal(mq_subscribe5(k[c], 1, "$share/g/devices/+/telemetry"), 0);
+	}
+	for (uint32_t c = 0; c < 3; c++)
+		assert_true(mqtt_broker_stats(dp_broker(D[c]))->share_refused == 0);
+	char topic[64];
+	snprintf(topic, sizeof topic, "devices/%s/telemetry", dev);
+	uint32_t seen[60] = { 0 }, got[3];
+	for (uint8_t i = 0; i < 30; i++)
+		mq_publish(d, topic, &i, 1, 0, false, 0);
+	for (uint32_t c = 0; c < 3; c++) {
+		got[c] = take_shared(k[c], seen, 60);
+		assert_true(got[c] >= 1); /* every shard's member takes a share */
+	}
+	assert_int_equal(got[0] + got[1] + got[2], 30);
+	for (uint32_t i = 0; i < 30; i++)
+		assert_int_equal(seen[i], 1); /* each message to exactly one member */
+	/* the member on core 1 leaves: the other two get every message between them */
+	uint8_t un[64];
+	size_t fl = strlen("$share/g/devices/+/telemetry");
+	un[0] = 0xa2;
+	un[1] = (uint8_t)(2 + 1 + 2 + fl);
+	un[2] = 0;
+	un[3] = 2;
+	un[4] = 0; /* no properties */
+	un[5] = 0;
+	un[6] = (uint8_t)fl;
+	memcpy(un + 7, "$share/g/devices/+/telemetry", fl);
+	cl_send(k[1], un, 7 + fl);
+	assert_int_equal(expect(k[1], 11, NULL, 0), 4); /* UNSUBACK: pid, no properties, 0x00 */
+	for (uint8_t i = 30; i < 60; i++)
+		mq_publish(d, topic, &i, 1, 0, false, 0);
+	assert_int_equal(take_shared(k[1], seen, 60), 0);
+	got[0] = take_shared(k[0], seen, 60);
+	got[2] = take_shared(k[2], seen, 60);
+	assert_true(got[0] >= 1 && got[2] >= 1);
+	assert_int_equal(got[0] + got[2], 30);
+	for (uint32_t i = 30; i < 60; i++)
+		assert_int_equal(seen[i], 1);
+	for (uint32_t c = 0; c < 3; c++)
+		cl_free(k[c]);
+	cl_free(d);
+}
+
 static void t_takeover_across_cores(void **state)
 {
 	(void)state;
@@ -1007,6 +1124,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_retained_on_every_shard, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_backpressure_loses_nothing_acknowledged, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_interest_filters, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_shared_across_cores, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_forwarded_publisher_slowed_by_credit, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_lost_owed_when_reserve_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_bad_mesh_messages, setup, teardown),

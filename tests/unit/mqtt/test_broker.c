@@ -1224,6 +1224,156 @@ static void test_session_expiry(void **state)
 	cl_free(s);
 }
 
+/* The next packet for cl is a 5.0 QoS 1 PUBLISH on `topic` with payload `payload`; its
+ * identifier; *dup: its DUP flag. */
+static uint16_t next_pub5(struct client *cl, const char *topic, const char *payload, int *dup)
+{
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t n;
+	assert_true(cl_next(cl, &t, &f, &b, &n));
+	assert_int_equal(t, MQTT_PUBLISH);
+	assert_int_equal((f >> 1) & 3, 1);
+	*dup = f >> 3;
+	size_t tl = (size_t)(b[0] << 8 | b[1]);
+	assert_int_equal(tl, strlen(topic));
+	assert_memory_equal(b + 2, topic, tl);
+	uint16_t pid = (uint16_t)(b[2 + tl] << 8 | b[3 + tl]);
+	size_t off = 4 + tl;
+	assert_true(b[off] < 128);
+	off += 1u + b[off]; /* properties */
+	assert_int_equal(n - off, strlen(payload));
+	assert_memory_equal(b + off, payload, n - off);
+	return pid;
+}
+
+/* A session's in-flight messages sent again at a reconnect respect the Receive Maximum of
+ * the client that came back [MQTT-3.3.4-9], with their own identifiers and DUP
+ * [MQTT-4.4.0-1]: four in flight on a 3.1.1 connection, a 5.0 client with Receive Maximum
+ * 2 gets two, then one more per acknowledgement, then the queued one as new. */
+static void test_receive_max_at_resume(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d, "d1", false), 0);
+	assert_int_equal(cl_sub(d, "devices/d1/cmd/#", 1), 1);
+	static const char *const msg[] = { "m0", "m1", "m2", "m3", "m4" };
+	uint16_t pid[5];
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(cl_pub(s, "devices/d1/cmd/a", msg[i], 1, false, (uint16_t)(10 + i), false), 0);
+		expect_ack(s, MQTT_PUBACK);
+		pid[i] = expect_pub(d, "devices/d1/cmd/a", msg[i], 1, 0, 0);
+	}
+	cl_free(d); /* four in flight, none acknowledged */
+	assert_int_equal(cl_pub(s, "devices/d1/cmd/a", msg[4], 1, false, 20, false), 0);
+	expect_ack(s, MQTT_PUBACK);
+	/* back as 5.0: Clean Start 0, Session Expiry Interval 60, Receive Maximum 2 */
+	static const uint8_t conn[] = { 0x10, 23, 0, 4, 'M', 'Q', 'T', 'T', 5, 0x00, 0, 0,
+					8, 0x11, 0, 0, 0, 60, 0x21, 0, 2, 0, 2, 'd', '1' };
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	assert_int_equal(cl_in(d, conn, sizeof conn), 0);
+	uint8_t t, f;
+	const uint8_t *b;
+	size_t n;
+	assert_true(cl_next(d, &t, &f, &b, &n));
+	assert_int_equal(t, MQTT_CONNACK);
+	assert_int_equal(b[0], 1); /* session present */
+	assert_int_equal(b[1], 0);
+	int dup;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(next_pub5(d, "devices/d1/cmd/a", msg[i], &dup), pid[i]);
+		assert_int_equal(dup, 1);
+	}
+	expect_none(d); /* the client holds two: its maximum */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(cl_ack(d, MQTT_PUBACK, pid[i]), 0);
+		assert_int_equal(next_pub5(d, "devices/d1/cmd/a", msg[i + 2], &dup), pid[i + 2]);
+		assert_int_equal(dup, 1);
+		expect_none(d);
+	}
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pid[2]), 0);
+	pid[4] = next_pub5(d, "devices/d1/cmd/a", msg[4], &dup);
+	assert_int_equal(dup, 0); /* the queued one: new */
+	expect_none(d);
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pid[3]), 0);
+	assert_int_equal(cl_ack(d, MQTT_PUBACK, pid[4]), 0);
+	expect_none(d);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.deliveries, 0);
+	cl_free(d);
+	cl_free(s);
+}
+
+/* A 5.0 client's Maximum Packet Size bounds every packet the broker sends it
+ * [MQTT-3.1.2-24]: a CONNACK leaves properties out until it fits (first those whose absence
+ * means the same); a SUBACK that cannot fit ends the connection instead of being sent; a
+ * client whose maximum is below a bare CONNACK is closed without one. */
+static void test_tiny_max_packet(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.max_sub_ids = 8;
+	g.topic_alias_max = 4;
+	restart(&g);
+	for (uint32_t max = 4; max <= 40; max++) {
+		/* CONNECT: Clean Start, Maximum Packet Size `max` */
+		uint8_t conn[] = { 0x10, 20, 0, 4, 'M', 'Q', 'T', 'T', 5, 0x02, 0, 0, 5, 0x27,
+				   (uint8_t)(max >> 24), (uint8_t)(max >> 16), (uint8_t)(max >> 8), (uint8_t)max,
+				   0, 2, 'd', '1' };
+		struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+		int rc = cl_in(d, conn, sizeof conn);
+		uint8_t t, f;
+		const uint8_t *b;
+		size_t n;
+		if (max < 5) { /* nothing fits */
+			assert_int_equal(rc, -E_CLOSED);
+			assert_false(cl_next(d, &t, &f, &b, &n));
+			cl_free(d);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_true(cl_next(d, &t, &f, &b, &n));
+		assert_int_equal(t, MQTT_CONNACK);
+		assert_true(n + 2 <= max); /* (remaining length below 128: a 2-byte fixed header) */
+		assert_int_equal(b[1], 0);
+		size_t props = b[2];
+		if (max >= 20) /* room for everything: all five properties */
+			assert_int_equal(props, 15);
+		else
+			assert_true(props < 15);
+		for (size_t i = 3; i < 3 + props;) { /* what is said is true */
+			uint8_t id = b[i];
+			if (id == 0x29 || id == 0x2A) { /* availability: both offered here */
+				assert_int_equal(b[i + 1], id == 0x29 ? 1 : 0);
+				i += 2;
+			} else if (id == 0x21 || id == 0x22) {
+				i += 3;
+			} else {
+				assert_int_equal(id, 0x27);
+				i += 5;
+			}
+		}
+		/* a SUBSCRIBE of five filters: its SUBACK is 10 bytes */
+		static const uint8_t sub6[] = { 0x82, 35, 0, 1, 0, 0, 4, 'x', '/', 'y', '1', 0, 0, 4, 'x', '/', 'y', '2', 0,
+						0, 4, 'x', '/', 'y', '3', 0, 0, 4, 'x', '/', 'y', '4', 0, 0, 1, 'z', 0 };
+		rc = cl_in(d, sub6, sizeof sub6);
+		if (max < 10) {
+			assert_int_equal(rc, -E_CLOSED);
+			while (cl_next(d, &t, &f, &b, &n)) /* a DISCONNECT, if one fits; never a SUBACK */
+				assert_true(t == MQTT_DISCONNECT && n + 2 <= max);
+		} else {
+			assert_int_equal(rc, 0);
+			assert_true(cl_next(d, &t, &f, &b, &n));
+			assert_int_equal(t, MQTT_SUBACK);
+			assert_int_equal(n, 8);
+		}
+		cl_free(d);
+	}
+}
+
 /* The Subscription Identifiers in a 5.0 PUBLISH at `body` (len bytes, QoS q): how many,
  * into ids. */
 static int publish5_sub_ids(const uint8_t *body, size_t len, int q, uint32_t *ids, int cap)
@@ -1460,6 +1610,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_timeout_and_pools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multi_filter_resubscribe_unsubscribe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_expiry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_receive_max_at_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiny_max_packet, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subscription_ids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_topic_alias_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_subscriptions, setup, teardown),
