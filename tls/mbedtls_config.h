@@ -46,6 +46,8 @@
 #define MBEDTLS_AES_ROM_TABLES           /* tables in read-only data, not built at run time */
 #if defined(__x86_64__)
 #define MBEDTLS_AESNI_C                  /* AES-NI + PCLMULQDQ when CPUID offers them (ADR-021) */
+#elif defined(__aarch64__)
+#define MBEDTLS_AESCE_C                  /* Armv8 AES + PMULL when ID_AA64ISAR0_EL1 offers both (ADR-071) */
 #endif
 #define MBEDTLS_GCM_C                    /* AES-GCM AEAD (suite, our record layer and tickets) */
 #define MBEDTLS_CHACHA20_C               /* TLS_CHACHA20_POLY1305_SHA256 */

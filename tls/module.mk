@@ -48,20 +48,24 @@ TLS_MBEDTLS_CC_fuzz = $(FUZZ_CC)
 TLS_MBEDTLS_CC_x86_64 = $(X86_64_CC)
 TLS_MBEDTLS_CC_aarch64 = $(AARCH64_CC)
 
-# AES-NI and PCLMULQDQ (ADR-021): aesni.c uses compiler intrinsics, which need the SSE
-# register file, and aes.c/gcm.c must be built with the same target flags because
-# aesni.h decides the round-key alignment from them. So on x86_64 these three files are
-# the kernel's only SSE code: they run in a core's loop, never in an interrupt handler
-# (handlers are general-registers-only and there is no other context to save), and the
-# instructions are used only after CPUID says the CPU has them.
-TLS_MBEDTLS_SSE_FILES := aes aesni gcm
-TLS_MBEDTLS_SSE := -msse2 -maes -mpclmul
-TLS_MBEDTLS_SSE_CFLAGS_host = $(TLS_MBEDTLS_CFLAGS_host) $(TLS_MBEDTLS_SSE)
-TLS_MBEDTLS_SSE_CFLAGS_hostrel = $(TLS_MBEDTLS_CFLAGS_hostrel) $(TLS_MBEDTLS_SSE)
-TLS_MBEDTLS_SSE_CFLAGS_fuzz = $(TLS_MBEDTLS_CFLAGS_fuzz) $(TLS_MBEDTLS_SSE)
-TLS_MBEDTLS_SSE_CFLAGS_x86_64 = $(filter-out -mgeneral-regs-only,$(TLS_MBEDTLS_CFLAGS_x86_64)) $(TLS_MBEDTLS_SSE)
-TLS_MBEDTLS_SSE_CFLAGS_aarch64 = $(TLS_MBEDTLS_CFLAGS_aarch64)
-tls_mbedtls_flags = $(if $(filter $(TLS_MBEDTLS_SSE_FILES),$(2)),$(TLS_MBEDTLS_SSE_CFLAGS_$(1)),$(TLS_MBEDTLS_CFLAGS_$(1)))
+# AES and GCM on the CPU's instructions (ADR-021 x86_64, ADR-071 aarch64): aes.c, gcm.c and
+# the architecture's file (aesni.c: compiler intrinsics on the SSE register file; aesce.c:
+# Advanced SIMD intrinsics) are built with vector registers allowed, and aes.c/gcm.c with
+# the same target flags as that file, because aesni.h and aesce.h decide from them whether
+# the accelerated code exists (and, on x86_64, the round keys' alignment). So these files
+# are the kernel's only mbedTLS code with vector registers: they run in a core's loop, never
+# in an interrupt handler (handlers are general-registers-only and there is no other
+# context to save), and the instructions are used only after the CPU says it has them
+# (x86_64: CPUID; aarch64: ID_AA64ISAR0_EL1, which tls/accel/cpu_aarch64.c reads for
+# aesce.c through tls/accel/shim/sys/auxv.h, in place of Linux's getauxval).
+TLS_MBEDTLS_SIMD_FILES := aes aesni aesce gcm
+TLS_MBEDTLS_SIMD_x86_64 := -msse2 -maes -mpclmul
+TLS_MBEDTLS_SIMD_aarch64 := -I tls/accel/shim
+# Per flavour: its flags without -mgeneral-regs-only (the images'), plus its architecture's
+# (TLS_ACCEL_ARCH_<flavour>, tls/accel/module.mk).
+tls_mbedtls_simd_cflags = $(filter-out -mgeneral-regs-only,$(TLS_MBEDTLS_CFLAGS_$(1))) \
+	$(TLS_MBEDTLS_SIMD_$(TLS_ACCEL_ARCH_$(1)))
+tls_mbedtls_flags = $(if $(filter $(TLS_MBEDTLS_SIMD_FILES),$(2)),$(call tls_mbedtls_simd_cflags,$(1)),$(TLS_MBEDTLS_CFLAGS_$(1)))
 
 # The unpacked tree is checked before anything of it is compiled: make deps applies our
 # patches (tools/deps/patches/mbedtls-3.6.6-*.patch) when it unpacks, and `fetch-deps.sh

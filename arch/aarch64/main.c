@@ -334,9 +334,9 @@ static void main_core_irqs(struct a64_core *c)
 }
 
 /* FP/SIMD usable at EL1 on this core: only the code built for it uses the registers
- * (SQLite on the storage core, tls/accel's SHA-256 assembly in every core's loop: ADR-058;
- * -mgeneral-regs-only everywhere else, interrupt handlers included, so no vector state is
- * ever saved). */
+ * (SQLite on the storage core, tls/accel's SHA-256 assembly and mbedTLS's AES and GCM in
+ * every core's loop: ADR-058, ADR-071; -mgeneral-regs-only everywhere else, interrupt
+ * handlers included, so no vector state is ever saved). */
 static void main_fp_on(void)
 {
 	A64_SYSREG_WRITE(cpacr_el1, A64_SYSREG_READ(cpacr_el1) | 3u << 20); /* FPEN: no traps */
@@ -525,7 +525,7 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 		}
 	}
 #endif
-	LOG_INFO("boot", "aarch64 bring-up done; planned: the Arm crypto extensions, ACPI and an EFI entry, MTE");
+	LOG_INFO("boot", "aarch64 bring-up done; planned: ACPI and an EFI entry, MTE");
 #ifndef URMQTT_PROD /* development knob: the boot tests end their machine with it */
 	char off[4];
 	if (cmdline_get(main_cmdline, sizeof main_cmdline, "poweroff", off, sizeof off) == 0) {

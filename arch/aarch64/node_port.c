@@ -3,8 +3,8 @@
  * The image's side of kernel/node/port.h on aarch64: the calling core from TPIDR_EL1, the
  * generic timer's counter, the wall clock (the PL031 RTC read once at boot, then the
  * counter, disciplined by SNTP when configured), the wake-up SGI, the MSI messages
- * (gic_msi.c), the per-core device-interrupt counts. The heap and the CSPRNG are
- * kernel/node/port_kernel.c's. Owns the wall clock's parameters: written by the boot core
+ * (gic_msi.c), the per-core device-interrupt counts, the AES report. The heap and the CSPRNG
+ * are kernel/node/port_kernel.c's. Owns the wall clock's parameters: written by the boot core
  * before any other core starts, then only by core 0 (node_port_wall_reference), read by
  * every core through kernel/wallclock's sequence counter.
  */
@@ -133,7 +133,24 @@ int node_port_msi(uint32_t core, uint32_t vec, uint16_t requester, uint64_t *add
 	return a64_msi_message(core, vec, requester, addr, data);
 }
 
+/* mbedTLS's (library-internal) answer to whether its AES and GCM take the Armv8 AES and PMULL
+ * instructions on this CPU (ADR-071): aesce.c asks tls/accel/cpu_aarch64.c once and caches
+ * it. Declared here because aesce.h shows it only to code built with Advanced SIMD; a build
+ * whose aesce.c has no accelerated code has no such function, so it does not link. */
+int mbedtls_aesce_has_support_impl(void);
+
+#define ISAR0_AES_SHIFT 4 /* ID_AA64ISAR0_EL1.AES: 0 none, 1 AES, 2 AES and PMULL */
+
 const char *node_port_crypto_accel(void)
 {
-	return "AES and PMULL instructions unused (portable C; the Arm crypto extensions are planned)";
+	if (mbedtls_aesce_has_support_impl())
+		return "Armv8 AES used, PMULL used";
+	switch ((A64_SYSREG_READ(id_aa64isar0_el1) >> ISAR0_AES_SHIFT) & 0xfu) {
+	case 0:
+		return "Armv8 AES absent, PMULL absent";
+	case 1:
+		return "Armv8 AES unused (PMULL absent)";
+	default:
+		return "Armv8 AES unused, PMULL unused (turned off)";
+	}
 }

@@ -22,7 +22,9 @@
  * only read the result afterwards. Idempotent.
  * It also chooses mbedTLS's SHA-256 block code (tls/accel/sha256_process.c): SHA-NI (x86_64) or the
  * Armv8 SHA-256 instructions when the CPU has them; before this call, and without them, the
- * integer code of the same assembly runs. accel_set_enabled() does not change it. */
+ * integer code of the same assembly runs. accel_set_enabled() does not change it.
+ * On aarch64, mbedTLS's AES and GCM take the AES and PMULL instructions whenever the CPU has
+ * both, before this call too: aesce.c asks tls/accel/cpu_aarch64.c (ADR-071). */
 void accel_cpu_init(void);
 
 /* Turns the driver on (default) or off; off sends every operation to mbedTLS's built-in code.

@@ -8,6 +8,9 @@
 # takes mbedTLS then resolves them, with no link line changed. The assembly is generated at
 # build time by perl from OpenSSL's source (make deps unpacks the members listed in
 # tools/deps/members/openssl.txt); nothing generated or third-party is committed.
+# On aarch64 it also answers mbedTLS's aesce.c, which asks Linux's getauxval whether the CPU
+# has the AES and PMULL instructions: shim/sys/auxv.h (on the path of aes.c, aesce.c and gcm.c
+# only, tls/module.mk) sends the question to cpu_aarch64.c, which reads the ID registers.
 #
 # Our C files are compiled by the top Makefile's portable pattern rules ($(B)/<fl>/p/...): the
 # flavour's strict flags (-Werror, -Wconversion, freestanding) plus TLS_ACCEL_CFLAGS.
