@@ -10,6 +10,7 @@
 
 #include "hosted/hosted.h"
 #include "lib/err.h"
+#include "mqtt/fleet.h"
 
 static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 {
@@ -117,7 +118,9 @@ void hosted_opts_usage(const char *prog)
 		"  --backup-s FIRST,INTERVAL the database backup's first delay and period in seconds\n"
 		"                            (tests; default: the configuration's)\n"
 		"  --scrub-kb-s N            the scrubber's budget in KiB/s, 0: off (make bench;\n"
-		"                            default: storage.scrub_kb_per_s)\n",
+		"                            default: storage.scrub_kb_per_s)\n"
+		"  --fleet-member NAME=HOST:PORT  a member of the fleet's ring (repeat for each; with\n"
+		"                            --fleet-self NAME, this appliance): instead of [fleet]\n",
 		prog);
 }
 
@@ -168,6 +171,15 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 				*err = "--client-id-policy: require or override";
 				return -E_INVAL;
 			}
+		} else if (!strcmp(opt, "--fleet-member")) {
+			struct mqtt_fleet_member m;
+			if (o->fleet.n >= HOSTED_FLEET_MAX || mqtt_fleet_member_parse(val, strlen(val), &m) != 0) {
+				*err = "--fleet-member: name=host:port, at most 16";
+				return -E_INVAL;
+			}
+			o->fleet.members[o->fleet.n++] = val;
+		} else if (!strcmp(opt, "--fleet-self")) {
+			o->fleet.self = val;
 		} else if (!strcmp(opt, "--tap")) {
 			o->tap = val;
 		} else if (!strcmp(opt, "--ip")) {
@@ -272,6 +284,13 @@ int hosted_opts_parse(struct hosted_opts *o, int argc, char **argv, const char *
 		*err = "--gw goes with --ip";
 		return -E_INVAL;
 	}
+	if (!o->fleet.n != !o->fleet.self) {
+		*err = "--fleet-member and --fleet-self go together";
+		return -E_INVAL;
+	}
+	if (o->fleet.n && mqtt_fleet_check_list(o->fleet.members, o->fleet.n, o->fleet.self, strlen(o->fleet.self),
+						 err) != 0)
+		return -E_INVAL;
 	*err = NULL;
 	return 0;
 }

@@ -25,13 +25,15 @@ static void hb_log(void *ctx, const char *line, const struct log_fields *f)
 }
 
 int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk, const char *disk_name,
-		       const struct hosted_storage_opts *so, bool client_id_override)
+		       const struct hosted_storage_opts *so, bool client_id_override,
+		       const struct hosted_fleet_opts *fleet)
 {
 	int rc;
 	memset(hb, 0, sizeof *hb);
 	struct node_broker_config bc = {
 		.core = 0, .max_conns = max_conn, .no_telemetry_log = so->no_telemetry_log, .log = hb_log,
 		.client_id_override = client_id_override,
+		.fleet_members = fleet->members, .n_fleet_members = fleet->n, .fleet_self = fleet->self,
 	};
 	if (disk) {
 		if ((rc = node_revoked_image(&hb->image)) != 0) {
@@ -52,6 +54,9 @@ int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_d
 	}
 	if (hb->store)
 		hosted_store_bind(hb->store, hb->nb.dp);
+	if (fleet->n)
+		printf("hosted: fleet appliance %s of %u (--fleet-member): other homes' 5.0 devices are redirected\n",
+		       fleet->self, (unsigned)fleet->n);
 	printf("hosted: broker on port %u: %u connection records of %zu B, data plane region %zu B,"
 	       " tls_rec %zu B, mqtt conn %zu B, session %zu B\n",
 	       (unsigned)CONF_TCP_PORT, max_conn, dp_conn_sizeof(), hb->nb.mem_len, tls_rec_sizeof(),
@@ -107,7 +112,8 @@ void hosted_broker_stats(struct hosted_broker *hb, const char *tag)
 	       " refused heap/records/inflight/source/rate=%llu/%llu/%llu/%llu/%llu"
 	       " closes fin/alert/tls_err/mqtt/tcp=%llu/%llu/%llu/%llu/%llu reaped=%llu"
 	       " out_chunks=%llu out_blocked=%llu out_failed=%llu/%llu tls_hs_live=%zu peak=%zu"
-	       " msgs_in=%llu msgs_out=%llu acl_denied=%llu/%llu connack_refused=%llu wills=%llu\n",
+	       " msgs_in=%llu msgs_out=%llu acl_denied=%llu/%llu connack_refused=%llu wills=%llu"
+	       " redirected=%llu\n",
 	       tag, (unsigned long long)s.accepted, (unsigned long long)s.hs_done,
 	       (unsigned long long)s.hs_failed, (unsigned long long)s.hs_timeouts,
 	       (unsigned long long)s.id_refused, (unsigned long long)s.refused_heap,
@@ -121,7 +127,7 @@ void hosted_broker_stats(struct hosted_broker *hb, const char *tag)
 	       hs.live_bytes, hs.peak_bytes, (unsigned long long)ms->msgs_in,
 	       (unsigned long long)ms->msgs_out, (unsigned long long)ms->acl_denied_pub,
 	       (unsigned long long)ms->acl_denied_sub, (unsigned long long)ms->connack_refused,
-	       (unsigned long long)ms->wills_published);
+	       (unsigned long long)ms->wills_published, (unsigned long long)ms->redirected);
 	if (hb->store)
 		hosted_store_stats(hb->store, tag);
 }

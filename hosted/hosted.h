@@ -114,9 +114,17 @@ struct hosted_storage_opts {
 	bool scrub_set;             /* scrub_kb_per_s given (0 turns the scrubber off) */
 	uint32_t scrub_kb_per_s;
 };
+/* The fleet's ring from the command line (--fleet-member, --fleet-self; ADR-072): members
+ * "name=host:port" and self linked (argv); n 0: the configuration's [fleet]. */
+#define HOSTED_FLEET_MAX 16u
+struct hosted_fleet_opts {
+	const char *members[HOSTED_FLEET_MAX];
+	uint32_t n;
+	const char *self;
+};
 MUST_CHECK int hosted_broker_init(struct hosted_broker *hb, uint32_t max_conn, struct blk_dev *disk,
 				  const char *disk_name, const struct hosted_storage_opts *so,
-				  bool client_id_override);
+				  bool client_id_override, const struct hosted_fleet_opts *fleet);
 /* Link the TCP stack (created with dp_tcp_upper and the dp as ctx). */
 void hosted_broker_attach(struct hosted_broker *hb, struct tcp_stack *tcp);
 /* Safe point of the loop (after tcp_poll): reap, handshake deadlines, broker tick, then
@@ -183,6 +191,7 @@ struct hosted_opts {
 	uint32_t broker_stats_ms; /* broker line period (default 10000), 0: off */
 	bool client_id_override;  /* --client-id-policy override */
 	bool no_curve_driver;     /* --no-curve-driver: mbedTLS's own curve arithmetic (make bench) */
+	struct hosted_fleet_opts fleet; /* --fleet-member (repeated), --fleet-self */
 };
 /* Parse argv into `o` (defaults first). 0, or -E_INVAL with `err` (a static message)
  * naming the bad option; 1 when --help was asked. */

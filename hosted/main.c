@@ -466,7 +466,7 @@ static int setup(struct hosted *h)
 	struct tcp_config tc;
 	if (h->o.broker) {
 		if (hosted_broker_init(&h->broker, h->o.max_conn, h->o.disk ? &h->disk.dev : NULL, h->o.disk,
-				       &h->o.storage, h->o.client_id_override) < 0)
+				       &h->o.storage, h->o.client_id_override, &h->o.fleet) < 0)
 			return -1;
 		h->broker_up = true;
 		if (h->o.no_curve_driver) {

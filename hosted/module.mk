@@ -15,6 +15,8 @@ $(B)/hosted/urmqtt: $$(call objs,host,t,$$(HOSTED_SRCS)) $$(HOST_LIB) $(B)/host/
 
 TEST_DEPS += $(B)/hosted/urmqtt
 SMOKE_SCRIPTS += tests/smoke/hosted-tcp.sh tests/smoke/hosted-mqtt.sh tests/smoke/hosted-store.sh
+# The fleet simulation: three hosted brokers with one ring (ADR-072, docs/SCALE-OUT.md).
+SMOKE_SCRIPTS += tests/smoke/hosted-fleet.sh
 TEST_SRCS_hosted_test_hosted := hosted/pool.c hosted/impair.c hosted/args.c
 TEST_SRCS_hosted_test_blk_file := hosted/blk_file.c
 

@@ -34,6 +34,7 @@
 #include "lib/mem.h"
 #include "mqtt/acl.h"
 #include "mqtt/codec5.h"
+#include "mqtt/fleet.h"
 #include "mqtt/msg.h"
 #include "mqtt/rate.h"
 #include "mqtt/topic.h"
@@ -1218,6 +1219,34 @@ static int handle_connect(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 	return connect_finish(b, c, &r, now_ms);
 }
 
+/* A fleet (mqtt/fleet.h, ADR-072): a 5.0 device whose home is another appliance is told
+ * where it is, CONNACK 0x9C (Use another server) with the home's "host:port" as Server
+ * Reference (MQTT 5.0 4.11), and its connection ends: -E_CLOSED. 0 when there is no fleet,
+ * the device is at home, or the identity is a service's (backends connect everywhere).
+ * max_packet: the CONNECT's Maximum Packet Size (0: none). */
+static int connect_redirect(struct mqtt_broker *b, struct mqtt_conn *c, uint32_t max_packet)
+{
+	const struct mqtt_fleet *f = b->cfg.fleet;
+	if (!f || c->kind != MQTT_ID_DEVICE)
+		return 0;
+	uint32_t home = mqtt_fleet_home(f, c->identity, c->identity_len);
+	if (home == f->self)
+		return 0;
+	const struct mqtt_fleet_member *m = mqtt_fleet_member(f, home);
+	struct mqtt_props p;
+	memset(&p, 0, sizeof p);
+	p.present = MQTT_PROP_BIT(MQTT_PROP_SERVER_REFERENCE);
+	p.server_reference = (struct mqtt_str){ (const uint8_t *)m->ref, m->ref_len };
+	if (max_packet && mqtt5_connack_size(&p) > max_packet)
+		p.present = 0; /* beyond the client's Maximum Packet Size [MQTT-3.1.2-24]: 0x9C alone */
+	struct wcur w = wcur_make(b->out, b->out_len);
+	b->st.redirected++;
+	if (mqtt5_encode_connack(&w, false, MQTT_RC_USE_ANOTHER_SERVER, &p) == 0)
+		(void)mqtt_send_encoded(b, c, &w);
+	conn_end(b, c, true, false);
+	return -E_CLOSED;
+}
+
 /* A 5.0 CONNECT (MQTT 5.0 3.1): the same identity and ACL rules as 3.1.1; an empty client
  * identifier is refused (never assigned: the identity is the certificate's), enhanced
  * authentication is refused (the certificate authenticates); Session Expiry Interval 0 ends
@@ -1239,6 +1268,9 @@ static int handle_connect5(struct mqtt_broker *b, struct mqtt_conn *c, const str
 				 .expiry_s = mqtt_expiry_capped(b, expiry) };
 	int rc = connect_identity(b, c, &r.id, &r.idl);
 	if (rc)
+		return rc;
+	uint32_t max_packet = (pr->present & MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE)) ? pr->max_packet_size : 0;
+	if ((rc = connect_redirect(b, c, max_packet)) != 0)
 		return rc;
 	r.x5 = mqtt_heap_alloc(b, sizeof *r.x5);
 	if (!r.x5)

@@ -18,6 +18,7 @@
 
 struct mqtt_broker;
 struct mqtt_conn;
+struct mqtt_fleet;
 
 enum mqtt_id_kind { MQTT_ID_DEVICE = 0, MQTT_ID_SERVICE = 1 };
 
@@ -127,6 +128,11 @@ struct mqtt_broker_config {
 	void *control_ctx;
 	const char *const *console_ids;
 	uint16_t n_console_ids;
+	/* A fleet behind one name (mqtt/fleet.h, ADR-072): an MQTT 5.0 device whose home is
+	 * another appliance gets CONNACK 0x9C (Use another server) with the home's "host:port"
+	 * as Server Reference, and its connection ends; services and 3.1.1 devices are never
+	 * redirected. Linked, read-only (one ring may serve every core); NULL: no fleet. */
+	const struct mqtt_fleet *fleet;
 };
 
 /* ---- durability (storage: docs/DURABILITY.md) --------------------------------------
@@ -287,6 +293,7 @@ struct mqtt_broker_stats {
 	uint64_t nomem, pool_exhausted, retained_refused;
 	uint64_t connack_refused, proto_closes, keepalive_closes, connect_timeouts;
 	uint64_t client_id_overridden; /* client_id_policy "override": another id replaced */
+	uint64_t redirected; /* 5.0 devices sent to their home appliance (CONNACK 0x9C, fleet) */
 	uint64_t takeovers, wills_published, kicked, console_commands;
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad; /* cross-shard routing */
 	uint64_t fanout_qos0_dropped; /* of fanout_refused: QoS 0 PUBLISHes dropped (links full) */

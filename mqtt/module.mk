@@ -16,3 +16,6 @@ PORTABLE_SRCS += mqtt/codec5.c
 PORTABLE_SRCS += mqtt/subid.c
 # share.c: MQTT 5.0 shared subscriptions, members on any shard (below session.c).
 PORTABLE_SRCS += mqtt/share.c
+# fleet.c: the fleet's consistent-hash ring, an identity's home appliance (pure; broker.c
+# asks it on a 5.0 CONNECT, the configuration tool checks [fleet] with its parser).
+PORTABLE_SRCS += mqtt/fleet.c

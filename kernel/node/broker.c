@@ -15,6 +15,7 @@
 #include "lib/fmt.h"
 #include "lib/mem.h"
 #include "lib/nameset.h"
+#include "mqtt/fleet.h"
 #include "tls/handshake.h"
 #include "tls/accel/accel.h"
 #include "urmqtt_config.h"
@@ -637,6 +638,42 @@ static void kb_log(void *ctx, const char *line, const struct log_fields *f)
 	LOG_FIELDS(LOG_LEVEL_INFO, "broker", f, "core %u: %s", (unsigned)b->cfg.core, line);
 }
 
+/* The fleet's ring: one for the machine, built by the first node_broker_init (boot core,
+ * before any core runs TLS: design note 1) and read-only afterwards, so every core's broker
+ * reads it without synchronisation. NULL: no fleet (no members). */
+static struct mqtt_fleet kb_fleet;
+static const char *const kb_fleet_conf[] = CONF_FLEET_MEMBERS_INIT;
+
+static int kb_fleet_ring(const struct node_broker_config *cfg, const struct mqtt_fleet **out)
+{
+	static bool built;
+	*out = NULL;
+	const char *const *members = cfg->n_fleet_members ? cfg->fleet_members : kb_fleet_conf;
+	size_t n = cfg->n_fleet_members ? cfg->n_fleet_members : CONF_FLEET_MEMBERS_N;
+	const char *self = cfg->n_fleet_members ? cfg->fleet_self : CONF_FLEET_SELF;
+	if (n == 0)
+		return 0;
+	if (!built || cfg->core == 0) {
+		uint8_t key[MQTT_FLEET_KEY_LEN];
+		const char *why = "the ring key is not 32 hex digits";
+		int rc = mqtt_fleet_key_parse(CONF_FLEET_RING_KEY, strlen(CONF_FLEET_RING_KEY), key);
+		if (rc == 0)
+			rc = mqtt_fleet_init(&kb_fleet, members, n, self ? self : "", self ? strlen(self) : 0, key,
+					     CONF_FLEET_VNODES, &why);
+		if (rc != 0) {
+			LOG_ERR("broker", "fleet: %s", why);
+			return rc;
+		}
+		built = true;
+		const struct mqtt_fleet_member *me = mqtt_fleet_member(&kb_fleet, kb_fleet.self);
+		LOG_INFO("broker", "fleet: appliance %.*s (%.*s) of %u, %u points each; other homes' 5.0 devices are redirected",
+			 (int)me->name_len, me->name, (int)me->ref_len, me->ref, (unsigned)kb_fleet.n_members,
+			 (unsigned)kb_fleet.vnodes);
+	}
+	*out = &kb_fleet;
+	return 0;
+}
+
 int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg)
 {
 	int rc;
@@ -706,6 +743,8 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 	g.now_ms = kb_dp_now;
 	g.clock_ctx = b;
 	if ((rc = node_port_random(g.mqtt.hash_key, sizeof g.mqtt.hash_key)) != 0)
+		return rc;
+	if ((rc = kb_fleet_ring(cfg, &g.mqtt.fleet)) != 0)
 		return rc;
 	if (cfg->n_cores > 1) {
 		g.shard = (struct dp_shard_config){

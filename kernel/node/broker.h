@@ -113,6 +113,12 @@ struct node_broker_config {
 	 * 0, or -E_AGAIN while a previous change is still on its way. NULL: no console. */
 	int (*ctl_broadcast)(const struct node_ctl *op);
 	uint32_t n_data_cores;    /* for the console's replies */
+	/* The fleet's ring (mqtt/fleet.h, ADR-072) from these members ("name=host:port", linked)
+	 * and this appliance's name (linked) instead of the configuration's [fleet]: the hosted
+	 * simulation runs three appliances of one build. n_fleet_members 0: the configuration's. */
+	const char *const *fleet_members;
+	uint32_t n_fleet_members;
+	const char *fleet_self;
 };
 
 struct node_broker {

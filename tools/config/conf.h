@@ -55,6 +55,8 @@ enum conf_check {
 	CONF_CK_UDP_ENDPOINT, /* list item: "a.b.c.d[:port]", a unicast address (lib/endpoint.h) */
 	CONF_CK_NTP_SERVER,   /* list item: the same, on a private network (lib/endpoint.h) */
 	CONF_CK_PRINTABLE,    /* str: printable ASCII, no spaces (a syslog header field) */
+	CONF_CK_FLEET_MEMBER, /* list item: "name=host:port" (mqtt/fleet.h) */
+	CONF_CK_HEX_KEY,      /* str: hex digits only (a key; its length from min/max) */
 };
 
 /* One key of the schema. Ownership: everything is static data. */

@@ -289,6 +289,8 @@ static void doc_range(FILE *out, const struct conf_key *k)
 			fputs(", has `:`, no spaces", out);
 		if (k->check == CONF_CK_PRINTABLE)
 			fputs(", printable ASCII, no spaces", out);
+		if (k->check == CONF_CK_HEX_KEY)
+			fputs(", hex digits", out);
 		break;
 	case CONF_T_IPV4:
 		fputs(k->check == CONF_CK_NETMASK ? "contiguous netmask" : "a.b.c.d", out);
@@ -299,6 +301,7 @@ static void doc_range(FILE *out, const struct conf_key *k)
 		      : k->check == CONF_CK_KEYREF       ? "`section.key` names"
 		      : k->check == CONF_CK_UDP_ENDPOINT ? "`a.b.c.d[:port]` unicast addresses"
 		      : k->check == CONF_CK_NTP_SERVER   ? "`a.b.c.d[:port]` private addresses"
+		      : k->check == CONF_CK_FLEET_MEMBER ? "`name=host:port` appliances"
 							 : "strings",
 		      out);
 		break;

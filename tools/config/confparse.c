@@ -17,6 +17,7 @@
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
+#include "mqtt/fleet.h"
 
 struct parser {
 	struct cur c;
@@ -460,6 +461,19 @@ static int check_string(struct parser *p, const struct conf_key *k, struct conf_
 			if (s[i] < 33 || s[i] > 126)
 				return perr(p, CONF_E_RANGE, KFMT ": \"%.64s\" has a space or a byte outside printable ASCII",
 					    KARG(k), s);
+		break;
+	case CONF_CK_FLEET_MEMBER: {
+		struct mqtt_fleet_member m;
+		if (mqtt_fleet_member_parse(s, sp.len, &m) != 0)
+			return perr(p, CONF_E_RANGE,
+				    KFMT ": \"%.64s\" is not name=host:port (name 1..32 of A-Z a-z 0-9 _ . -, host a DNS name or a.b.c.d, port 1..65535)",
+				    KARG(k), s);
+		break;
+	}
+	case CONF_CK_HEX_KEY:
+		for (size_t i = 0; i < sp.len; i++)
+			if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+				return perr(p, CONF_E_RANGE, KFMT ": \"%.64s\" has a byte that is not a hex digit", KARG(k), s);
 		break;
 	case CONF_CK_KEYREF: {
 		const char *dot = memchr(s, '.', sp.len);

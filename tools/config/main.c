@@ -3,7 +3,9 @@
  * urmqtt-config: the build-time configuration tool. `check FILE` validates,
  * `gen-header FILE OUT.h` validates and writes the constants header atomically (a temp
  * file in OUT's directory renamed over OUT, so a failed run leaves no half-written
- * header a later make would trust), `gen-doc` prints docs/CONFIGURATION.md.
+ * header a later make would trust), `gen-doc` prints docs/CONFIGURATION.md, `fleet-home
+ * FILE ID...` prints each identity's home appliance by FILE's [fleet] ring (provisioning a
+ * 3.1.1 device with its appliance's name, docs/SCALE-OUT.md): "ID NAME HOST:PORT" a line.
  * Errors are one line `file:line: message` and exit code 1; usage errors exit 2.
  */
 #include <errno.h>
@@ -15,15 +17,18 @@
 
 #include "tools/config/conf.h"
 #include "tools/config/confgen.h"
+#include "mqtt/fleet.h"
 
 static struct conf_doc doc;
+static struct mqtt_fleet ring;
 static char text[CONF_FILE_MAX_BYTES + 1];
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: urmqtt-config check FILE\n"
 			"       urmqtt-config gen-header FILE OUT.h\n"
-			"       urmqtt-config gen-doc\n");
+			"       urmqtt-config gen-doc\n"
+			"       urmqtt-config fleet-home FILE IDENTITY...\n");
 	return 2;
 }
 
@@ -86,8 +91,47 @@ static int gen_header(const char *path, const char *out_path)
 	return 0;
 }
 
+/* The index of a key this file names (the schema has it: test_confgen runs this). */
+static size_t key_idx(const char *section, const char *name)
+{
+	int i = conf_key_find(section, strlen(section), name, strlen(name));
+	return i < 0 ? 0 : (size_t)i;
+}
+
+static int fleet_home(const char *path, int n, char **ids)
+{
+	const char *m[MQTT_FLEET_MAX_MEMBERS];
+	uint8_t key[MQTT_FLEET_KEY_LEN];
+	const char *why = "";
+	if (load(path))
+		return 1;
+	size_t km = key_idx("fleet", "members"), nm = conf_doc_list_len(&doc, km);
+	const char *self = conf_doc_str(&doc, key_idx("fleet", "self"));
+	const char *hex = conf_doc_str(&doc, key_idx("fleet", "ring_key"));
+	if (nm == 0 || nm > MQTT_FLEET_MAX_MEMBERS) {
+		fprintf(stderr, "%s: no [fleet] members\n", path);
+		return 1;
+	}
+	for (size_t i = 0; i < nm; i++)
+		m[i] = conf_doc_list_item(&doc, km, i);
+	if (mqtt_fleet_key_parse(hex, strlen(hex), key) != 0 ||
+	    mqtt_fleet_init(&ring, m, nm, self, strlen(self), key,
+			    (uint32_t)doc.vals[key_idx("fleet", "vnodes")].i, &why) != 0) {
+		fprintf(stderr, "%s: [fleet]: %s\n", path, why);
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct mqtt_fleet_member *h =
+			mqtt_fleet_member(&ring, mqtt_fleet_home(&ring, (const uint8_t *)ids[i], strlen(ids[i])));
+		printf("%s %.*s %.*s\n", ids[i], (int)h->name_len, h->name, (int)h->ref_len, h->ref);
+	}
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && strcmp(argv[1], "fleet-home") == 0)
+		return fleet_home(argv[2], argc - 3, argv + 3);
 	if (argc == 3 && strcmp(argv[1], "check") == 0)
 		return load(argv[2]) ? 1 : 0;
 	if (argc == 4 && strcmp(argv[1], "gen-header") == 0)

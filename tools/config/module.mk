@@ -16,11 +16,13 @@ FUZZ_SRCS_config := $(CONF_SRCS)
 # ---- the constants header -------------------------------------------------------------
 # Every object waits (order-only) for GENERATED_HEADERS, and build/host/tools/urmqtt-config
 # is made of such objects plus $(HOST_LIB); generating the header with it would be a cycle.
-# So the header is made by a bootstrap build of the same sources (plus the four lib/
-# files they use) with rules of its own that wait for nothing generated. No sanitizers:
-# it runs in every build; the sanitized tool and the unit tests cover the same code.
+# So the header is made by a bootstrap build of the same sources (plus the lib/ files they
+# use, and mqtt/fleet.c, whose parser checks [fleet]) with rules of its own that wait for
+# nothing generated. No sanitizers: it runs in every build; the sanitized tool and the unit
+# tests cover the same code.
 CONF_FILE ?= config/$(PROFILE).conf
-CONF_BOOT_SRCS := tools/config/main.c $(CONF_SRCS) lib/cursor.c lib/fmt.c lib/mem.c lib/endpoint.c
+CONF_BOOT_SRCS := tools/config/main.c $(CONF_SRCS) lib/cursor.c lib/fmt.c lib/mem.c lib/endpoint.c \
+	mqtt/fleet.c lib/siphash.c
 CONF_BOOT_OBJS := $(patsubst %.c,$(B)/host/confboot/%.o,$(CONF_BOOT_SRCS))
 CONF_BOOT_TOOL := $(B)/host/confboot/urmqtt-config
 CONF_HEADER := $(B)/gen/urmqtt_config.h

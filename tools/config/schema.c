@@ -13,6 +13,7 @@
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
+#include "mqtt/fleet.h"
 
 static const char *const profile_vals[] = { "dev", "prod", NULL };
 static const char *const log_level_vals[] = { "error", "warn", "info", "debug", "trace", NULL };
@@ -345,6 +346,17 @@ const struct conf_key conf_schema[] = {
 	{ KEY("ntp", "unsynced_certs", "CONF_NTP_UNSYNCED_CERTS"), ENUM(unsynced_vals, 0),
 	  .doc = "With servers set, while no agreed time is followed (before the first, or four polls without one): \"accept\" checks client certificates against the wall clock as it is and logs a warning (at most one a minute); \"refuse\" refuses every client certificate (access_denied) until the clock is synchronised again." },
 
+	/* [fleet] */
+	{ KEY("fleet", "members", "CONF_FLEET_MEMBERS"), LIST(no_items, 16, CONF_CK_FLEET_MEMBER),
+	  .doc = "The appliances of a fleet behind one name, the same list on every appliance (docs/SCALE-OUT.md): \"name=host:port\" each (name: 1 to 32 of A-Z a-z 0-9 _ . -; host: a DNS name or a.b.c.d). A device identity's home is the member its SipHash (fleet.ring_key) falls to on a ring of fleet.vnodes points per member; an MQTT 5.0 device (never a service) that connects elsewhere gets CONNACK 0x9C (Use another server) with its home's host:port as Server Reference. Empty: no fleet, nobody is redirected." },
+	{ KEY("fleet", "self", "CONF_FLEET_SELF"), STR("", 0, 32), .check = CONF_CK_PRINTABLE,
+	  .doc = "This appliance's name among fleet.members (required with members; the one key that differs between the appliances of a fleet)." },
+	{ KEY("fleet", "ring_key", "CONF_FLEET_RING_KEY"), STR("75726d7174742d666c6565742d6b6579", 32, 32),
+	  .check = CONF_CK_HEX_KEY,
+	  .doc = "SipHash key of the ring (32 hex digits), the same on every appliance; not a secret (the CA decides which identities exist). Changing it moves nearly every device." },
+	{ KEY("fleet", "vnodes", "CONF_FLEET_VNODES"), INT(256, 1, 256, U_N),
+	  .doc = "Points per member on the ring, the same on every appliance: more points, more equal shares (256: each of 3 appliances within a few percent of a third)." },
+
 	/* [dev] */
 	{ KEY("dev", "certs_devices", "CONF_DEV_CERTS_DEVICES"), INT(10, 1, 100000, U_N),
 	  .doc = "Device certificates the development CA tool generates." },
@@ -402,6 +414,7 @@ const char *const conf_constraints[] = {
 	"storage.page_cache_kb must be at most half of storage.db_heap_mb",
 	"ops.health_heap_ok_pct must be above ops.health_heap_low_pct",
 	"ntp.min_agree must not exceed the number of ntp.servers (when any are set)",
+	"fleet.self must name one of fleet.members (names unique), and be empty without members",
 	NULL
 };
 
@@ -411,6 +424,22 @@ static int fail(struct conf_err *err, uint32_t l1, uint32_t l2, size_t which)
 	err->line = MAX(l1, l2);
 	(void)fmt_snprintf(err->msg, sizeof err->msg, "%s", conf_constraints[which]);
 	return -E_INVAL;
+}
+
+/* [fleet]: self one of the members (mqtt/fleet.c's own rules), or both empty. */
+static int fleet_check(const struct conf_doc *d)
+{
+	size_t km = key("fleet", "members"), n = conf_doc_list_len(d, km);
+	const char *self = conf_doc_str(d, key("fleet", "self"));
+	const char *m[MQTT_FLEET_MAX_MEMBERS];
+	const char *why;
+	if (n == 0)
+		return self[0] ? -E_INVAL : 0;
+	if (n > MQTT_FLEET_MAX_MEMBERS)
+		return -E_INVAL;
+	for (size_t i = 0; i < n; i++)
+		m[i] = conf_doc_list_item(d, km, i);
+	return mqtt_fleet_check_list(m, n, self, strlen(self), &why);
 }
 
 /* Each rule: the two keys it relates (their later line is the error's line). */
@@ -450,5 +479,7 @@ int conf_schema_cross_check(const struct conf_doc *d, struct conf_err *err)
 	size_t n_ntp = d->vals[key("ntp", "servers")].len;
 	if (n_ntp && (size_t)val(d, "ntp", "min_agree") > n_ntp)
 		return fail(err, LINES("ntp", "min_agree", "ntp", "servers"), 14);
+	if (fleet_check(d) != 0)
+		return fail(err, LINES("fleet", "self", "fleet", "members"), 15);
 	return 0;
 }

@@ -234,6 +234,14 @@ static const struct args_case args_cases[] = {
 	{{"x", "--tap", "t0", "--dhcp", "--seed", "12z"}, -E_INVAL},
 	{{"x", "--tap", "t0", "--dhcp", "--bogus", "1"}, -E_INVAL},
 	{{"x", "--tap", "t0", "--dhcp", "--max-conn"}, -E_INVAL},     /* missing value */
+	/* the fleet's ring (ADR-072): members name=host:port with --fleet-self one of them */
+	{{"x", "--tap", "t0", "--dhcp", "--fleet-member", "a=h:1", "--fleet-member", "b=h:2", "--fleet-self", "b"}, 0},
+	{{"x", "--tap", "t0", "--dhcp", "--fleet-member", "a=h:1", "--fleet-self", "c"}, -E_INVAL},
+	{{"x", "--tap", "t0", "--dhcp", "--fleet-member", "a=h:1"}, -E_INVAL},
+	{{"x", "--tap", "t0", "--dhcp", "--fleet-self", "a"}, -E_INVAL},
+	{{"x", "--tap", "t0", "--dhcp", "--fleet-member", "a=h", "--fleet-self", "a"}, -E_INVAL},
+	{{"x", "--tap", "t0", "--dhcp", "--fleet-member", "a=h:1", "--fleet-member", "a=h:2", "--fleet-self", "a"},
+	 -E_INVAL},
 };
 
 /* argv from a NULL-terminated list of at most 15 literals (the parser never writes). */

@@ -408,7 +408,27 @@ static const struct err_case err_cases[] = {
 	{ "[ops]\nhealth_heap_low_pct = 20\nhealth_heap_ok_pct = 20\n", CONF_E_CONSTRAINT, 3, "health_heap_ok_pct" },
 	{ "[ntp]\nservers = [\"10.0.0.1\"]\nmin_agree = 2\n", CONF_E_CONSTRAINT, 3, "min_agree" },
 	{ "[mqtt]\n\nmax_sessions = 1000\n", CONF_E_CONSTRAINT, 3, "max_sessions" },
+	/* [fleet] (mqtt/fleet.c's parser): members name=host:port, self one of them */
+	{ "[fleet]\nmembers = [\"a=h:1\", \"b=h\"]\n", CONF_E_RANGE, 2, "name=host:port" },
+	{ "[fleet]\nmembers = [\"a=h:65536\"]\n", CONF_E_RANGE, 2, NULL },
+	{ "[fleet]\nmembers = [\"a b=h:1\"]\n", CONF_E_RANGE, 2, NULL },
+	{ "[fleet]\nring_key = \"75726d7174742d666c6565742d6b657g\"\n", CONF_E_RANGE, 2, "hex digit" },
+	{ "[fleet]\nring_key = \"75726d\"\n", CONF_E_RANGE, 2, NULL },
+	{ "[fleet]\nvnodes = 257\n", CONF_E_RANGE, 2, NULL },
+	{ "[fleet]\nmembers = [\"a=h:1\", \"b=h:2\"]\nself = \"c\"\n", CONF_E_CONSTRAINT, 3, "fleet.self" },
+	{ "[fleet]\nmembers = [\"a=h:1\", \"b=h:2\"]\n", CONF_E_CONSTRAINT, 2, "fleet.self" },
+	{ "[fleet]\nself = \"a\"\n", CONF_E_CONSTRAINT, 2, "fleet.self" },
+	{ "[fleet]\nmembers = [\"a=h:1\", \"a=h:2\"]\nself = \"a\"\n", CONF_E_CONSTRAINT, 3, "fleet.self" },
 };
+
+/* A fleet that the tool accepts. */
+static void test_fleet_accepted(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("[fleet]\nmembers = [\"a=10.79.1.2:8883\", \"b=mqtt-b.example.com:8883\"]\n"
+			       "self = \"b\"\nvnodes = 64\n"),
+			 0);
+}
 
 static void test_errors_have_kind_and_line(void **state)
 {
@@ -512,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_crlf_and_no_final_newline),
 		cmocka_unit_test(test_int_bool_enum_ipv4_values),
 		cmocka_unit_test(test_errors_have_kind_and_line),
+		cmocka_unit_test(test_fleet_accepted),
 		cmocka_unit_test(test_string_and_list_limits),
 		cmocka_unit_test(test_file_size_limit),
 		cmocka_unit_test(test_input_is_not_read_past_its_length),
