@@ -171,12 +171,15 @@ unit_report() {
 	fi
 }
 
+t0=$SECONDS
 for t in $unit; do
 	log=$(unit_log "$t")
 	CMOCKA_MESSAGE_OUTPUT=TAP timeout 300 "$t" >"$log" 2>&1
 	unit_report "$t" "$log" $?
 done
+echo "time unit phase: $((SECONDS - t0)) s"
 
+t0=$SECONDS
 for f in $fuzz; do
 	corpus=tests/fuzz/corpus/$f
 	log=$logdir/fuzz-replay-$f.log
@@ -196,6 +199,7 @@ for f in $fuzz; do
 		fail "fuzz/$f: libFuzzer ${fuzz_seconds}s" "see $log"
 	fi
 done
+echo "time fuzz phase: $((SECONDS - t0)) s"
 # libFuzzer prints its stats only with -print_final_stats; fall back gracefully above.
 
 # The long runs: wait for the last, then report each (a missing exit status is a failure).
@@ -217,8 +221,10 @@ fi
 
 for s in $smoke; do
 	log=$logdir/smoke-$(basename "$s" .sh).log
+	t0=$SECONDS
 	timeout 1800 "$s" "$build" >"$log" 2>&1
 	rc=$?
+	echo "time smoke/$(basename "$s"): $((SECONDS - t0)) s" # where make test's minutes go
 	got=0
 	while read -r line; do got=1; pass "${line#PASS }"; done < <(grep '^PASS ' "$log")
 	while read -r line; do got=1; fail "${line#FAIL }" "see $log"; done < <(grep '^FAIL ' "$log")

@@ -17,6 +17,8 @@ packages=(
 	libssl-dev                                              # tls/accel test_sha256: OpenSSL's SHA-256 as reference
 	qemu-system-x86 qemu-system-arm qemu-utils              # kernel smoke tests
 	grub-pc-bin grub-common xorriso mtools                  # Multiboot2 boot through GRUB
+	grub-efi-amd64-bin dosfstools fdisk ovmf                # make release: hybrid ISO, GPT disk image, UEFI boots
+	minisign                                                # make release: signatures (tools/release)
 	openssl python3 iproute2 procps dnsmasq-base            # TLS/real-client tests, netns, DHCP
 	iputils-ping                                            # make run URMQTT_NET=tap: the printed ping example
 	mosquitto-clients python3-paho-mqtt                     # MQTT client tests
