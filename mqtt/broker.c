@@ -1339,6 +1339,21 @@ static int violation(struct mqtt_broker *b, struct mqtt_conn *c)
 	return 0;
 }
 
+/* A 5.0 PUBACK or PUBREC with a failure reason (MQTT 5.0 3.4.2.1, 3.5.2.1): the message is
+ * not accepted and, for QoS 2, no PUBREL is expected [MQTT-4.3.3-4]. Held behind earlier
+ * acknowledgements like any other (mqtt_ack), so the order of answers is kept. */
+static int disconnect5(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t reason, const char *why);
+
+static int ack_refused(struct mqtt_broker *b, struct mqtt_conn *c, uint8_t type, uint16_t pid, uint8_t reason)
+{
+	uint8_t buf[8];
+	struct wcur w = wcur_make(buf, sizeof buf);
+	(void)mqtt_ack_track(b, false);
+	if (mqtt5_encode_ack(&w, (enum mqtt_type)type, pid, reason, NULL) != 0)
+		return disconnect5(b, c, MQTT_RC_IMPLEMENTATION_SPECIFIC, "acknowledgement does not encode");
+	return mqtt_ack(b, c, type, pid, w.buf, w.pos);
+}
+
 /* Is this topic kept in the telemetry log (storage.telemetry_topics)? */
 static bool telemetry_topic(const struct mqtt_broker *b, const uint8_t *t, size_t tlen)
 {
@@ -1431,6 +1446,9 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 		if (violation(b, c))
 			return -E_CLOSED;
 		drop = true; /* dropped, but acknowledged so the client does not retry forever */
+		if (c->v5 && p->qos) /* 5.0 says why: 0x87 ends the flow, no PUBREL follows */
+			return ack_refused(b, c, p->qos == 1 ? MQTT_PUBACK : MQTT_PUBREC, p->pid,
+					   MQTT_RC_NOT_AUTHORIZED);
 	}
 	if (p->qos && !mqtt_ack_room(b, (size_t)p->topic.len + p->payload_len + 256u)) {
 		/* Storage cannot take what the acknowledgement would promise now: never

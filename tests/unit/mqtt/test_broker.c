@@ -1374,6 +1374,70 @@ static void test_tiny_max_packet(void **state)
 	}
 }
 
+/* A 5.0 PUBLISH the ACL refuses is answered with its reason [MQTT-3.4.2-1]: PUBACK 0x87 at
+ * QoS 1, PUBREC 0x87 at QoS 2 (the flow ends there: nothing awaits a PUBREL); nothing is
+ * routed, and the connection goes on serving. */
+static void test_acl_refused_publish5(void **state)
+{
+	(void)state;
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(cl_sub(s, "devices/+/telemetry/#", 1), 1);
+	struct client *d = cl_new("d1", MQTT_ID_DEVICE);
+	connect5(d, "d1", 0, 0);
+	/* QoS 1 and QoS 2 to another device's topic: refused with 0x87 */
+	static const char t2[] = "devices/d2/telemetry/x";
+	uint8_t pkt[64];
+	for (uint8_t q = 1; q <= 2; q++) {
+		size_t n = 0, tl = sizeof t2 - 1;
+		pkt[n++] = (uint8_t)(0x30 | q << 1);
+		pkt[n++] = (uint8_t)(2 + tl + 2 + 1 + 2);
+		pkt[n++] = 0;
+		pkt[n++] = (uint8_t)tl;
+		memcpy(pkt + n, t2, tl);
+		n += tl;
+		pkt[n++] = 0;
+		pkt[n++] = (uint8_t)(7 + q); /* packet identifier */
+		pkt[n++] = 0;                /* no properties */
+		pkt[n++] = 'n';
+		pkt[n++] = 'o';
+		assert_int_equal(cl_in(d, pkt, n), 0);
+		uint8_t t, f;
+		const uint8_t *b;
+		size_t len;
+		assert_true(cl_next(d, &t, &f, &b, &len));
+		assert_int_equal(t, q == 1 ? MQTT_PUBACK : MQTT_PUBREC);
+		assert_int_equal(len, 3);
+		assert_int_equal(b[1], 7 + q);
+		assert_int_equal(b[2], 0x87);
+		expect_none(d);
+	}
+	expect_none(s); /* nothing routed */
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.deliveries, 0); /* no inbound QoS 2 record waits for a PUBREL */
+	assert_int_equal(mqtt_broker_stats(B)->acl_denied_pub, 2);
+	/* still serving: its own topic at QoS 1 is acknowledged 0x00 and routed */
+	static const char t3[] = "devices/d1/telemetry/x";
+	size_t n = 0, tl = sizeof t3 - 1;
+	pkt[n++] = 0x32;
+	pkt[n++] = (uint8_t)(2 + tl + 2 + 1 + 2);
+	pkt[n++] = 0;
+	pkt[n++] = (uint8_t)tl;
+	memcpy(pkt + n, t3, tl);
+	n += tl;
+	pkt[n++] = 0;
+	pkt[n++] = 20;
+	pkt[n++] = 0;
+	pkt[n++] = 'o';
+	pkt[n++] = 'k';
+	assert_int_equal(cl_in(d, pkt, n), 0);
+	assert_int_equal(expect_ack(d, MQTT_PUBACK), 20);
+	(void)expect_pub(s, t3, "ok", 1, 0, 0);
+	cl_free(d);
+	cl_free(s);
+}
+
 /* The Subscription Identifiers in a 5.0 PUBLISH at `body` (len bytes, QoS q): how many,
  * into ids. */
 static int publish5_sub_ids(const uint8_t *body, size_t len, int q, uint32_t *ids, int cap)
@@ -1612,6 +1676,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_receive_max_at_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiny_max_packet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl_refused_publish5, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subscription_ids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_topic_alias_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_subscriptions, setup, teardown),
