@@ -80,7 +80,7 @@ done
 # ---- refusals first: they must stop before any build
 devpki=$build/prod/dev/certs
 if [ ! -f "$devpki/ca.key" ]; then
-	devpki=$work/devpki
+	devpki=$work/dev/certs # a development PKI where the release looks for them (*/dev/certs)
 	[ -f "$devpki/ca.key" ] || tools/certs/mkcerts.sh "$devpki" 1 urn:urmqtt:service: >/dev/null
 fi
 rel --config "$work/site.conf" --certs "$devpki" --out "$tmp/dev-out" >"$logs/refuse-dev.log" 2>&1
