@@ -112,6 +112,7 @@ void dp_config_from_conf(struct dp_config *g)
 	/* Identities remembered after they leave (buckets owing tokens, ADR-022), and
 	 * refusal lines per reason. */
 	m->rate_idle_ids = CONF_MQTT_RATE_IDLE_IDENTITIES;
+	m->drop_ids = CONF_MQTT_DROP_IDENTITIES; /* QoS 0 drops per identity, fair shares (ADR-075) */
 	m->log_burst = CONF_MQTT_LOG_BURST;
 	m->log_per_min = CONF_MQTT_LOG_LINES_PER_MIN;
 	m->services = dp_acl_services;

@@ -484,6 +484,12 @@ static bool mq_fanout_room(void *ctx, const uint8_t *topic, size_t tlen, size_t 
 	return !dp->shard || dp_shard_fanout_room(dp->shard, topic, tlen, bytes, retain);
 }
 
+static bool mq_fanout_busy(void *ctx, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
+{
+	struct dp *dp = ctx;
+	return dp->shard && dp_shard_fanout_busy(dp->shard, topic, tlen, bytes, retain);
+}
+
 static int mq_interest(void *ctx, uint16_t key, bool add)
 {
 	struct dp *dp = ctx;
@@ -1327,6 +1333,7 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	struct mqtt_broker_ops bops = { .send = mq_send, .close = mq_close, .heap = { mq_alloc, mq_free, dp }, .ctx = dp };
 	if (cfg->shard.n_cores > 1) {
 		bops.fanout_room = mq_fanout_room;
+		bops.fanout_busy = mq_fanout_busy;
 		bops.fanout = mq_fanout;
 		if (interest_on(cfg)) {
 			bops.interest = mq_interest;

@@ -749,7 +749,10 @@ static bool wants(const struct dp_shard *sh, uint32_t d, bool retain, const uint
 	return false;
 }
 
-bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
+/* Would a routed message of `bytes` keep every link it takes within `limit` bytes of
+ * backlog? */
+static bool fanout_within(const struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain,
+			  uint64_t limit)
 {
 	if (bytes > sh->cfg.max_packet)
 		return false;
@@ -757,9 +760,22 @@ bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen
 	uint32_t nk = sh->cfg.interest_slots ? mqtt_interest_topic_keys(topic, tlen, keys) : 0;
 	uint64_t need = parts_size(sh, bytes, SH_FAN_HDR);
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
-		if (d != sh->cfg.self && wants(sh, d, retain, keys, nk) && !bl_room_shared(sh, d, need))
+		if (d != sh->cfg.self && wants(sh, d, retain, keys, nk) && sh->bl[d].used + need > limit)
 			return false;
 	return true;
+}
+
+bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
+{
+	return fanout_within(sh, topic, tlen, bytes, retain, sh->data_cap / 2u); /* bl_room_shared */
+}
+
+bool dp_shard_fanout_busy(const struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
+{
+	/* Half way between where dp stops reading (a quarter: dp_shard_routing_congested) and
+	 * where every copy is refused (half): publishers are slowed first, then the heavy
+	 * ones' QoS 0 copies go, and the last eighth is left to the light ones. */
+	return !fanout_within(sh, topic, tlen, bytes, retain, (uint64_t)sh->data_cap * 3u / 8u);
 }
 
 /* The message's body as fanout parts carry it: topic, properties, payload. */

@@ -192,6 +192,11 @@ bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen
 /* ticket != 0: every shard that gets the message answers it once (DONE, or storage after
  * a barrier). Returns how many will answer. */
 uint32_t dp_shard_fanout(struct dp_shard *sh, const struct mqtt_message *m, uint32_t ticket);
+/* Would such a message leave some link it takes above three eighths of its data part
+ * (past where dp stops reading its connections, a quarter, short of where copies are
+ * refused, half)? The broker then drops the QoS 0 PUBLISHes of publishers over their fair
+ * share first (ADR-075). */
+bool dp_shard_fanout_busy(const struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain);
 
 /* ---- shared subscriptions (ADR-070) ----
  * This shard got its first member of the group named by the whole filter

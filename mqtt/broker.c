@@ -23,7 +23,9 @@
  * invariants of session.h; 4. the framer holds a buffer only while a packet is split;
  * 5. heap_used never exceeds cfg.heap_limit (msg.c); 6. a rate bucket's refs equals the
  * connections naming it, every entry below rate_hw is in the identity hash exactly once,
- * and rate_hw <= rate_cap (max_conns + rate_idle_ids) (rate.c, mqtt_rate_check).
+ * and rate_hw <= rate_cap (max_conns + rate_idle_ids) (rate.c, mqtt_rate_check); 7. no
+ * two drop-table entries name one identity or one session, a named session is in use,
+ * and the recent bytes add up (fair.c, mqtt_fair_check).
  * Every refusal calls say() before the connection is freed (the identity is still known).
  */
 #include "mqtt/broker.h"
@@ -34,6 +36,7 @@
 #include "lib/mem.h"
 #include "mqtt/acl.h"
 #include "mqtt/codec5.h"
+#include "mqtt/fair.h"
 #include "mqtt/fleet.h"
 #include "mqtt/msg.h"
 #include "mqtt/rate.h"
@@ -479,8 +482,11 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 			uint32_t n_ids = sub_ids_for(b, c, v->m->topic, v->m->topic_len);
 			(void)mqtt_send_message(b, c, v->m, 0, false, retain, 0, b->sid_out, n_ids);
 		}
-		else
+		else {
 			b->st.qos0_offline_dropped++;
+			if (b->route_origin != MQTT_NIL) /* a publisher on this core */
+				mqtt_fair_drop(b, b->route_origin, MQTT_DROP_QUEUE);
+		}
 		return;
 	}
 	if (!view_msg(b, v))
@@ -505,6 +511,8 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 		q_unlink(b, s, d, prev);
 		mqtt_dlv_release(b, d);
 		b->st.queue_dropped_oldest++;
+		if (b->route_origin != MQTT_NIL) /* charged to who made the queue overflow */
+			mqtt_fair_drop(b, b->route_origin, MQTT_DROP_QUEUE);
 	}
 	uint32_t d = mqtt_dlv_alloc(b);
 	if (d == MQTT_NIL) {
@@ -1461,15 +1469,28 @@ static int handle_publish(struct mqtt_broker *b, struct mqtt_conn *c, const stru
 				    .payload_len = p->payload_len, .props = x ? x->props : NULL,
 				    .props_len = x ? x->props_len : 0, .expiry_s = x ? x->expiry_s : 0,
 				    .qos = p->qos, .retain = p->retain };
+	size_t routed = msg.topic_len + msg.props_len + msg.payload_len;
+	uint32_t fe = !drop && b->ops.fanout_room ? mqtt_fair_see(b, si, routed) : MQTT_NIL;
+	if (!drop && p->qos == 0 && fe != MQTT_NIL && b->ops.fanout_busy &&
+	    b->ops.fanout_busy(b->ops.ctx, msg.topic, msg.topic_len, routed, msg.retain) && mqtt_fair_heavy(b, fe)) {
+		/* ADR-075: the links this message takes are congested (its readers are being
+		 * slowed) and its publisher sent more than its share of the recent routed
+		 * bytes: its QoS 0 copy goes first, so the room left until the links are full
+		 * is kept for publishers under their share. */
+		b->st.fair_qos0_dropped++;
+		mqtt_fair_drop(b, si, MQTT_DROP_FAIR);
+		say(b, MQTT_LOG_RESOURCE, c, "shard links congested: QoS 0 PUBLISH over the fair share dropped");
+		return 0;
+	}
 	if (!drop && b->ops.fanout_room &&
-	    !b->ops.fanout_room(b->ops.ctx, msg.topic, msg.topic_len, msg.topic_len + msg.props_len + msg.payload_len,
-				msg.retain)) {
+	    !b->ops.fanout_room(b->ops.ctx, msg.topic, msg.topic_len, routed, msg.retain)) {
 		/* The other shards cannot take it now. Never acknowledge what was not carried:
 		 * QoS 0 is dropped; QoS 1/2 close the connection unacknowledged (a transient
 		 * error [MQTT-4.8.0-2]) and the client sends it again on reconnect. */
 		b->st.fanout_refused++;
 		if (p->qos == 0) {
 			b->st.fanout_qos0_dropped++;
+			mqtt_fair_drop(b, si, MQTT_DROP_LINKS);
 			say(b, MQTT_LOG_RESOURCE, c, "shard links full: QoS 0 PUBLISH dropped");
 			return 0;
 		}
@@ -2249,6 +2270,9 @@ static size_t layout(struct mqtt_broker *b, uint8_t *base, const struct mqtt_bro
 		TAKE(rates, struct mqtt_rate, b->rate_cap);
 		TAKE(rate_bkt, uint32_t, b->rate_mask + 1);
 	}
+	b->fair_cap = g->drop_ids;
+	if (g->drop_ids)
+		TAKE(fair, struct mqtt_fair, g->drop_ids);
 #undef TAKE
 	b->max_levels = n_levels;
 	return off;
@@ -2264,7 +2288,7 @@ static bool cfg_valid(const struct mqtt_broker_config *g)
 	       (!g->rate_msgs_per_s || g->rate_burst_msgs) &&
 	       (!g->rate_bytes_per_s || g->rate_burst_bytes) &&
 	       g->rate_burst_msgs <= UINT32_MAX / 1000u &&
-	       g->rate_idle_ids < MQTT_NIL / 2 &&
+	       g->rate_idle_ids < MQTT_NIL / 2 && g->drop_ids <= 4096u &&
 	       g->log_burst <= UINT32_MAX / 1000u && g->max_held <= (1u << 24);
 }
 
@@ -2361,6 +2385,8 @@ int mqtt_broker_init(struct mqtt_broker **out, void *mem, size_t len,
 	memset(b->level_bkt, 0xff, (b->level_mask + 1) * sizeof(uint32_t));
 	if (b->rate_bkt)
 		memset(b->rate_bkt, 0xff, (b->rate_mask + 1) * sizeof(uint32_t));
+	for (uint32_t i = 0; i < b->fair_cap; i++)
+		b->fair[i].sess = MQTT_NIL; /* free: key 0, names no session */
 	for (int r = 0; r < MQTT_LOG__COUNT; r++)
 		b->logb[r].milli = cfg->log_burst * 1000u;
 	for (uint32_t r = 0; r < 2; r++) {
@@ -2521,6 +2547,7 @@ int mqtt_broker_check(const struct mqtt_broker *b)
 	CHECK(n_conns == b->n_conns && n_sess == b->n_sess && n_dlv == b->n_dlvs);
 	CHECK(n_subs == b->n_subs);
 	CHECK(mqtt_rate_check(b) == 0); /* 6 */
+	CHECK(mqtt_fair_check(b) == 0); /* 7 */
 	CHECK(mqtt_subid_check(b) == 0); /* subid.c */
 	CHECK(mqtt_share_check(b) == 0); /* share.c */
 	return 0;

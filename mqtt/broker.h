@@ -89,6 +89,10 @@ struct mqtt_broker_config {
 	 * for identities that left. A new identity recycles only a bucket that is full and
 	 * unused; if none is found the CONNECT is refused with 0x03 until one refills. */
 	uint32_t rate_idle_ids;
+	/* QoS 0 drops per publisher identity and the fair-share rule (ADR-075): a table of
+	 * drop_ids entries (64 B each) naming the identities that published or were dropped
+	 * most recently. 0: no table (drops are counted per reason only, no fair-share rule). */
+	uint32_t drop_ids;
 	/* One line (NUL-terminated, borrowed) per refusal: reason and identity. May be NULL.
 	 * At most log_burst lines per reason, refilled at log_per_min per minute; dropped
 	 * lines are counted and reported on the next line written for that reason. Called
@@ -245,6 +249,10 @@ struct mqtt_broker_ops {
 	 * origin (a PUBLISH, a will) to the other shards, which hand it to
 	 * mqtt_broker_route_remote. Must not call back. */
 	bool (*fanout_room)(void *ctx, const uint8_t *topic, size_t tlen, size_t bytes, bool retain);
+	/* May be NULL. Are the links such a message takes congested (readers are being slowed,
+	 * copies not yet refused)? Then a QoS 0 PUBLISH of a publisher over its fair share of
+	 * recent routed bytes is dropped first (ADR-075). Must not call back. */
+	bool (*fanout_busy)(void *ctx, const uint8_t *topic, size_t tlen, size_t bytes, bool retain);
 	/* ticket != 0: the acknowledgement of this message waits for every other shard to
 	 * answer it (after committing what it stored for the message). Returns how many
 	 * shards will answer. */
@@ -297,6 +305,9 @@ struct mqtt_broker_stats {
 	uint64_t takeovers, wills_published, kicked, console_commands;
 	uint64_t fanout_out, fanout_in, fanout_refused, fanout_bad; /* cross-shard routing */
 	uint64_t fanout_qos0_dropped; /* of fanout_refused: QoS 0 PUBLISHes dropped (links full) */
+	uint64_t fair_qos0_dropped;   /* QoS 0 PUBLISHes of a publisher over its fair share
+				       * dropped while the links were congested (ADR-075) */
+	uint64_t fair_ids_recycled;   /* drop table: entries given to a new identity */
 	uint64_t rate_ids_evicted, rate_ids_full; /* identity table: recycled / no room */
 	uint64_t log_lines, log_suppressed;
 	/* durability */
@@ -426,6 +437,23 @@ void mqtt_broker_restore_end(struct mqtt_broker *b);
 void mqtt_broker_tick(struct mqtt_broker *b, uint64_t now_ms);
 
 const struct mqtt_broker_stats *mqtt_broker_stats(const struct mqtt_broker *b);
+
+/* QoS 0 drops per publisher identity (cfg.drop_ids, ADR-075). Reasons: the shard links
+ * were full (fanout_qos0_dropped), the publisher was over its fair share while they were
+ * congested (fair_qos0_dropped), a subscriber's queue dropped its copy (offline QoS 0,
+ * queue full: counted against a publisher on this core). */
+enum mqtt_drop_reason { MQTT_DROP_LINKS, MQTT_DROP_FAIR, MQTT_DROP_QUEUE, MQTT_DROP__COUNT };
+#define MQTT_DROPPER_ID_MAX 34u /* identity bytes kept per entry */
+struct mqtt_dropper {
+	enum mqtt_id_kind kind;
+	bool truncated;                      /* the identity is longer than id shows */
+	char id[MQTT_DROPPER_ID_MAX + 1];    /* NUL-terminated; bytes other than printable
+					      * ASCII (and space, '=') shown as '?' */
+	uint32_t dropped[MQTT_DROP__COUNT];
+};
+/* The identities with the most drops, most first: up to n written to out; returns how
+ * many. Core-local, allocates nothing. */
+size_t mqtt_broker_droppers(const struct mqtt_broker *b, struct mqtt_dropper *out /* out */, size_t n);
 
 /* Introspection for tests, fuzzing and the memory report. */
 struct mqtt_broker_usage {

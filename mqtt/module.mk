@@ -4,6 +4,8 @@ PORTABLE_SRCS += mqtt/codec.c mqtt/topic.c mqtt/session.c mqtt/broker.c mqtt/dur
 # Below broker.c, never calling it: msg.c (accounted heap, message blocks), acl.c (the ACL
 # decision, pure), rate.c (per-identity token buckets), out.c (encoding and sending).
 PORTABLE_SRCS += mqtt/msg.c mqtt/acl.c mqtt/rate.c mqtt/out.c
+# fair.c: QoS 0 drops per publisher identity and the fair-share rule (ADR-075).
+PORTABLE_SRCS += mqtt/fair.c
 # tquery.c: the telemetry query's text (parse, JSON rows); tq.c: queries on the broker.
 PORTABLE_SRCS += mqtt/tquery.c mqtt/tq.c
 # interest.c: the interest keys shards use to skip one another (pure, used by dp/shard.c).

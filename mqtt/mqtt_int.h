@@ -198,6 +198,10 @@ struct mqtt_broker {
 	uint32_t *rate_bkt;
 	uint32_t rate_cap, rate_mask, rate_hw, rate_hand; /* cap: table entries */
 	struct mqtt_log_bucket logb[MQTT_LOG__COUNT];
+	/* QoS 0 drops per identity and fair shares (fair.c; cfg.drop_ids entries, or none) */
+	struct mqtt_fair *fair;
+	uint32_t fair_cap;
+	uint64_t fair_ms, fair_total; /* last halving; sum of the entries' recent bytes */
 
 	/* scratch, used within one call */
 	uint8_t *out;

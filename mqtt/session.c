@@ -8,6 +8,7 @@
 #include "lib/err.h"
 #include "lib/mem.h"
 #include "mqtt/acl.h"
+#include "mqtt/fair.h"
 #include "mqtt/msg.h"
 #include "mqtt/topic.h"
 
@@ -126,6 +127,7 @@ void mqtt_sess_free(struct mqtt_broker *b, uint32_t i)
 {
 	struct mqtt_session *s = &b->sess[i];
 	mqtt_will_session_gone(b, i);
+	mqtt_fair_session_gone(b, i);
 	if (mqtt_persistent(s))
 		mqtt_rec_sess(b, MQTT_PEV_SESS_DEL, s); /* storage drops it with everything of it */
 	while (s->subs != MQTT_NIL) {

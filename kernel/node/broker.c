@@ -159,6 +159,27 @@ void node_broker_report(struct node_broker *b)
 			 (unsigned long)(s.refused_not_serving + s.refused_store_lag), (unsigned long)bs->restored_dlvs,
 			 (unsigned long)bs->restored_sessions, (unsigned long)bs->tlog_records, (unsigned long)bs->tlog_lost);
 	}
+	/* QoS 0 drops per publisher identity (ADR-075): the three that lost most here, each
+	 * as links/fair/queue (shard links full, over its fair share while congested, a
+	 * subscriber's queue); printed only once something was dropped. */
+	struct mqtt_dropper dr[3];
+	size_t nd = mqtt_broker_droppers(dp_broker(b->dp), dr, 3);
+	if (nd) {
+		char top[3 * (MQTT_DROPPER_ID_MAX + 40u)];
+		size_t at = 0;
+		for (size_t i = 0; i < nd; i++) {
+			int w = fmt_snprintf(top + at, sizeof top - at, " %s%s%s=%lu/%lu/%lu",
+					     dr[i].kind == MQTT_ID_SERVICE ? "svc:" : "", dr[i].id,
+					     dr[i].truncated ? "~" : "", (unsigned long)dr[i].dropped[MQTT_DROP_LINKS],
+					     (unsigned long)dr[i].dropped[MQTT_DROP_FAIR],
+					     (unsigned long)dr[i].dropped[MQTT_DROP_QUEUE]);
+			if (w < 0 || (size_t)w >= sizeof top - at)
+				break;
+			at += (size_t)w;
+		}
+		top[at] = '\0';
+		LOG_INFO("broker", "core %u: droppers (links/fair/queue)%s", (unsigned)b->cfg.core, top);
+	}
 	/* The shard's line: sessions homed here, retained replicas, wills published here,
 	 * connections of this core forwarded to their home core, routed messages in/out. */
 	if (b->cfg.n_cores <= 1)
@@ -181,9 +202,11 @@ void node_broker_report(struct node_broker *b)
 	 * core stopped reading its connections for a backlog, steered frames refused for lack
 	 * of mesh credit. */
 	uint64_t frame_drops = b->cfg.mesh_frame_drops ? b->cfg.mesh_frame_drops(b->cfg.core) : 0;
-	LOG_INFO("broker", "core %u: routing skipped=%lu queued=%u qos0_dropped=%lu windows_shut=%lu frame_drops=%lu",
+	LOG_INFO("broker", "core %u: routing skipped=%lu queued=%u qos0_dropped=%lu fair_dropped=%lu windows_shut=%lu "
+			   "frame_drops=%lu",
 		 (unsigned)b->cfg.core, (unsigned long)ss.fanout_skipped, (unsigned)ss.queued,
-		 (unsigned long)ms->fanout_qos0_dropped, (unsigned long)s.route_windows_shut,
+		 (unsigned long)ms->fanout_qos0_dropped, (unsigned long)ms->fair_qos0_dropped,
+		 (unsigned long)s.route_windows_shut,
 		 (unsigned long)frame_drops);
 	/* Why this core's connections ended (the console's per-site limit may drop the
 	 * individual lines under load). */
@@ -235,7 +258,7 @@ void node_broker_figures(struct node_broker *b, struct opsd_figures *f)
 	v[OPSD_F_BYTES_IN] = s.bytes_in;
 	v[OPSD_F_BYTES_OUT] = s.bytes_out;
 	v[OPSD_F_QUEUE_DROPPED] = ms->queue_dropped_oldest + ms->queue_refused + ms->qos0_offline_dropped;
-	v[OPSD_F_ROUTE_DROPPED] = ms->fanout_qos0_dropped;
+	v[OPSD_F_ROUTE_DROPPED] = ms->fanout_qos0_dropped + ms->fair_qos0_dropped; /* links full or over the fair share (ADR-075) */
 	v[OPSD_F_TELEMETRY_RECORDS] = ms->tlog_records;
 	v[OPSD_F_TELEMETRY_LOST] = ms->tlog_lost;
 }

@@ -54,7 +54,7 @@ enum opsd_fig {
 	OPSD_F_BYTES_IN,           /* counter: TLS payload bytes received */
 	OPSD_F_BYTES_OUT,          /* counter: ... sent */
 	OPSD_F_QUEUE_DROPPED,      /* counter: messages an offline queue dropped or refused */
-	OPSD_F_ROUTE_DROPPED,      /* counter: QoS 0 messages dropped between shards (links full) */
+	OPSD_F_ROUTE_DROPPED,      /* counter: QoS 0 messages dropped between shards (links full, or over the fair share: ADR-075) */
 	OPSD_F_TELEMETRY_RECORDS,  /* counter: telemetry records handed to storage */
 	OPSD_F_TELEMETRY_LOST,     /* counter: ... refused by the storage link */
 	OPSD_F_WATCHDOG_OVERRUNS,  /* counter: loop handlers over core.watchdog_budget_ms */

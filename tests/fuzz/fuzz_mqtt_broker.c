@@ -205,6 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.services = services, .n_services = 2, .log = f_log, .log_burst = 3,
 		.log_per_min = 600, .topic_alias_max = 2, .max_delayed_wills = 2,
 		.max_session_expiry_s = 200, .max_sub_ids = 2, .max_shared_groups = 2,
+		.drop_ids = 3, /* fewer than the sessions: drop-table entries are recycled */
 	};
 	struct mqtt_broker_ops ops = { .send = f_send, .close = f_close, .heap = { h_alloc, h_free, NULL } };
 	struct in in = { data, size };

@@ -64,6 +64,11 @@ static bool b_room(void *ctx, const uint8_t *t, size_t tl, size_t bytes, bool re
 	(void)ctx;
 	return dp_shard_fanout_room(S, t, tl, bytes, retain);
 }
+static bool b_busy(void *ctx, const uint8_t *t, size_t tl, size_t bytes, bool retain)
+{
+	(void)ctx;
+	return dp_shard_fanout_busy(S, t, tl, bytes, retain);
+}
 static int b_interest(void *ctx, uint16_t key, bool add)
 {
 	(void)ctx;
@@ -149,9 +154,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.max_inflight = 2, .max_queue = 4, .max_qos2_rx = 2, .max_subs_per_session = 3,
 		.queue_drop_oldest = true, .max_violations = 4, .connect_timeout_ms = 5000,
 		.services = services, .n_services = 1, .max_shared_groups = 2,
+		.drop_ids = 2, /* fewer than the sessions: drop-table entries are recycled */
 	};
 	struct mqtt_broker_ops ops = { .send = b_send, .close = b_close, .heap = { h_alloc, h_free, NULL },
-				       .fanout_room = b_room, .fanout = b_fanout,
+				       .fanout_room = b_room, .fanout_busy = b_busy, .fanout = b_fanout,
 				       .interest = b_interest, .interest_sync = b_interest_sync,
 				       .share = b_share, .share_self = 1 };
 	size_t bneed = mqtt_broker_mem_size(&g);

@@ -225,6 +225,8 @@ const struct conf_key conf_schema[] = {
 	  .doc = "A device's client id must be its certificate identity (require: anything else gets CONNACK 5), or any client id is accepted and the certificate identity used instead (override: for generic clients that pick their own ids; logged per connection). Sessions, ACL and wills follow the certificate identity either way; services always need <identity> or <identity>/<suffix>." },
 	{ KEY("mqtt", "rate_idle_identities", "CONF_MQTT_RATE_IDLE_IDENTITIES"), INT(512, 0, 16777216, U_N),
 	  .doc = "Rate buckets kept per core for identities with no connection (beyond one per connection slot); 32 B each." },
+	{ KEY("mqtt", "drop_identities", "CONF_MQTT_DROP_IDENTITIES"), INT(32, 0, 4096, U_N),
+	  .doc = "Publishing identities tracked per core for QoS 0 drops (counted per identity and reason, the top ones on each core's routing report line) and for the fair-share rule: while the shard links a message takes are congested, a QoS 0 PUBLISH from a publisher over its share of the recent routed bytes is dropped first (ADR-075). 64 B each; 0: drops counted per reason only, no fair-share rule." },
 	{ KEY("mqtt", "log_burst", "CONF_MQTT_LOG_BURST"), INT(10, 0, 1000000, U_N),
 	  .doc = "Refusal log lines per reason in a burst (0: unlimited)." },
 	{ KEY("mqtt", "log_lines_per_min", "CONF_MQTT_LOG_LINES_PER_MIN"), INT(60, 0, 600000, U_N),

@@ -212,6 +212,7 @@ static struct dp_config cfg_make(uint32_t core)
 		.max_topic_levels = 8, .max_inflight = 8, .max_queue = 64, .max_qos2_rx = 4,
 		.max_subs_per_session = 4, .queue_drop_oldest = false, .max_violations = 3,
 		.connect_timeout_ms = 10000, .services = svc, .n_services = 1, .max_shared_groups = 4,
+		.drop_ids = 4, /* fewer than the identities some tests use: entries are recycled */
 	};
 	g.heap = (struct dp_heap_ops){ t_alloc, t_free, t_used, t_avail, NULL };
 	g.lower = fake_lower;
@@ -1014,6 +1015,88 @@ static void t_forwarded_publisher_slowed_by_credit(void **state)
 	cl_free(d);
 }
 
+/* QoS 0 drops per publisher identity and the fair-share rule (ADR-075). Two devices on
+ * core 1 publish to a service subscribed on core 2, one ten times as much as the other,
+ * in bursts while core 1 -> 2 is blocked (a congested link: the backlog fills, reads are
+ * stopped but what TCP already took is still processed), the link drained between bursts.
+ * Past a quarter of the backlog the heavy publisher's QoS 0 copies are dropped first, so
+ * the light one's still fit until it is half full: most of the light one's messages
+ * arrive. Every drop is counted against the identity it cost, per reason. */
+static void t_fair_qos0_drops(void **state)
+{
+	(void)state;
+	char ops[32], heavy_id[32], light_id[32];
+	int from = 0;
+	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	from = 0;
+	id_homed(heavy_id, sizeof heavy_id, "heavy-", 1, false, &from);
+	from = 0;
+	id_homed(light_id, sizeof light_id, "light-", 1, false, &from);
+	struct client *s = cl_up(2, 12, ops, true);
+	mq_subscribe(s, 1, "devices/+/telemetry", 0);
+	assert_int_equal(expect(s, 9, NULL, 0), 3);
+	struct client *h = cl_up(1, 13, heavy_id, false);
+	struct client *l = cl_up(1, 14, light_id, false);
+	char th[64], tl[64];
+	snprintf(th, sizeof th, "devices/%s/telemetry", heavy_id);
+	snprintf(tl, sizeof tl, "devices/%s/telemetry", light_id);
+	static uint8_t pl[200];
+	int sent_h = 0, sent_l = 0, got_h = 0, got_l = 0;
+	for (int burst = 0; burst < 4; burst++) {
+		mesh_blocked[1][2] = true;
+		for (int r = 0; r < 15; r++) {
+			for (int i = 0; i < 10; i++, sent_h++)
+				mq_publish(h, th, pl, sizeof pl, 0, false, 0);
+			mq_publish(l, tl, pl, sizeof pl, 0, false, 0);
+			sent_l++;
+		}
+		mesh_blocked[1][2] = false;
+		pump();
+		cl_read(s);
+		while (s->in_len) {
+			uint8_t b[512];
+			char t[64];
+			size_t plen;
+			const uint8_t *p;
+			size_t n = expect(s, 3, b, sizeof b);
+			publish_parts(b, n, 0, t, &plen, &p);
+			if (strcmp(t, tl) == 0)
+				got_l++;
+			else
+				got_h++;
+		}
+	}
+	const struct mqtt_broker_stats *ms = mqtt_broker_stats(dp_broker(D[1]));
+	print_message("fair: heavy %d/%d, light %d/%d delivered; links %lu fair %lu dropped\n", got_h, sent_h, got_l,
+		      sent_l, (unsigned long)ms->fanout_qos0_dropped, (unsigned long)ms->fair_qos0_dropped);
+	/* a floor, not a rate: the light publisher is not the one that pays for the heavy */
+	assert_true(got_l * 2 >= sent_l);
+	assert_true(got_h > 0); /* the heavy one is slowed, not shut out */
+	assert_true(ms->fair_qos0_dropped > 0);
+	assert_int_equal((uint64_t)(got_h + got_l) + ms->fanout_qos0_dropped + ms->fair_qos0_dropped,
+			 (uint64_t)(sent_h + sent_l));
+	/* the drops, per identity: the heavy one carries the fair-share drops */
+	struct mqtt_dropper dr[4];
+	size_t nd = mqtt_broker_droppers(dp_broker(D[1]), dr, 4);
+	assert_true(nd >= 1);
+	assert_string_equal(dr[0].id, heavy_id);
+	assert_int_equal(dr[0].kind, MQTT_ID_DEVICE);
+	uint64_t per_id_links = 0, per_id_fair = 0;
+	for (size_t i = 0; i < nd; i++) {
+		per_id_links += dr[i].dropped[MQTT_DROP_LINKS];
+		per_id_fair += dr[i].dropped[MQTT_DROP_FAIR];
+		if (strcmp(dr[i].id, light_id) == 0)
+			assert_int_equal(dr[i].dropped[MQTT_DROP_FAIR], 0);
+	}
+	assert_int_equal(per_id_links, ms->fanout_qos0_dropped);
+	assert_int_equal(per_id_fair, ms->fair_qos0_dropped);
+	assert_int_equal(dr[0].dropped[MQTT_DROP_FAIR], ms->fair_qos0_dropped);
+	assert_int_equal(fc[1][14].closes + fc[1][14].aborts + fc[1][13].closes + fc[1][13].aborts, 0);
+	cl_free(s);
+	cl_free(h);
+	cl_free(l);
+}
+
 /* A LOST that finds even the control reserve of its backlog full is owed and sent by a
  * later poll (invariant 6 of dp/shard.c); only one beyond max_lost_owed is dropped. A
  * shard of its own over a mesh that refuses, then takes, everything. */
@@ -1126,6 +1209,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_interest_filters, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_shared_across_cores, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_forwarded_publisher_slowed_by_credit, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_fair_qos0_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_lost_owed_when_reserve_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_bad_mesh_messages, setup, teardown),
 	};

@@ -560,6 +560,65 @@ static void test_queue_bounds(void **state)
 	}
 }
 
+/* QoS 0 drops per publisher identity (ADR-075): copies a subscriber's session could not
+ * take (offline QoS 0) are counted against the identity that published them, in a table of
+ * drop_ids entries; a new identity recycles the entry that matters least, and an identity
+ * that comes back on a new connection finds its own entry. */
+static void test_drops_per_identity(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.drop_ids = 2;
+	teardown(NULL);
+	start(&g);
+	struct client *a = cl_new("admin", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(a, "admin", false), 0);
+	assert_int_equal(cl_sub(a, "devices/#", 0), 0);
+	cl_free(a); /* its kept session now drops every QoS 0 copy */
+	struct client *d2 = cl_new("d2", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d2, "d2", true), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(cl_pub(d2, "devices/d2/t", "x", 0, false, 0, false), 0);
+	struct client *sv = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(sv, "svc", true), 0);
+	assert_int_equal(cl_pub(sv, "devices/d1/cmd/a", "y", 0, false, 0, false), 0);
+	struct mqtt_dropper dr[4];
+	assert_int_equal(mqtt_broker_droppers(B, dr, 4), 2);
+	assert_string_equal(dr[0].id, "d2");
+	assert_int_equal(dr[0].kind, MQTT_ID_DEVICE);
+	assert_int_equal(dr[0].dropped[MQTT_DROP_QUEUE], 3);
+	assert_string_equal(dr[1].id, "svc");
+	assert_int_equal(dr[1].kind, MQTT_ID_SERVICE);
+	assert_int_equal(dr[1].dropped[MQTT_DROP_QUEUE], 1);
+	assert_int_equal(mqtt_broker_check(B), 0);
+	/* a third identity: the table holds two, the one with fewer drops is recycled */
+	struct client *d3 = cl_new("d3", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d3, "d3", true), 0);
+	assert_int_equal(cl_pub(d3, "devices/d3/t", "z", 0, false, 0, false), 0);
+	assert_int_equal(cl_pub(d3, "devices/d3/t", "z", 0, false, 0, false), 0);
+	assert_int_equal(mqtt_broker_stats(B)->fair_ids_recycled, 1);
+	assert_int_equal(mqtt_broker_droppers(B, dr, 1), 1); /* only the first asked for */
+	assert_string_equal(dr[0].id, "d2");
+	assert_int_equal(mqtt_broker_droppers(B, dr, 4), 2);
+	assert_string_equal(dr[1].id, "d3");
+	assert_int_equal(dr[1].dropped[MQTT_DROP_QUEUE], 2);
+	/* d2 again, on a new connection and a new session: the same entry */
+	cl_free(d2);
+	assert_int_equal(mqtt_broker_check(B), 0);
+	d2 = cl_new("d2", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(d2, "d2", true), 0);
+	assert_int_equal(cl_pub(d2, "devices/d2/t", "x", 0, false, 0, false), 0);
+	assert_int_equal(mqtt_broker_droppers(B, dr, 4), 2);
+	assert_string_equal(dr[0].id, "d2");
+	assert_int_equal(dr[0].dropped[MQTT_DROP_QUEUE], 4);
+	assert_int_equal(dr[0].dropped[MQTT_DROP_LINKS] + dr[0].dropped[MQTT_DROP_FAIR], 0);
+	assert_int_equal(mqtt_broker_stats(B)->qos0_offline_dropped, 7);
+	assert_int_equal(mqtt_broker_check(B), 0);
+	cl_free(d2);
+	cl_free(d3);
+	cl_free(sv);
+}
+
 static void test_qos2_both_ways(void **state)
 {
 	(void)state;
@@ -1650,6 +1709,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_client_id_policy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drops_per_identity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pubsub_qos_and_overlap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dollar_topics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sys_topics, setup, teardown),
