@@ -3,8 +3,9 @@
  * x86_64 boot entries: the PVH entry (ELF note XEN_ELFNOTE_PHYS32_ENTRY, used by
  * `qemu -kernel` and microVM monitors) and the Multiboot2 entry (GRUB). Both arrive in
  * 32-bit protected mode with paging off, record what the loader gave them, build a
- * throw-away identity + physmap + higher-half mapping of the first 1 GiB, enter long mode
- * and call x86_boot_main(kind, info_phys) in the higher half. Also holds the exception
+ * throw-away identity + physmap + higher-half mapping of the first 1 GiB, enter long mode,
+ * move the image to a random virtual base (x86_kaslr_boot, kaslr.c) and call
+ * x86_boot_main(kind, info_phys) there. Also holds the exception
  * stubs and small helpers that cannot be written in C.
  * Never used after boot: the boot tables (RWX, 2 MiB) are replaced by mmu.c before any
  * device or external input is touched, and the low identity mapping is dropped then.
@@ -160,6 +161,15 @@ start64_high:
 	movl %eax, %gs
 	movabsq $boot_stack_top, %rsp
 	xorl %ebp, %ebp
+	/* KASLR (ADR-077): maps the image again at a random distance and rewrites every
+	 * absolute address in it; the two immediates below are among them, so they lead
+	 * to the moved copy (the link-address one goes with the boot tables). */
+	call x86_kaslr_boot
+	movabsq $start64_moved, %rax
+	jmp *%rax
+start64_moved:
+	movabsq $boot_stack_top, %rsp
+	xorl %ebp, %ebp
 	movl x86_boot_kind(%rip), %edi
 	movl x86_boot_info_phys(%rip), %esi
 	call x86_boot_main
@@ -288,10 +298,14 @@ x86_boot_info_phys: .long 0
 
 	.bss
 	.align 4096
+	.globl x86_boot_pdpt_high, x86_boot_pd, x86_boot_pd_kaslr
 boot_pml4:      .skip 4096
 boot_pdpt_low:  .skip 4096
-boot_pdpt_high: .skip 4096
-boot_pd:        .skip 4096
+boot_pdpt_high:
+x86_boot_pdpt_high: .skip 4096
+boot_pd:
+x86_boot_pd:    .skip 4096
+x86_boot_pd_kaslr: .skip 8192          /* kaslr.c: the kernel window while both copies live */
 boot_stack:     .skip 16384
 boot_stack_top:
 

@@ -149,7 +149,7 @@ static uint64_t clock_kvm_tsc_hz(void)
 		msr = MSR_KVM_SYSTEM_TIME;
 	else
 		return 0;
-	uint64_t pa = (uint64_t)(uintptr_t)&clock_pvti - X86_KERNEL_VMA; /* in the image */
+	uint64_t pa = x86_virt_to_phys_image((const void *)(uintptr_t)&clock_pvti); /* in the image */
 	x86_wrmsr(msr, pa | 1u); /* bit 0: enable */
 	uint32_t mul = 0;
 	int8_t shift = 0;

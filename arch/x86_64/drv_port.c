@@ -157,8 +157,8 @@ static uint64_t dp_dma_phys(void *ctx, const void *va)
 	if (v >= X86_PHYSMAP_BASE && v < X86_STACK_AREA)
 		return v - X86_PHYSMAP_BASE;
 	/* Kernel image (static buffers): reached only through the image mapping. */
-	if (v >= X86_KERNEL_VMA)
-		return v - X86_KERNEL_VMA;
+	if (v >= (uint64_t)(uintptr_t)x86_image_start && v < (uint64_t)(uintptr_t)x86_image_end)
+		return x86_virt_to_phys_image(va);
 	return 0;
 }
 

@@ -103,6 +103,43 @@ static const char *main_onoff(bool on)
 	return on ? "on" : "off (CPU lacks it)";
 }
 
+/* Right after the console exists: a refused relocation table, a failed random draw in
+ * production, or an image too large to move stops the boot (ADR-077). Without any
+ * random instruction the boot goes on unslid until the CSPRNG's own refusal. */
+static void main_kaslr_gate(void)
+{
+	const struct x86_kaslr_info *k = x86_kaslr_info();
+	if (k->state == X86_KASLR_BAD_TABLE)
+		kpanic(X86_EXIT_BOOT, "kaslr: relocation table refused (%s, entry %u of %u): damaged image, not moved",
+		       k->why, (unsigned)k->bad_index, (unsigned)k->n_sites);
+	if (k->state == X86_KASLR_NO_ROOM)
+		kpanic(X86_EXIT_BOOT, "kaslr: the image is too large to move within the kernel window");
+#ifdef URMQTT_PROD
+	if (k->state == X86_KASLR_RNG_FAILED)
+		kpanic(X86_EXIT_NO_ENTROPY, "kaslr: the CPU's random instruction failed every try; refusing to boot unslid");
+#endif
+}
+
+static void main_kaslr_banner(void)
+{
+	const struct x86_kaslr_info *k = x86_kaslr_info();
+	if (k->state != X86_KASLR_SLID) {
+		LOG_WARN("boot", "kaslr: OFF, image at its link address (%s)",
+			 k->state == X86_KASLR_NO_ENTROPY ? "the CPU offers neither RDSEED nor RDRAND"
+							  : "the random instruction failed every try");
+		return;
+	}
+#ifndef URMQTT_PROD
+	uint64_t hz = x86_tsc_hz();
+	LOG_INFO("boot", "kaslr: slide 0x%lx from %s (one of %u 2 MiB slots); %u of %u sites moved in %lu us",
+		 (unsigned long)x86_kaslr_slide, k->source, (unsigned)k->n_slots, (unsigned)k->n_moved,
+		 (unsigned)k->n_sites, (unsigned long)(hz ? k->tsc_cycles * 1000000u / hz : 0));
+#else
+	/* Production: whether, and from what; never where. */
+	LOG_INFO("boot", "kaslr: on, from %s (one of %u 2 MiB slots)", k->source, (unsigned)k->n_slots);
+#endif
+}
+
 static void main_banner(const struct x86_wx_report *wx, uint32_t n_cores, uint32_t n_acpi_cpus,
 			const char *acpi_why)
 {
@@ -117,6 +154,7 @@ static void main_banner(const struct x86_wx_report *wx, uint32_t n_cores, uint32
 		 (unsigned long)((x86_image_end - x86_image_start) >> 10),
 		 (unsigned long)(uintptr_t)x86_image_start, (unsigned long)x86_virt_to_phys_image(x86_image_start));
 #endif
+	main_kaslr_banner();
 	if (acpi_why)
 		LOG_INFO("boot", "cpus: 1 started; ACPI unavailable (%s)", acpi_why);
 	else
@@ -381,6 +419,7 @@ __attribute__((no_stack_protector)) NORETURN void x86_boot_main(uint32_t kind, u
 	log_init(&log_cfg);
 	static const struct panic_ops panic_cfg = { .stop = main_stop };
 	panic_init(&panic_cfg);
+	main_kaslr_gate();
 
 	struct plat_phys_reader boot_rd = { NULL, main_boot_map };
 	int rc;

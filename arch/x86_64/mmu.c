@@ -274,6 +274,9 @@ void x86_mmu_build(struct x86_mmu_features *got)
 	mmu_map_image(x86_text_start, x86_text_end, 0);
 	mmu_map_image(x86_rodata_start, x86_rodata_end, PTE_NX);
 	mmu_map_image(x86_data_start, x86_data_end, PTE_W | PTE_NX);
+	/* The relocation table (used once by x86_kaslr_boot) and the rest of its last page,
+	 * where GRUB may put the Multiboot2 information: read-only like rodata. */
+	mmu_map_image(x86_relocs_start - ((uintptr_t)x86_relocs_start & (PAGE - 1)), x86_image_end, PTE_NX);
 
 	uint64_t ks = x86_virt_to_phys_image(x86_image_start);
 	uint64_t ke = x86_virt_to_phys_image(x86_image_end);
@@ -353,7 +356,7 @@ const void *x86_mmu_map_ro(uint64_t pa, size_t len)
 	uint64_t ks = x86_virt_to_phys_image(x86_image_start);
 	uint64_t ke = x86_virt_to_phys_image(x86_image_end);
 	if (pa >= ks && pa + len <= ke)
-		return (const void *)(uintptr_t)(X86_KERNEL_VMA + pa);
+		return x86_phys_to_virt_image(pa);
 	if (pa < ke && pa + len > ks)
 		return NULL;
 	uint64_t first = pa & ~(uint64_t)(PAGE - 1);

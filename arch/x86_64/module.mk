@@ -10,7 +10,7 @@ KERNEL_SRCS_x86_64 += arch/x86_64/boot.S arch/x86_64/main.c arch/x86_64/mmu.c \
 	arch/x86_64/apic.c arch/x86_64/smp.c arch/x86_64/ap.S arch/x86_64/rtc.c \
 	arch/x86_64/entropy.c arch/x86_64/libgcc.c \
 	arch/x86_64/drv_port.c arch/x86_64/devices.c \
-	arch/x86_64/node_port.c arch/x86_64/wall.c kernel/kstore.c
+	arch/x86_64/node_port.c arch/x86_64/wall.c arch/x86_64/kaslr.c kernel/kstore.c
 # Test scenarios (arch/x86_64/scenarios/): development and test images only; a production
 # image neither links them nor reads test= from the command line.
 ifneq ($(PROFILE),prod)
@@ -24,6 +24,8 @@ CFLAGS_arch_x86_64_node_port = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
 GENERATED_HEADERS += $(B)/gen/urmqtt_certs.h # CERTS_HEADER of tools/certs/module.mk
 # Boot-information parsers are host-tested (tests/unit/kernel/test_bootinfo.c).
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
+# The KASLR relocation applier too (tests/unit/kernel/test_kreloc.c, tests/fuzz/fuzz_kreloc.c).
+PORTABLE_SRCS_x86_64 += arch/x86_64/kreloc.c
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.elf
 SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh \
@@ -35,8 +37,8 @@ SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/
 TEST_DEPS += $(B)/hostrel/tools/loadgen
 
 # No --emit-relocs in the image: GRUB refuses ELF files with relocation sections. The
-# relocations come from a second link of the same objects (urmqtt.reloc.elf) as a table
-# (urmqtt.relocs) for a later KASLR; a third link 2 MiB higher (urmqtt.slid.elf) lets
+# relocations come from another link of the same objects (urmqtt.reloc0.elf) as a table
+# (urmqtt.relocs) the image carries for KASLR (ADR-077); a further link 2 MiB higher (urmqtt.slid.elf) lets
 # tests/smoke/x86_64-boot.sh prove the table complete and boot the moved image (ADR-020).
 X86_64_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,arch/x86_64/kernel.ld \
 	-Wl,-z,max-page-size=4096 -Wl,-z,noexecstack -Wl,--build-id=none
@@ -49,22 +51,36 @@ X86_64_LDFLAGS := -nostdlib -static -no-pie -Wl,-T,arch/x86_64/kernel.ld \
 X86_64_LIBGCC = $(shell $(X86_64_CC) -print-libgcc-file-name)
 X86_64_LINK_INPUTS = $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) $(B)/x86_64/libmbedtls.a \
 	$(B)/x86_64/libsqlite.a $(X86_64_LIBGCC)
-# $(call x86_64_link,SLIDE[,EXTRA FLAGS]): the one link of the image, placed SLIDE higher.
-x86_64_link = $(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=$(1) $(2) -o $@ $(X86_64_LINK_INPUTS)
-$(B)/x86_64/urmqtt.elf: arch/x86_64/kernel.ld $$(filter $$(B)/x86_64/k/%,$$(X86_64_OBJS)) $$(X86_64_LIB) \
-		$(B)/x86_64/libmbedtls.a $(B)/x86_64/libsqlite.a
+# $(call x86_64_link,SLIDE,EXTRA FLAGS,TABLE OBJECT): the one link of the image, placed
+# SLIDE higher, carrying the relocation table object (ADR-077).
+x86_64_link = $(X86_64_CC) $(X86_64_LDFLAGS) -Wl,--defsym,x86_link_slide=$(1) $(2) -o $@ $(3) $(X86_64_LINK_INPUTS)
+X86_64_LINK_DEPS = arch/x86_64/kernel.ld $(filter $(B)/x86_64/k/%,$(X86_64_OBJS)) $(X86_64_LIB) \
+	$(B)/x86_64/libmbedtls.a $(B)/x86_64/libsqlite.a
+# The table travels in the image (its last segment, so its size moves nothing): a first
+# --emit-relocs link with an empty table gives the table; every later link carries it.
+x86_64_blob = $(X86_64_CC) -c -x assembler-with-cpp -DKRELOC_BLOB='"$(1)"' arch/x86_64/relocs_blob.S -o $@
+$(B)/x86_64/relocs-empty.bin:
+	@mkdir -p $(@D); printf 'URMQREL1\000\000\000\000' >$@
+$(B)/x86_64/relocs-empty.o: arch/x86_64/relocs_blob.S $(B)/x86_64/relocs-empty.bin
+	$(Q)$(call x86_64_blob,$(B)/x86_64/relocs-empty.bin)
+$(B)/x86_64/relocs-table.o: arch/x86_64/relocs_blob.S $(B)/x86_64/urmqtt.relocs
+	$(Q)$(call x86_64_blob,$(B)/x86_64/urmqtt.relocs)
+$(B)/x86_64/urmqtt.reloc0.elf: $$(X86_64_LINK_DEPS) $(B)/x86_64/relocs-empty.o
+	@mkdir -p $(@D); echo "  LD [x86_64]  $@ (--emit-relocs, empty table)"
+	$(Q)$(call x86_64_link,0,-Xlinker --emit-relocs,$(B)/x86_64/relocs-empty.o)
+$(B)/x86_64/urmqtt.relocs: $(B)/x86_64/urmqtt.reloc0.elf $(B)/host/tools/urmqtt-relocs
+	$(Q)$(B)/host/tools/urmqtt-relocs table $< $@ >/dev/null
+$(B)/x86_64/urmqtt.elf: $$(X86_64_LINK_DEPS) $(B)/x86_64/relocs-table.o
 	@mkdir -p $(@D); echo "  LD [x86_64]  $@"
-	$(Q)$(call x86_64_link,0)
+	$(Q)$(call x86_64_link,0,,$(B)/x86_64/relocs-table.o)
 
 X86_64_SLIDE := 0x200000
 $(B)/x86_64/urmqtt.reloc.elf: $(B)/x86_64/urmqtt.elf
 	@echo "  LD [x86_64]  $@ (--emit-relocs)"
-	$(Q)$(call x86_64_link,0,-Xlinker --emit-relocs)
+	$(Q)$(call x86_64_link,0,-Xlinker --emit-relocs,$(B)/x86_64/relocs-table.o)
 $(B)/x86_64/urmqtt.slid.elf: $(B)/x86_64/urmqtt.elf
 	@echo "  LD [x86_64]  $@ (+$(X86_64_SLIDE))"
-	$(Q)$(call x86_64_link,$(X86_64_SLIDE))
-$(B)/x86_64/urmqtt.relocs: $(B)/x86_64/urmqtt.reloc.elf $(B)/host/tools/urmqtt-relocs
-	$(Q)$(B)/host/tools/urmqtt-relocs table $< $@ >/dev/null
+	$(Q)$(call x86_64_link,$(X86_64_SLIDE),,$(B)/x86_64/relocs-table.o)
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf $(B)/host/tools/urmqtt-relocs
 

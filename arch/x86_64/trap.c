@@ -106,14 +106,23 @@ static bool trap_frame_readable(uint64_t rbp)
 					       rbp + 16 <= (uint64_t)(uintptr_t)x86_data_end);
 }
 
+/* An image address as the ELF file has it (KASLR moved the image by x86_kaslr_slide,
+ * ADR-077), so addr2line and objdump read it directly; other addresses as they are. */
+static uint64_t trap_link_addr(uint64_t va)
+{
+	if (trap_in(va, x86_image_start, x86_image_end))
+		return va - x86_kaslr_slide;
+	return va;
+}
+
 static void trap_backtrace(uint64_t rbp)
 {
-	log_rawf("  backtrace:");
+	log_rawf("  backtrace (link addresses):");
 	for (int i = 0; i < BACKTRACE_MAX && trap_frame_readable(rbp); i++) {
 		const uint64_t *fr = (const uint64_t *)(uintptr_t)rbp;
 		if (!fr[1])
 			break;
-		log_rawf(" %lx", (unsigned long)fr[1]);
+		log_rawf(" %lx", (unsigned long)trap_link_addr(fr[1]));
 		if (fr[0] <= rbp)
 			break; /* frames must move up the stack */
 		rbp = fr[0];
@@ -219,8 +228,8 @@ void x86_trap(struct x86_trap_frame *f)
 #ifndef URMQTT_PROD
 	if (f->vector == 8)
 		log_rawf("  (ip and frame of a double fault are not reliable)\n");
-	log_rawf("  ip 0x%lx (%s)  cs 0x%lx  rflags 0x%lx  rsp 0x%lx\n", (unsigned long)f->rip,
-		 trap_region(f->rip), (unsigned long)f->cs, (unsigned long)f->rflags,
+	log_rawf("  ip 0x%lx (%s, link 0x%lx)  cs 0x%lx  rflags 0x%lx  rsp 0x%lx\n", (unsigned long)f->rip,
+		 trap_region(f->rip), (unsigned long)trap_link_addr(f->rip), (unsigned long)f->cs, (unsigned long)f->rflags,
 		 (unsigned long)f->rsp);
 	log_rawf("  rax %lx rbx %lx rcx %lx rdx %lx\n", (unsigned long)f->rax,
 		 (unsigned long)f->rbx, (unsigned long)f->rcx, (unsigned long)f->rdx);

@@ -114,9 +114,41 @@ NORETURN void x86_stack_switch(uint64_t top, void (*fn)(void *), void *arg);
 void x86_gdt_load(const void *gdtr);
 NORETURN void x86_boot_main(uint32_t kind, uint32_t info_phys);
 
+/* ---- kaslr.c: the image's random virtual base (ADR-077) ---- */
+enum x86_kaslr_state {
+	X86_KASLR_SLID = 1,       /* moved by x86_kaslr_slide */
+	X86_KASLR_NO_ENTROPY,     /* no RDSEED/RDRAND: unslid, and the CSPRNG stops the boot */
+	X86_KASLR_RNG_FAILED,     /* the instruction never succeeded: unslid */
+	X86_KASLR_NO_ROOM,        /* the image is too large for two copies in the window */
+	X86_KASLR_BAD_TABLE,      /* the relocation table was refused: unslid, image untouched */
+};
+struct x86_kaslr_info {
+	enum x86_kaslr_state state;
+	const char *source;   /* "RDSEED", "RDRAND" or "none" */
+	uint32_t n_slots;     /* 2 MiB positions the slide was drawn from */
+	uint32_t n_sites, n_moved;
+	uint32_t bad_index;   /* X86_KASLR_BAD_TABLE: the entry refused */
+	const char *why;      /* X86_KASLR_BAD_TABLE: kreloc_why_name() */
+	uint64_t tsc_cycles;  /* TSC cycles from the draw to the end of the apply */
+};
+/* Virtual minus link address of the image; 0 before x86_kaslr_boot() and when unslid. */
+extern uint64_t x86_kaslr_slide;
+/* Virtual minus physical address of the image (X86_KERNEL_VMA + x86_kaslr_slide). A
+ * variable, never a constant: the compiler would fold `&sym - constant` into the
+ * relocation site, whose value then looks physical and would not move. */
+extern uint64_t x86_image_virt_off;
+/* boot.S calls it on the boot tables at the link address, before any other C. */
+void x86_kaslr_boot(void);
+const struct x86_kaslr_info *x86_kaslr_info(void);
+extern char x86_relocs_start[], x86_relocs_end[];
+
 static inline uint64_t x86_virt_to_phys_image(const void *p)
 {
-	return (uint64_t)(uintptr_t)p - X86_KERNEL_VMA;
+	return (uint64_t)(uintptr_t)p - x86_image_virt_off;
+}
+static inline void *x86_phys_to_virt_image(uint64_t pa)
+{
+	return (void *)(uintptr_t)(x86_image_virt_off + pa);
 }
 static inline void *x86_phys_to_virt(uint64_t pa)
 {

@@ -38,13 +38,13 @@ echo "x86_64 smoke: $mode"
 # source's first letter, since '|' separates fields here: [A]CPI PM timer, [c]puid 0x15/16,
 # [K]VM clock, [h]ypervisor leaf (not PIT, guess, pending).
 scenarios=(
-	"boot|1|33|W\\^X audit: PASS;;image: [0-9]+ KiB at 0xffffffff80100000, physical 0x100000;;cpus: 1 started of 1 in the MADT;;memory: [0-9]+ MiB;;from entry to the loop;;protections: NX on, WP on;;every core ticks in its loop;;page tables: [0-9]+ of [0-9]+ KiB, sealed read-only;;wall clock: 20[0-9][0-9]-;;page frames: [0-9]+ of [0-9]+ free \\([0-9]+ MiB\\), [0-9]+ reserved; heap: 0 live;;entropy: RD[A-Z]+.*1 per-core instances seeded;;tls: self-test PASS.*AES-NI used, PCLMULQDQ used;;tls: accel: P-256 nistz256 x86_64 MULX/ADX, X25519 fe64 MULX/ADX, SHA-256 x86_64( SHA-NI)? \\(P-256 and X25519 agreement, P-256 signature: PASS\\);;tls: x509: CA \"urMQTT development CA\";;clock: TSC [0-9]+\\.[0-9]{3} MHz from [AcKh]"
+	"boot|1|33|W\\^X audit: PASS;;image: [0-9]+ KiB at 0xffffffff[89a-f][0-9a-f][13579bdf]00000, physical 0x100000;;kaslr: slide 0x[0-9a-f]+ from RD[A-Z]+ \\(one of [0-9]+ 2 MiB slots\\); [0-9]+ of [0-9]+ sites moved;;cpus: 1 started of 1 in the MADT;;memory: [0-9]+ MiB;;from entry to the loop;;protections: NX on, WP on;;every core ticks in its loop;;page tables: [0-9]+ of [0-9]+ KiB, sealed read-only;;wall clock: 20[0-9][0-9]-;;page frames: [0-9]+ of [0-9]+ free \\([0-9]+ MiB\\), [0-9]+ reserved; heap: 0 live;;entropy: RD[A-Z]+.*1 per-core instances seeded;;tls: self-test PASS.*AES-NI used, PCLMULQDQ used;;tls: accel: P-256 nistz256 x86_64 MULX/ADX, X25519 fe64 MULX/ADX, SHA-256 x86_64( SHA-NI)? \\(P-256 and X25519 agreement, P-256 signature: PASS\\);;tls: x509: CA \"urMQTT development CA\";;clock: TSC [0-9]+\\.[0-9]{3} MHz from [AcKh]"
 	"boot-noaesni|1|33|tls: self-test PASS.*AES-NI absent, PCLMULQDQ absent|cpu:-aes,-pclmulqdq"
 	"boot-noadx|1|33|tls: accel: P-256 nistz256 x86_64, X25519 fe51, SHA-256 x86_64 \\(P-256 and X25519 agreement, P-256 signature: PASS\\)|cpu:-adx,-bmi2,-sha-ni"
 	"boot-rtc|1|33|wall clock IMPLAUSIBLE: RTC says 2019-03-04|-rtc base=2019-03-04T05:06:07"
 	"boot-smp4|4|33|cpus: 4 started of 4 in the MADT;;W\\^X audit: PASS;;core 3: apic id 3, [0-9]+ ticks;;every core ticks in its loop"
 	"heap-smp4|4|33|scenario heap: allocating and freeing across 4 cores;;heap: 192 allocs, 192 frees \\([0-9]+ remote\\) on 4 cores; live 0 -> 0;;scenario heap: counters back to baseline on every core;;4 per-core instances seeded"
-	"heap-double-free|1|87|BUG on core 0: heap: double free;;block at 0x[0-9a-f]+ \\(physical 0x[0-9a-f]+, physmap\\);;backtrace:;;PANIC: heap: double free"
+	"heap-double-free|1|87|BUG on core 0: heap: double free;;block at 0x[0-9a-f]+ \\(physical 0x[0-9a-f]+, physmap\\);;backtrace \\(link addresses\\):;;PANIC: heap: double free"
 	"exec-heap|1|77|instruction fetch from a non-executable page;;in: physmap"
 	"no-entropy|1|89|PANIC: csprng: no entropy source: the CPU offers neither RDSEED nor RDRAND"
 	"no-entropy-cpu|1|89|PANIC: csprng: no entropy source: the CPU offers neither RDSEED nor RDRAND|cpu:-rdrand,-rdseed test:boot"
@@ -55,7 +55,7 @@ scenarios=(
 	"poweroff|1|0|scenario poweroff: ACPI S5;;powering off \\(ACPI S5\\)"
 	"watchdog|1|85|handler 'test-spin' over its budget;;PANIC: watchdog: core 0: handler 'test-spin' stuck for"
 	"watchdog-smp4|4|85|handler 'test-spin' over its budget;;PANIC: watchdog: core 0: handler 'test-spin' stuck for"
-	"write-text|1|75|#PF page fault.*write to a read-only page;;error 0x3: protection, write, supervisor;;in: kernel text;;backtrace:"
+	"write-text|1|75|#PF page fault.*write to a read-only page;;error 0x3: protection, write, supervisor;;in: kernel text;;backtrace \\(link addresses\\): ffffffff80[0-9a-f]{6} "
 	"write-rodata|1|75|write to a read-only page;;in: kernel rodata"
 	"write-pagetable|1|75|write to a read-only page;;in: page tables \\(sealed\\)"
 	"exec-data|1|77|instruction fetch from a non-executable page;;instruction fetch;;in: kernel data/bss"
@@ -155,12 +155,15 @@ else
 fi
 
 # Relocatable: the relocation table names every absolute address (applying it to the
-# --emit-relocs link gives exactly the bytes of a link 2 MiB higher), and the image linked
-# 2 MiB higher boots as well as the normal one (ADR-020).
+# --emit-relocs link gives exactly the bytes of a link 2 MiB higher), the image carries
+# exactly that table (a link with the table gives the same table again: ADR-077), and the
+# image linked 2 MiB higher boots as well as the normal one (ADR-020).
 relocs_tool=$build/host/tools/urmqtt-relocs
 slid=$build/x86_64/urmqtt.slid.elf
 log=$logdir/relocatable.log
 if "$relocs_tool" check "$img" "$build/x86_64/urmqtt.reloc.elf" "$slid" >"$log" 2>&1 &&
+	"$relocs_tool" table "$build/x86_64/urmqtt.reloc.elf" "$logdir/relocs.again" >>"$log" 2>&1 &&
+	cmp "$logdir/relocs.again" "$build/x86_64/urmqtt.relocs" >>"$log" 2>&1 &&
 	[ -s "$build/x86_64/urmqtt.relocs" ]; then
 	echo "PASS x86_64/relocatable ($(sed -n 's/^relocs: PASS: \([0-9]*\) sites.*/\1 sites/p' "$log"), table $(stat -c %s "$build/x86_64/urmqtt.relocs") B)"
 else
@@ -173,11 +176,64 @@ timeout "$timeout_s" qemu-system-x86_64 "${accel[@]}" -m 128M -smp 2 \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 	-kernel "$slid" -append "test=boot" </dev/null >"$log" 2>&1
 rc=$?
-if [ $rc -eq 33 ] && tr -d '\r' <"$log" | grep -q "image: [0-9]* KiB at 0xffffffff80300000, physical 0x300000" &&
+if [ $rc -eq 33 ] && tr -d '\r' <"$log" | grep -q "image: [0-9]* KiB at 0xffffffff[89a-f][0-9a-f][13579bdf]00000, physical 0x300000" &&
+	tr -d '\r' <"$log" | grep -q "kaslr: slide 0x" &&
 	tr -d '\r' <"$log" | grep -q "W^X audit: PASS" && tr -d '\r' <"$log" | grep -q "cpus: 2 started of 2"; then
 	echo "PASS x86_64/boot-slid ($mode, image linked 2 MiB higher, -smp 2)"
 else
 	echo "FAIL x86_64/boot-slid ($mode: exit $rc; see $log)"
+	rc_all=1
+fi
+
+# KASLR (ADR-077). kaslr-differs: the boot scenario's slide and another boot's differ (one
+# of ~1,000 slots each: a third boot settles a tie), and each boot's image line sits at the
+# link address plus its own slide. kaslr-bad-table: the image with one table entry pointing
+# outside it must stop with the refusal, not boot or scribble.
+kaslr_slide() { tr -d '\r' <"$1" | sed -n 's/.*kaslr: slide \(0x[0-9a-f]*\) from .*/\1/p'; }
+kaslr_at() { tr -d '\r' <"$1" | sed -n 's/.*image: [0-9]* KiB at \(0x[0-9a-f]*\), physical 0x100000.*/\1/p'; }
+kaslr_boot() {
+	timeout "$timeout_s" qemu-system-x86_64 "${accel[@]}" -m 128M -smp 1 \
+		-nographic -no-reboot -nodefaults -serial stdio \
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		-kernel "$1" -append "test=boot" </dev/null >"$2" 2>&1
+}
+why=""
+slides=()
+for try in 1 2; do
+	log=$logdir/kaslr-$try.log
+	kaslr_boot "$img" "$log"
+	rc=$?
+	s1=$(kaslr_slide "$log")
+	at=$(kaslr_at "$log")
+	if [ $rc -ne 33 ] || [ -z "$s1" ] || [ -z "$at" ] ||
+		[ "$(printf '%x' $((0xffffffff80100000 + s1)))" != "${at#0x}" ]; then
+		why="boot $try: exit $rc, slide '${s1}', image at '${at}'; see $log"
+		break
+	fi
+	slides+=("$s1")
+	s0=$(kaslr_slide "$logdir/boot.log")
+	[ -n "$s0" ] && [ "$s0" != "$s1" ] && { slides=("$s0" "$s1"); break; }
+done
+if [ -z "$why" ] && [ ${#slides[@]} -eq 2 ] && [ "${slides[0]}" != "${slides[1]}" ]; then
+	echo "PASS x86_64/kaslr-differs ($mode, slides ${slides[0]} and ${slides[1]}, image where its slide says)"
+else
+	echo "FAIL x86_64/kaslr-differs ($mode: ${why:-slides ${slides[*]:-none}})"
+	rc_all=1
+fi
+bad=$logdir/kaslr-bad-table.elf
+log=$logdir/kaslr-bad-table.log
+cp "$img" "$bad"
+off=$(readelf -SW "$bad" | sed -n 's/.*\.urmqtt_relocs *[A-Z]* *[0-9a-f]* \([0-9a-f]*\) .*/\1/p')
+if [ -n "$off" ] && printf '\xf0\xff\xff\xff' | dd of="$bad" bs=1 seek=$((0x$off + 12)) conv=notrunc status=none; then
+	kaslr_boot "$bad" "$log"
+	rc=$?
+else
+	rc=none
+fi
+if [ "$rc" = 83 ] && tr -d '\r' <"$log" | grep -q "PANIC: kaslr: relocation table refused (site outside the image, entry 0 of"; then
+	echo "PASS x86_64/kaslr-bad-table ($mode, an entry outside the image: refused, boot stopped)"
+else
+	echo "FAIL x86_64/kaslr-bad-table ($mode: exit $rc; see $log)"
 	rc_all=1
 fi
 exit $rc_all

@@ -23,6 +23,8 @@
 #                                  machine at once)
 #   x86_64-prod/panic-no-addresses that console from the PANIC on holds no 0x-prefixed value
 #                                  and no 16-hex-digit one
+#   x86_64-prod/kaslr-no-address   (x86_64) boot 1 says "kaslr: on, from RD..." and shows no
+#                                  slide and no image address (ADR-077)
 # Certificates: a prod image embeds CERTS_DIR (tools/certs/module.mk), by default the
 # development PKI of its own tree, BUILD_DIR/prod/dev/certs. A production stop prints
 # "stop code N", waits 60 s and resets (arch/x86_64/clock.c): the script waits for the stop
@@ -209,6 +211,16 @@ if [ -z "$why" ]; then
 	pass dev-knobs-ignored "$knobs: still serving, DHCP 10.0.2.15, first report after $after_s s, no scenario or storage knobs"
 else
 	fail dev-knobs-ignored "$why"
+fi
+# KASLR (ADR-077): a production image says that it moved and from what, never where.
+if [ "$arch" = x86_64 ]; then
+	if ! line=$(con_grep -E -m1 "kaslr: on, from RD[A-Z]+ \(one of [0-9]+ 2 MiB slots\)"); then
+		fail kaslr-no-address "no 'kaslr: on' line"
+	elif bad=$(con_grep -E -m1 "kaslr: slide|image: [0-9]+ KiB at"); then
+		fail kaslr-no-address "an address on the console: ${bad#*] }"
+	else
+		pass kaslr-no-address "${line#*] }"
+	fi
 fi
 stop
 

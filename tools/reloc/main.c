@@ -7,7 +7,9 @@
  *       --emit-relocs) must hold the same loadable bytes; then RELOC.elf's bytes with every
  *       site moved by the distance between the two links must equal SLID.elf's (the same
  *       objects linked elsewhere). Equal bytes mean the table names every address in the
- *       image: a loader can move it by applying the table alone.
+ *       image: a loader can move it by applying the table alone. Then the boot's own
+ *       applier (arch/x86_64/kreloc.c) must accept the table for its smallest and largest
+ *       slide (ADR-077).
  * Exit status 0 on success, 1 with a message naming the first difference otherwise.
  */
 #include <stdbool.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/x86_64/kreloc.h"
 #include "lib/err.h"
 #include "tools/reloc/elfrel.h"
 
@@ -195,8 +198,28 @@ static int check(const struct loaded *li, const struct loaded *lr, const struct 
 			(long long)delta, (unsigned long long)(lr->img.base + at), at, slid);
 		return 1;
 	}
+	/* The boot's applier (arch/x86_64/kreloc.c, ADR-077) must accept this table on the
+	 * image for the largest slide it may draw (the smallest is 2 MiB per image page). */
+	uint64_t phys_end = li->img.base + li->img.len - KRELOC_WINDOW_LO;
+	uint64_t m = (phys_end + KRELOC_ALIGN - 1) / KRELOC_ALIGN;
+	uint64_t max_slide = (KRELOC_WINDOW_LEN / KRELOC_ALIGN - 1 - m) * KRELOC_ALIGN;
+	size_t tlen = 12 + 8 * n;
+	uint8_t *table = malloc(tlen);
+	struct kreloc_report kr = { 0 };
+	long tl = table ? elfrel_table_write(s, n, table, tlen) : -E_NOMEM;
+	int krc = tl < 0 ? (int)tl : kreloc_check(table, (size_t)tl, li->bytes, li->img.len, max_slide, &kr);
+	if (krc == 0)
+		krc = kreloc_check(table, (size_t)tl, li->bytes, li->img.len, m * KRELOC_ALIGN, &kr);
+	free(table);
+	if (krc) {
+		fprintf(stderr, "urmqtt-relocs: %s: the boot's applier refuses the table (%s, entry %u)\n", image,
+			kreloc_why_name(kr.why), (unsigned)kr.bad_index);
+		return 1;
+	}
 	size_t w[4];
 	count(s, n, w);
+	printf("relocs: boot applier accepts slides 0x%llx..0x%llx; %u sites hold physical addresses and stay\n",
+	       (unsigned long long)(m * KRELOC_ALIGN), (unsigned long long)max_slide, (unsigned)kr.n_phys);
 	printf("relocs: PASS: %zu sites (%zu 64-bit, %zu 32-bit, %zu 32-bit signed) move %zu KiB of image by "
 	       "%+lld bytes to exactly the bytes of a link at 0x%llx\n",
 	       n, w[ELFREL_ABS64], w[ELFREL_ABS32], w[ELFREL_ABS32S], lr->img.len / 1024, (long long)delta,
