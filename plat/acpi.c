@@ -12,13 +12,14 @@
  * the \_S5 package encoding is AML (19.6: NameOp, PackageOp, PkgLength, data objects).
  */
 #include "plat/acpi.h"
+#include "plat/acpi_int.h"
 #include "lib/bytes.h"
 #include "lib/cursor.h"
 #include "lib/err.h"
 #include "lib/fmt.h"
 #include "lib/mem.h"
 
-#define SDT_HDR_LEN 36u
+#define SDT_HDR_LEN PLAT_ACPI_SDT_HDR_LEN
 #define RSDP_V1_LEN 20u
 #define RSDP_V2_LEN 36u
 #define MADT_FIXED_LEN 8u  /* local APIC address + flags after the header */
@@ -67,6 +68,13 @@ static const char *const site_why[PLAT_ACPI__SITES] = {
 	[PLAT_ACPI_DSDT_BAD] = "ACPI: DSDT unreadable or corrupt: no S5 power-off",
 	[PLAT_ACPI_S5_MISSING] = "ACPI: no \\_S5 package in the DSDT: no S5 power-off",
 	[PLAT_ACPI_S5_BAD] = "ACPI: malformed _S5_ candidate in the DSDT (skipped)",
+	[PLAT_ACPI_GICC_BAD] = "ACPI: MADT GICC entry with a duplicate or unusable MPIDR (ignored)",
+	[PLAT_ACPI_GIC_DUP] = "ACPI: second GICD, GICR, ITS or MSI frame in the MADT (ignored)",
+	[PLAT_ACPI_GIC_NONE] = "ACPI: MADT names no usable GIC distributor",
+	[PLAT_ACPI_GTDT_BAD] = "ACPI: GTDT missing or short: no timer interrupts",
+	[PLAT_ACPI_SPCR_BAD] = "ACPI: SPCR missing or not a PL011 in memory space",
+	[PLAT_ACPI_PSCI_NONE] = "ACPI: FADT missing or not PSCI-compliant: no PSCI",
+	[PLAT_ACPI_CRS_BAD] = "ACPI: no usable PCI host bridge _CRS in the DSDT",
 };
 
 static const char *const site_names[PLAT_ACPI__SITES] = {
@@ -101,6 +109,13 @@ static const char *const site_names[PLAT_ACPI__SITES] = {
 	[PLAT_ACPI_DSDT_BAD] = "dsdt_bad",
 	[PLAT_ACPI_S5_MISSING] = "s5_missing",
 	[PLAT_ACPI_S5_BAD] = "s5_bad",
+	[PLAT_ACPI_GICC_BAD] = "gicc_bad",
+	[PLAT_ACPI_GIC_DUP] = "gic_dup",
+	[PLAT_ACPI_GIC_NONE] = "gic_none",
+	[PLAT_ACPI_GTDT_BAD] = "gtdt_bad",
+	[PLAT_ACPI_SPCR_BAD] = "spcr_bad",
+	[PLAT_ACPI_PSCI_NONE] = "psci_none",
+	[PLAT_ACPI_CRS_BAD] = "crs_bad",
 };
 
 const struct plat_acpi_stats *plat_acpi_stats(void)
@@ -144,6 +159,21 @@ static void warn(enum plat_acpi_site site)
 	g_stats.warning = site_why[site];
 }
 
+int plat_acpi_reject(enum plat_acpi_site site, const char **why, int err)
+{
+	return reject(site, why, err);
+}
+
+void plat_acpi_warn(enum plat_acpi_site site)
+{
+	warn(site);
+}
+
+void plat_acpi_count(enum plat_acpi_site site)
+{
+	g_stats.rejects[site]++;
+}
+
 /* Map [phys, phys+len) through the reader, refusing ranges that wrap. */
 static const uint8_t *map_range(const struct plat_phys_reader *rd, uint64_t phys, size_t len)
 {
@@ -161,13 +191,6 @@ static bool csum_ok(const uint8_t *p, size_t len)
 	return s == 0;
 }
 
-/* A validated system description table: `c` covers the whole table (length checked,
- * checksum verified) and is positioned just after the 36-byte header. */
-struct sdt {
-	struct cur c;
-	uint32_t len;
-	uint8_t revision;
-};
 
 /* Read only the 36-byte header at phys: signature and claimed length. */
 static int sdt_peek(const struct plat_phys_reader *rd, uint64_t phys, uint8_t sig[4] /* out */,
@@ -184,7 +207,7 @@ static int sdt_peek(const struct plat_phys_reader *rd, uint64_t phys, uint8_t si
 }
 
 static int sdt_map(const struct plat_phys_reader *rd, uint64_t phys, const char *want_sig,
-		   struct sdt *t /* out */, const char **why)
+		   struct plat_acpi_sdt *t /* out */, const char **why)
 {
 	uint8_t sig[4];
 	uint32_t len;
@@ -209,7 +232,10 @@ static int sdt_map(const struct plat_phys_reader *rd, uint64_t phys, const char 
 	if (!csum_ok(p, len))
 		return reject_sdt(PLAT_ACPI_SDT_CSUM, want_sig, why, -E_CORRUPT);
 	t->revision = cur_u8(&c);
-	cur_skip(&c, SDT_HDR_LEN - 9);
+	cur_skip(&c, 1); /* checksum */
+	cur_bytes(&c, t->oem_id, sizeof t->oem_id);
+	cur_bytes(&c, t->oem_table_id, sizeof t->oem_table_id);
+	cur_skip(&c, SDT_HDR_LEN - 24);
 	if (!cur_ok(&c))
 		return reject_sdt(PLAT_ACPI_SDT_LEN, want_sig, why, -E_INVAL);
 	t->c = c;
@@ -336,7 +362,7 @@ static void madt_add_cpu(struct platform *out, uint32_t apic_id, uint32_t uid, u
 	out->n_cpus++;
 }
 
-static int madt_parse(struct platform *out, struct sdt *t, const char **why)
+static int madt_parse(struct platform *out, struct plat_acpi_sdt *t, const char **why)
 {
 	struct cur *c = &t->c;
 	uint32_t lapic = cur_le32(c);
@@ -438,7 +464,7 @@ static int madt_parse(struct platform *out, struct sdt *t, const char **why)
 
 /* ---- MCFG -------------------------------------------------------------------------- */
 
-static int mcfg_parse(struct platform *out, struct sdt *t, const char **why)
+static int mcfg_parse(struct platform *out, struct plat_acpi_sdt *t, const char **why)
 {
 	struct cur *c = &t->c;
 	cur_skip(c, MCFG_FIXED_LEN);
@@ -579,7 +605,7 @@ static uint32_t pm1_pick(uint32_t legacy, bool x_valid, bool x_present, uint64_t
  * HW_REDUCED_ACPI; ACPI 6.5 5.2.9, 4.8.3.3): a non-zero X_PM_TMR_BLK wins and must be an
  * I/O port; the legacy block counts only with PM_TMR_LEN 4. The caller checked t->len >=
  * FADT_MIN_LEN. Anything else leaves the timer absent (pm_tmr_port 0). */
-static void fadt_pm_timer(struct platform *out, const struct sdt *t)
+static void fadt_pm_timer(struct platform *out, const struct plat_acpi_sdt *t)
 {
 	struct cur c = t->c;
 	cur_skip(&c, FADT_PM_TMR_BLK - SDT_HDR_LEN);
@@ -618,14 +644,14 @@ static void fadt_pm_timer(struct platform *out, const struct sdt *t)
 	out->pm_tmr_32 = (flags & FADT_TMR_VAL_EXT) != 0;
 }
 
-static int fadt_parse(struct platform *out, const struct plat_phys_reader *rd, struct sdt *t,
+static int fadt_parse(struct platform *out, const struct plat_phys_reader *rd, struct plat_acpi_sdt *t,
 		      const char **why)
 {
 	struct cur c = t->c; /* at offset 36 */
 	uint32_t dsdt32, pm1a, pm1b;
 	uint64_t dsdt = 0, xa = 0, xb = 0;
 	bool xa_ok = false, xb_ok = false, xa_present = false, xb_present = false;
-	struct sdt d;
+	struct plat_acpi_sdt d;
 	const char *dwhy = NULL;
 
 	if (t->len < FADT_MIN_LEN)
@@ -688,15 +714,27 @@ static void clear_acpi_fields(struct platform *out)
 	out->pm_tmr_32 = false;
 }
 
-static int parse_tables(struct platform *out, const struct plat_phys_reader *rd, uint64_t rsdp_phys,
-			const char **why)
+int plat_acpi_sdt_map(const struct plat_phys_reader *rd, uint64_t phys, const char *sig,
+		      struct plat_acpi_sdt *t, const char **why)
+{
+	return sdt_map(rd, phys, sig, t, why);
+}
+
+int plat_acpi_mcfg_parse(struct platform *out, struct plat_acpi_sdt *t, const char **why)
+{
+	return mcfg_parse(out, t, why);
+}
+
+int plat_acpi_find_tables(const struct plat_phys_reader *rd, uint64_t rsdp_phys, const char *const *sigs,
+			  size_t n_sigs, uint64_t *phys_out, const char **why)
 {
 	struct rsdp r;
-	struct sdt root, t;
-	uint64_t madt = 0, mcfg = 0, fadt = 0;
+	struct plat_acpi_sdt root;
 	size_t esz, n;
 	int err;
 
+	for (size_t k = 0; k < n_sigs; k++)
+		phys_out[k] = 0;
 	err = rsdp_read(rd, rsdp_phys, &r, why);
 	if (err)
 		return err;
@@ -718,31 +756,41 @@ static int parse_tables(struct platform *out, const struct plat_phys_reader *rd,
 		g_stats.rejects[PLAT_ACPI_ROOT_TOO_MANY]++;
 		n = PLAT_ACPI_MAX_SDT_ENTRIES;
 	}
-	/* One pass to find the tables (only their headers), then parse each once: the
-	 * tables we follow are fixed by signature, so no chain of pointers can loop. */
+	/* Only the headers here; the caller parses each table once: the tables followed are
+	 * fixed by signature, so no chain of pointers can loop. */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t phys = esz == 8 ? cur_le64(&root.c) : cur_le32(&root.c);
 		uint8_t sig[4];
 		uint32_t len;
-		uint64_t *slot = NULL;
 		if (phys == 0 || sdt_peek(rd, phys, sig, &len) != 0) {
 			g_stats.rejects[PLAT_ACPI_ROOT_BAD_ENTRY]++;
 			continue;
 		}
-		if (memcmp(sig, "APIC", 4) == 0)
-			slot = &madt;
-		else if (memcmp(sig, "MCFG", 4) == 0)
-			slot = &mcfg;
-		else if (memcmp(sig, "FACP", 4) == 0)
-			slot = &fadt;
-		if (!slot)
-			continue;
-		if (*slot != 0) {
-			g_stats.rejects[PLAT_ACPI_DUP_TABLE]++;
-			continue;
+		for (size_t k = 0; k < n_sigs; k++) {
+			if (memcmp(sig, sigs[k], 4) != 0)
+				continue;
+			if (phys_out[k] != 0)
+				g_stats.rejects[PLAT_ACPI_DUP_TABLE]++;
+			else
+				phys_out[k] = phys;
+			break;
 		}
-		*slot = phys;
 	}
+	return 0;
+}
+
+static int parse_tables(struct platform *out, const struct plat_phys_reader *rd, uint64_t rsdp_phys,
+			const char **why)
+{
+	static const char *const sigs[3] = { "APIC", "MCFG", "FACP" };
+	uint64_t phys[3];
+	struct plat_acpi_sdt t;
+	int err;
+
+	err = plat_acpi_find_tables(rd, rsdp_phys, sigs, 3, phys, why);
+	if (err)
+		return err;
+	uint64_t madt = phys[0], mcfg = phys[1], fadt = phys[2];
 	if (madt == 0)
 		return reject(PLAT_ACPI_NO_MADT, why, -E_NOENT);
 	err = sdt_map(rd, madt, "APIC", &t, why);

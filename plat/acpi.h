@@ -62,6 +62,14 @@ enum plat_acpi_site {
 	PLAT_ACPI_DSDT_BAD,         /* DSDT unreadable or bad checksum: no S5 (warning) */
 	PLAT_ACPI_S5_MISSING,       /* no well-formed \_S5 package: no S5 (warning) */
 	PLAT_ACPI_S5_BAD,           /* an _S5_ candidate that was not well formed (skipped) */
+	/* Arm (plat/acpi_arm.c) */
+	PLAT_ACPI_GICC_BAD,         /* GICC entry with a duplicate or unusable MPIDR (ignored) */
+	PLAT_ACPI_GIC_DUP,          /* a second GICD, GICR range, ITS or MSI frame (ignored) */
+	PLAT_ACPI_GIC_NONE,         /* no GICD entry, or a GIC version this kernel lacks */
+	PLAT_ACPI_GTDT_BAD,         /* GTDT missing or short: no timer interrupts (warning) */
+	PLAT_ACPI_SPCR_BAD,         /* SPCR missing or not a PL011/SBSA UART in memory (warning) */
+	PLAT_ACPI_PSCI_NONE,        /* FADT missing, short or not PSCI-compliant (warning) */
+	PLAT_ACPI_CRS_BAD,          /* no usable PCI host bridge _CRS in the DSDT (warning) */
 	PLAT_ACPI__SITES
 };
 

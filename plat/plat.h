@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * The platform description: what the machine has, filled once at boot from ACPI
- * (x86_64) or a device tree (aarch64) and read-only afterwards. Both sources must give
+ * (x86_64; aarch64 under UEFI) or a device tree (aarch64) and read-only afterwards. Both sources must give
  * the same result for the same machine. Parsers live in plat/acpi.c and plat/dtb.c, read
  * the firmware tables only through lib/cursor, and never trust a length or offset.
  */

@@ -69,7 +69,7 @@ void a64_dev_init(uint64_t rtc_base, const char *cmdline, size_t cmdline_len, ui
 	a64_wall_clock_init(rtc_base); /* certificates are checked against it from the self-test on */
 	uint8_t b0, b1;
 	a64_drv_port_buses(&b0, &b1);
-	(void)fmt_snprintf(dev_how, sizeof dev_how, "ECAM (device tree), buses %u-%u, %u BARs assigned here",
+	(void)fmt_snprintf(dev_how, sizeof dev_how, "ECAM, buses %u-%u, %u BARs assigned here",
 			   (unsigned)b0, (unsigned)b1, (unsigned)dev_bus.stats.n_assigned_bars);
 	const struct node_devices_config dc = {
 		.bus = dev_scanned ? &dev_bus : NULL, .cfg_how = dev_how, .scan_err = dev_scan_err,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
  * The aarch64 C entry: from boot.S (EL1, MMU off, on the boot stack) to every core's loop.
- * Order on the boot core: stack canary, the device tree into struct platform
- * (plat/dtb.c), the console it names, the other cores' stacks laid out after the image,
+ * Order on the boot core: stack canary, the device tree (plat/dtb.c) or, when UEFI
+ * firmware started the image (efi.c), the ACPI tables (plat/acpi_arm.c) into struct platform, the console it names, the other cores' stacks laid out after the image,
  * the page tables (mmu.c: audited, then on with WXN), the log and panic, the pointer
  * authentication key, the page allocator and heap, the per-core CSPRNGs, the GIC and the
  * tick, the loop, the other cores (PSCI CPU_ON; each enables the same tables, its own
@@ -25,7 +25,9 @@
 #include "kernel/panic.h"
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "plat/acpi_arm.h"
 #include "plat/dtb.h"
+#include "arch/aarch64/efi.h"
 #include "urmqtt_config.h"
 
 #define MAIN_CMDLINE_MAX 256u
@@ -62,6 +64,7 @@ static uint64_t main_reserved_end;
 static struct a64_mmu_features main_feat;
 static bool main_pac;
 static uint64_t main_ecam, main_ecam_len; /* the PCI configuration window (0: none) */
+static const char *main_source = "device tree"; /* where struct platform came from */
 
 void a64_early_fail(const char *msg)
 {
@@ -85,9 +88,47 @@ static uint64_t main_page_up(uint64_t a)
 	return (a + A64_PAGE - 1) & ~(uint64_t)(A64_PAGE - 1);
 }
 
+/* The ACPI tables are read with the MMU off, only inside the ACPI areas of the firmware's
+ * memory map (efi.c): a table pointer elsewhere is refused, never followed into a device. */
+static const void *main_acpi_map(void *ctx, uint64_t phys, size_t len)
+{
+	const struct a64_efi_boot *b = ctx;
+	for (uint32_t i = 0; i < b->n_acpi && i < A64_EFI_MAX_ACPI; i++) {
+		const struct plat_mem_range *r = &b->acpi[i];
+		if (phys >= r->base && phys - r->base < r->len && len <= r->len - (phys - r->base))
+			return (const void *)(uintptr_t)phys;
+	}
+	return NULL;
+}
+
+/* Started by UEFI firmware with ACPI tables (ADR-076): the platform from them, the memory
+ * from the firmware's map, the command line from the load options. */
+static void main_platform_acpi(void)
+{
+	const struct plat_phys_reader rd = { &a64_efi_boot, main_acpi_map };
+	const char *why = "?";
+	uint64_t mpidr = A64_SYSREG_READ(mpidr_el1);
+	if (plat_acpi_parse_arm(&rd, a64_efi_boot.rsdp, mpidr, &main_plat, &main_extra, &why) != 0) {
+		a64_uart_write("boot: ACPI: ", 12);
+		a64_early_fail(why);
+	}
+	if (a64_efi_boot.n_mem == 0 || a64_efi_boot.n_mem > PLAT_MAX_MEM_RANGES)
+		a64_early_fail("UEFI memory map: no usable memory");
+	main_plat.n_mem = a64_efi_boot.n_mem;
+	memcpy(main_plat.mem, a64_efi_boot.mem, sizeof main_plat.mem);
+	main_source = "ACPI tables";
+	a64_efi_boot.cmdline[sizeof a64_efi_boot.cmdline - 1] = '\0';
+	main_extra.bootargs = a64_efi_boot.cmdline;
+	main_extra.bootargs_len = strlen(a64_efi_boot.cmdline);
+}
+
 /* The device tree's header gives its size; the parser checks everything else. */
 static void main_platform(uint64_t dtb_phys)
 {
+	if (a64_efi_boot.magic == A64_EFI_MAGIC && a64_efi_boot.rsdp != 0) {
+		main_platform_acpi();
+		goto common;
+	}
 	if (dtb_phys == 0 || (dtb_phys & 7u))
 		a64_early_fail("no device tree (x0 was 0 or misaligned)");
 	const uint8_t *blob = (const uint8_t *)(uintptr_t)dtb_phys;
@@ -103,6 +144,7 @@ static void main_platform(uint64_t dtb_phys)
 	}
 	main_dtb_phys = dtb_phys;
 	main_dtb_len = (uint64_t)blob[4] << 24 | (uint64_t)blob[5] << 16 | (uint64_t)blob[6] << 8 | blob[7];
+common:
 	a64_psci_init(main_extra.psci == PLAT_DTB_PSCI_SMC);
 	if (main_plat.uart_base)
 		a64_uart_init(main_plat.uart_base);
@@ -252,12 +294,15 @@ static void main_mm_init(void)
 	uint32_t n = 0;
 	uint64_t img = (uint64_t)(uintptr_t)a64_image_start;
 	resv[n++] = (struct plat_mem_range){ img, main_reserved_end - img };
-	uint64_t dtb_lo = main_dtb_phys & ~(uint64_t)(A64_PAGE - 1);
-	resv[n++] = (struct plat_mem_range){ dtb_lo, main_page_up(main_dtb_phys + main_dtb_len) - dtb_lo };
+	uint32_t n_want = 1u + (main_dtb_len != 0) + main_extra.n_reserved;
+	if (main_dtb_len != 0) {
+		uint64_t dtb_lo = main_dtb_phys & ~(uint64_t)(A64_PAGE - 1);
+		resv[n++] = (struct plat_mem_range){ dtb_lo, main_page_up(main_dtb_phys + main_dtb_len) - dtb_lo };
+	}
 	for (uint32_t i = 0; i < main_extra.n_reserved && n < KHEAP_MAX_RANGES; i++)
 		resv[n++] = main_extra.reserved[i];
-	if (n < 2u + main_extra.n_reserved)
-		kpanic(A64_EXIT_HEAP, "heap: %u reserved ranges, limit %u", (unsigned)(2u + main_extra.n_reserved),
+	if (n < n_want)
+		kpanic(A64_EXIT_HEAP, "heap: %u reserved ranges, limit %u", (unsigned)n_want,
 		       (unsigned)KHEAP_MAX_RANGES);
 	struct kheap_config kc = {
 		.usable = main_plat.mem,
@@ -404,10 +449,20 @@ static void main_banner(uint64_t entry_el, const struct a64_wx_report *wx, uint3
 	uint32_t enabled = 0;
 	for (uint32_t i = 0; i < main_plat.n_cpus; i++)
 		enabled += main_plat.cpus[i].enabled;
-	LOG_INFO("boot", "platform (device tree): %u cpus (%u enabled), boot cpu affinity 0x%x",
+	LOG_INFO("boot", "platform (%s): %u cpus (%u enabled), boot cpu affinity 0x%x", main_source,
 		 (unsigned)main_plat.n_cpus, (unsigned)enabled, (unsigned)a64_cores[0].aff);
-	LOG_INFO("boot", "cpus: %u started of %u in the device tree; %s, %u ms tick; MSI: %s", (unsigned)n_started,
-		 (unsigned)enabled, a64_gic_name(), (unsigned)(TICK_US / 1000u), a64_msi_name());
+#ifndef URMQTT_PROD
+	/* One canonical line, the same from the device tree and from ACPI for one machine
+	 * (tests/smoke/aarch64-acpi.sh compares the two boots' lines). */
+	static char line[640]; /* longer than a log line: written as it is */
+	static const char head[] = "platform-line: ";
+	size_t n = plat_arm_describe(&main_plat, &main_extra, line, sizeof line);
+	a64_uart_write(head, sizeof head - 1);
+	a64_uart_write(line, n);
+	a64_uart_write("\n", 1);
+#endif
+	LOG_INFO("boot", "cpus: %u started of %u in the %s; %s, %u ms tick; MSI: %s", (unsigned)n_started,
+		 (unsigned)enabled, main_source, a64_gic_name(), (unsigned)(TICK_US / 1000u), a64_msi_name());
 	uint64_t ram = 0;
 	for (uint32_t i = 0; i < main_plat.n_mem; i++)
 		ram += main_plat.mem[i].len;
@@ -525,7 +580,7 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 		}
 	}
 #endif
-	LOG_INFO("boot", "aarch64 bring-up done; planned: ACPI and an EFI entry, MTE");
+	LOG_INFO("boot", "aarch64 bring-up done (platform from the %s); planned: MTE", main_source);
 #ifndef URMQTT_PROD /* development knob: the boot tests end their machine with it */
 	char off[4];
 	if (cmdline_get(main_cmdline, sizeof main_cmdline, "poweroff", off, sizeof off) == 0) {

@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: MIT
 # arch/aarch64: the arm64 Image entry (EL2 -> EL1), exception vectors and decoded reports,
 # the page tables with their W^X audit, WXN, PAN, BTI-guarded text and PAC return
-# addresses, the PL011 console, the generic timer's counter, PSCI. The platform comes from
-# the device tree (plat/dtb.c). Not ported yet: heap, CSPRNG, interrupts, SMP, PCI and
+# addresses, the PL011 console, the generic timer's counter, PSCI. The same image is a UEFI
+# application (efi.c, ADR-076). The platform comes from the device tree (plat/dtb.c) or,
+# under UEFI, from ACPI (plat/acpi_arm.c). Not ported yet: heap, CSPRNG, interrupts, SMP, PCI and
 # virtio, the node (docs/PROGRESS.md, aarch64).
 KERNEL_SRCS_aarch64 += arch/aarch64/boot.S arch/aarch64/vectors.S arch/aarch64/main.c \
 	arch/aarch64/mmu.c arch/aarch64/trap.c arch/aarch64/uart.c arch/aarch64/clock.c \
 	arch/aarch64/psci.c arch/aarch64/ssp.c arch/aarch64/gic.c arch/aarch64/gic_msi.c arch/aarch64/entropy.c arch/aarch64/libgcc.c \
-	arch/aarch64/drv_port.c arch/aarch64/devices.c arch/aarch64/node_port.c kernel/kstore.c
+	arch/aarch64/drv_port.c arch/aarch64/devices.c arch/aarch64/node_port.c arch/aarch64/efi.c kernel/kstore.c
 # Fault scenarios: development and test images only.
 ifneq ($(PROFILE),prod)
 KERNEL_SRCS_aarch64 += arch/aarch64/scenarios.c
@@ -30,7 +31,7 @@ $(B)/aarch64/urmqtt.img: $(B)/aarch64/urmqtt.elf
 
 KERNEL_IMAGES += $(B)/aarch64/urmqtt.img
 TEST_DEPS += $(B)/aarch64/urmqtt.img
-SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh tests/smoke/aarch64-msi.sh tests/smoke/aarch64-mqtt.sh \
+SMOKE_SCRIPTS += tests/smoke/aarch64-boot.sh tests/smoke/aarch64-acpi.sh tests/smoke/aarch64-msi.sh tests/smoke/aarch64-mqtt.sh \
 	tests/smoke/aarch64-store.sh tests/smoke/aarch64-ops.sh
 
 # The production aarch64 image, built in the tree of the x86_64 one (arch/x86_64/module.mk:

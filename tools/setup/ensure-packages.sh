@@ -18,6 +18,7 @@ packages=(
 	qemu-system-x86 qemu-system-arm qemu-utils              # kernel smoke tests
 	grub-pc-bin grub-common xorriso mtools                  # Multiboot2 boot through GRUB
 	grub-efi-amd64-bin dosfstools fdisk ovmf                # make release: hybrid ISO, GPT disk image, UEFI boots
+	qemu-efi-aarch64                                        # aarch64 UEFI boot with ACPI (tests/smoke/aarch64-acpi.sh)
 	minisign                                                # make release: signatures (tools/release)
 	openssl python3 iproute2 procps dnsmasq-base            # TLS/real-client tests, netns, DHCP
 	iputils-ping                                            # make run URMQTT_NET=tap: the printed ping example

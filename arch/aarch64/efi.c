@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The UEFI entry of the aarch64 image (ADR-076). UEFI firmware loads the image as a PE32+
+ * application (the header in boot.S) and calls a64_efi_entry(ImageHandle, SystemTable)
+ * with the MMU on (identity map), caches on, at EL2 or EL1. This file, while boot
+ * services last: moves the image to the address it is linked at if the firmware put it
+ * elsewhere, reserves the memory after it that the other cores' stacks take, finds the
+ * ACPI 2.0 RSDP and the device tree in the configuration table, copies the load options
+ * (the command line) and, last, reads the memory map and exits boot services. Then
+ * a64_efi_exit (boot.S) cleans the caches, turns the MMU off and joins the -kernel path
+ * at a64_entry, which finds what was gathered here in `a64_efi_boot` (in .data: the .bss
+ * is cleared on that path). Never returns to the firmware after ExitBootServices; before
+ * it, every failure is reported on the firmware console and returned as an EFI status.
+ *
+ * Runs before the kernel's own set-up: no log, no heap, no stack canary (it is not set
+ * yet), and until the move only position-independent code (locals, PC-relative calls).
+ * Layouts: UEFI 2.10, 4.3 (system table), 4.4 (boot services), 7.2 (memory map), 9.1
+ * (loaded image protocol), 4.6 (configuration table GUIDs).
+ */
+#include "arch/aarch64/a64.h"
+#include "arch/aarch64/efi.h"
+#include "lib/mem.h"
+
+#define EFI_SUCCESS 0ull
+#define EFI_ERR (1ull << 63)
+#define EFI_LOAD_ERROR (EFI_ERR | 1u)
+#define EFI_BUFFER_TOO_SMALL (EFI_ERR | 5u)
+#define EFI_UNSUPPORTED (EFI_ERR | 3u)
+
+/* Boot services table offsets (UEFI 2.10, 4.4.1). */
+#define BS_ALLOCATE_PAGES 40u
+#define BS_GET_MEMORY_MAP 56u
+#define BS_HANDLE_PROTOCOL 152u
+#define BS_EXIT_BOOT_SERVICES 232u
+/* System table offsets (4.3.1). */
+#define ST_CON_OUT 64u
+#define ST_BOOT_SERVICES 96u
+#define ST_N_TABLES 104u
+#define ST_TABLES 112u
+
+#define EFI_ALLOCATE_ADDRESS 2u
+#define EFI_LOADER_CODE 1u
+#define EFI_LOADER_DATA 2u
+#define EFI_BS_CODE 3u
+#define EFI_BS_DATA 4u
+#define EFI_CONVENTIONAL 7u
+#define EFI_ACPI_RECLAIM 9u
+#define EFI_ACPI_NVS 10u
+
+/* Room after the image for the other cores' stacks (main.c lays out, per core beyond
+ * the boot core, 2 guard pages, a 32 KiB loop stack and a 16 KiB exception stack). */
+#define EFI_STACKS_BYTES ((uint64_t)(PLAT_MAX_CPUS - 1u) * (2u * A64_PAGE + 32768u + 16384u))
+#define EFI_MAP_BYTES 16384u
+
+typedef uint64_t efi_status;
+typedef efi_status (*efi_alloc_pages_fn)(uint32_t type, uint32_t mem_type, uint64_t n_pages, uint64_t *addr);
+typedef efi_status (*efi_get_map_fn)(uint64_t *size, void *map, uint64_t *key, uint64_t *desc_size, uint32_t *ver);
+typedef efi_status (*efi_handle_protocol_fn)(void *handle, const void *guid, void **iface);
+typedef efi_status (*efi_exit_bs_fn)(void *handle, uint64_t key);
+typedef efi_status (*efi_output_fn)(void *con_out, const uint16_t *s);
+
+STATIC_ASSERT(offsetof(struct a64_efi_boot, n_acpi) == 544, "boot.S A64_EFI_N_ACPI_OFF");
+STATIC_ASSERT(offsetof(struct a64_efi_boot, acpi) == 552, "boot.S A64_EFI_ACPI_OFF");
+
+/* Kept in .data: the path to a64_main clears .bss. */
+struct a64_efi_boot a64_efi_boot __attribute__((section(".data")));
+static uint8_t efi_map[EFI_MAP_BYTES] __attribute__((section(".data"), aligned(8)));
+
+NORETURN void a64_efi_exit(uint64_t dtb_phys, const struct a64_efi_boot *b);
+
+static uint64_t ld64(const void *base, size_t off)
+{
+	uint64_t v;
+	memcpy(&v, (const uint8_t *)base + off, sizeof v);
+	return v;
+}
+
+static void *ldp(const void *base, size_t off)
+{
+	return (void *)(uintptr_t)ld64(base, off);
+}
+
+__attribute__((no_stack_protector)) static void efi_say(void *systab, const char *msg)
+{
+	uint16_t w[96];
+	size_t i = 0;
+	void *con = ldp(systab, ST_CON_OUT);
+	if (!con)
+		return;
+	for (; msg[i] && i < 93; i++)
+		w[i] = (uint8_t)msg[i];
+	w[i++] = '\r';
+	w[i++] = '\n';
+	w[i] = 0;
+	efi_output_fn out = (efi_output_fn)ldp(con, 8);
+	(void)out(con, w);
+}
+
+static bool guid_eq(const uint8_t *g, const uint8_t want[16])
+{
+	return memcmp(g, want, 16) == 0;
+}
+
+/* GUIDs as stored (first three fields little-endian). */
+static const uint8_t guid_acpi20[16] = { 0x71, 0xe8, 0x68, 0x88, 0xf1, 0xe4, 0xd3, 0x11,
+					 0xbc, 0x22, 0x00, 0x80, 0xc7, 0x3c, 0x88, 0x81 };
+static const uint8_t guid_dtb[16] = { 0xd5, 0x21, 0xb6, 0xb1, 0x9c, 0xf1, 0xa5, 0x41,
+				      0x83, 0x0b, 0xd9, 0x15, 0x2c, 0x69, 0xaa, 0xe0 };
+static const uint8_t guid_loaded_image[16] = { 0xa1, 0x31, 0x1b, 0x5b, 0x62, 0x95, 0xd2, 0x11,
+					       0x8e, 0x3f, 0x00, 0xa0, 0xc9, 0x69, 0x72, 0x3b };
+
+/* The load options (UCS-2) as ASCII; anything outside printable ASCII ends them. */
+static void efi_cmdline(void *handle, void *bs)
+{
+	void *li = NULL;
+	efi_handle_protocol_fn hp = (efi_handle_protocol_fn)ldp(bs, BS_HANDLE_PROTOCOL);
+	if (hp(handle, guid_loaded_image, &li) != EFI_SUCCESS || !li)
+		return;
+	uint32_t size;
+	memcpy(&size, (const uint8_t *)li + 48, sizeof size);
+	const uint8_t *opt = ldp(li, 56);
+	if (!opt)
+		return;
+	size_t n = 0;
+	for (uint32_t i = 0; i + 1 < size && n + 1 < sizeof a64_efi_boot.cmdline; i += 2) {
+		uint16_t ch = (uint16_t)(opt[i] | opt[i + 1] << 8);
+		if (ch == 0 || ch < 0x20 || ch > 0x7e)
+			break;
+		a64_efi_boot.cmdline[n++] = (char)ch;
+	}
+	a64_efi_boot.cmdline[n] = '\0';
+}
+
+static bool efi_usable(uint32_t type)
+{
+	return type == EFI_LOADER_CODE || type == EFI_LOADER_DATA || type == EFI_BS_CODE || type == EFI_BS_DATA ||
+	       type == EFI_CONVENTIONAL;
+}
+
+/* The final memory map into a64_efi_boot: usable RAM merged into ranges (the firmware's
+ * runtime, ACPI and reserved areas are left out), and the ACPI areas a64_efi_exit must
+ * clean before the MMU goes off. */
+static void efi_take_map(uint64_t size, uint64_t desc_size)
+{
+	struct a64_efi_boot *b = &a64_efi_boot;
+	b->n_mem = 0;
+	b->n_acpi = 0;
+	b->mem_dropped = 0;
+	for (uint64_t off = 0; desc_size >= 40 && off + desc_size <= size; off += desc_size) {
+		const uint8_t *d = efi_map + off;
+		uint32_t type;
+		memcpy(&type, d, sizeof type);
+		uint64_t base = ld64(d, 8), len = ld64(d, 24) << 12;
+		if ((type == EFI_ACPI_RECLAIM || type == EFI_ACPI_NVS) && b->n_acpi < A64_EFI_MAX_ACPI) {
+			b->acpi[b->n_acpi++] = (struct plat_mem_range){ base, len };
+			continue;
+		}
+		if (!efi_usable(type) || len == 0)
+			continue;
+		if (b->n_mem > 0 && b->mem[b->n_mem - 1].base + b->mem[b->n_mem - 1].len == base) {
+			b->mem[b->n_mem - 1].len += len;
+			continue;
+		}
+		if (b->n_mem >= PLAT_MAX_MEM_RANGES) {
+			b->mem_dropped++;
+			continue;
+		}
+		b->mem[b->n_mem++] = (struct plat_mem_range){ base, len };
+	}
+}
+
+/* At the linked address, boot services still on. */
+__attribute__((no_stack_protector, noinline)) static efi_status efi_stage2(void *handle, void *systab)
+{
+	void *bs = ldp(systab, ST_BOOT_SERVICES);
+	uint64_t dtb = 0;
+
+	a64_efi_boot.magic = A64_EFI_MAGIC;
+	a64_efi_boot.rsdp = 0;
+	uint64_t n = ld64(systab, ST_N_TABLES);
+	const uint8_t *tab = ldp(systab, ST_TABLES);
+	for (uint64_t i = 0; tab && i < n && i < 256; i++) {
+		const uint8_t *e = tab + i * 24;
+		if (guid_eq(e, guid_acpi20))
+			a64_efi_boot.rsdp = ld64(e, 16);
+		else if (guid_eq(e, guid_dtb))
+			dtb = ld64(e, 16);
+	}
+	a64_efi_boot.dtb = dtb;
+	efi_cmdline(handle, bs);
+	if (a64_efi_boot.rsdp == 0 && dtb == 0) {
+		efi_say(systab, "urMQTT: the firmware gives neither ACPI 2.0 tables nor a device tree");
+		return EFI_UNSUPPORTED;
+	}
+	efi_say(systab, "urMQTT: exiting boot services");
+
+	efi_get_map_fn get_map = (efi_get_map_fn)ldp(bs, BS_GET_MEMORY_MAP);
+	efi_exit_bs_fn exit_bs = (efi_exit_bs_fn)ldp(bs, BS_EXIT_BOOT_SERVICES);
+	/* The map key goes stale if anything allocates in between: read it again once. */
+	for (int tries = 0; tries < 2; tries++) {
+		uint64_t size = sizeof efi_map, key = 0, desc_size = 0;
+		uint32_t ver = 0;
+		if (get_map(&size, efi_map, &key, &desc_size, &ver) != EFI_SUCCESS) {
+			efi_say(systab, "urMQTT: GetMemoryMap failed");
+			return EFI_LOAD_ERROR;
+		}
+		if (exit_bs(handle, key) == EFI_SUCCESS) {
+			/* No boot services from here on, the console included. */
+			efi_take_map(size, desc_size);
+			a64_efi_exit(dtb, &a64_efi_boot);
+		}
+	}
+	efi_say(systab, "urMQTT: ExitBootServices failed twice");
+	return EFI_LOAD_ERROR;
+}
+
+/* From boot.S's a64_efi_entry: `run` is where the image runs, `link` where it is linked.
+ * Position-independent until efi_stage2 runs at `link`. */
+__attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *systab, uint64_t run, uint64_t link,
+							  uint64_t image_size);
+__attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *systab, uint64_t run, uint64_t link,
+							  uint64_t image_size)
+{
+	void *bs = ldp(systab, ST_BOOT_SERVICES);
+	efi_alloc_pages_fn alloc = (efi_alloc_pages_fn)ldp(bs, BS_ALLOCATE_PAGES);
+	uint64_t pages = (image_size + A64_PAGE - 1) / A64_PAGE;
+	if (run != link) {
+		/* Code pages: the firmware maps LoaderData non-executable. */
+		uint64_t at = link;
+		if (alloc(EFI_ALLOCATE_ADDRESS, EFI_LOADER_CODE, pages, &at) != EFI_SUCCESS) {
+			efi_say(systab, "urMQTT: the memory at the image's link address is taken");
+			return EFI_LOAD_ERROR;
+		}
+		memcpy((void *)(uintptr_t)link, (const void *)(uintptr_t)run, (size_t)image_size);
+		for (uint64_t a = link; a < link + image_size; a += 64)
+			__asm__ volatile("dc cvau, %0" : : "r"(a) : "memory");
+		__asm__ volatile("dsb ish\n\tic iallu\n\tdsb ish\n\tisb" : : : "memory");
+	}
+	uint64_t at = link + pages * A64_PAGE;
+	if (alloc(EFI_ALLOCATE_ADDRESS, EFI_LOADER_DATA, EFI_STACKS_BYTES / A64_PAGE, &at) != EFI_SUCCESS) {
+		efi_say(systab, "urMQTT: the memory after the image (other cores' stacks) is taken");
+		return EFI_LOAD_ERROR;
+	}
+	efi_status (*stage2)(void *, void *) = efi_stage2;
+	stage2 = (efi_status(*)(void *, void *))((uintptr_t)stage2 - run + link);
+	return stage2(handle, systab);
+}
