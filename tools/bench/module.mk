@@ -47,6 +47,7 @@ endif
 # without the per-connection rate limits) so the main tree's configuration is untouched.
 BENCH_OUT = $(B)/bench
 BENCH_TREE = $(BENCH_OUT)/tree
+BENCH_SCALE_TREE = $(BENCH_OUT)/scale
 
 .PHONY: bench bench-build
 bench-build: $(GENERATED_HEADERS)
@@ -72,6 +73,14 @@ bench: setup
 	$(Q)case " $${BENCH_ONLY:-vm} " in *" vm "* | *" cores "*) \
 		tools/bench/linux-guest/build.sh $(BENCH_OUT)/linux-guest || \
 		echo "bench: the Linux+Mosquitto guest did not build; the virtual machines' table has no Linux column";; \
+	esac
+	@# Group scale (BENCH_ONLY=scale only): the image with config/scale-100k.conf, in a tree of
+	@# its own beside the bench tree (its certificates too; tools/bench/scale.sh uses both).
+	$(Q)case " $${BENCH_ONLY:-} " in *" scale "*) \
+		mkdir -p $(BENCH_SCALE_TREE) && ln -sfn $(abspath $(B)/deps) $(BENCH_SCALE_TREE)/deps && \
+		$(MAKE) --no-print-directory -j$(JOBS) BUILD_DIR=$(BENCH_SCALE_TREE) CONF_FILE=config/scale-100k.conf \
+			certs $(BENCH_SCALE_TREE)/x86_64/urmqtt.elf || \
+		echo "bench: the scale image did not build; the group scale is skipped";; \
 	esac
 	$(Q)$(ACCEL_DECIDE) tools/bench/run.sh $(BENCH_TREE) $(BENCH_OUT) $(B)/x86_64/urmqtt.elf
 

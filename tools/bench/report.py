@@ -712,6 +712,66 @@ def cores_table():
 
 
 res["cores"] = cores_table()
+
+
+def scale_table():
+    """Group scale (tools/bench/scale.sh): one row per count, urMQTT image beside Mosquitto
+    (one run each: a count takes minutes under TCG). Mosquitto's bytes are its RSS growth / N;
+    a count skipped for time is listed with its estimate."""
+    sts = [r for r in rows if r.get("scale") == "settings"]
+    if not sts:
+        return None
+    st = sts[-1]
+    out_ = {"settings": st, "rows": []}
+    print()
+    print("scale: the urMQTT image (config/scale-100k.conf, -smp 1 -m %s, %s) vs Mosquitto (host process);"
+          " %s in flight while opening, keepalive %ss, %ss idle, commands to %s random devices"
+          % (st.get("mem"), st.get("accel", "?").upper(), st.get("k"), st.get("keepalive_s"),
+             st.get("idle_s"), st.get("cmd")))
+    print("%8s %8s %9s %8s %9s %11s %9s %18s %16s %10s %8s %11s"
+          % ("N", "held", "open s", "B/conn", "free MiB", "QEMU CPU/s", "pings/s", "cmd p50/p99 us",
+             "cmd delivered", "loadgen B", "Mosq B", "Mosq open s"))
+    for r in [x for x in rows if x.get("figure") == "scale" and x.get("broker") == "urmqtt-scale"]:
+        n, lg, sy = r.get("n"), r.get("lg") or {}, r.get("sys") or {}
+        mq = [x for x in rows if x.get("figure") == "scale" and x.get("broker") == "mosquitto" and x.get("n") == n]
+        mb = ms = None
+        if mq:
+            ml = mq[-1].get("lg") or {}
+            h = ml.get("held") or 0
+            mb = int((mq[-1]["rss1_kb"] - mq[-1]["rss0_kb"]) * 1024 / h) if h else None
+            ms = ml.get("connect_s")
+        free = next((v for k, v in sy.items() if k.endswith("heap.free") or k.endswith("heap/free")), None)
+        try:
+            free = float(free) if free is not None else None
+        except ValueError:
+            free = None
+        row = {"n": n, "held": lg.get("held"), "connect_s": lg.get("connect_s"),
+               "connects_per_s": lg.get("connects_per_s"), "own_bytes_per_conn": r.get("own_bytes_per_conn"),
+               "slot": r.get("slot"), "heap_free": free, "idle_cpu_s_per_s": r.get("idle_cpu_s_per_s"),
+               "pings_per_s": r.get("pings_per_s"), "cmd_delivered": lg.get("cmd_delivered"),
+               "cmd_wanted": lg.get("cmd_wanted"), "cmd_lat_us_p50": lg.get("cmd_lat_us_p50"),
+               "cmd_lat_us_p99": lg.get("cmd_lat_us_p99"), "cmd_lat_us_max": lg.get("cmd_lat_us_max"),
+               "loadgen_bytes_per_conn": lg.get("lg_bytes_per_conn"), "mosquitto_bytes_per_conn": mb,
+               "mosquitto_connect_s": ms}
+        out_["rows"].append(row)
+        cpu = row["idle_cpu_s_per_s"]
+        print("%8s %8s %9s %8s %9s %11s %9s %18s %16s %10s %8s %11s"
+              % (n, fmt(row["held"]), fmt(row["connect_s"]), fmt(row["own_bytes_per_conn"]),
+                 fmt(free / 1048576) if free is not None else "n/a", "n/a" if cpu is None else "%.3f" % cpu,
+                 fmt(row["pings_per_s"]), "%s/%s" % (fmt(row["cmd_lat_us_p50"]), fmt(row["cmd_lat_us_p99"])),
+                 "%s of %s" % (fmt(row["cmd_delivered"]), fmt(row["cmd_wanted"])),
+                 fmt(row["loadgen_bytes_per_conn"]), fmt(mb), fmt(ms)))
+    for r in [x for x in rows if x.get("figure") == "scale_skipped"]:
+        out_["rows"].append({"n": r.get("n"), "skipped": True, "est_open_s": r.get("est_open_s"),
+                             "fd_hard_limit": r.get("fd_hard_limit")})
+        if r.get("fd_hard_limit"):
+            print("%8s skipped: the host's descriptor hard limit is %s" % (r.get("n"), r.get("fd_hard_limit")))
+        else:
+            print("%8s skipped: ~%ss to open at the previous count's rate" % (r.get("n"), r.get("est_open_s")))
+    return out_
+
+
+res["scale"] = scale_table()
 for r in res["micro"]:
     print("micro %s: %s" % (r.get("micro"), " ".join("%s=%s" % (k, v) for k, v in r.items()
                                                        if k != "micro")))

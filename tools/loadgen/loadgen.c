@@ -6,7 +6,12 @@
  *   handshake  K connections in flight, each a full (or ticket-resumed) mTLS handshake +
  *              CONNECT/CONNACK + DISCONNECT, waiting for the server's close; handshakes/s
  *   hold       N connections with distinct identities, one QoS 1 subscription each,
- *              PINGREQ at the keepalive, held for T seconds
+ *              PINGREQ at the keepalive, held for T seconds; --cmd C: then one QoS 1
+ *              command from the service identity to each of C random held devices, with
+ *              its delivery latency. Lean per connection (the scale group holds 100,000):
+ *              512-byte buffers, OpenSSL's record buffers released at idle, each
+ *              certificate read when its connection opens; its own RSS growth per held
+ *              connection is reported (lg_bytes_per_conn)
  *   pubsub     P publishers (devices load-i, topic devices/load-i/telemetry) to S
  *              subscribers (service `ops`, client ids ops/j, filter devices/+/telemetry)
  *              at QoS 0/1/2, payload size, a total rate or flat out; delivered msgs/s and
@@ -78,7 +83,7 @@
 
 enum mode { M_HANDSHAKE, M_HOLD, M_PUBSUB, M_STORM, M_QUEUE, M_TELEMETRY };
 enum st { S_FREE, S_TCP, S_TLS, S_CONNACK, S_SUBACK, S_READY, S_CLOSING };
-enum role { R_HS, R_HOLD, R_PUB, R_SUB, R_STORM };
+enum role { R_HS, R_HOLD, R_PUB, R_SUB, R_STORM, R_CMD };
 
 struct opts {
 	enum mode mode;
@@ -94,6 +99,10 @@ struct opts {
 	/* storm */
 	unsigned storm_n, storm_rate, attempt_ms, hold_ms;
 	double before_s, after_s;
+	/* hold: commands at the end of the hold (service `ops` -> random held devices) */
+	unsigned cmd_n;
+	unsigned cmd_rate; /* commands/s (0: flat out) */
+	unsigned open_s; /* hold: the deadline for opening all (600 s) */
 };
 
 struct ident {
@@ -119,8 +128,10 @@ struct conn {
 	uint64_t sent, acked;
 	uint64_t retry_at; /* storm: when this device tries again (0: not waiting) */
 	unsigned tries;    /* storm: consecutive failed attempts (backoff exponent) */
-	uint8_t rbuf[RBUF];
-	uint8_t wbuf[WBUF];
+	/* Kept across conn_open (allocated once per slot, sized by role: conn_bufs); last, so
+	 * conn_open's reset stops before them. */
+	size_t rcap, wcap;
+	uint8_t *rbuf, *wbuf;
 };
 
 static struct opts o;
@@ -286,7 +297,7 @@ static void w_str(struct wcur *w, const char *s)
 /* Appends a packet (header byte + body) to the connection's output. false: no room. */
 static bool out_pkt(struct conn *c, uint8_t hdr, const uint8_t *body, size_t len)
 {
-	if (c->wlen + len + 5 > WBUF)
+	if (c->wlen + len + 5 > c->wcap)
 		return false;
 	c->wbuf[c->wlen++] = hdr;
 	c->wlen += put_len(c->wbuf + c->wlen, len);
@@ -298,7 +309,7 @@ static bool out_pkt(struct conn *c, uint8_t hdr, const uint8_t *body, size_t len
 
 static const char *conn_name(const struct conn *c, char *buf, size_t len)
 {
-	if (c->role == R_SUB) {
+	if (c->role == R_SUB || c->role == R_CMD) {
 		snprintf(buf, len, "%s/%u", svc.name, c->id + 1);
 		return buf;
 	}
@@ -461,7 +472,7 @@ static void conn_close(struct conn *c, bool ok)
 static int new_session_cb(SSL *ssl, SSL_SESSION *sess)
 {
 	struct conn *c = SSL_get_app_data(ssl);
-	if (!c || c->role == R_SUB || !o.resume)
+	if (!c || c->role == R_SUB || c->role == R_CMD || !o.resume)
 		return 0;
 	struct ident *id = &ids[c->id];
 	if (id->sess)
@@ -470,10 +481,42 @@ static int new_session_cb(SSL *ssl, SSL_SESSION *sess)
 	return 1; /* we keep the reference */
 }
 
+/* The slot's buffers, once: a held device (hold mode) only ever receives CONNACK, SUBACK,
+ * PINGRESP and small commands, so 512 B each (its share of the 100,000 the scale group
+ * opens); every other role the full RBUF/WBUF. */
+static bool conn_bufs(struct conn *c, enum role role)
+{
+	if (c->rbuf)
+		return true;
+	c->rcap = role == R_HOLD ? 512 : RBUF;
+	c->wcap = role == R_HOLD ? 512 : WBUF;
+	c->rbuf = malloc(c->rcap);
+	c->wbuf = malloc(c->wcap);
+	return c->rbuf && c->wbuf;
+}
+
+/* Hold mode keeps no certificate per identity (100,000 of them): it is read from the cache
+ * when its connection opens and lives only in that connection's SSL (returned owned). */
+static X509 *ident_crt(const struct ident *id)
+{
+	if (id->crt)
+		return X509_up_ref(id->crt) ? id->crt : NULL;
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s.crt", o.devdir, id->name);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	X509 *x = PEM_read_X509(f, NULL, NULL, NULL);
+	fclose(f);
+	return x;
+}
+
 static bool conn_open(struct conn *c, enum role role, unsigned id)
 {
 	unsigned tries = c->tries;
-	memset(c, 0, offsetof(struct conn, rbuf));
+	memset(c, 0, offsetof(struct conn, rcap));
+	if (!conn_bufs(c, role))
+		return false;
 	c->fd = -1;
 	c->role = role;
 	c->id = id;
@@ -500,14 +543,17 @@ static bool conn_open(struct conn *c, enum role role, unsigned id)
 		return false;
 	}
 	c->ssl = SSL_new(ctx);
-	const struct ident *idn = role == R_SUB ? &svc : &ids[id];
-	if (!c->ssl || !SSL_use_certificate(c->ssl, idn->crt) || !SSL_use_PrivateKey(c->ssl, idn->key) ||
-	    !SSL_set_fd(c->ssl, c->fd)) {
+	const struct ident *idn = role == R_SUB || role == R_CMD ? &svc : &ids[id];
+	X509 *crt = ident_crt(idn);
+	bool ok = c->ssl && crt && SSL_use_certificate(c->ssl, crt) &&
+		  SSL_use_PrivateKey(c->ssl, idn->key) && SSL_set_fd(c->ssl, c->fd);
+	X509_free(crt); /* the SSL holds its own reference */
+	if (!ok) {
 		conn_close(c, false);
 		return false;
 	}
 	SSL_set_app_data(c->ssl, c);
-	if (o.resume && role != R_SUB && idn->sess) {
+	if (o.resume && role != R_SUB && role != R_CMD && idn->sess) {
 		if (!SSL_set_session(c->ssl, idn->sess)) {
 			conn_close(c, false);
 			return false;
@@ -1011,7 +1057,7 @@ static bool conn_parse(struct conn *c)
 			if (!(c->rbuf[off + i] & 0x80))
 				break;
 		}
-		if (1 + i + len > RBUF)
+		if (1 + i + len > c->rcap)
 			return false;
 		if (off + 1 + i + len > c->rlen)
 			break;
@@ -1061,11 +1107,11 @@ static void conn_drive(struct conn *c)
 			conn_close(c, false);
 			return;
 		}
-		if (c->rlen >= RBUF) {
+		if (c->rlen >= c->rcap) {
 			conn_close(c, false);
 			return;
 		}
-		int n = SSL_read(c->ssl, c->rbuf + c->rlen, (int)(RBUF - c->rlen));
+		int n = SSL_read(c->ssl, c->rbuf + c->rlen, (int)(c->rcap - c->rlen));
 		if (n > 0) {
 			c->rlen += (size_t)n;
 			if (!conn_parse(c)) {
@@ -1117,9 +1163,22 @@ static bool load_ids(unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "load-%u", i + 1);
 		snprintf(crt, sizeof(crt), "%s/%s.crt", o.devdir, name);
+		if (o.mode == M_HOLD && i) { /* the certificate is read when it connects (ident_crt) */
+			if (access(crt, R_OK)) {
+				fprintf(stderr, "loadgen: cannot read %s (loadgen mkcerts)\n", crt);
+				return false;
+			}
+			snprintf(ids[i].name, sizeof(ids[i].name), "%s", name);
+			ids[i].key = ids[0].key;
+			continue;
+		}
 		if (!load_ident(&ids[i], crt, key, name)) {
 			fprintf(stderr, "loadgen: cannot load %s (loadgen mkcerts)\n", crt);
 			return false;
+		}
+		if (o.mode == M_HOLD) { /* identity 0 keeps the shared key only */
+			X509_free(ids[i].crt);
+			ids[i].crt = NULL;
 		}
 		if (i) { /* one shared key: keep a single object */
 			EVP_PKEY_free(ids[i].key);
@@ -1290,10 +1349,106 @@ static bool open_all(unsigned from, unsigned to, enum role role, unsigned id_bas
 	return false;
 }
 
+/* This process's resident set (KiB), 0 when unreadable. */
+static unsigned long self_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	unsigned long kb = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %lu", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* One QoS 1 command (16-byte payload: the send time, then its number) from the service
+ * connection c to held device d, topic devices/<id>/cmd/scale. */
+static bool out_cmd(struct conn *c, unsigned d, uint64_t seq)
+{
+	uint8_t b[128];
+	char topic[64];
+	struct wcur w = { .p = b, .cap = sizeof b };
+	snprintf(topic, sizeof(topic), "devices/%s/cmd/scale", ids[d].name);
+	w_str(&w, topic);
+	if (++c->pid == 0)
+		c->pid = 1;
+	w_u16(&w, c->pid);
+	if (o.mqtt5)
+		w_vbi(&w, 0);
+	uint64_t t = now_ns();
+	w_bytes(&w, &t, sizeof(t));
+	w_bytes(&w, &seq, sizeof(seq));
+	if (w.bad || !out_pkt(c, 0x32, b, w.len))
+		return false;
+	c->inflight++;
+	published++;
+	return true;
+}
+
+/* Commands to o.cmd_n distinct held devices chosen at random (a partial Fisher-Yates over
+ * the ready ones), 64 unacknowledged at most, from one service connection (slot n_conns);
+ * each device's delivery latency into win_st[0]. Bounded: 60 s for everything. */
+static void hold_commands(uint64_t t0, FILE *out)
+{
+	struct conn *c = &conns[n_conns];
+	unsigned *pick = calloc(n_conns ? n_conns : 1, sizeof(*pick)), n_pick = 0, sent = 0;
+	uint64_t start = now_ns(), dl = start + 60ull * 1000000000ull, last = start;
+	for (unsigned i = 0; pick && i < n_conns; i++)
+		if (conns[i].st == S_READY)
+			pick[n_pick++] = i;
+	unsigned want = o.cmd_n < n_pick ? o.cmd_n : n_pick;
+	for (unsigned i = 0; i < want; i++) {
+		unsigned j = i + (unsigned)((double)(n_pick - i) * ((double)random() / ((double)RAND_MAX + 1.0)));
+		unsigned t = pick[i];
+		pick[i] = pick[j];
+		pick[j] = t;
+	}
+	bool up = want && conn_open(c, R_CMD, 0);
+	while (up && !stop && now_ns() < dl && c->st != S_READY && c->st != S_FREE)
+		poll_once(5);
+	up = up && c->st == S_READY;
+	uint64_t d0 = delivered;
+	cur_win = 0;
+	uint64_t t_first = now_ns();
+	while (up && !stop && now_ns() < dl && (sent < want || delivered - d0 < want)) {
+		/* paced: the service is one identity under the broker's per-identity rate limit */
+		uint64_t due = o.cmd_rate ? (now_ns() - t_first) * o.cmd_rate / 1000000000ull + 1 : want;
+		while (sent < want && sent < due && c->st == S_READY && c->inflight < 64 &&
+		       out_cmd(c, conns[pick[sent]].id, sent + 1))
+			sent++;
+		if (c->st != S_READY)
+			break;
+		conn_drive(c);
+		poll_once(2);
+		if (now_ns() - last >= 1000000000ull) {
+			last = now_ns();
+			progress("hold-cmd", t0);
+		}
+	}
+	double cmd_s = (double)(now_ns() - t_first) / 1e9;
+	cur_win = -1;
+	struct phase_st *w = &win_st[0];
+	fprintf(out, "\"cmd_rate\":%u,\"cmd_wanted\":%u,\"cmd_sent\":%u,\"cmd_acked\":%llu,\"cmd_delivered\":%llu,"
+		"\"cmd_s\":%.3f,\"cmd_lat_us_p50\":%.0f,\"cmd_lat_us_p99\":%.0f,\"cmd_lat_us_max\":%.0f,",
+		o.cmd_rate, want, sent, (unsigned long long)c->acked, (unsigned long long)w->delivered, cmd_s,
+		lat_pct(w, 0.50), lat_pct(w, 0.99), lat_pct(w, 0.999999));
+	if (c->st != S_FREE) {
+		(void)out_pkt(c, 0xE0, NULL, 0);
+		(void)conn_flush(c);
+		conn_close(c, true);
+	}
+	free(pick);
+}
+
 static int run_hold(void)
 {
 	uint64_t t0 = now_ns();
-	bool all = open_all(0, n_conns, R_HOLD, 0, "hold-connect", t0, t0 + 600ull * 1000000000ull);
+	unsigned long rss0 = self_rss_kb();
+	bool all = open_all(0, n_conns, R_HOLD, 0, "hold-connect", t0, t0 + (uint64_t)o.open_s * 1000000000ull);
+	unsigned long rss1 = self_rss_kb();
 	double connect_s = (double)(now_ns() - t0) / 1e9;
 	uint64_t held = n_ready;
 	fprintf(stderr, "loadgen hold: %llu of %u ready in %.1f s\n", (unsigned long long)held,
@@ -1314,16 +1469,22 @@ static int run_hold(void)
 		}
 	}
 	uint64_t still = n_ready;
+	printf("{\"mode\":\"hold\",");
+	if (o.cmd_n)
+		hold_commands(t0, stdout);
 	for (unsigned i = 0; i < n_conns; i++)
 		if (conns[i].st != S_FREE) {
 			(void)out_pkt(&conns[i], 0xE0, NULL, 0);
 			(void)conn_flush(&conns[i]);
 			conn_close(&conns[i], true);
 		}
-	printf("{\"mode\":\"hold\",\"wanted\":%u,\"all_ready\":%s,\"held\":%llu,\"still_ready\":%llu,"
-	       "\"connect_s\":%.3f,\"connects_per_s\":%.1f,",
+	/* the load generator's own memory per held connection (RSS growth while opening) */
+	printf("\"wanted\":%u,\"all_ready\":%s,\"held\":%llu,\"still_ready\":%llu,"
+	       "\"connect_s\":%.3f,\"connects_per_s\":%.1f,\"lg_rss0_kb\":%lu,\"lg_rss1_kb\":%lu,"
+	       "\"lg_bytes_per_conn\":%.0f,",
 	       n_conns, all ? "true" : "false", (unsigned long long)held,
-	       (unsigned long long)still, connect_s, connect_s > 0 ? (double)held / connect_s : 0);
+	       (unsigned long long)still, connect_s, connect_s > 0 ? (double)held / connect_s : 0,
+	       rss0, rss1, held ? (double)(rss1 > rss0 ? rss1 - rss0 : 0) * 1024.0 / (double)held : 0);
 	emit_common(stdout, (double)(now_ns() - t0) / 1e9);
 	printf("}\n");
 	return 0;
@@ -1796,6 +1957,11 @@ static void usage(void)
 		"  telemetry: --pubs P --n N --window W [--rate R] [--seconds T] [--out FILE] (QoS 1, the oracle)\n"
 		"  --keepalive S             MQTT keepalive; PINGREQ at that period (default 60)\n"
 		"  --ready-file F            hold: written with the held count once all are up\n"
+		"  --open-s S                hold: seconds allowed for opening them all (600)\n"
+		"  --cmd C                   hold: at the end, service ops (--svcdir) sends one QoS 1\n"
+		"                            command to each of C random held devices; their latency\n"
+		"  --cmd-rate R              commands/s (80, under config/scale-100k.conf's 100 msgs/s per\n"
+		"                            identity, which a service is too; 0: flat out)\n"
 		"  mkcerts: --cadir DIR (ca.crt + ca.key) --out DIR --n N\n",
 		MAX_SRC);
 }
@@ -1832,6 +1998,8 @@ int main(int argc, char **argv)
 	o.storm_rate = 2000;
 	o.attempt_ms = 3000;
 	o.hold_ms = 2000;
+	o.open_s = 600;
+	o.cmd_rate = 80;
 	o.before_s = 3;
 	o.after_s = 3;
 	const char *m = argv[1];
@@ -1913,6 +2081,12 @@ int main(int argc, char **argv)
 			ok = parse_u(v, 1, 100000, &o.storm_rate);
 		else if (!strcmp(a, "--attempt-ms"))
 			ok = parse_u(v, 100, 60000, &o.attempt_ms);
+		else if (!strcmp(a, "--cmd"))
+			ok = parse_u(v, 0, 100000, &o.cmd_n);
+		else if (!strcmp(a, "--cmd-rate"))
+			ok = parse_u(v, 0, 1000000, &o.cmd_rate);
+		else if (!strcmp(a, "--open-s"))
+			ok = parse_u(v, 1, 86400, &o.open_s);
 		else if (!strcmp(a, "--hold-ms"))
 			ok = parse_u(v, 0, 600000, &o.hold_ms);
 		else if (!strcmp(a, "--before"))
@@ -1947,15 +2121,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loadgen: hold: --n at most 100000\n");
 		return 2;
 	}
-	if (!o.ca || !o.devdir || ((o.mode == M_PUBSUB || o.mode == M_STORM || o.mode == M_QUEUE) && !o.svcdir)) {
+	if (!o.ca || !o.devdir ||
+	    ((o.mode == M_PUBSUB || o.mode == M_STORM || o.mode == M_QUEUE || (o.mode == M_HOLD && o.cmd_n)) &&
+	     !o.svcdir)) {
 		fprintf(stderr, "loadgen: --ca and --devdir (and --svcdir for pubsub, storm) are required\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	struct rlimit rl = { 65536, 65536 };
-	(void)setrlimit(RLIMIT_NOFILE, &rl);
+	/* a descriptor per held connection (hold: up to 100,000) */
+	rlim_t nfd = o.n + 1024 > 65536 ? (rlim_t)o.n + 1024 : 65536;
+	struct rlimit rl = { nfd, nfd };
+	if (setrlimit(RLIMIT_NOFILE, &rl) && o.mode == M_HOLD && o.n + 64 > 65536)
+		fprintf(stderr, "loadgen: cannot raise the descriptor limit to %lu\n", (unsigned long)nfd);
 
 	ctx = SSL_CTX_new(TLS_client_method());
 	if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
@@ -1966,6 +2145,10 @@ int main(int argc, char **argv)
 	/* The dev server certificate names localhost; the chain is still verified. */
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/* Held connections are idle: OpenSSL frees a connection's record buffers whenever they
+	 * are empty (about 34 KB each otherwise), so 100,000 fit on the host. */
+	if (o.mode == M_HOLD)
+		SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
 
@@ -1973,7 +2156,7 @@ int main(int argc, char **argv)
 			  : o.mode == M_STORM ? o.pubs + o.storm_n : o.pubs;
 	if (!load_ids(need_ids))
 		return 1;
-	if (o.mode == M_PUBSUB || o.mode == M_STORM || o.mode == M_QUEUE) {
+	if (o.mode == M_PUBSUB || o.mode == M_STORM || o.mode == M_QUEUE || (o.mode == M_HOLD && o.cmd_n)) {
 		char crt[512], key[512];
 		snprintf(crt, sizeof(crt), "%s/ops.crt", o.svcdir);
 		snprintf(key, sizeof(key), "%s/ops.key", o.svcdir);
@@ -1984,11 +2167,12 @@ int main(int argc, char **argv)
 	}
 	n_conns = o.mode == M_HANDSHAKE ? o.k : o.mode == M_HOLD ? o.n : o.mode == M_TELEMETRY ? o.pubs
 		: o.pubs + o.subs + (o.mode == M_STORM ? o.storm_n : 0);
-	conns = calloc(n_conns, sizeof(*conns));
+	/* hold: one slot more for the service connection of --cmd */
+	conns = calloc(n_conns + 1, sizeof(*conns));
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (!conns || ep < 0)
 		return 1;
-	for (unsigned i = 0; i < n_conns; i++)
+	for (unsigned i = 0; i <= n_conns; i++)
 		conns[i].fd = -1;
 	srandom((unsigned)now_ns());
 	int rc = o.mode == M_HANDSHAKE ? run_handshake() : o.mode == M_HOLD ? run_hold()
