@@ -270,6 +270,8 @@ static uint64_t shard_picked(uint64_t set, uint32_t v)
 	uint32_t k = 0;
 	for (uint64_t x = set; x; x &= x - 1u)
 		k++;
+	if (k == 0)
+		return 0;
 	for (uint32_t i = v % k; i; i--)
 		set &= set - 1u;
 	return set & (~set + 1u);
