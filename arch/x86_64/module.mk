@@ -81,8 +81,9 @@ $(B)/x86_64/urmqtt.reloc.elf: $(B)/x86_64/urmqtt.elf
 $(B)/x86_64/urmqtt.slid.elf: $(B)/x86_64/urmqtt.elf
 	@echo "  LD [x86_64]  $@ (+$(X86_64_SLIDE))"
 	$(Q)$(call x86_64_link,$(X86_64_SLIDE),,$(B)/x86_64/relocs-table.o)
-KERNEL_IMAGES += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf
-TEST_DEPS += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.slid.elf $(B)/host/tools/urmqtt-relocs
+KERNEL_IMAGES += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.reloc.elf $(B)/x86_64/urmqtt.slid.elf
+TEST_DEPS += $(B)/x86_64/urmqtt.relocs $(B)/x86_64/urmqtt.reloc.elf $(B)/x86_64/urmqtt.slid.elf \
+	$(B)/host/tools/urmqtt-relocs
 
 # The production image (PROFILE=prod: config/prod.conf and -DURMQTT_PROD) in a tree of its
 # own, $(B)/prod: objects do not depend on the flags, so the two profiles in one tree would
