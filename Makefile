@@ -186,7 +186,7 @@ setup:
 	$(Q)tools/setup/ensure-packages.sh
 
 JOBS ?= $(shell nproc)
-FUZZ_SMOKE_SECONDS ?= 5
+FUZZ_SMOKE_SECONDS ?= 3
 test: setup
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all tests fuzzers $(TEST_DEPS)
