@@ -12,43 +12,16 @@
 #include "lib/err.h"
 #include "lib/mem.h"
 
-#define RDSEED_TRIES 1024u /* RDSEED underflows under load; the SDM suggests retrying */
-#define RDRAND_TRIES 16u   /* RDRAND fails only on a broken or exhausted unit */
-
 enum entropy_insn { ENTROPY_NONE, ENTROPY_RDSEED, ENTROPY_RDRAND };
 static enum entropy_insn entropy_insn;
-
-static bool entropy_rdseed64(uint64_t *v)
-{
-	for (uint32_t i = 0; i < RDSEED_TRIES; i++) {
-		uint8_t ok;
-		__asm__ volatile("rdseed %0; setc %1" : "=r"(*v), "=qm"(ok) : : "cc");
-		if (ok)
-			return true;
-		x86_pause();
-	}
-	return false;
-}
-
-static bool entropy_rdrand64(uint64_t *v)
-{
-	for (uint32_t i = 0; i < RDRAND_TRIES; i++) {
-		uint8_t ok;
-		__asm__ volatile("rdrand %0; setc %1" : "=r"(*v), "=qm"(ok) : : "cc");
-		if (ok)
-			return true;
-		x86_pause();
-	}
-	return false;
-}
 
 static int entropy_get(void *ctx, uint8_t *buf, size_t len)
 {
 	(void)ctx;
 	while (len) {
 		uint64_t v;
-		bool ok = entropy_insn == ENTROPY_RDSEED ? entropy_rdseed64(&v)
-			: entropy_insn == ENTROPY_RDRAND ? entropy_rdrand64(&v) : false;
+		bool ok = entropy_insn == ENTROPY_RDSEED ? x86_rdseed64(&v, X86_RDSEED_TRIES)
+			: entropy_insn == ENTROPY_RDRAND ? x86_rdrand64(&v, X86_RDRAND_TRIES) : false;
 		if (!ok)
 			return -E_IO;
 		size_t n = MIN(len, sizeof v);

@@ -26,8 +26,6 @@
 #include "arch/x86_64/x86.h"
 #include "lib/mem.h"
 
-#define KASLR_RDSEED_TRIES 1024u
-#define KASLR_RDRAND_TRIES 16u
 #define KASLR_PD_SLOTS 1024u /* 2 MiB pages in the 2 GiB kernel window */
 
 enum kaslr_source { KASLR_SRC_NONE, KASLR_SRC_RDSEED, KASLR_SRC_RDRAND };
@@ -43,30 +41,6 @@ static uint64_t kaslr_cycles;
 /* boot.S's boot tables: PDPT of the top 512 GiB, the 1 GiB PD shared by identity, physmap
  * and link-address window, and two PDs for the kernel window while both copies live. */
 extern uint64_t x86_boot_pdpt_high[512], x86_boot_pd[512], x86_boot_pd_kaslr[2][512];
-
-static bool kaslr_rdseed(uint64_t *v)
-{
-	for (uint32_t i = 0; i < KASLR_RDSEED_TRIES; i++) {
-		uint8_t ok;
-		__asm__ volatile("rdseed %0; setc %1" : "=r"(*v), "=qm"(ok) : : "cc");
-		if (ok)
-			return true;
-		x86_pause();
-	}
-	return false;
-}
-
-static bool kaslr_rdrand(uint64_t *v)
-{
-	for (uint32_t i = 0; i < KASLR_RDRAND_TRIES; i++) {
-		uint8_t ok;
-		__asm__ volatile("rdrand %0; setc %1" : "=r"(*v), "=qm"(ok) : : "cc");
-		if (ok)
-			return true;
-		x86_pause();
-	}
-	return false;
-}
 
 /* 64 random bits, or false with kaslr_state saying why. */
 static bool kaslr_random(uint64_t *v)
@@ -84,11 +58,11 @@ static bool kaslr_random(uint64_t *v)
 		kaslr_state = X86_KASLR_NO_ENTROPY;
 		return false;
 	}
-	if (rdseed && kaslr_rdseed(v)) {
+	if (rdseed && x86_rdseed64(v, X86_RDSEED_TRIES)) {
 		kaslr_src = KASLR_SRC_RDSEED;
 		return true;
 	}
-	if (rdrand && kaslr_rdrand(v)) {
+	if (rdrand && x86_rdrand64(v, X86_RDRAND_TRIES)) {
 		kaslr_src = KASLR_SRC_RDRAND;
 		return true;
 	}

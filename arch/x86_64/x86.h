@@ -81,6 +81,36 @@ X86_READ_CR(4)
 static inline void x86_invlpg(uint64_t va) { __asm__ volatile("invlpg (%0)" : : "r"(va) : "memory"); }
 static inline void x86_pause(void) { __asm__ volatile("pause"); }
 
+/* 64 bits from RDSEED / RDRAND, retried up to `tries` times (with a pause between): RDSEED
+ * underflows under load and the SDM suggests retrying; RDRAND fails only on a broken or
+ * exhausted unit. false when every try failed. The caller checked CPUID. Shared by the
+ * CSPRNG's seeding (entropy.c) and the boot's KASLR slide (kaslr.c, before relocation:
+ * inline, no absolute address). */
+#define X86_RDSEED_TRIES 1024u
+#define X86_RDRAND_TRIES 16u
+static inline bool x86_rdseed64(uint64_t *v, uint32_t tries)
+{
+	for (uint32_t i = 0; i < tries; i++) {
+		uint8_t ok;
+		__asm__ volatile("rdseed %0; setc %1" : "=r"(*v), "=qm"(ok) : : "cc");
+		if (ok)
+			return true;
+		x86_pause();
+	}
+	return false;
+}
+static inline bool x86_rdrand64(uint64_t *v, uint32_t tries)
+{
+	for (uint32_t i = 0; i < tries; i++) {
+		uint8_t ok;
+		__asm__ volatile("rdrand %0; setc %1" : "=r"(*v), "=qm"(ok) : : "cc");
+		if (ok)
+			return true;
+		x86_pause();
+	}
+	return false;
+}
+
 #define X86_CR0_WP (1ull << 16)
 #define X86_CR0_MP (1ull << 1)
 #define X86_CR0_EM (1ull << 2)
