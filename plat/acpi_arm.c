@@ -396,18 +396,6 @@ static bool oem_is_qemu(const struct plat_acpi_sdt *t)
 	return memcmp(t->oem_id, "BOCHS ", 6) == 0 && memcmp(t->oem_table_id, "BXPC", 4) == 0;
 }
 
-static void clear_arm_fields(struct platform *out, struct plat_dtb_extra *extra)
-{
-	out->n_cpus = 0;
-	memset(out->cpus, 0, sizeof out->cpus);
-	out->gicd_addr = out->gicr_addr = out->gicc_addr = 0;
-	out->gic_version = 0;
-	out->n_ecam = 0;
-	memset(out->ecam, 0, sizeof out->ecam);
-	out->uart_base = 0;
-	memset(extra, 0, sizeof *extra);
-}
-
 enum { T_MADT, T_GTDT, T_SPCR, T_MCFG, T_FADT, T__N };
 
 static int parse_arm(const struct plat_phys_reader *rd, uint64_t rsdp_phys, uint64_t boot_mpidr,
@@ -468,10 +456,10 @@ int plat_acpi_parse_arm(const struct plat_phys_reader *rd, uint64_t rsdp_phys, u
 	if (!why)
 		why = &dummy;
 	*why = NULL;
-	clear_arm_fields(out, extra);
+	plat_arm_fields_clear(out, extra);
 	int err = parse_arm(rd, rsdp_phys, boot_mpidr, out, extra, why);
 	if (err)
-		clear_arm_fields(out, extra);
+		plat_arm_fields_clear(out, extra);
 	return err;
 }
 

@@ -1030,18 +1030,23 @@ static int header(struct parse *p, const uint8_t *blob, size_t len)
 
 /* ---- entry ------------------------------------------------------------------------- */
 
-static void clear_dtb_fields(struct platform *out, struct plat_dtb_extra *extra)
+void plat_arm_fields_clear(struct platform *out, struct plat_dtb_extra *extra)
 {
 	out->n_cpus = 0;
 	memset(out->cpus, 0, sizeof out->cpus);
-	out->n_mem = 0;
-	memset(out->mem, 0, sizeof out->mem);
 	out->gicd_addr = out->gicr_addr = out->gicc_addr = 0;
 	out->gic_version = 0;
 	out->n_ecam = 0;
 	memset(out->ecam, 0, sizeof out->ecam);
 	out->uart_base = 0;
 	memset(extra, 0, sizeof *extra);
+}
+
+static void clear_dtb_fields(struct platform *out, struct plat_dtb_extra *extra)
+{
+	plat_arm_fields_clear(out, extra);
+	out->n_mem = 0;
+	memset(out->mem, 0, sizeof out->mem);
 }
 
 static int parse_blob(struct parse *p, const void *blob, size_t len)

@@ -147,6 +147,11 @@ static inline uint32_t plat_dtb_mpidr_aff(uint64_t mpidr)
 int plat_dtb_parse(const void *blob, size_t len, uint64_t boot_mpidr, struct platform *out /* out */,
 		   struct plat_dtb_extra *extra /* out */, const char **why /* out */) MUST_CHECK;
 
+/* The fields of out and extra that describe an Arm machine's CPUs, GIC, ECAM and console,
+ * zeroed (memory is the boot loader's: left as it is). Shared by the device-tree and the
+ * ACPI parser (plat/acpi_arm.c), which fill the same description. */
+void plat_arm_fields_clear(struct platform *out, struct plat_dtb_extra *extra);
+
 /* Counters since boot (never NULL). */
 const struct plat_dtb_stats *plat_dtb_stats(void);
 /* Short name of a site for logs; never NULL. */
