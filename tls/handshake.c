@@ -34,6 +34,7 @@
 #include "tls/hello.h"
 #include "tls/accel/accel.h"
 
+#include "mbedtls/asn1.h"
 #include "mbedtls/ecp.h"
 #include "mbedtls/pk.h"
 #include "mbedtls/platform.h"
@@ -238,6 +239,42 @@ void tls_hs_hooks_install(const struct tls_hs_ops *ops)
 
 /* 0 when a key may be used under the env's policy: ECC (P-256, checked by the profile
  * for peers), or RSA of RSA_MIN_BITS..RSA_MAX_BITS when cfg.rsa allows it. */
+/* The length of the DER certificate at buf (a SEQUENCE whose body fits in len), 0 if none. */
+static size_t der_one(const uint8_t *buf, size_t len)
+{
+	unsigned char *p = (unsigned char *)(uintptr_t)buf;
+	size_t body;
+	if (mbedtls_asn1_get_tag(&p, buf + len, &body, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0)
+		return 0;
+	return (size_t)(p - buf) + body; /* get_tag checked that the body fits */
+}
+
+int tls_der_chain_count(const uint8_t *buf, size_t len)
+{
+	int n = 0;
+	for (size_t off = 0, one; off < len; off += one, n++)
+		if (!(one = der_one(buf + off, len - off)) || n == INT32_MAX)
+			return -E_PROTO;
+	return n ? n : -E_PROTO;
+}
+
+int tls_crt_chain_parse(struct mbedtls_x509_crt *chain, const uint8_t *buf, size_t len)
+{
+	/* A DER certificate is a SEQUENCE (0x30); anything else is PEM text for mbedTLS. */
+	if (!len)
+		return -E_PROTO;
+	if (buf[0] != 0x30)
+		return mbedtls_x509_crt_parse(chain, buf, len) == 0 ? 0 : -E_PROTO;
+	if (tls_der_chain_count(buf, len) < 0)
+		return -E_PROTO;
+	for (size_t off = 0, one; off < len; off += one) {
+		one = der_one(buf + off, len - off);
+		if (mbedtls_x509_crt_parse_der(chain, buf + off, one) != 0)
+			return -E_PROTO;
+	}
+	return 0;
+}
+
 static int key_check(const struct tls_hs_env *env, const mbedtls_pk_context *pk)
 {
 	switch (mbedtls_pk_get_type(pk)) {
@@ -549,7 +586,7 @@ int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out)
 	if (psa_crypto_init() != PSA_SUCCESS)
 		goto fail;
 	if (mbedtls_x509_crt_parse(&env->ca, cfg->ca, cfg->ca_len) != 0 ||
-	    mbedtls_x509_crt_parse(&env->cert, cfg->cert, cfg->cert_len) != 0 ||
+	    tls_crt_chain_parse(&env->cert, cfg->cert, cfg->cert_len) != 0 ||
 	    mbedtls_pk_parse_key(&env->key, cfg->key, cfg->key_len, NULL, 0, hook_rng, NULL) != 0)
 		goto fail;
 	/* Our own credentials follow the same key policy as peers' (invariant 6). */

@@ -44,7 +44,9 @@ struct tls_hs_ops {
 
 struct tls_hs_config {
 	uint16_t max_in_flight; /* handshakes at once; more are refused with -E_NOMEM */
-	/* Credentials, PEM (NUL-terminated, len counts the NUL) or DER; copied at create. */
+	/* Credentials, PEM (NUL-terminated, len counts the NUL) or DER; copied at create. cert
+	 * is the server's chain: the leaf first, then any intermediates (PEM blocks, or DER
+	 * certificates back to back: tls_crt_chain_parse). */
 	const uint8_t *ca;
 	size_t ca_len;
 	const uint8_t *cert;
@@ -104,6 +106,15 @@ typedef int (*tls_hs_send_fn)(void *ctx, const uint8_t *p, size_t len);
 MUST_CHECK int tls_hs_env_create(const struct tls_hs_config *cfg, struct tls_hs_env **out /* out */);
 void tls_hs_env_destroy(struct tls_hs_env *env);
 void tls_hs_stats_get(const struct tls_hs_env *env, struct tls_hs_stats *out /* out */);
+
+/* Append the certificates of buf to chain: PEM text (NUL-terminated, len counts the NUL;
+ * one or more blocks) or DER certificates back to back (what the image embeds: the leaf,
+ * then its intermediates). 0, or -E_PROTO when nothing or not exactly whole certificates
+ * parse (a truncated one, trailing bytes). */
+struct mbedtls_x509_crt;
+MUST_CHECK int tls_crt_chain_parse(struct mbedtls_x509_crt *chain, const uint8_t *buf, size_t len);
+/* The number of whole DER certificates back to back in buf (at least 1), or -E_PROTO. */
+MUST_CHECK int tls_der_chain_count(const uint8_t *buf, size_t len);
 
 /* Install only mbedTLS's allocator/clock/entropy hooks (tests and fuzzers that parse
  * certificates without an env). ops copied. */

@@ -178,7 +178,7 @@ int node_tls_selftest_certs(char *ca_cn, char *srv_cn, size_t cap, uint32_t *fla
 	mbedtls_x509_crt_init(&ca);
 	mbedtls_x509_crt_init(&srv);
 	if (mbedtls_x509_crt_parse_der(&ca, urmqtt_ca_der, sizeof urmqtt_ca_der) != 0 ||
-	    mbedtls_x509_crt_parse_der(&srv, urmqtt_server_crt_der, sizeof urmqtt_server_crt_der) != 0) {
+	    tls_crt_chain_parse(&srv, urmqtt_server_crt_der, sizeof urmqtt_server_crt_der) != 0) {
 		err = -E_PROTO;
 		goto out;
 	}

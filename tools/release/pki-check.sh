@@ -2,15 +2,18 @@
 # SPDX-License-Identifier: MIT
 # Checks a production PKI before a release embeds it (tools/release, ADR-074) and refuses the
 # development one. The directory must hold ca.crt (the CA every device certificate is checked
-# against), server.crt (one certificate, issued by ca.crt itself) and server.key (its ECDSA
-# P-256 key: the image's TLS signs with P-256 only); revoked.serials (hex serials, one a line)
-# is optional. Refused, each with its reason:
+# against), server.crt (the server's chain: its certificate first, then the intermediate CAs
+# between it and ca.crt, at most 3, ca.crt itself left out) and server.key (its ECDSA P-256
+# key: the image's TLS signs with P-256 only); revoked.serials (hex serials, one a line) is
+# optional. Refused, each with its reason:
 #   - a CA whose subject is the development CA's ("urMQTT development CA", tools/certs/mkcerts.sh);
 #   - a CA or server key equal to one of a development PKI in the source tree (every
 #     */dev/certs/ under SRC/build and under each extra directory given);
 #   - a PKI directory inside such a development PKI;
-#   - a server certificate that does not verify against ca.crt, has a chain, does not match
-#     the key, or a key that is not P-256.
+#   - a server chain that does not verify against ca.crt through its own intermediates, or
+#     whose first certificate does not match the key, holds more than 3 intermediates, a
+#     self-signed certificate or a certificate that is not a CA after the first; a key that
+#     is not P-256.
 # Prints one line per refusal on stderr and exits 1; on success prints the CA's SHA-256
 # fingerprint. Usage: pki-check.sh PKI_DIR SRC [EXTRA_BUILD_DIR...]
 set -euo pipefail
@@ -43,11 +46,27 @@ while IFS= read -r devca; do
 		refuse "$pki/server.key is the development server key $dev/server.key"
 done < <(find "$src/build" "$@" -maxdepth 6 -path '*/dev/certs/ca.crt' -type f 2>/dev/null | sort -u)
 
-n_certs=$(grep -c -- '-----BEGIN CERTIFICATE-----' "$pki/server.crt" || true)
-[ "$n_certs" = 1 ] || refuse "$pki/server.crt holds $n_certs certificates: the image embeds one server certificate, issued by ca.crt itself (no intermediates yet)"
-openssl verify -x509_strict -CAfile "$pki/ca.crt" "$pki/server.crt" >/dev/null 2>&1 ||
-	refuse "$pki/server.crt does not verify against $pki/ca.crt ($(openssl verify -CAfile "$pki/ca.crt" "$pki/server.crt" 2>&1 | grep -m1 -i error || echo 'see openssl verify'))"
-[ "$(spki "$pki/server.crt")" = "$srv_spki" ] || refuse "$pki/server.key is not the key of $pki/server.crt"
+# The chain, one file per certificate in its order: chain-1 is the server's own.
+chain=$(mktemp -d)
+trap 'rm -rf "$chain"' EXIT
+awk -v w="$chain" '/-----BEGIN CERTIFICATE-----/ { n++ } n { print > (w "/chain-" n ".pem") }' "$pki/server.crt"
+n_certs=$(find "$chain" -name 'chain-*.pem' | wc -l)
+: >"$chain/untrusted.pem"
+for ((i = 2; i <= n_certs; i++)); do
+	c=$chain/chain-$i.pem
+	what="certificate $i of $pki/server.crt ($(openssl x509 -in "$c" -noout -subject -nameopt RFC2253 2>/dev/null))"
+	[ "$(openssl x509 -in "$c" -noout -subject 2>/dev/null | cut -d= -f2-)" != "$(openssl x509 -in "$c" -noout -issuer 2>/dev/null | cut -d= -f2-)" ] ||
+		refuse "$what is self-signed: the chain ends below ca.crt (leave the CA out)"
+	openssl x509 -in "$c" -noout -ext basicConstraints 2>/dev/null | grep -q 'CA:TRUE' ||
+		refuse "$what is not a CA certificate: after the server's own, the chain holds only intermediates"
+	cat "$c" >>"$chain/untrusted.pem"
+done
+[ "$n_certs" -le 4 ] || refuse "$pki/server.crt holds $((n_certs - 1)) intermediates (at most 3)"
+untrusted=()
+[ "$n_certs" -gt 1 ] && untrusted=(-untrusted "$chain/untrusted.pem")
+openssl verify -x509_strict -CAfile "$pki/ca.crt" "${untrusted[@]}" "$chain/chain-1.pem" >/dev/null 2>&1 ||
+	refuse "$pki/server.crt does not verify against $pki/ca.crt ($({ openssl verify -CAfile "$pki/ca.crt" "${untrusted[@]}" "$chain/chain-1.pem" 2>&1 || true; } | grep -m1 -i error || echo 'see openssl verify'))"
+[ "$(spki "$chain/chain-1.pem")" = "$srv_spki" ] || refuse "$pki/server.key is not the key of $pki/server.crt (its first certificate)"
 openssl pkey -in "$pki/server.key" -noout -text 2>/dev/null | grep -q 'prime256v1\|P-256' ||
 	refuse "$pki/server.key is not an ECDSA P-256 key (the image signs with P-256 only)"
 if [ -f "$pki/revoked.serials" ] && grep -qvE '^([0-9A-Fa-f]+)?$' "$pki/revoked.serials"; then

@@ -133,6 +133,33 @@ static void test_env_refusals(void **state)
 	assert_int_equal(tls_hs_env_create(&c, &env), -E_INVAL);
 }
 
+/* The server's chain as the image embeds it: DER certificates back to back. Whole ones are
+ * counted and an env takes the chain; a truncated last one, a trailing byte or nothing is
+ * refused, by the count and by the env. */
+static void test_der_chain(void **state)
+{
+	(void)state;
+	static uint8_t two[sizeof der_cn + sizeof der_svc + 1];
+	memcpy(two, der_cn, sizeof der_cn);
+	memcpy(two + sizeof der_cn, der_svc, sizeof der_svc);
+	size_t len = sizeof der_cn + sizeof der_svc;
+	struct tls_hs_config c = cfg_make();
+	struct tls_hs_env *env;
+	assert_int_equal(tls_der_chain_count(two, sizeof der_cn), 1);
+	assert_int_equal(tls_der_chain_count(two, len), 2);
+	c.cert = two;
+	c.cert_len = len;
+	assert_int_equal(tls_hs_env_create(&c, &env), 0);
+	tls_hs_env_destroy(env);
+	static const size_t bad_len[] = { 0, sizeof der_cn + sizeof der_svc - 1, sizeof der_cn + sizeof der_svc + 1,
+					  sizeof der_cn - 1, sizeof der_cn + 1, 1 };
+	for (size_t i = 0; i < sizeof bad_len / sizeof bad_len[0]; i++) {
+		assert_int_equal(tls_der_chain_count(two, bad_len[i]), -E_PROTO);
+		c.cert_len = bad_len[i];
+		assert_int_equal(tls_hs_env_create(&c, &env), -E_INVAL);
+	}
+}
+
 /* RSA credentials: one row per (rsa allowed, ca, cert, key) with the expected result. */
 static void test_rsa_policy(void **state)
 {
@@ -380,6 +407,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_env_create_destroy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rsa_policy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_der_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_flight_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_first_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmtime, setup, teardown),
