@@ -128,7 +128,8 @@ struct dp {
 	uint32_t n_owe;
 	struct dp_store *store; /* NULL: storage off (in memory only, serving at once) */
 	bool store_shut;        /* reads stopped for storage: windows reopen when it clears */
-	bool route_shut;        /* reads stopped for a shard backlog (dp_shard_routing_congested) */
+	bool route_shut;        /* reads stopped for a shard backlog (dp_shard_routing_level ALL) */
+	bool route_heavy;       /* ... of the publishers over their fair share only (HEAVY) */
 	struct dp_stats st;
 };
 
@@ -1039,6 +1040,10 @@ static uint32_t up_credit(void *ctx, uint32_t conn)
 		return 0; /* storage is behind: publishers wait, nothing acknowledged is dropped */
 	if (dp->route_shut)
 		return 0; /* another shard is behind: publishers wait before routed copies drop */
+	if (dp->route_heavy && c->state == DP_OPEN && !(c->flags & DP_F_FWD) && c->mq &&
+	    mqtt_conn_over_share(dp->broker, c->mq))
+		return 0; /* ... and this one sent more than its share: it waits first, a light
+			   * publisher's window stays open (a forwarded one: its home's credit) */
 	if (c->flags & DP_F_FWD) /* no more than the home core's credit (TCP never shrinks) */
 		return MIN(dp->cfg.rx_window, (uint32_t)c->fq.credit);
 	return dp->cfg.rx_window;
@@ -1152,20 +1157,26 @@ static uint32_t hs_steps(struct dp *dp)
 }
 
 /* Congestion of storage or of the routes to other shards: shut every connection's window
- * (up_credit) while it lasts, so publishers are slowed before anything is dropped; once
- * both clear, tell TCP to reopen them at once rather than wait for zero-window probes. */
+ * (up_credit) while it lasts, so publishers are slowed before anything is dropped (for the
+ * routes, the publishers over their fair share first: dp_shard_routing_level); once it
+ * eases, tell TCP to reopen them at once rather than wait for zero-window probes. */
 static void windows_poll(struct dp *dp)
 {
 	bool store = dp->store && dp_store_congested(dp->store);
-	bool route = dp->shard && dp_shard_routing_congested(dp->shard);
+	enum dp_shard_route_level lv = dp->shard ? dp_shard_routing_level(dp->shard) : DP_SHARD_ROUTE_CLEAR;
+	bool route = lv == DP_SHARD_ROUTE_ALL, heavy = lv == DP_SHARD_ROUTE_HEAVY;
 	if (store && !dp->store_shut)
 		dp->st.store_windows_shut++;
 	if (route && !dp->route_shut)
 		dp->st.route_windows_shut++;
-	bool was = dp->store_shut || dp->route_shut;
+	if (heavy && !dp->route_heavy)
+		dp->st.route_heavy_shut++;
+	bool was = dp->store_shut || dp->route_shut, was_heavy = dp->route_heavy;
 	dp->store_shut = store;
 	dp->route_shut = route;
-	if (was && !store && !route)
+	dp->route_heavy = heavy;
+	/* every window shut -> fewer, or the heavy ones' -> none: some may open again */
+	if ((was && !store && !route) || (was_heavy && !heavy && !route && !store))
 		for (uint32_t i = 0; i < dp->cfg.max_conns; i++) {
 			const struct dp_conn *c = &dp->conns[i];
 			if (c->state == DP_OPEN && !(c->flags & DP_F_GONE))

@@ -120,6 +120,8 @@ struct dp_stats {
 	uint64_t refused_not_serving, refused_store_lag; /* SYNs before restore ended / while storage lags */
 	uint64_t store_windows_shut;   /* times reads stopped for storage (backlog or held acks) */
 	uint64_t route_windows_shut;   /* times reads stopped for a backlog to another shard */
+	uint64_t route_heavy_shut;     /* times reads of the publishers over their fair share
+					* stopped first (dp_shard_routing_level HEAVY) */
 	uint64_t restore_records, restore_refused; /* from storage at boot / that did not fit */
 	/* Received ciphertext copied before decryption (records split across segments);
 	 * records that arrive whole in one segment are decrypted in place in the frame. */

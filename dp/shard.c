@@ -432,10 +432,23 @@ bool dp_shard_congested(const struct dp_shard *sh, uint32_t home)
 
 bool dp_shard_routing_congested(const struct dp_shard *sh)
 {
+	return dp_shard_routing_level(sh) != DP_SHARD_ROUTE_CLEAR;
+}
+
+/* The window rule (ADR-053, refined): from a quarter of a backlog's data part the
+ * publishers over their fair share are no longer read (a light publisher's window stays
+ * open), from three eighths nobody is; half is where copies are refused. Between the
+ * quarter and three eighths the light publishers may add at most an eighth more before
+ * everyone waits, so the order "slowed, then the heavy dropped, then all refused" holds. */
+enum dp_shard_route_level dp_shard_routing_level(const struct dp_shard *sh)
+{
+	uint32_t most = 0;
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
-		if (d != sh->cfg.self && sh->bl[d].used >= sh->data_cap / 4u)
-			return true;
-	return false;
+		if (d != sh->cfg.self && sh->bl[d].used > most)
+			most = sh->bl[d].used;
+	if ((uint64_t)most * 8u >= (uint64_t)sh->data_cap * 3u)
+		return DP_SHARD_ROUTE_ALL;
+	return most >= sh->data_cap / 4u ? DP_SHARD_ROUTE_HEAVY : DP_SHARD_ROUTE_CLEAR;
 }
 
 /* ---- the proxy table (home side) ------------------------------------------------------- */
@@ -772,9 +785,10 @@ bool dp_shard_fanout_room(struct dp_shard *sh, const uint8_t *topic, size_t tlen
 
 bool dp_shard_fanout_busy(const struct dp_shard *sh, const uint8_t *topic, size_t tlen, size_t bytes, bool retain)
 {
-	/* Half way between where dp stops reading (a quarter: dp_shard_routing_congested) and
-	 * where every copy is refused (half): publishers are slowed first, then the heavy
-	 * ones' QoS 0 copies go, and the last eighth is left to the light ones. */
+	/* Half way between where dp stops reading the heavy publishers (a quarter:
+	 * dp_shard_routing_level) and where every copy is refused (half); also where dp stops
+	 * reading everyone: publishers are slowed first, then the heavy ones' QoS 0 copies
+	 * go, and the last eighth is left to the light ones. */
 	return !fanout_within(sh, topic, tlen, bytes, retain, (uint64_t)sh->data_cap * 3u / 8u);
 }
 
@@ -1050,12 +1064,14 @@ static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const 
 	route_in(sh, src, buf, total, meta);
 }
 
-/* Return a proxy's owed DATA credit now if the backlogs allow (invariant 7); else keep it
- * owed for dp_shard_poll. */
-static void data_return(struct dp_shard *sh, struct sh_proxy *p)
+/* Return a proxy's owed DATA credit now if the backlogs allow (invariant 7): not while
+ * every reader is stopped (ALL), nor to a publisher over its fair share while the heavy
+ * ones are (HEAVY); else keep it owed for dp_shard_poll. */
+static void data_return(struct dp_shard *sh, struct sh_proxy *p, enum dp_shard_route_level lv)
 {
 	bool sent = false;
-	if (!dp_shard_routing_congested(sh)) {
+	if (lv == DP_SHARD_ROUTE_CLEAR ||
+	    (lv == DP_SHARD_ROUTE_HEAVY && !(p->mq && mqtt_conn_over_share(sh->broker, p->mq)))) {
 		uint8_t b[4];
 		st_le32(b, p->data_owed);
 		sent = emit_conn(sh, p->src, DP_SHARD_DCREDIT, p->conn, p->gen, b, 4) == 0;
@@ -1082,7 +1098,7 @@ static void data_taken(struct dp_shard *sh, struct sh_proxy *p, uint32_t n)
 	 * ignores it rather than wrap */
 	p->data_owed = n > UINT32_MAX - p->data_owed ? UINT32_MAX : p->data_owed + n;
 	if (p->data_owed >= sh->cfg.data_window / 4u + 1u || (p->flags & PX_DATA_OWED))
-		data_return(sh, p);
+		data_return(sh, p, dp_shard_routing_level(sh));
 }
 
 void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *d, uint32_t len,
@@ -1195,18 +1211,28 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 {
 	uint32_t waiting = 0;
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
-		if (d != sh->cfg.self && sh->bl[d].used)
-			waiting += flush(sh, d);
+		if (d != sh->cfg.self && sh->bl[d].used) {
+			/* A backlog that sent nothing (no credit) is not work: reported, it kept the
+			 * loop from halting, and a core spinning on it took the CPU its consumer
+			 * needed (two vCPUs on one host CPU: issue 26). The core halts until the next
+			 * interrupt: a message from any core, a frame, or its tick. */
+			uint32_t before = sh->bl[d].n, left = flush(sh, d);
+			if (left < before)
+				waiting += left;
+		}
 	if (sh->n_owed)
 		send_owed(sh);
 	if (sh->n_lost)
 		send_lost(sh);
 	if (sh->iready_state == 1)
 		ready_poll(sh);
-	if (sh->n_data_owed && !dp_shard_routing_congested(sh))
-		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_data_owed; x++)
-			if (sh->px[x].flags & PX_DATA_OWED)
-				data_return(sh, &sh->px[x]);
+	enum dp_shard_route_level lv = sh->n_data_owed ? dp_shard_routing_level(sh) : DP_SHARD_ROUTE_ALL;
+	if (lv != DP_SHARD_ROUTE_ALL) /* HEAVY: the owed that are no longer over their share */
+		for (uint32_t x = 0, seen = 0, owed = sh->n_data_owed; x < sh->cfg.max_proxies && seen < owed; x++)
+			if (sh->px[x].flags & PX_DATA_OWED) {
+				seen++;
+				data_return(sh, &sh->px[x], lv);
+			}
 	if (sh->n_close_owed)
 		for (uint32_t x = 0; x < sh->cfg.max_proxies && sh->n_close_owed; x++)
 			if ((sh->px[x].flags & PX_CLOSE_OWED) && send_close(sh, &sh->px[x]))

@@ -39,7 +39,8 @@
  * the peer's TCP has acknowledged the ciphertext), so one slow reader holds at most
  * out_window of the home core's backlog. DATA is limited the same way by credit the home
  * core grants (data_window bytes per forwarded connection, returned by DCREDIT once the
- * broker took them, and withheld while the home core's own backlogs are congested), so a
+ * broker took them, and withheld while the home core's own backlogs are congested: from
+ * publishers over their fair share at a quarter, from all at three eighths), so a
  * home core that cannot route as fast as its forwarded publishers write slows them through
  * their TCP window instead of dropping what they sent. A connection core whose backlog to
  * a home core is half full advertises a zero TCP window to the connections that forward
@@ -170,9 +171,19 @@ MUST_CHECK int dp_shard_credit(struct dp_shard *sh, uint32_t home, uint32_t conn
 /* The backlog to home is at least half full: stop taking bytes from the peer. */
 bool dp_shard_congested(const struct dp_shard *sh, uint32_t home);
 /* Some backlog holds at least a quarter of its data part (half of what routed messages may
- * take): the caller stops reading its connections until it clears, so that publishers are
- * slowed before a routed copy is refused. */
+ * take): publishers are slowed before a routed copy is refused. */
 bool dp_shard_routing_congested(const struct dp_shard *sh);
+/* How far the fullest backlog is (ADR-053, ADR-075, and the window rule beside
+ * dp_shard_routing_level in shard.c):
+ *   CLEAR  below a quarter of its data part: every connection is read;
+ *   HEAVY  from a quarter: the caller stops reading the local publishers over their fair
+ *          share of the recent routed bytes (mqtt_conn_over_share), and the home side
+ *          withholds DATA credit from such proxies only; everyone else is still read;
+ *   ALL    from three eighths (where the heavy publishers' QoS 0 copies start to be
+ *          dropped): the caller stops reading every connection, DATA credit is withheld
+ *          from every proxy. Copies are refused from half (dp_shard_fanout_room). */
+enum dp_shard_route_level { DP_SHARD_ROUTE_CLEAR, DP_SHARD_ROUTE_HEAVY, DP_SHARD_ROUTE_ALL };
+enum dp_shard_route_level dp_shard_routing_level(const struct dp_shard *sh);
 uint32_t dp_shard_out_window(const struct dp_shard *sh);
 /* DATA bytes a forwarded connection may send before its home core returns credit. */
 uint32_t dp_shard_data_window(const struct dp_shard *sh);

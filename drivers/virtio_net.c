@@ -14,9 +14,18 @@
 #define CFG_MAC 0
 #define CFG_STATUS 6
 #define CFG_MAX_PAIRS 8
+#define CFG_RSS_MAX_KEY 17    /* u8 rss_max_key_size */
+#define CFG_RSS_MAX_INDIR 18  /* le16 rss_max_indirection_table_length */
+#define CFG_RSS_HASH_TYPES 20 /* le32 supported_hash_types */
 #define NET_S_LINK_UP 1u
 #define CTRL_CLASS_MQ 4
 #define CTRL_MQ_PAIRS_SET 0
+#define CTRL_MQ_RSS_CONFIG 1
+/* The control page: class and command at 0, the body from 2, the device's ack in the last
+ * byte (a separate, device-writable descriptor). */
+#define CTRL_PAGE 4096u
+#define CTRL_ACK (CTRL_PAGE - 1u)
+#define CTRL_BODY_MAX (CTRL_ACK - 2u)
 #define HDR_F_NEEDS_CSUM 1u
 #define ETH_MIN 14u
 
@@ -36,22 +45,28 @@ static uint32_t frame_id(const struct vnet *n, const void *token)
 	return (uint32_t)(((const uint8_t *)token - (const uint8_t *)n->cfg.frames) / n->cfg.frame_size);
 }
 
-/* Send one control command and wait (bounded) for its acknowledgement. */
-static int ctrl_cmd(struct vnet *n, uint8_t cls, uint8_t cmd, const uint8_t *data, uint32_t len)
+STATIC_ASSERT(VNET_RSS_CMD_LEN(VNET_RSS_INDIR_MAX, 255) <= CTRL_BODY_MAX,
+	      "the largest RSS command fits the control page");
+
+/* Send the control command whose body (len bytes) the caller wrote at ctrl_buf + 2, and
+ * wait (bounded) for its acknowledgement. A command that never completes stays posted:
+ * the control queue is marked broken and refuses every later command. */
+static int ctrl_send(struct vnet *n, uint8_t cls, uint8_t cmd, uint32_t len)
 {
 	struct vq_buf b[2];
 	void *tok;
 	uint32_t got = 0, spins;
 	int err;
 
-	if (len > 64)
+	if (n->ctrl_broken)
+		return -E_IO;
+	if (len > CTRL_BODY_MAX)
 		return -E_INVAL;
 	n->ctrl_buf[0] = cls;
 	n->ctrl_buf[1] = cmd;
-	memcpy(n->ctrl_buf + 2, data, len);
-	n->ctrl_buf[128] = 0xff;
+	n->ctrl_buf[CTRL_ACK] = 0xff;
 	b[0] = (struct vq_buf){ n->ctrl_pa, 2 + len, false };
-	b[1] = (struct vq_buf){ n->ctrl_pa + 128, 1, true };
+	b[1] = (struct vq_buf){ n->ctrl_pa + CTRL_ACK, 1, true };
 	err = vq_post(&n->ctrl, b, 2, n->ctrl_buf);
 	if (err)
 		return err;
@@ -61,15 +76,49 @@ static int ctrl_cmd(struct vnet *n, uint8_t cls, uint8_t cmd, const uint8_t *dat
 		if (err != -E_AGAIN)
 			break;
 	}
-	if (err || got < 1 || n->ctrl_buf[128] != 0) {
+	if (err || got < 1 || n->ctrl_buf[CTRL_ACK] != 0) {
 		n->rejected[VNET_REJ_CTRL]++;
 		drv_logf(n->vd->port, "virtio-net: control command %u/%u failed (%s)", cls, cmd,
 			 err ? "no completion" : "refused");
-		if (err == -E_AGAIN)
-			return -E_TIMEOUT; /* the command stays posted; init fails */
+		if (err == -E_AGAIN) {
+			n->ctrl_broken = true;
+			return -E_TIMEOUT;
+		}
 		return err ? err : -E_IO;
 	}
 	return 0;
+}
+
+/* The device's RSS limits (VIRTIO_NET_F_RSS negotiated, control queue present): device
+ * input, so a key size or table length of 0 or an unreadable configuration means no RSS
+ * (counted), never a failed initialisation. */
+static void rss_limits(struct vnet *n)
+{
+	struct virtio_dev *vd = n->vd;
+	uint8_t key, b2[2], b4[4];
+	uint32_t indir, lim = VNET_RSS_INDIR_MAX;
+
+	if (virtio_cfg_read(vd, CFG_RSS_MAX_KEY, &key, 1) || virtio_cfg_read(vd, CFG_RSS_MAX_INDIR, b2, 2) ||
+	    virtio_cfg_read(vd, CFG_RSS_HASH_TYPES, b4, 4)) {
+		n->rejected[VNET_REJ_RSS]++;
+		drv_logf(vd->port, "virtio-net: RSS limits unreadable; RSS not used");
+		return;
+	}
+	indir = ld_le16(b2);
+	if (key == 0 || indir == 0) {
+		n->rejected[VNET_REJ_RSS]++;
+		drv_logf(vd->port, "virtio-net: RSS limits unusable (key %u B, table %u); RSS not used", key,
+			 indir);
+		return;
+	}
+	while (lim > indir)
+		lim >>= 1;
+	n->has_rss = true;
+	n->rss_max_key = key;
+	n->rss_max_indir = lim;
+	n->rss_hash_types = ld_le32(b4);
+	drv_logf(vd->port, "virtio-net: RSS: key up to %u B, indirection table up to %u entries (%u used at "
+			   "most), hash types 0x%x", key, indir, lim, n->rss_hash_types);
 }
 
 static int check_cfg(const struct vnet_config *c)
@@ -102,9 +151,12 @@ int vnet_init(struct vnet *n, struct virtio_dev *vd, const struct vnet_config *c
 		return -E_INVAL;
 	if (cfg->tx_csum)
 		wanted |= VIRTIO_NET_F_CSUM;
-	/* MQ depends on CTRL_VQ: never accept one without the other. */
+	/* MQ and RSS depend on CTRL_VQ: never accept one without it. RSS only beside MQ (the
+	 * driver reads max_virtqueue_pairs under MQ); never HASH_REPORT (a longer header). */
 	if (!(virtio_offered(vd) & VIRTIO_NET_F_CTRL_VQ))
 		wanted &= ~VIRTIO_NET_F_MQ;
+	if ((virtio_offered(vd) & (VIRTIO_NET_F_CTRL_VQ | VIRTIO_NET_F_MQ)) == (VIRTIO_NET_F_CTRL_VQ | VIRTIO_NET_F_MQ))
+		wanted |= VIRTIO_NET_F_RSS;
 	err = virtio_negotiate(vd, wanted, 0);
 	if (err)
 		return err;
@@ -161,11 +213,13 @@ int vnet_init(struct vnet *n, struct virtio_dev *vd, const struct vnet_config *c
 					  cfg->slots + slot, VIRTIO_MSI_NO_VECTOR);
 		if (err)
 			goto fail;
-		err = vd->port->dma_alloc(vd->port->ctx, 4096, &va, &n->ctrl_pa);
+		err = vd->port->dma_alloc(vd->port->ctx, CTRL_PAGE, &va, &n->ctrl_pa);
 		if (err)
 			goto fail;
 		n->ctrl_buf = va;
 		n->has_ctrl = true;
+		if (vd->features & VIRTIO_NET_F_RSS)
+			rss_limits(n);
 	}
 	if (cfg->msix) {
 		err = virtio_config_vector(vd, n->n_pairs);
@@ -176,9 +230,8 @@ int vnet_init(struct vnet *n, struct virtio_dev *vd, const struct vnet_config *c
 	if (err)
 		goto fail;
 	if (n->has_ctrl) {
-		uint8_t d[2];
-		st_le16(d, n->n_pairs);
-		err = ctrl_cmd(n, CTRL_CLASS_MQ, CTRL_MQ_PAIRS_SET, d, 2);
+		st_le16(n->ctrl_buf + 2, n->n_pairs);
+		err = ctrl_send(n, CTRL_CLASS_MQ, CTRL_MQ_PAIRS_SET, 2);
 		if (err)
 			goto fail;
 	}
@@ -369,6 +422,63 @@ void vnet_irq_disable(struct vnet *n, uint16_t p)
 		return;
 	vq_cb_disable(&pr->rx);
 	vq_cb_disable(&pr->tx);
+}
+
+int vnet_rss_encode(const struct vnet_rss *r, uint8_t *out, size_t cap, size_t *len)
+{
+	uint8_t *p = out;
+	size_t need;
+
+	if (!r->indir || !r->key || r->hash_types == 0 || r->n_tx == 0 || r->n_indir == 0 ||
+	    r->n_indir > VNET_RSS_INDIR_MAX || (r->n_indir & (r->n_indir - 1)) != 0 || r->key_len == 0 ||
+	    r->key_len > 255)
+		return -E_INVAL;
+	need = VNET_RSS_CMD_LEN(r->n_indir, r->key_len);
+	if (!out || need > cap)
+		return -E_RANGE;
+	st_le32(p, r->hash_types);
+	st_le16(p + 4, (uint16_t)(r->n_indir - 1));
+	st_le16(p + 6, r->unclassified);
+	p += 8;
+	for (uint32_t i = 0; i < r->n_indir; i++, p += 2)
+		st_le16(p, r->indir[i]);
+	st_le16(p, r->n_tx);
+	p[2] = (uint8_t)r->key_len;
+	memcpy(p + 3, r->key, r->key_len);
+	*len = need;
+	return 0;
+}
+
+int vnet_rss_set(struct vnet *n, const struct vnet_rss *r)
+{
+	size_t len = 0;
+	int err;
+
+	if (!n->has_rss || !n->has_ctrl)
+		return -E_NOSYS;
+	if (!r->indir || !r->key)
+		return -E_INVAL;
+	/* The device's limits; every queue named must be one the driver uses (the device
+	 * enables max_tx_vq pairs). */
+	if (r->hash_types & ~n->rss_hash_types || r->n_indir > n->rss_max_indir || r->key_len > n->rss_max_key ||
+	    r->n_tx > n->n_pairs || r->unclassified >= r->n_tx)
+		return -E_RANGE;
+	for (uint32_t i = 0; i < r->n_indir; i++)
+		if (r->indir[i] >= r->n_tx)
+			return -E_RANGE;
+	err = vnet_rss_encode(r, n->ctrl_buf + 2, CTRL_BODY_MAX, &len);
+	if (err)
+		return err;
+	err = ctrl_send(n, CTRL_CLASS_MQ, CTRL_MQ_RSS_CONFIG, (uint32_t)len);
+	/* The key is a secret (it decides which core a crafted flow lands on). A command that
+	 * never completed is still the device's to read: its page is left alone. */
+	if (err != -E_TIMEOUT)
+		mem_wipe(n->ctrl_buf + 2, len);
+	if (err)
+		return err;
+	n->rss_on = true;
+	n->rss_n_indir = r->n_indir;
+	return 0;
 }
 
 bool vnet_link_up(struct vnet *n)

@@ -454,6 +454,20 @@ struct mqtt_dropper {
 /* The identities with the most drops, most first: up to n written to out; returns how
  * many. Core-local, allocates nothing. */
 size_t mqtt_broker_droppers(const struct mqtt_broker *b, struct mqtt_dropper *out /* out */, size_t n);
+/* " <id>=<links>/<fair>/<queue>" for each of d[0..n) (services "svc:<id>", "~" after a
+ * truncated identity) into out (cap bytes, always NUL-terminated when cap > 0), as the
+ * report line and the console's stats print them; whole entries only. Returns the length. */
+size_t mqtt_droppers_text(const struct mqtt_dropper *d, size_t n, char *out /* out */, size_t cap);
+/* The statsd/$SYS name of one dropper's count for reason r: "droppers.<device|service>.
+ * <id>.<links|fair|queue>", the identity as one level (bytes other than [A-Za-z0-9_-]
+ * written '_', a truncated one ending in "_"). Returns the length, 0 when cap is too small. */
+size_t mqtt_dropper_metric(const struct mqtt_dropper *d, enum mqtt_drop_reason r, char *out /* out */, size_t cap);
+/* Is connection c's publisher over its fair share of the recent routed bytes (its
+ * identity's recent bytes at least the mean of the identities that published recently; a
+ * lone recent publisher is)? False before CONNECT and for an identity that has not
+ * published recently; true for every connection without the table (cfg.drop_ids 0). dp stops reading such connections first when a shard
+ * backlog is congested (dp_shard_routing_level). Core-local, a scan of the table. */
+bool mqtt_conn_over_share(const struct mqtt_broker *b, const struct mqtt_conn *c);
 
 /* Introspection for tests, fuzzing and the memory report. */
 struct mqtt_broker_usage {

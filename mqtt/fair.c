@@ -21,6 +21,7 @@
 #include "mqtt/fair.h"
 
 #include "lib/err.h"
+#include "lib/fmt.h"
 #include "lib/mem.h"
 #include "mqtt/mqtt_int.h"
 
@@ -168,6 +169,66 @@ size_t mqtt_broker_droppers(const struct mqtt_broker *b, struct mqtt_dropper *ou
 			got++;
 	}
 	return got;
+}
+
+bool mqtt_conn_over_share(const struct mqtt_broker *b, const struct mqtt_conn *c)
+{
+	if (!b->fair_cap)
+		return true; /* no weights: everyone waits, as before the rule (ADR-053) */
+	if (!c || c->state != MQTT_CONN_UP || c->session >= b->cfg.max_sessions)
+		return false;
+	uint32_t e = MQTT_NIL, active = 0;
+	for (uint32_t i = 0; i < b->fair_cap; i++) {
+		active += b->fair[i].recent != 0;
+		if (b->fair[i].sess == c->session)
+			e = i;
+	}
+	if (e == MQTT_NIL || !b->fair[e].recent)
+		return false; /* not a recent publisher: nothing of the congestion is its doing */
+	/* at least the mean: a lone publisher is (it is the whole load), and of equal ones
+	 * every one is, so the rule never reads a core's only publishers on regardless */
+	return (uint64_t)b->fair[e].recent * active >= b->fair_total;
+}
+
+size_t mqtt_droppers_text(const struct mqtt_dropper *d, size_t n, char *out, size_t cap)
+{
+	if (!cap)
+		return 0;
+	size_t at = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		int w = fmt_snprintf(out + at, cap - at, " %s%s%s=%lu/%lu/%lu", d[i].kind == MQTT_ID_SERVICE ? "svc:" : "",
+				     d[i].id, d[i].truncated ? "~" : "", (unsigned long)d[i].dropped[MQTT_DROP_LINKS],
+				     (unsigned long)d[i].dropped[MQTT_DROP_FAIR], (unsigned long)d[i].dropped[MQTT_DROP_QUEUE]);
+		if (w < 0 || (size_t)w >= cap - at) {
+			out[at] = '\0'; /* whole entries only */
+			break;
+		}
+		at += (size_t)w;
+	}
+	return at;
+}
+
+size_t mqtt_dropper_metric(const struct mqtt_dropper *d, enum mqtt_drop_reason r, char *out, size_t cap)
+{
+	static const char *const reason[MQTT_DROP__COUNT] = { "links", "fair", "queue" };
+	if ((unsigned)r >= MQTT_DROP__COUNT)
+		return 0;
+	int w = fmt_snprintf(out, cap, "droppers.%s.%s%s.%s", d->kind == MQTT_ID_SERVICE ? "service" : "device", d->id,
+			     d->truncated ? "~" : "", reason[r]);
+	if (w <= 0 || (size_t)w >= cap)
+		return 0;
+	/* the identity is one level of the name: its '.' (and whatever statsd would retype)
+	 * become '_'; it starts after "droppers.<kind>." and ends before ".<reason>" */
+	size_t from = (size_t)(d->kind == MQTT_ID_SERVICE ? 17 : 16), to = (size_t)w - strlen(reason[r]) - 1u;
+	for (size_t i = from; i < to; i++) {
+		char ch = out[i];
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+			  ch == '-';
+		if (!ok)
+			out[i] = '_';
+	}
+	return (size_t)w;
 }
 
 int mqtt_fair_check(const struct mqtt_broker *b)

@@ -155,6 +155,23 @@ int rss_steer_set_entry(struct rss_steer *s, uint32_t idx, uint32_t worker)
 	return 0;
 }
 
+int rss_steer_shrink(struct rss_steer *s, uint32_t n_indir)
+{
+	if (n_indir < s->n_workers || n_indir > s->n_indir || (n_indir & (n_indir - 1)) != 0)
+		return -E_RANGE;
+	s->n_indir = n_indir;
+	s->mask = n_indir - 1;
+	for (uint32_t i = 0; i < n_indir; i++)
+		s->indir[i] = (uint16_t)(i % s->n_workers);
+	return 0;
+}
+
+const uint16_t *rss_steer_indir(const struct rss_steer *s, uint32_t *n_indir)
+{
+	*n_indir = s->n_indir;
+	return s->indir;
+}
+
 bool rss_steer_check_invariants(const struct rss_steer *s)
 {
 	/* 1 */

@@ -88,8 +88,10 @@ struct rss_config {
  *   2. Every indir[] entry is < n_workers: steering always names an existing worker.
  *   3. table was built from key and never changes after init; key is what a device must
  *      be given to agree with software steering.
- * States: (uninitialised) --rss_steer_init--> READY --rss_steer_set_entry--> READY.
- * There is no teardown: the object holds no resources besides the caller's memory. */
+ * States: (uninitialised) --rss_steer_init--> READY --rss_steer_set_entry /
+ * rss_steer_shrink--> READY. There is no teardown: the object holds no resources besides
+ * the caller's memory. A device programmed with key[] and indir[0 .. n_indir) (virtio-net
+ * VIRTIO_NET_F_RSS, hash type TCPv4) picks the same worker as rss_steer_flow. */
 struct rss_steer { /* fields private to net/rss.c; read key[] to program a device */
 	uint8_t key[RSS_KEY_LEN];
 	struct rss_table table;
@@ -119,6 +121,16 @@ uint32_t rss_steer_hash(const struct rss_steer *s, uint32_t hash);
  * idx >= n_indir or worker >= n_workers (invariant 2). Core-local: must not race
  * rss_steer_flow() on another core. */
 MUST_CHECK int rss_steer_set_entry(struct rss_steer *s, uint32_t idx, uint32_t worker);
+
+/* Use only the first n_indir entries (a device's indirection table may be shorter than the
+ * configured one): refilled round-robin like rss_steer_init. Returns 0, or -E_RANGE unless
+ * n_indir is a power of two with n_workers <= n_indir <= the current n_indir (the caller's
+ * array is never outgrown). Core-local, before any other core reads the object. */
+MUST_CHECK int rss_steer_shrink(struct rss_steer *s, uint32_t n_indir);
+
+/* The indirection table as a device takes it: *n_indir entries (borrowed: the caller's
+ * array). */
+const uint16_t *rss_steer_indir(const struct rss_steer *s, uint32_t *n_indir /* out */);
 
 /* Invariants 1-3 hold (for tests and debug checks). */
 bool rss_steer_check_invariants(const struct rss_steer *s);

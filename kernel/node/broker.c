@@ -162,22 +162,11 @@ void node_broker_report(struct node_broker *b)
 	/* QoS 0 drops per publisher identity (ADR-075): the three that lost most here, each
 	 * as links/fair/queue (shard links full, over its fair share while congested, a
 	 * subscriber's queue); printed only once something was dropped. */
-	struct mqtt_dropper dr[3];
-	size_t nd = mqtt_broker_droppers(dp_broker(b->dp), dr, 3);
+	struct mqtt_dropper dr[OPSD_DROPPERS];
+	size_t nd = mqtt_broker_droppers(dp_broker(b->dp), dr, OPSD_DROPPERS);
 	if (nd) {
-		char top[3 * (MQTT_DROPPER_ID_MAX + 40u)];
-		size_t at = 0;
-		for (size_t i = 0; i < nd; i++) {
-			int w = fmt_snprintf(top + at, sizeof top - at, " %s%s%s=%lu/%lu/%lu",
-					     dr[i].kind == MQTT_ID_SERVICE ? "svc:" : "", dr[i].id,
-					     dr[i].truncated ? "~" : "", (unsigned long)dr[i].dropped[MQTT_DROP_LINKS],
-					     (unsigned long)dr[i].dropped[MQTT_DROP_FAIR],
-					     (unsigned long)dr[i].dropped[MQTT_DROP_QUEUE]);
-			if (w < 0 || (size_t)w >= sizeof top - at)
-				break;
-			at += (size_t)w;
-		}
-		top[at] = '\0';
+		char top[OPSD_DROPPERS * (MQTT_DROPPER_ID_MAX + 40u)];
+		(void)mqtt_droppers_text(dr, nd, top, sizeof top);
 		LOG_INFO("broker", "core %u: droppers (links/fair/queue)%s", (unsigned)b->cfg.core, top);
 	}
 	/* The shard's line: sessions homed here, retained replicas, wills published here,
@@ -203,10 +192,10 @@ void node_broker_report(struct node_broker *b)
 	 * of mesh credit. */
 	uint64_t frame_drops = b->cfg.mesh_frame_drops ? b->cfg.mesh_frame_drops(b->cfg.core) : 0;
 	LOG_INFO("broker", "core %u: routing skipped=%lu queued=%u qos0_dropped=%lu fair_dropped=%lu windows_shut=%lu "
-			   "frame_drops=%lu",
+			   "heavy_shut=%lu frame_drops=%lu",
 		 (unsigned)b->cfg.core, (unsigned long)ss.fanout_skipped, (unsigned)ss.queued,
 		 (unsigned long)ms->fanout_qos0_dropped, (unsigned long)ms->fair_qos0_dropped,
-		 (unsigned long)s.route_windows_shut,
+		 (unsigned long)s.route_windows_shut, (unsigned long)s.route_heavy_shut,
 		 (unsigned long)frame_drops);
 	/* Why this core's connections ended (the console's per-site limit may drop the
 	 * individual lines under load). */
@@ -228,6 +217,7 @@ void node_broker_figures(struct node_broker *b, struct opsd_figures *f)
 	const struct mqtt_broker_stats *ms = mqtt_broker_stats(dp_broker(b->dp));
 	mqtt_broker_usage(dp_broker(b->dp), &u);
 	uint64_t *v = f->v;
+	f->n_droppers = (uint32_t)mqtt_broker_droppers(dp_broker(b->dp), f->droppers, OPSD_DROPPERS);
 	v[OPSD_F_CONNECTIONS] = s.open;
 	v[OPSD_F_HANDSHAKING] = s.handshaking;
 	v[OPSD_F_SESSIONS] = u.sessions;
@@ -326,16 +316,22 @@ static size_t kb_console_read(struct node_broker *b, uint8_t which, const uint8_
 	} else if (which == 's') {
 		struct opsd_figures f;
 		node_broker_figures(b, &f);
+		/* the core's three biggest QoS 0 droppers as the report line names them (ADR-075) */
+		char top[OPSD_DROPPERS * (MQTT_DROPPER_ID_MAX + 40u)];
+		if (!mqtt_droppers_text(f.droppers, MIN(f.n_droppers, OPSD_DROPPERS), top, sizeof top))
+			(void)fmt_snprintf(top, sizeof top, " none");
 		k = fmt_snprintf(reply, cap,
 				 "core %u (this connection's home core; the node's totals: $SYS/urmqtt/#): connections=%lu "
 				 "sessions=%lu retained=%lu handshakes.full=%lu handshakes.resumed=%lu handshakes.failed=%lu "
-				 "messages.in=%lu messages.out=%lu heap.used=%lu heap.free=%lu",
+				 "messages.in=%lu messages.out=%lu heap.used=%lu heap.free=%lu messages.route_dropped=%lu "
+				 "droppers (links/fair/queue):%s",
 				 (unsigned)b->cfg.core, (unsigned long)f.v[OPSD_F_CONNECTIONS], (unsigned long)f.v[OPSD_F_SESSIONS],
 				 (unsigned long)f.v[OPSD_F_RETAINED], (unsigned long)f.v[OPSD_F_HS_FULL],
 				 (unsigned long)f.v[OPSD_F_HS_RESUMED], (unsigned long)f.v[OPSD_F_HS_FAILED],
 				 (unsigned long)(f.v[OPSD_F_MSGS_IN_QOS0] + f.v[OPSD_F_MSGS_IN_QOS1] + f.v[OPSD_F_MSGS_IN_QOS2]),
 				 (unsigned long)(f.v[OPSD_F_MSGS_OUT_QOS0] + f.v[OPSD_F_MSGS_OUT_QOS1] + f.v[OPSD_F_MSGS_OUT_QOS2]),
-				 (unsigned long)f.v[OPSD_F_HEAP_USED], (unsigned long)f.v[OPSD_F_HEAP_FREE]);
+				 (unsigned long)f.v[OPSD_F_HEAP_USED], (unsigned long)f.v[OPSD_F_HEAP_FREE],
+				 (unsigned long)f.v[OPSD_F_ROUTE_DROPPED], top);
 	} else {
 		k = fmt_snprintf(reply, cap,
 				 "profile=%s hostname=%s data_cores=%u tcp.max_connections=%u storage=%s "

@@ -292,13 +292,14 @@ static void dev_net_init(struct virtio_dev *vd, uint32_t n_cores)
 	}
 	dev_net_ok = true;
 	const uint8_t *m = dev_net.mac;
-	LOG_INFO("boot", "virtio-net: MAC %02x:%02x:%02x:%02x:%02x:%02x, features 0x%llx (%s%s%s%s), "
+	LOG_INFO("boot", "virtio-net: MAC %02x:%02x:%02x:%02x:%02x:%02x, features 0x%llx (%s%s%s%s%s), "
 			 "%u queue pair(s) of %u offered, link %s",
 		 m[0], m[1], m[2], m[3], m[4], m[5], (unsigned long long)vd->features,
 		 (vd->features & VIRTIO_F_EVENT_IDX) ? "EVENT_IDX " : "",
 		 (vd->features & VIRTIO_NET_F_MAC) ? "MAC " : "",
 		 (vd->features & VIRTIO_NET_F_STATUS) ? "STATUS " : "",
 		 (vd->features & VIRTIO_NET_F_MQ) ? "CTRL_VQ+MQ" : "single queue",
+		 dev_net.has_rss ? "+RSS" : "",
 		 (unsigned)dev_net.n_pairs, (unsigned)dev_net.dev_max_pairs,
 		 vnet_link_up(&dev_net) ? "up" : "down");
 }

@@ -38,6 +38,7 @@
 #include "net/rss.h"
 #include "plat/plat.h"
 #include "store/ops.h"
+#include "tls/shim/threading_kernel.h"
 #include "urmqtt_config.h"
 
 #define NODE_NET_DEMUX 5u     /* kind ranges one core's mesh demultiplexer holds */
@@ -60,7 +61,12 @@ struct node_core {
 	uint64_t arp_drops;    /* core 0: ARP copies for this core dropped */
 	uint64_t tx_drops;     /* worker: frames for core 0 to send dropped, no credit */
 	uint64_t addr_bad;     /* worker: malformed address messages */
+	/* With the device steering: TCP flow frames to our address this core drained from its
+	 * pair, and those of them net/rss hashes to another core (0 when the device steers by
+	 * our key and table, VIRTIO_NET_F_RSS). */
+	uint64_t rss_flows, rss_mismatch;
 	uint64_t n_ipis;       /* wake-ups this core sent */
+	uint64_t loop_passes_said; /* n_passes when the loop line was last logged */
 	uint64_t stats_last_ms, stats_last_sum;
 	struct kloop *loop;       /* this core's loop (its watchdog counts) */
 	uint64_t figures_last_ms; /* the last figures given to kernel/node/opsd */
@@ -278,8 +284,11 @@ static bool nd_rx_worker(void *ctx, const uint8_t *frame, size_t len)
 	struct node_core *dc = ctx;
 	uint32_t self = (uint32_t)(dc - node_cores), w;
 	enum ksteer_class k = ksteer_classify(&dc->steer, frame, len, &w);
-	if (k == KSTEER_FLOW)
+	if (k == KSTEER_FLOW) {
+		dc->rss_flows++;
+		dc->rss_mismatch += w != self;
 		return false;
+	}
 	if (k == KSTEER_ARP) {
 		nd_arp_copies(self, frame, len);
 		return false;
@@ -308,6 +317,10 @@ static bool nd_rx_steer(void *ctx, const uint8_t *frame, size_t len)
 	if (k == KSTEER_ARP) {
 		nd_arp_copies(0, frame, len);
 		return false; /* and on core 0 itself */
+	}
+	if (k == KSTEER_FLOW && nd_device_steers) {
+		node_cores[0].rss_flows++;
+		node_cores[0].rss_mismatch += w != 0;
 	}
 	if (k != KSTEER_FLOW || w == 0 || nd_device_steers)
 		return false;
@@ -844,6 +857,44 @@ static void nd_store_go(uint32_t n_started)
 	kstore_go(nd_n_net);
 }
 
+/* The device steers: by our own hash when it can (VIRTIO_NET_F_RSS): core 0's Toeplitz key
+ * and indirection table (shrunk to what the device holds) over the data cores' pairs, TCP
+ * over IPv4 only, everything else to pair 0; else by its own flow hash. Logged. Boot core,
+ * before any worker drains its pair (nd_rss is read by the workers only after that). */
+static void nd_device_rss(struct vnet *nic)
+{
+	uint32_t n_indir = 0, n = nd_rss.n_indir;
+	if (!nic->has_rss) {
+		LOG_INFO("boot", "net: the device picks each flow's queue by its own hash (it offers no usable "
+				 "VIRTIO_NET_F_RSS): a flow's queue need not be the core net/rss names");
+		return;
+	}
+	while (n > nic->rss_max_indir)
+		n >>= 1;
+	int err = (nic->rss_hash_types & VNET_RSS_HASH_TCPV4) ? 0 : -E_NOSYS;
+	if (!err && n != nd_rss.n_indir)
+		err = rss_steer_shrink(&nd_rss, n);
+	if (!err) {
+		const struct vnet_rss r = {
+			.hash_types = VNET_RSS_HASH_TCPV4,
+			.indir = rss_steer_indir(&nd_rss, &n_indir),
+			.n_indir = n_indir,
+			.unclassified = 0,
+			.n_tx = nic->n_pairs,
+			.key = nd_rss.key,
+			.key_len = RSS_KEY_LEN,
+		};
+		err = vnet_rss_set(nic, &r);
+	}
+	if (err)
+		LOG_WARN("boot", "net: VIRTIO_NET_F_RSS not programmed (%s; device: key %u B, table %u, hash types "
+				 "0x%x): the device picks each flow's queue by its own hash", err_name(err),
+			 (unsigned)nic->rss_max_key, (unsigned)nic->rss_max_indir, (unsigned)nic->rss_hash_types);
+	else
+		LOG_INFO("boot", "net: VIRTIO_NET_F_RSS: the device picks each flow's queue by our Toeplitz key and "
+				 "%u-entry indirection table (TCP/IPv4; the rest to pair 0)", (unsigned)n_indir);
+}
+
 void node_cores_started(uint32_t n_started)
 {
 	uint32_t n_data_started = nd_store_dedicated ? MIN(n_started, nd_store_core) : n_started;
@@ -852,6 +903,7 @@ void node_cores_started(uint32_t n_started)
 		 * workers' pairs before it tells each worker to take its own (frames wait in
 		 * the queue meanwhile); this runs on core 0 before its loop does. */
 		if (knet_set_rx_pairs(&node_cores[0].knet, 1) == 0) {
+			nd_device_rss(node_cores[0].knet.cfg.nic);
 			nd_device_steers = true;
 			for (uint32_t c = 1; c < nd_n_net; c++)
 				node_cores[c].take_pair = true;
@@ -916,6 +968,10 @@ static int nd_stats_poll(void *ctx)
 			 (unsigned)core, (unsigned long)k->st.rx_frames, (unsigned long)k->st.rx_no_addr,
 			 (unsigned long)k->st.tx_frames, (unsigned long)dc->tx_drops, (unsigned long)dc->n_ipis);
 	}
+	/* nd_device_steers is core 0's; a worker goes by nd_own_pairs, set before it started. */
+	if (core == 0 ? nd_device_steers : nd_own_pairs)
+		LOG_INFO("net", "core %u rss: %lu of %lu flow frames received here hash (net/rss) to another core",
+			 (unsigned)core, (unsigned long)dc->rss_mismatch, (unsigned long)dc->rss_flows);
 	return 0;
 }
 
@@ -942,6 +998,18 @@ static int nd_figures_poll(void *ctx)
 	 * interrupted loop sees its writes in program order; an aligned 64-bit load. */
 	f.v[OPSD_F_WATCHDOG_OVERRUNS] = dc->loop ? dc->loop->n_overruns : 0;
 	opsd_publish(core, &f);
+	/* Several cores, with the broker's report on (broker_report_ms): how often this core's
+	 * loop passed and halted (no work found), the wake-ups it sent and mbedTLS's lock
+	 * acquisitions (all cores), so a run shows cores spinning or waiting on each other
+	 * (issue 26; this core's counters, plain reads). */
+	if (nd_mesh && dc->loop && !dc->storage && dc->broker.cfg.report_ms &&
+	    dc->loop->n_passes != dc->loop_passes_said) {
+		dc->loop_passes_said = dc->loop->n_passes;
+		LOG_INFO("loop", "core %u: passes=%lu halts=%lu wakeups_sent=%lu tls_locks=%lu tls_contended=%lu",
+			 (unsigned)core, (unsigned long)dc->loop->n_passes, (unsigned long)dc->loop->n_idle,
+			 (unsigned long)dc->n_ipis, (unsigned long)tls_threading_locks(),
+			 (unsigned long)tls_threading_contended());
+	}
 	return 0;
 }
 

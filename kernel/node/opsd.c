@@ -529,6 +529,18 @@ static void opsd_statsd(void)
 			(void)fmt_snprintf(name, sizeof name, "core%u.%s", (unsigned)c, opsd_fig_meta[f].name);
 			opsd_statsd_fig(&b, name, f, oc->latest.v[f], &oc->statsd_last[f]);
 		}
+		/* The core's three biggest QoS 0 droppers, each reason a gauge of its drops
+		 * since the identity took its entry (a rank may change hands: no deltas). */
+		for (uint32_t i = 0; i < oc->latest.n_droppers && i < OPSD_DROPPERS; i++)
+			for (uint32_t r = 0; r < MQTT_DROP__COUNT; r++) {
+				char name[128];
+				int k = fmt_snprintf(name, sizeof name, "core%u.", (unsigned)c);
+				if (k <= 0 || (size_t)k >= sizeof name ||
+				    !mqtt_dropper_metric(&oc->latest.droppers[i], (enum mqtt_drop_reason)r, name + k,
+							 sizeof name - (size_t)k))
+					continue;
+				opsd_statsd_gauge(&b, name, oc->latest.droppers[i].dropped[r]);
+			}
 	}
 	opsd_statsd_flush(&b);
 }

@@ -16,6 +16,7 @@
 #define KERNEL_NODE_OPSD_H
 
 #include "lib/compiler.h"
+#include "mqtt/broker.h"
 
 struct net_stack;
 struct node_broker;
@@ -68,8 +69,16 @@ enum opsd_fig {
 	OPSD_F__COUNT
 };
 
+/* Identities per core sent as statsd gauges "<prefix>.core<N>.droppers.<device|service>.
+ * <id>.<links|fair|queue>" (mqtt_dropper_metric): only the three that lost most QoS 0
+ * messages there (ADR-075), so each datagram carries at most 9 such names per core and a
+ * name exists only for an identity that was once among a core's three biggest droppers. */
+#define OPSD_DROPPERS 3u
+
 struct opsd_figures {
 	uint64_t v[OPSD_F__COUNT];
+	uint32_t n_droppers;                          /* <= OPSD_DROPPERS */
+	struct mqtt_dropper droppers[OPSD_DROPPERS]; /* most drops first (mqtt_broker_droppers) */
 };
 
 /* Build the rings for n_cores cores (0 .. n_cores - 1: every core that logs), bind the

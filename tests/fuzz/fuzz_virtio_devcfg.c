@@ -2,8 +2,10 @@
  * Fuzz target for the device-configuration parsers of drivers/virtio_{blk,net,scsi}: the
  * input is a device type selector, 8 bytes of offered features and up to 256 bytes of
  * device configuration of the simulated device. Initialisation must succeed with a sane
- * result (block sizes powers of two, physical >= logical, pairs within bounds) or fail
- * cleanly with the device marked failed. */
+ * result (block sizes powers of two, physical >= logical, pairs within bounds, RSS limits
+ * usable: a power-of-two table of at most VNET_RSS_INDIR_MAX entries, a key of at least a
+ * byte) or fail cleanly with the device marked failed; an RSS configuration built to the
+ * limits read is then either taken by the device as sent or refused with an error. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (!err)
 			(void)vnet_link_up(&n);
+		if (!err && n.has_rss) {
+			static uint16_t indir[VNET_RSS_INDIR_MAX];
+			static const uint8_t key[255];
+			uint32_t m = n.rss_max_indir;
+			if (m == 0 || m > VNET_RSS_INDIR_MAX || (m & (m - 1)) || n.rss_max_key == 0 || !n.has_ctrl)
+				abort();
+			for (uint32_t i = 0; i < m; i++)
+				indir[i] = (uint16_t)(i % n.n_pairs);
+			const struct vnet_rss r = { .hash_types = n.rss_hash_types & VNET_RSS_HASH_TCPV4, .indir = indir,
+						    .n_indir = m, .unclassified = 0, .n_tx = n.n_pairs, .key = key,
+						    .key_len = n.rss_max_key };
+			int rerr = vnet_rss_set(&n, &r);
+			if (rerr > 0 || (rerr == 0 && (!fake_vio.rss_on || fake_vio.rss_n_indir != m)))
+				abort();
+		}
 	} else {
 		static struct vscsi s;
 		struct vscsi_config c = { .slots = slots, .queue_size = 8, .msix = 0, .init_spins = 4 };

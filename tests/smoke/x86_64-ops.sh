@@ -30,7 +30,9 @@
 #                               connection ends with the alert certificate_revoked)
 #   x86_64-ops/console          unrevoke lets dev-5 in again; dev-1's command is refused (no
 #                               console permission); loglevel set, read back and set again
-#                               (its effect: unit/kernel/test_log); stats and config answer;
+#                               (its effect: unit/kernel/test_log); stats (with its
+#                               droppers, none here: unit/dp/test_shard counts them after
+#                               drops) and config answer;
 #                               the commands are logged with the sender
 #   x86_64-ops/revoked-after-reboot  three cores and a data disk: dev-7 revoked by identity
 #                               and dev-8 by serial are stored, and after QEMU is killed and
@@ -227,7 +229,7 @@ conf=$(client console ops config "")
 if [[ $un == "reply "*" ok: unrevoke identity dev-5"* ]] && [ "$back" = "connack 0" ] &&
 	[[ $nocon != "reply "* ]] && grep -aq "console: ops: revoke identity dev-5" < <(glog) &&
 	[[ $lv == *" loglevel debug" && $lv_now == *" loglevel debug" && $lv_back == *" loglevel info" ]] &&
-	[[ $stats == *" core "*" connections="* && $conf == *"profile=dev hostname=urmqtt"* ]]; then
+	[[ $stats == *" core "*" connections="*" droppers (links/fair/queue): none" && $conf == *"profile=dev hostname=urmqtt"* ]]; then
 	pass console "unrevoke let dev-5 in again (connack 0); dev-1 has no console; loglevel debug, read back, and info again; stats, config; every command logged with its sender"
 else
 	fail console "unrevoke '$un', dev-5 after it '$back', dev-1 as console '$nocon', loglevel '$lv' '$lv_now' '$lv_back', stats '${stats:0:60}', config '${conf:0:60}'"

@@ -14,9 +14,17 @@
 #  steer-mq4   -smp 4 with a 4-queue multi_queue TAP and mq=on: the device steers (the
 #              TAP spreads flows over its queues; each core drains its own pair and
 #              transmits on it, so a flow stays on the core whose queue got its SYN; the
-#              kernel says so), same checks, and core 0 steered no frame to a worker.
+#              kernel says so), same checks, and core 0 steered no frame to a worker. The
+#              cores' RSS lines (flow frames a core received that net/rss hashes to another
+#              core) are reported, not checked: the TAP's own flow hash need not match ours.
+#  steer-rss4  the same with rss=on (VIRTIO_NET_F_RSS, QEMU's RSS in software or eBPF): the
+#              kernel programs the device with its own Toeplitz key and indirection table
+#              (it says so), same checks, and every core received flow frames only of
+#              flows net/rss hashes to that core (0 mismatches on every core; each core's
+#              newest RSS line counted, after the connections closed).
 # The steering counters of core 0 (frames to workers, drops for lack of mesh credit) go
-# into the result line. N = X86_64_STEER_CONNS (40). Every boot and client is bounded;
+# into the result line. N = X86_64_STEER_CONNS (40); X86_64_STEER_ONLY="steer-rss4 ..." runs
+# only the scenarios named (the others print nothing). Every boot and client is bounded;
 # namespaces and QEMU processes are cleaned up by a trap.
 # Usage: x86_64-steer.sh BUILD_DIR
 set -uo pipefail
@@ -53,7 +61,7 @@ fi
 if ! command -v ip >/dev/null || [ "$(id -u)" != 0 ]; then
 	why="needs root: a network namespace"
 	command -v ip >/dev/null || why="needs command ip: iproute2, for a network namespace"
-	for s in steer-smp2 steer-smp4 steer-mq4; do
+	for s in steer-smp2 steer-smp4 steer-mq4 steer-rss4; do
 		echo "SKIP x86_64/$s ($why)"
 	done
 	exit 0
@@ -133,12 +141,24 @@ wait_est_sum() { # LOG NCORES WANT SECONDS
 	return 1
 }
 
-# steer_run NAME SMP QUEUES BANNER-PATTERN
+# Each core's newest RSS line: "core mismatched flow-frames" per line.
+rss_lines() { # LOG NCORES
+	local log=$1 n=$2 c
+	for ((c = 0; c < n; c++)); do
+		glog "$log" | grep -a " net: core $c rss: " | tail -n 1 |
+			sed -nE "s/^.* core ($c) rss: ([0-9]+) of ([0-9]+) flow frames.*$/\1 \2 \3/p"
+	done
+}
+
+# steer_run NAME SMP QUEUES BANNER-PATTERN [DEVICE-OPTIONS]
 steer_run() {
-	local name=$1 smp=$2 queues=$3 bpat=$4
-	local log=$logdir/$name.log ns="urmqtt-steer-$$-$name" tap=tapst0 qpid cpid out served lines steer
+	local name=$1 smp=$2 queues=$3 bpat=$4 devopt=${5:-}
+	if [ "${X86_64_STEER_ONLY:-}" ] && [[ " $X86_64_STEER_ONLY " != *" $name "* ]]; then
+		return
+	fi
+	local log=$logdir/$name.log ns="urmqtt-steer-$$-$name" tap=tapst0 qpid cpid out served lines steer rss
 	local netdev=(-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no${queues:+,queues=$queues}")
-	local dev=(-device "virtio-net-pci,netdev=n0,romfile=${queues:+,mq=on,vectors=$((2 * queues + 2))}")
+	local dev=(-device "virtio-net-pci,netdev=n0,romfile=${queues:+,mq=on,vectors=$((2 * queues + 2))}$devopt")
 	: >"$log"
 	if ! { ip netns add "$ns" && netns+=("$ns") &&
 		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
@@ -187,7 +207,17 @@ steer_run() {
 				kill -KILL "$cpid" 2>/dev/null
 				wait "$cpid" 2>/dev/null
 				if wait_est_sum "$log" "$smp" 0 60 && [ "$(core_lines "$log" "$smp" | awk '{s += $3} END {print s + 0}')" = 0 ]; then
-					pass "$name" "$n_conns mTLS connections held, established per core (core est): $(echo "$lines" | awk '{printf "%s%s:%s", (NR > 1 ? " " : ""), $1, $2}'); connected in $(cut -d' ' -f3 "$tmp/$name.out") s; all closed; core 0 steering: $steer"
+					# The last frames' counters reach the log within a second.
+					[ "$queues" ] && sleep 2
+					rss=$(rss_lines "$log" "$smp")
+					local rss_txt
+					rss_txt=$(echo "$rss" | awk '{printf "%s%s:%s/%s", (NR > 1 ? " " : ""), $1, $2, $3}')
+					if [ "$devopt" ] && { [ "$(echo "$rss" | grep -c .)" != "$smp" ] ||
+						[ "$(echo "$rss" | awk '{m += $2; f += $3} END {print (m == 0 && f > 0) ? "ok" : "bad"}')" != ok ]; }; then
+						fail "$name" "flow frames on a core net/rss does not name (core mismatched/flow frames): ${rss_txt:-no RSS lines}" "$log"
+					else
+						pass "$name" "$n_conns mTLS connections held, established per core (core est): $(echo "$lines" | awk '{printf "%s%s:%s", (NR > 1 ? " " : ""), $1, $2}'); connected in $(cut -d' ' -f3 "$tmp/$name.out") s; all closed; core 0 steering: $steer${queues:+; flow frames on another core than net/rss names (core mismatched/received): $rss_txt}"
+					fi
 				else
 					fail "$name" "connections left after the clients died: $(core_lines "$log" "$smp" | tr '\n' ';')" "$log"
 				fi
@@ -206,4 +236,5 @@ steer_run() {
 steer_run steer-smp2 2 "" "net: 2 stacks, one per core; core 0 receives from 1 pair\\(s\\).*workers transmit through core 0"
 steer_run steer-smp4 4 "" "net: 4 stacks, one per core; core 0 receives from 1 pair\\(s\\).*workers transmit through core 0"
 steer_run steer-mq4 4 4 "net: the device steers: each of 4 cores drains its own queue pair"
+steer_run steer-rss4 4 4 "net: VIRTIO_NET_F_RSS: the device picks each flow's queue by our Toeplitz key and 128-entry indirection table" ",rss=on"
 exit $rc_all

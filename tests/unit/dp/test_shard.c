@@ -24,6 +24,7 @@
 #include "dp/dp.h"
 #include "dp/shard.h"
 #include "lib/err.h"
+#include "ops/statsd.h"
 
 #include "tests/unit/tls/certs_der.h"
 
@@ -93,6 +94,8 @@ struct fifo {
 static struct fifo mesh[NCORE][NCORE];
 static uint32_t mesh_limit = MESH_CAP; /* messages a FIFO takes (0: refuses all) */
 static bool mesh_blocked[NCORE][NCORE]; /* this pair refuses everything */
+static bool mesh_metered[NCORE][NCORE];  /* this pair takes only mesh_quota more messages */
+static uint32_t mesh_quota[NCORE][NCORE];
 static uint32_t self_of[NCORE];
 static struct dp *D[NCORE];
 
@@ -101,8 +104,10 @@ static int m_send(void *ctx, uint32_t dst, uint16_t kind, const void *data, uint
 	uint32_t src = *(const uint32_t *)ctx;
 	assert_true(dst < NCORE && dst != src);
 	struct fifo *f = &mesh[src][dst];
-	if (f->n >= mesh_limit || mesh_blocked[src][dst])
+	if (f->n >= mesh_limit || mesh_blocked[src][dst] || (mesh_metered[src][dst] && !mesh_quota[src][dst]))
 		return -E_AGAIN;
+	if (mesh_metered[src][dst])
+		mesh_quota[src][dst]--;
 	struct mmsg *m = &f->m[(f->head + f->n) % MESH_CAP];
 	m->kind = kind;
 	m->len = len;
@@ -235,6 +240,8 @@ static int setup(void **state)
 	now = 1000;
 	mesh_limit = MESH_CAP;
 	memset(mesh_blocked, 0, sizeof mesh_blocked);
+	memset(mesh_metered, 0, sizeof mesh_metered);
+	memset(mesh_quota, 0, sizeof mesh_quota);
 	memset(fc, 0, sizeof fc);
 	memset(mesh, 0, sizeof mesh);
 	struct tls_hs_config c;
@@ -1091,7 +1098,207 @@ static void t_fair_qos0_drops(void **state)
 	assert_int_equal(per_id_links, ms->fanout_qos0_dropped);
 	assert_int_equal(per_id_fair, ms->fair_qos0_dropped);
 	assert_int_equal(dr[0].dropped[MQTT_DROP_FAIR], ms->fair_qos0_dropped);
+	/* What operators see of them: the report line's and the console's stats text, and the
+	 * statsd gauges core 0 sends for core 1 (kernel/node/opsd.c builds them the same way). */
+	char txt[256], want[160];
+	size_t tn = mqtt_droppers_text(dr, nd, txt, sizeof txt);
+	assert_int_equal(tn, strlen(txt));
+	snprintf(want, sizeof want, " %s=%lu/%lu/0", heavy_id, (unsigned long)dr[0].dropped[MQTT_DROP_LINKS],
+		 (unsigned long)ms->fair_qos0_dropped);
+	assert_memory_equal(txt, want, strlen(want)); /* the heavy one first */
+	uint64_t light_links = ms->fanout_qos0_dropped - dr[0].dropped[MQTT_DROP_LINKS];
+	if (light_links) {
+		snprintf(want, sizeof want, " %s=%lu/0/0", light_id, (unsigned long)light_links);
+		assert_non_null(strstr(txt, want));
+	}
+	char dgram[1472 + 1], name[128];
+	struct ops_statsd sb;
+	ops_statsd_begin(&sb, dgram, sizeof dgram - 1, "urmqtt");
+	for (size_t i = 0; i < nd && i < 3; i++)
+		for (uint32_t r = 0; r < MQTT_DROP__COUNT; r++) {
+			int k = snprintf(name, sizeof name, "core1.");
+			assert_true(mqtt_dropper_metric(&dr[i], (enum mqtt_drop_reason)r, name + k, sizeof name - (size_t)k) > 0);
+			assert_true(ops_statsd_gauge(&sb, name, dr[i].dropped[r]));
+		}
+	dgram[sb.len] = '\0';
+	snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.fair:%lu|g", heavy_id,
+		 (unsigned long)ms->fair_qos0_dropped);
+	assert_non_null(strstr(dgram, want));
+	snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.queue:0|g", heavy_id);
+	assert_non_null(strstr(dgram, want));
+	if (light_links) {
+		snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.links:%lu|g", light_id, (unsigned long)light_links);
+		assert_non_null(strstr(dgram, want));
+	}
 	assert_int_equal(fc[1][14].closes + fc[1][14].aborts + fc[1][13].closes + fc[1][13].aborts, 0);
+	cl_free(s);
+	cl_free(h);
+	cl_free(l);
+}
+
+/* Read every PUBLISH the subscriber got; count those on topic tl in *got_l, the rest in
+ * *got_h. */
+static void take_publishes(struct client *s, const char *tl, int *got_h, int *got_l)
+{
+	cl_read(s);
+	while (s->in_len) {
+		uint8_t b[512];
+		char t[64];
+		size_t plen;
+		const uint8_t *p;
+		size_t n = expect(s, 3, b, sizeof b);
+		publish_parts(b, n, 0, t, &plen, &p);
+		if (strcmp(t, tl) == 0)
+			(*got_l)++;
+		else
+			(*got_h)++;
+	}
+}
+
+/* The window rule (dp_shard_routing_level): a heavy and a light publisher on core 1 send
+ * to a service on core 2 over a slow link (four mesh messages a round; the light one
+ * writes one a round, the heavy one up to ten). Each client writes only while its TCP
+ * window (dp's credit) is open. From a quarter of the backlog core 1 stops reading the
+ * heavy one only: the light one's window never closes and it is read (and its messages
+ * delivered) while the heavy one waits; the heavy one is read again each time the backlog
+ * drains below the quarter, and at once (a window update) when the link is free. Nothing
+ * is dropped, no connection ends, and no window is shut for everyone. */
+static void t_light_window_open(void **state)
+{
+	(void)state;
+	char ops[32], heavy_id[32], light_id[32];
+	int from = 0;
+	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	from = 0;
+	id_homed(heavy_id, sizeof heavy_id, "heavy-", 1, false, &from);
+	from = 0;
+	id_homed(light_id, sizeof light_id, "light-", 1, false, &from);
+	struct client *s = cl_up(2, 12, ops, true);
+	mq_subscribe(s, 1, "devices/+/telemetry", 0);
+	assert_int_equal(expect(s, 9, NULL, 0), 3);
+	struct client *h = cl_up(1, 13, heavy_id, false);
+	struct client *l = cl_up(1, 14, light_id, false);
+	char th[64], tl[64];
+	snprintf(th, sizeof th, "devices/%s/telemetry", heavy_id);
+	snprintf(tl, sizeof tl, "devices/%s/telemetry", light_id);
+	static uint8_t pl[200];
+	int sent_h = 0, sent_l = 0, got_h = 0, got_l = 0;
+	int h_shut = 0, h_again = 0, h_updated = 0, l_shut = 0, l_read_h_shut = 0;
+	bool was_shut = false;
+	mesh_metered[1][2] = true;
+	for (int r = 0; r < 60; r++) {
+		now += 50; /* recent bytes halve every 250 ms */
+		if (was_shut && dp_tcp_upper.credit(D[1], 13) > 0)
+			h_again++; /* read again: the backlog drained below a quarter */
+		for (int i = 0; i < 10 && dp_tcp_upper.credit(D[1], 13) > 0; i++, sent_h++)
+			mq_publish(h, th, pl, sizeof pl, 0, false, 0);
+		was_shut = dp_tcp_upper.credit(D[1], 13) == 0;
+		h_shut += was_shut;
+		if (dp_tcp_upper.credit(D[1], 14) == 0) {
+			l_shut++;
+		} else {
+			mq_publish(l, tl, pl, sizeof pl, 0, false, 0); /* read and routed at once */
+			sent_l++;
+			l_read_h_shut += dp_tcp_upper.credit(D[1], 13) == 0;
+		}
+		int w = fc[1][13].windows;
+		mesh_quota[1][2] = 4;
+		pump();
+		take_publishes(s, tl, &got_h, &got_l);
+		/* reopened by a window update, not left to the peer's zero-window probe */
+		h_updated += was_shut && dp_tcp_upper.credit(D[1], 13) > 0 && fc[1][13].windows > w;
+	}
+	struct dp_stats ds;
+	dp_stats_get(D[1], &ds);
+	print_message("window: heavy sent %d, shut in %d of 60 rounds, read again %d times; light sent %d, shut in %d "
+		      "rounds, read %d times while the heavy one was shut; delivered so far heavy %d light %d; "
+		      "heavy_shut=%lu windows_shut=%lu\n",
+		      sent_h, h_shut, h_again, sent_l, l_shut, l_read_h_shut, got_h, got_l,
+		      (unsigned long)ds.route_heavy_shut, (unsigned long)ds.route_windows_shut);
+	assert_int_equal(l_shut, 0);
+	assert_int_equal(sent_l, 60);
+	assert_true(h_shut >= 30);   /* the heavy one waits most rounds ... */
+	assert_true(h_again >= 10);  /* ... and is read again whenever the backlog drains */
+	assert_true(l_read_h_shut >= 30);
+	assert_true(got_l >= 40);    /* delivered as it goes, not only at the end */
+	assert_true(ds.route_heavy_shut >= 10);
+	assert_int_equal(ds.route_windows_shut, 0); /* never everybody */
+	assert_true(h_updated >= h_again); /* every time (and after the last round too) */
+	/* The link is free: everything arrives, both windows are open. */
+	mesh_metered[1][2] = false;
+	pump();
+	take_publishes(s, tl, &got_h, &got_l);
+	assert_int_equal(dp_tcp_upper.credit(D[1], 13), 16640);
+	assert_int_equal(dp_tcp_upper.credit(D[1], 14), 16640);
+	assert_int_equal(got_l, sent_l);
+	assert_int_equal(got_h, sent_h);
+	const struct mqtt_broker_stats *ms = mqtt_broker_stats(dp_broker(D[1]));
+	assert_int_equal(ms->fanout_qos0_dropped + ms->fair_qos0_dropped, 0);
+	assert_int_equal(fc[1][14].closes + fc[1][14].aborts + fc[1][13].closes + fc[1][13].aborts, 0);
+	cl_free(s);
+	cl_free(h);
+	cl_free(l);
+}
+
+/* The same rule on the home side: the light publisher is connected to core 0 and
+ * forwarded to its home, core 1, where the heavy one is local. While core 1's backlog to
+ * core 2 holds a quarter, core 1 stops reading the heavy one and keeps returning the light
+ * proxy's DATA credit (it is under its share), so core 0 keeps the light one's window
+ * open; credit is withheld only from publishers over their share (and from everyone at
+ * three eighths). */
+static void t_forwarded_light_keeps_credit(void **state)
+{
+	(void)state;
+	char ops[32], heavy_id[32], light_id[32];
+	int from = 0;
+	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	from = 0;
+	id_homed(heavy_id, sizeof heavy_id, "heavy-", 1, false, &from);
+	from = 0;
+	id_homed(light_id, sizeof light_id, "light-", 1, false, &from);
+	struct client *s = cl_up(2, 12, ops, true);
+	mq_subscribe(s, 1, "devices/+/telemetry", 0);
+	assert_int_equal(expect(s, 9, NULL, 0), 3);
+	struct client *h = cl_up(1, 13, heavy_id, false);
+	struct client *l = cl_up(0, 11, light_id, false); /* forwarded to core 1 */
+	char th[64], tl[64];
+	snprintf(th, sizeof th, "devices/%s/telemetry", heavy_id);
+	snprintf(tl, sizeof tl, "devices/%s/telemetry", light_id);
+	static uint8_t pl[200];
+	int sent_h = 0, sent_l = 0, got_h = 0, got_l = 0, h_shut = 0, l_shut = 0;
+	mesh_metered[1][2] = true;
+	for (int r = 0; r < 60; r++) {
+		now += 50;
+		for (int i = 0; i < 10 && dp_tcp_upper.credit(D[1], 13) > 0; i++, sent_h++)
+			mq_publish(h, th, pl, sizeof pl, 0, false, 0);
+		h_shut += dp_tcp_upper.credit(D[1], 13) == 0;
+		if (dp_tcp_upper.credit(D[0], 11) == 0) {
+			l_shut++;
+		} else {
+			mq_publish(l, tl, pl, sizeof pl, 0, false, 0);
+			sent_l++;
+		}
+		mesh_quota[1][2] = 4;
+		pump();
+		take_publishes(s, tl, &got_h, &got_l);
+	}
+	struct dp_shard_stats ss;
+	assert_true(dp_shard_stats(D[1], &ss));
+	print_message("forwarded: heavy sent %d, shut in %d of 60 rounds; light (forwarded) sent %d, shut in %d; "
+		      "DATA credit returned %lu times, withheld %lu\n",
+		      sent_h, h_shut, sent_l, l_shut, (unsigned long)ss.dcredit_out, (unsigned long)ss.dcredit_withheld);
+	assert_int_equal(l_shut, 0);
+	assert_true(h_shut >= 30);
+	assert_int_equal(ss.dcredit_withheld, 0);
+	assert_true(ss.dcredit_out >= 5); /* 60 x ~230 B in quarters of a 4 KiB window */
+	mesh_metered[1][2] = false;
+	pump();
+	take_publishes(s, tl, &got_h, &got_l);
+	assert_int_equal(got_l, sent_l);
+	assert_int_equal(got_h, sent_h);
+	const struct mqtt_broker_stats *ms = mqtt_broker_stats(dp_broker(D[1]));
+	assert_int_equal(ms->fanout_qos0_dropped + ms->fair_qos0_dropped, 0);
+	assert_int_equal(fc[0][11].closes + fc[0][11].aborts + fc[1][13].closes + fc[1][13].aborts, 0);
 	cl_free(s);
 	cl_free(h);
 	cl_free(l);
@@ -1210,6 +1417,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_shared_across_cores, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_forwarded_publisher_slowed_by_credit, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_fair_qos0_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_light_window_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_forwarded_light_keeps_credit, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_lost_owed_when_reserve_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_bad_mesh_messages, setup, teardown),
 	};

@@ -510,6 +510,67 @@ static bool net_is_ctrl(uint16_t qi)
 	return qi == (mq ? 2u * ld_le16(&fake_bar[FAKE_OFF_DEVCFG + 8]) : 2u);
 }
 
+/* VIRTIO_NET_CTRL_MQ_RSS_CONFIG's body: taken (true) only when well formed and within the
+ * configuration's limits; a refusal leaves the previous configuration. */
+static bool net_rss_config(const uint8_t *b, uint32_t len)
+{
+	const uint8_t *cfg = &fake_bar[FAKE_OFF_DEVCFG];
+	uint32_t n, pairs = ld_le16(cfg + 8), max_indir = ld_le16(cfg + 18), max_key = cfg[17];
+	uint16_t max_tx;
+	uint8_t key_len;
+	fake_vio.n_rss_cmds++;
+	if (fake_vio.rss_refuse || !((fake_vio.driver_features >> 60) & 1) || len < 8)
+		return false;
+	n = (uint32_t)ld_le16(b + 4) + 1;
+	if ((n & (n - 1)) || n > max_indir || n > 2048 || ld_le16(b + 6) >= pairs || len < 8 + 2 * n + 3)
+		return false;
+	max_tx = ld_le16(b + 8 + 2 * n);
+	key_len = b[8 + 2 * n + 2];
+	if (max_tx == 0 || max_tx > pairs || key_len == 0 || key_len > max_key || len != 8 + 2 * n + 3 + key_len)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (ld_le16(b + 8 + 2 * i) >= max_tx)
+			return false;
+	fake_vio.rss_hash_types = ld_le32(b);
+	fake_vio.rss_n_indir = (uint16_t)n;
+	fake_vio.rss_unclassified = ld_le16(b + 6);
+	for (uint32_t i = 0; i < n; i++)
+		fake_vio.rss_indir[i] = ld_le16(b + 8 + 2 * i);
+	fake_vio.rss_max_tx = max_tx;
+	fake_vio.rss_key_len = key_len;
+	memcpy(fake_vio.rss_key, b + 8 + 2 * n + 3, key_len);
+	fake_vio.rss_cmd_len = len;
+	fake_vio.rss_on = true;
+	return true;
+}
+
+uint16_t fake_net_rss_pair(const uint8_t *f, uint32_t len)
+{
+	uint8_t in[12];
+	uint32_t hash = 0, ihl;
+	if (!fake_vio.rss_on || !(fake_vio.rss_hash_types & 2u) || len < 14 + 20 || f[12] != 0x08 || f[13] != 0 ||
+	    (f[14] >> 4) != 4 || f[23] != 6 || (ld_be16(f + 20) & 0x3fffu))
+		return fake_vio.rss_unclassified;
+	ihl = (f[14] & 15u) * 4u;
+	if (ihl < 20 || len < 14 + ihl + 4)
+		return fake_vio.rss_unclassified;
+	memcpy(in, f + 26, 8);            /* source and destination address */
+	memcpy(in + 8, f + 14 + ihl, 4);  /* source and destination port */
+	/* For each set input bit (most significant first), XOR in the 32 key bits that start
+	 * at the same bit position. */
+	for (uint32_t bit = 0; bit < 96; bit++) {
+		if (!((in[bit / 8] >> (7 - bit % 8)) & 1))
+			continue;
+		uint32_t w = 0;
+		for (uint32_t k = 0; k < 32; k++) {
+			uint32_t kb = bit + k;
+			w = w << 1 | (kb / 8 < fake_vio.rss_key_len ? (fake_vio.rss_key[kb / 8] >> (7 - kb % 8)) & 1u : 0u);
+		}
+		hash ^= w;
+	}
+	return fake_vio.rss_indir[hash & (fake_vio.rss_n_indir - 1u)];
+}
+
 static uint32_t do_net(uint16_t qi, const struct seg *s, unsigned n)
 {
 	uint32_t len;
@@ -520,6 +581,8 @@ static uint32_t do_net(uint16_t qi, const struct seg *s, unsigned n)
 			fake_vio.mq_pairs_set = ld_le16(&rbuf[2]);
 			ok = 0;
 		}
+		if (len >= 2 && rbuf[0] == 4 && rbuf[1] == 1)
+			ok = net_rss_config(rbuf + 2, len - 2) ? 0 : 1;
 		scatter(s, n, 0, &ok, 1);
 		return 1;
 	}

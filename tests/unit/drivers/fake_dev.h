@@ -57,6 +57,14 @@ struct fake_virtio {
 	uint8_t last_tx[2048];
 	uint32_t last_tx_len, n_tx;
 	uint16_t mq_pairs_set;
+	/* VIRTIO_NET_CTRL_MQ_RSS_CONFIG as the device took it, checked against the limits in
+	 * the device configuration (rss_max_key_size at 17, rss_max_indirection_table_length
+	 * at 18) and max_virtqueue_pairs like QEMU; rss_refuse: refuse every one. */
+	bool rss_on, rss_refuse;
+	uint32_t n_rss_cmds, rss_cmd_len, rss_hash_types;
+	uint16_t rss_n_indir, rss_unclassified, rss_max_tx;
+	uint16_t rss_indir[2048];
+	uint8_t rss_key_len, rss_key[255];
 	uint32_t n_rng_bytes;
 	uint8_t disk[FAKE_DISK_SECTORS * 512];
 	uint32_t n_flush, n_discard, n_wzero;
@@ -101,5 +109,10 @@ void fake_vq_push(uint16_t qi, uint32_t id, uint32_t len);
 void fake_process(uint16_t qi);
 /* Deliver a frame into the next posted receive buffer of queue qi (net). */
 bool fake_net_inject(uint16_t qi, const uint8_t *frame, uint32_t len);
+/* The receive pair the device's RSS picks for an Ethernet frame (rss_on): a TCP/IPv4
+ * packet that is not a fragment, with TCPv4 among the hash types, by the Toeplitz hash of
+ * its addresses and ports (computed bit by bit here from the definition) through the
+ * indirection table; anything else the unclassified queue. */
+uint16_t fake_net_rss_pair(const uint8_t *frame, uint32_t len);
 
 #endif

@@ -2,7 +2,10 @@
  * Unit tests for drivers/virtio_net against the simulated device: MAC and feature
  * negotiation (no GUEST_CSUM ever, CSUM only on request), receive views and reposting,
  * runts, transmit by descriptor with completion, frame exhaustion, multiqueue setup
- * through the control queue, and a hostile device. */
+ * through the control queue, a hostile device, and RSS (VIRTIO_NET_F_RSS): negotiation
+ * and the device's limits, the RSS_CONFIG body byte for byte and its bounds, the limits
+ * vnet_rss_set enforces, a refused or unanswered command, and the queue a device that
+ * follows the specification picks agreeing with net/rss for every flow. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include "fake_dev.h"
 #include "lib/bytes.h"
 #include "lib/err.h"
+#include "net/rss.h"
 
 #define FS 2048u
 #define NF 32u
@@ -27,6 +31,10 @@ static uint8_t frames[NF * FS] __attribute__((aligned(4096)));
 static uint32_t stack[NF];
 static struct vq_slot slots[(2 * 4 + 1) * QS];
 static uint16_t early_nq; /* fake_vio.num_queues_early for the next up() */
+/* The RSS limits in the device configuration for the next up() (QEMU's by default). */
+static uint8_t rss_key_max;
+static uint16_t rss_indir_max;
+static uint32_t rss_types;
 static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
 static int setup(void **state)
@@ -35,6 +43,9 @@ static int setup(void **state)
 	fake_reset();
 	memset(devs, 0, sizeof devs);
 	early_nq = 0;
+	rss_key_max = 40;
+	rss_indir_max = 128;
+	rss_types = 0x1ff;
 	return 0;
 }
 
@@ -55,6 +66,9 @@ static int up(uint64_t features, uint16_t nq, uint16_t dev_pairs, uint16_t max_p
 	fake_vio.num_queues_early = early_nq;
 	memcpy(&fake_bar[FAKE_OFF_DEVCFG], mac, 6);
 	st_le16(&fake_bar[FAKE_OFF_DEVCFG + 8], dev_pairs);
+	fake_bar[FAKE_OFF_DEVCFG + 17] = rss_key_max;
+	st_le16(&fake_bar[FAKE_OFF_DEVCFG + 18], rss_indir_max);
+	st_le32(&fake_bar[FAKE_OFF_DEVCFG + 20], rss_types);
 	assert_int_equal(pci_bus_init(&bus, fake_port(), &pc), 0);
 	assert_int_equal(pci_bus_scan(&bus), 0);
 	assert_int_equal(virtio_pci_probe(&vd, &bus, &devs[0]), 0);
@@ -286,6 +300,271 @@ static void test_irq_and_link(void **state)
 	assert_true(vnet_link_up(&net)); /* no STATUS feature: assumed up */
 }
 
+static const uint64_t MQ = BASE | VIRTIO_NET_F_CTRL_VQ | VIRTIO_NET_F_MQ;
+
+static void test_rss_negotiation_and_limits(void **state)
+{
+	(void)state;
+	uint16_t indir[4] = { 0, 1, 0, 1 };
+	uint8_t key[40] = { 1 };
+	struct vnet_rss r = { .hash_types = VNET_RSS_HASH_TCPV4, .indir = indir, .n_indir = 4, .n_tx = 2,
+			      .key = key, .key_len = 40 };
+	/* offered beside CTRL_VQ + MQ: negotiated, the limits read; HASH_REPORT never */
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS | VIRTIO_NET_F_HASH_REPORT, 9, 4, 2, false), 0);
+	assert_true(vd.features & VIRTIO_NET_F_RSS);
+	assert_false(vd.features & VIRTIO_NET_F_HASH_REPORT);
+	assert_true(net.has_rss);
+	assert_false(net.rss_on);
+	assert_int_equal(net.rss_max_key, 40);
+	assert_int_equal(net.rss_max_indir, 128);
+	assert_int_equal(net.rss_hash_types, 0x1ff);
+	assert_int_equal(fake_vio.mq_pairs_set, 2); /* pairs set as without RSS */
+	assert_int_equal(fake_vio.n_rss_cmds, 0);   /* RSS only on request */
+
+	/* not offered: nothing changes, and vnet_rss_set says so */
+	setup(NULL);
+	assert_int_equal(up(MQ, 9, 4, 2, false), 0);
+	assert_false(vd.features & VIRTIO_NET_F_RSS);
+	assert_false(net.has_rss);
+	assert_int_equal(net.n_pairs, 2);
+	assert_int_equal(vnet_rss_set(&net, &r), -E_NOSYS);
+	assert_int_equal(fake_vio.n_rss_cmds, 0);
+	/* offered without MQ (or without CTRL_VQ): not accepted */
+	setup(NULL);
+	assert_int_equal(up(BASE | VIRTIO_NET_F_CTRL_VQ | VIRTIO_NET_F_RSS, 9, 4, 2, false), 0);
+	assert_false(vd.features & VIRTIO_NET_F_RSS);
+	setup(NULL);
+	assert_int_equal(up(BASE | VIRTIO_NET_F_MQ | VIRTIO_NET_F_RSS, 9, 4, 2, false), 0);
+	assert_false(vd.features & VIRTIO_NET_F_RSS);
+	/* one pair wanted: no control queue, so no RSS either */
+	setup(NULL);
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS, 9, 4, 1, false), 0);
+	assert_false(net.has_rss);
+	assert_int_equal(vnet_rss_set(&net, &r), -E_NOSYS);
+	/* unusable limits: counted, RSS unused, the device still comes up */
+	setup(NULL);
+	rss_key_max = 0;
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS, 9, 4, 2, false), 0);
+	assert_false(net.has_rss);
+	assert_int_equal(net.rejected[VNET_REJ_RSS], 1);
+	assert_int_equal(net.n_pairs, 2);
+	setup(NULL);
+	rss_indir_max = 0;
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS, 9, 4, 2, false), 0);
+	assert_false(net.has_rss);
+	assert_int_equal(net.rejected[VNET_REJ_RSS], 1);
+	/* a table length that is not a power of two rounds down; a huge one is capped */
+	setup(NULL);
+	rss_indir_max = 200;
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS, 9, 4, 2, false), 0);
+	assert_int_equal(net.rss_max_indir, 128);
+	setup(NULL);
+	rss_indir_max = 65535;
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS, 9, 4, 2, false), 0);
+	assert_int_equal(net.rss_max_indir, VNET_RSS_INDIR_MAX);
+	setup(NULL);
+	rss_indir_max = 1;
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS, 9, 4, 2, false), 0);
+	assert_int_equal(net.rss_max_indir, 1);
+}
+
+static void test_rss_encode(void **state)
+{
+	(void)state;
+	uint16_t indir[4] = { 0, 1, 2, 0x0102 };
+	uint8_t key[40], out[200], want[200];
+	size_t len = 0;
+	for (unsigned i = 0; i < sizeof key; i++)
+		key[i] = (uint8_t)(0xa0 + i);
+	struct vnet_rss r = { .hash_types = VNET_RSS_HASH_TCPV4 | VNET_RSS_HASH_IPV4, .indir = indir, .n_indir = 4,
+			      .unclassified = 3, .n_tx = 0x0304, .key = key, .key_len = 40 };
+	/* the body, written out by hand from the specification's layout */
+	static const uint8_t head[] = { 3, 0, 0, 0, /* hash_types */ 3, 0, /* mask */ 3, 0, /* unclassified */
+					0, 0, 1, 0, 2, 0, 2, 1, /* indirection_table */ 4, 3, /* max_tx_vq */
+					40 /* hash_key_length */ };
+	memcpy(want, head, sizeof head);
+	memcpy(want + sizeof head, key, 40);
+	assert_int_equal(VNET_RSS_CMD_LEN(4, 40), sizeof head + 40);
+	assert_int_equal(vnet_rss_encode(&r, out, sizeof out, &len), 0);
+	assert_int_equal(len, sizeof head + 40);
+	assert_memory_equal(out, want, len);
+	/* every capacity short of the body: refused, nothing written */
+	for (size_t cap = 0; cap < sizeof head + 40; cap++) {
+		memset(out, 0x5a, sizeof out);
+		len = 7;
+		assert_int_equal(vnet_rss_encode(&r, out, cap, &len), -E_RANGE);
+		assert_int_equal(len, 7);
+		for (size_t i = 0; i < sizeof out; i++)
+			assert_int_equal(out[i], 0x5a);
+	}
+	assert_int_equal(vnet_rss_encode(&r, NULL, 1000, &len), -E_RANGE);
+	assert_int_equal(vnet_rss_encode(&r, out, sizeof head + 40, &len), 0);
+	/* malformed: each field's structural bound */
+	struct vnet_rss b = r;
+	b.n_indir = 3;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	b.n_indir = 0;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	b.n_indir = VNET_RSS_INDIR_MAX * 2;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	b = r;
+	b.key_len = 0;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	b.key_len = 256;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	b = r;
+	b.hash_types = 0;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	b = r;
+	b.n_tx = 0;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	b = r;
+	b.indir = NULL;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	b = r;
+	b.key = NULL;
+	assert_int_equal(vnet_rss_encode(&b, out, sizeof out, &len), -E_INVAL);
+	/* the largest table the driver sends, with the longest key, fits the control page */
+	static uint16_t big[VNET_RSS_INDIR_MAX];
+	static uint8_t bigkey[255], bigout[4096];
+	b = (struct vnet_rss){ .hash_types = 2, .indir = big, .n_indir = VNET_RSS_INDIR_MAX, .n_tx = 1, .key = bigkey,
+			       .key_len = 255 };
+	assert_int_equal(vnet_rss_encode(&b, bigout, 4096 - 3, &len), 0);
+	assert_int_equal(len, VNET_RSS_CMD_LEN(VNET_RSS_INDIR_MAX, 255));
+}
+
+static void test_rss_set_limits_and_failures(void **state)
+{
+	(void)state;
+	uint16_t indir[8] = { 0, 1, 2, 3, 0, 1, 2, 3 };
+	uint8_t key[40];
+	for (unsigned i = 0; i < sizeof key; i++)
+		key[i] = (uint8_t)(0x6d + 3 * i);
+	struct vnet_rss r = { .hash_types = VNET_RSS_HASH_TCPV4, .indir = indir, .n_indir = 8, .unclassified = 0,
+			      .n_tx = 4, .key = key, .key_len = 40 };
+	rss_types = VNET_RSS_HASH_IPV4 | VNET_RSS_HASH_TCPV4;
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS, 9, 4, 4, false), 0);
+	assert_int_equal(net.n_pairs, 4);
+	/* outside the device's limits or the active pairs: refused before anything is sent */
+	struct vnet_rss b = r;
+	b.hash_types = VNET_RSS_HASH_UDPV4 | VNET_RSS_HASH_TCPV4;
+	assert_int_equal(vnet_rss_set(&net, &b), -E_RANGE);
+	b = r;
+	b.key_len = 41;
+	assert_int_equal(vnet_rss_set(&net, &b), -E_RANGE);
+	b = r;
+	b.n_indir = 256; /* over the device's 128 (the array is never read) */
+	assert_int_equal(vnet_rss_set(&net, &b), -E_RANGE);
+	b = r;
+	b.n_tx = 5;
+	assert_int_equal(vnet_rss_set(&net, &b), -E_RANGE);
+	b = r;
+	b.n_tx = 2; /* entries 2 and 3 name pairs the device would not use */
+	assert_int_equal(vnet_rss_set(&net, &b), -E_RANGE);
+	b = r;
+	b.unclassified = 4;
+	assert_int_equal(vnet_rss_set(&net, &b), -E_RANGE);
+	b = r;
+	b.n_indir = 6;
+	assert_int_equal(vnet_rss_set(&net, &b), -E_INVAL);
+	b = r;
+	b.hash_types = 0;
+	assert_int_equal(vnet_rss_set(&net, &b), -E_INVAL);
+	assert_int_equal(fake_vio.n_rss_cmds, 0);
+	assert_false(net.rss_on);
+	/* accepted: the device holds exactly what was asked; the key left the control page */
+	assert_int_equal(vnet_rss_set(&net, &r), 0);
+	assert_true(net.rss_on);
+	assert_int_equal(net.rss_n_indir, 8);
+	assert_true(fake_vio.rss_on);
+	assert_int_equal(fake_vio.rss_cmd_len, VNET_RSS_CMD_LEN(8, 40));
+	assert_int_equal(fake_vio.rss_hash_types, VNET_RSS_HASH_TCPV4);
+	assert_int_equal(fake_vio.rss_n_indir, 8);
+	assert_int_equal(fake_vio.rss_unclassified, 0);
+	assert_int_equal(fake_vio.rss_max_tx, 4);
+	assert_memory_equal(fake_vio.rss_indir, indir, sizeof indir);
+	assert_int_equal(fake_vio.rss_key_len, 40);
+	assert_memory_equal(fake_vio.rss_key, key, 40);
+	for (unsigned i = 2; i < 4095; i++)
+		assert_int_equal(net.ctrl_buf[i], 0);
+	/* refused by the device: -E_IO, counted, the key wiped all the same */
+	fake_vio.rss_refuse = true;
+	net.rss_on = false;
+	assert_int_equal(vnet_rss_set(&net, &r), -E_IO);
+	assert_false(net.rss_on);
+	assert_int_equal(net.rejected[VNET_REJ_CTRL], 1);
+	for (unsigned i = 2; i < 4095; i++)
+		assert_int_equal(net.ctrl_buf[i], 0);
+	/* never answered: bounded wait, then the control queue refuses every later command */
+	fake_vio.rss_refuse = false;
+	fake_vio.auto_process = false;
+	assert_int_equal(vnet_rss_set(&net, &r), -E_TIMEOUT);
+	assert_true(net.ctrl_broken);
+	assert_int_equal(vnet_rss_set(&net, &r), -E_IO);
+	assert_int_equal(net.rejected[VNET_REJ_CTRL], 2);
+}
+
+/* A TCP/IPv4 frame (Ethernet, 20-byte IP header, TCP ports) from src:sport to dst:dport. */
+static uint32_t tcp_frame(uint8_t *f, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint8_t proto,
+			  uint16_t frag)
+{
+	memset(f, 0, 60);
+	memset(f, 0xff, 6);
+	f[12] = 0x08;
+	f[14] = 0x45;
+	st_be16(f + 16, 46);
+	st_be16(f + 20, frag);
+	f[22] = 64;
+	f[23] = proto;
+	st_be32(f + 26, src);
+	st_be32(f + 30, dst);
+	st_be16(f + 34, sport);
+	st_be16(f + 36, dport);
+	return 60;
+}
+
+/* The device programmed from a net/rss steering object puts every flow on the pair of the
+ * worker net/rss names; anything that is not TCP/IPv4 lands on the unclassified pair 0. A
+ * 1024-entry software table is shrunk to the device's 128 first (the production size). */
+static void test_rss_device_agrees_with_net_rss(void **state)
+{
+	(void)state;
+	static uint16_t table[1024];
+	struct rss_steer steer;
+	uint8_t key[RSS_KEY_LEN], f[60];
+	struct vnet_frame vf;
+	uint32_t n_indir, seen[4] = { 0 };
+	for (unsigned i = 0; i < sizeof key; i++)
+		key[i] = (uint8_t)(i * 37 + 11);
+	struct rss_config rc = { .key = key, .n_workers = 4, .n_indir = 1024, .indir = table };
+	assert_int_equal(rss_steer_init(&steer, &rc), 0);
+	assert_int_equal(up(MQ | VIRTIO_NET_F_RSS, 9, 4, 4, false), 0);
+	assert_int_equal(rss_steer_shrink(&steer, net.rss_max_indir), 0);
+	const struct vnet_rss r = { .hash_types = VNET_RSS_HASH_TCPV4, .indir = rss_steer_indir(&steer, &n_indir),
+				    .n_indir = n_indir, .unclassified = 0, .n_tx = net.n_pairs, .key = steer.key,
+				    .key_len = RSS_KEY_LEN };
+	assert_int_equal(n_indir, 128);
+	assert_int_equal(vnet_rss_set(&net, &r), 0);
+	for (uint32_t i = 0; i < 200; i++) {
+		uint32_t src = 0x0a4e0001u + (i % 7), dst = 0x0a4e0002u;
+		uint16_t sport = (uint16_t)(40000 + 131 * i), dport = 8883;
+		uint32_t len = tcp_frame(f, src, dst, sport, dport, 6, 0);
+		uint16_t p = fake_net_rss_pair(f, len);
+		assert_int_equal(p, rss_steer_flow(&steer, src, dst, sport, dport));
+		assert_true(fake_net_inject((uint16_t)(2 * p), f, len));
+		assert_int_equal(vnet_rx_poll(&net, p, &vf), 0);
+		assert_int_equal(vnet_rx_release(&net, p, vf.id), 0);
+		seen[p]++;
+	}
+	for (unsigned p = 0; p < 4; p++)
+		assert_true(seen[p] > 0);
+	/* not TCP, or a fragment: the unclassified pair */
+	uint32_t len = tcp_frame(f, 0x0a4e0001u, 0x0a4e0002u, 1, 2, 17, 0);
+	assert_int_equal(fake_net_rss_pair(f, len), 0);
+	len = tcp_frame(f, 0x0a4e0001u, 0x0a4e0002u, 1, 2, 6, 0x2000);
+	assert_int_equal(fake_net_rss_pair(f, len), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,6 +575,10 @@ int main(void)
 		cmocka_unit_test_setup(test_multiqueue_pairs, setup),
 		cmocka_unit_test_setup(test_hostile_receive_length, setup),
 		cmocka_unit_test_setup(test_irq_and_link, setup),
+		cmocka_unit_test_setup(test_rss_negotiation_and_limits, setup),
+		cmocka_unit_test_setup(test_rss_encode, setup),
+		cmocka_unit_test_setup(test_rss_set_limits_and_failures, setup),
+		cmocka_unit_test_setup(test_rss_device_agrees_with_net_rss, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -374,6 +374,33 @@ static void test_set_entry(void **state)
 	assert_true(rss_steer_check_invariants(&steer));
 }
 
+/* A device's shorter indirection table: the first n entries refilled round-robin, the
+ * hash masked to them, the key untouched; never grown, never below the workers. */
+static void test_shrink(void **state)
+{
+	(void)state;
+	uint32_t n;
+	init_steer(3, 1024, ms_key);
+	assert_int_equal(rss_steer_shrink(&steer, 2048), -E_RANGE);
+	assert_int_equal(rss_steer_shrink(&steer, 96), -E_RANGE);
+	assert_int_equal(rss_steer_shrink(&steer, 2), -E_RANGE);
+	assert_int_equal(rss_steer_shrink(&steer, 0), -E_RANGE);
+	assert_int_equal(rss_steer_shrink(&steer, 128), 0);
+	assert_true(rss_steer_check_invariants(&steer));
+	assert_ptr_equal(rss_steer_indir(&steer, &n), indir_mem);
+	assert_int_equal(n, 128);
+	for (uint32_t e = 0; e < 128; e++)
+		assert_int_equal(indir_mem[e], e % 3);
+	for (size_t i = 0; i < sizeof v4_vectors / sizeof v4_vectors[0]; i++) {
+		const struct v4_vector *v = &v4_vectors[i];
+		assert_int_equal(rss_steer_flow(&steer, v->src_ip, v->dst_ip, v->src_port, v->dst_port),
+				 (v->hash_tcp & 127) % 3);
+	}
+	assert_int_equal(rss_steer_shrink(&steer, 256), -E_RANGE); /* no growing back */
+	assert_int_equal(rss_steer_shrink(&steer, 4), 0);
+	assert_true(rss_steer_check_invariants(&steer));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_steer_matches_hash),
 		cmocka_unit_test(test_steer_distribution),
 		cmocka_unit_test(test_set_entry),
+		cmocka_unit_test(test_shrink),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * or is one byte too long (with a canary behind the budget), lines that can never fit,
  * counter deltas from totals across restarts and refusals, and the caller's loop filling
  * 508-byte datagrams from 200 metrics, re-parsed here: every datagram within budget and
- * greedily packed, every metric exactly once with its value. */
+ * greedily packed, every metric exactly once with its value; the per-core droppers' gauge
+ * names (mqtt_dropper_metric) and text (mqtt_droppers_text). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mqtt/broker.h"
 #include "ops/statsd.h"
 
 #define CANARY 0x5a
@@ -363,6 +365,68 @@ static void test_loop_with_drops(void **state)
 	assert_int_equal(total_lines + dropped, 100);
 }
 
+/* The per-core droppers (ADR-075) as kernel/node/opsd.c sends them: for each of a core's
+ * three biggest QoS 0 droppers one gauge per reason, named
+ * core<N>.droppers.<device|service>.<id>.<links|fair|queue>; an identity's '.' and other
+ * bytes statsd would split or retype on become '_' so it stays one level of the name, a
+ * truncated one ends in '_', a name that cannot fit is refused (0), never cut. */
+static void test_dropper_gauges(void **state)
+{
+	(void)state;
+	struct mqtt_dropper d[3];
+	memset(d, 0, sizeof d);
+	d[0].kind = MQTT_ID_DEVICE;
+	strcpy(d[0].id, "heavy-7");
+	d[0].dropped[MQTT_DROP_LINKS] = 20;
+	d[0].dropped[MQTT_DROP_FAIR] = 512;
+	d[1].kind = MQTT_ID_SERVICE;
+	strcpy(d[1].id, "ops.eu1:x?");
+	d[1].dropped[MQTT_DROP_QUEUE] = 3;
+	d[2].kind = MQTT_ID_DEVICE;
+	strcpy(d[2].id, "gw-0123456789012345678901234567890");
+	d[2].truncated = true;
+	d[2].dropped[MQTT_DROP_LINKS] = 1;
+	char buf[1472 + SLACK];
+	memset(buf, CANARY, sizeof buf);
+	struct ops_statsd b;
+	ops_statsd_begin(&b, buf, 1472, "urmqtt.eu1");
+	for (size_t i = 0; i < 3; i++)
+		for (uint32_t r = 0; r < MQTT_DROP__COUNT; r++) {
+			char name[128];
+			int k = snprintf(name, sizeof name, "core%u.", 1u);
+			assert_true(mqtt_dropper_metric(&d[i], (enum mqtt_drop_reason)r, name + k, sizeof name - (size_t)k) > 0);
+			assert_true(ops_statsd_gauge(&b, name, d[i].dropped[r]));
+		}
+	assert_string_equal(str(&b), "urmqtt.eu1.core1.droppers.device.heavy-7.links:20|g\n"
+				     "urmqtt.eu1.core1.droppers.device.heavy-7.fair:512|g\n"
+				     "urmqtt.eu1.core1.droppers.device.heavy-7.queue:0|g\n"
+				     "urmqtt.eu1.core1.droppers.service.ops_eu1_x_.links:0|g\n"
+				     "urmqtt.eu1.core1.droppers.service.ops_eu1_x_.fair:0|g\n"
+				     "urmqtt.eu1.core1.droppers.service.ops_eu1_x_.queue:3|g\n"
+				     "urmqtt.eu1.core1.droppers.device.gw-0123456789012345678901234567890_.links:1|g\n"
+				     "urmqtt.eu1.core1.droppers.device.gw-0123456789012345678901234567890_.fair:0|g\n"
+				     "urmqtt.eu1.core1.droppers.device.gw-0123456789012345678901234567890_.queue:0|g");
+	assert_int_equal(b.lines, 9);
+	check_canary(buf, 1472);
+	/* a name that does not fit is refused whole; an unknown reason too */
+	char small[24];
+	assert_int_equal(mqtt_dropper_metric(&d[0], MQTT_DROP_FAIR, small, sizeof small), 0);
+	assert_int_equal(mqtt_dropper_metric(&d[0], MQTT_DROP__COUNT, buf, 128), 0);
+	char exact[32];
+	assert_int_equal(mqtt_dropper_metric(&d[0], MQTT_DROP_FAIR, exact, 28), 0);
+	assert_int_equal(mqtt_dropper_metric(&d[0], MQTT_DROP_FAIR, exact, 29), 28);
+	assert_string_equal(exact, "droppers.device.heavy-7.fair");
+	/* the report line's and the console's text: whole entries only */
+	char txt[256];
+	size_t tn = mqtt_droppers_text(d, 3, txt, sizeof txt);
+	assert_int_equal(tn, strlen(txt));
+	assert_string_equal(txt, " heavy-7=20/512/0 svc:ops.eu1:x?=0/0/3 gw-0123456789012345678901234567890~=1/0/0");
+	assert_int_equal(mqtt_droppers_text(d, 3, txt, 40), strlen(" heavy-7=20/512/0 svc:ops.eu1:x?=0/0/3"));
+	assert_string_equal(txt, " heavy-7=20/512/0 svc:ops.eu1:x?=0/0/3");
+	assert_int_equal(mqtt_droppers_text(d, 0, txt, sizeof txt), 0);
+	assert_string_equal(txt, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_count_total),
 		cmocka_unit_test(test_many_datagrams),
 		cmocka_unit_test(test_loop_with_drops),
+		cmocka_unit_test(test_dropper_gauges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
