@@ -189,6 +189,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SMOKE_SECONDS ?= 3
 test: setup
 	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)tools/deps/fetch-qemu-mte.sh --out $(B)/deps
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all tests fuzzers $(TEST_DEPS)
 	$(Q)$(ACCEL_DECIDE) tests/run-all.sh --build $(B) --fuzz-seconds $(FUZZ_SMOKE_SECONDS) \
 		--unit "$(UNIT_TESTS)" --unit-bg "$(UNIT_TESTS_BG)" --fuzz "$(FUZZ_NAMES)" \

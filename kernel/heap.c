@@ -4,7 +4,9 @@
  * memory map. Owns the static struct pages / struct heap and the adapters between their
  * bug hooks and the platform's. Never touches a frame outside the usable ranges; the
  * only frames it writes itself are its bookkeeping runs (through the caller's direct
- * map).
+ * map). With a platform tag hook (kheap_config.tags) every block handed out carries a
+ * fresh tag and is retagged before the heap takes it back; kernel/mm never sees a tagged
+ * pointer.
  */
 #include "kernel/heap.h"
 #include "lib/err.h"
@@ -30,6 +32,15 @@ static void kheap_heap_bug(void *ctx, const char *what, const void *ptr)
 		kheap_cfg.bug(what, (uint64_t)(uintptr_t)ptr, false);
 }
 
+/* The heap's page provider: with tagging, fresh pages lose the tags of their last use. */
+static int kheap_page_take(void *ctx, uint32_t n_pages, void **out)
+{
+	int err = pages_window_alloc(ctx, n_pages, out);
+	if (err == 0 && kheap_cfg.tags)
+		kheap_cfg.tags->tag_clear(*out, (size_t)n_pages * HEAP_PAGE_SIZE);
+	return err;
+}
+
 static uint32_t kheap_core(void)
 {
 	return kheap_cfg.core_index ? kheap_cfg.core_index() : 0;
@@ -41,7 +52,9 @@ int kheap_init(const struct kheap_config *cfg)
 	kheap_is_ready = false;
 	if (!cfg || !cfg->usable || cfg->n_usable == 0 || cfg->n_usable > KHEAP_MAX_RANGES ||
 	    cfg->n_reserved > KHEAP_MAX_RANGES || (cfg->n_reserved && !cfg->reserved) ||
-	    !cfg->bug || cfg->n_cores == 0 || cfg->n_cores > HEAP_MAX_CORES)
+	    !cfg->bug || cfg->n_cores == 0 || cfg->n_cores > HEAP_MAX_CORES ||
+	    (cfg->tags && (!cfg->tags->tag_alloc || !cfg->tags->tag_free || !cfg->tags->tag_clear ||
+			   !cfg->tags->untag || !cfg->tags->matches)))
 		return -E_INVAL;
 	kheap_cfg = *cfg;
 	kheap_cfg.usable = NULL; /* not kept: borrowed for this call only */
@@ -93,7 +106,7 @@ int kheap_init(const struct kheap_config *cfg)
 		.max_slabs = cfg->max_slabs,
 		.limit_pages = cfg->limit_pages,
 		.max_alloc_bytes = cfg->max_alloc_bytes,
-		.pages = { &kheap_win, pages_window_alloc, pages_window_free },
+		.pages = { &kheap_win, kheap_page_take, pages_window_free },
 		.bug = kheap_heap_bug,
 	};
 	size_t hm_len = heap_meta_len(&hc);
@@ -126,7 +139,12 @@ int kheap_alloc(size_t size, enum heap_tag tag, void **out)
 {
 	if (!kheap_is_ready)
 		return -E_NOMEM;
-	return heap_alloc(&kheap_h, kheap_core(), size, tag, out);
+	int err = heap_alloc(&kheap_h, kheap_core(), size, tag, out);
+	if (err == 0 && kheap_cfg.tags) {
+		size_t used = (size + KHEAP_TAG_GRANULE - 1) & ~(size_t)(KHEAP_TAG_GRANULE - 1);
+		*out = kheap_cfg.tags->tag_alloc(*out, used, heap_block_size(size));
+	}
+	return err;
 }
 
 void kheap_free(void *p)
@@ -136,6 +154,23 @@ void kheap_free(void *p)
 	if (!kheap_is_ready) {
 		kheap_heap_bug(NULL, "heap: free before the heap exists", p);
 		return;
+	}
+	if (kheap_cfg.tags) {
+		/* A block is retagged before the heap takes it back (after that, a remote
+		 * owner may hand it out again). Anything but a live block's start is left to
+		 * heap_free's checks, with the plain address. */
+		struct heap_where w;
+		void *tagged = p;
+		p = kheap_cfg.tags->untag(tagged);
+		heap_where(&kheap_h, (uintptr_t)p, &w);
+		bool block = w.kind == HEAP_WHERE_USED || w.kind == HEAP_WHERE_FREE || w.kind == HEAP_WHERE_LARGE;
+		if (block && !kheap_cfg.tags->matches(tagged)) {
+			kheap_heap_bug(NULL, "heap: double free or free through a stale pointer (its tag is no longer the block's)",
+				       p);
+			return;
+		}
+		if ((w.kind == HEAP_WHERE_USED || w.kind == HEAP_WHERE_LARGE) && w.block == (uintptr_t)p)
+			kheap_cfg.tags->tag_free(p, w.block_size);
 	}
 	/* The error is already counted and reported through the bug hook. */
 	(void)!heap_free(&kheap_h, kheap_core(), p);
@@ -187,6 +222,15 @@ void kheap_pages_free(void *va, uint32_t n_pages)
 	 * entropy, keys in frames). A bad free is reported through the bug hook. */
 	memset(va, 0, (size_t)n_pages * PAGES_SIZE);
 	(void)!pages_free(&kheap_pg, phys, n_pages);
+}
+
+void kheap_where(uint64_t a, struct heap_where *out)
+{
+	if (!kheap_is_ready) {
+		memset(out, 0, sizeof *out);
+		return;
+	}
+	heap_where(&kheap_h, (uintptr_t)a, out);
 }
 
 void kheap_snapshot(struct heap_snapshot *out)

@@ -31,6 +31,32 @@
 #include "plat/plat.h"
 
 #define KHEAP_MAX_RANGES 32 /* usable ranges and reserved ranges, each */
+#define KHEAP_TAG_GRANULE 16u /* every block starts and ends on one (heap classes are 16 B multiples) */
+
+/* Memory tagging (the platform's, e.g. Arm MTE; ADR in docs/DECISIONS.md): the heap hands
+ * out pointers carrying a tag that must match the tag of the memory they reach, so a stale
+ * pointer (use after free) or one run past its block (overflow) faults in the hardware.
+ * The hooks are the only code that knows how tags are stored; kheap calls them with plain
+ * (untagged) addresses, every range a whole number of KHEAP_TAG_GRANULE granules. On the
+ * calling core, never from interrupts. A NULL config field: no tagging, pointers are plain
+ * addresses (host, x86_64). */
+struct kheap_tag_ops {
+	/* A new block [p, p + len) of which the caller asked for `used` bytes (rounded up to
+	 * a granule, <= len): give [p, p + used) a fresh tag, different from the tag the
+	 * block had and from its neighbours' where practical, and [p + used, p + len) a tag
+	 * no pointer of the block carries. Returns p carrying the fresh tag. */
+	void *(*tag_alloc)(void *p, size_t used, size_t len);
+	/* The block [p, p + len) is being freed: retag it so no pointer handed out for it
+	 * still matches. */
+	void (*tag_free)(void *p, size_t len);
+	/* Whole pages just taken from the page allocator for the heap: reset their tags. */
+	void (*tag_clear)(void *p, size_t len);
+	/* p without its tag: the plain address. */
+	void *(*untag)(const void *p);
+	/* Whether tagged p's tag is the tag of the memory at its address (false: p is stale,
+	 * forged or untagged). Only for addresses inside blocks or slabs the heap holds. */
+	bool (*matches)(const void *p);
+};
 
 struct kheap_config {
 	const struct plat_mem_range *usable;   /* borrowed: usable RAM (boot memory map) */
@@ -47,6 +73,7 @@ struct kheap_config {
 	 * free). addr is a virtual address (heap) or physical (page frames, phys true). The
 	 * kernel's hook panics; tests may return (the call then fails quietly). */
 	void (*bug)(const char *what, uint64_t addr, bool phys);
+	const struct kheap_tag_ops *tags; /* linked: NULL, or memory tagging (see above) */
 };
 
 /* Build the page allocator and the heap (see the design note). cfg borrowed (copied;
@@ -57,14 +84,20 @@ int kheap_init(const struct kheap_config *cfg) MUST_CHECK;
 /* True once kheap_init() succeeded. */
 bool kheap_ready(void);
 
-/* size bytes for tag on the calling core: 16-byte aligned and zero-filled. Returns 0 and
+/* size bytes for tag on the calling core: 16-byte aligned and zero-filled; with memory
+ * tagging the pointer carries its block's tag (compare it only with pointers derived from
+ * it; kheap_where and DMA take the plain address). Returns 0 and
  * *out (returned owned: kheap_free on any core), -E_INVAL (size 0, bad tag), -E_RANGE
  * (above max_alloc_bytes) or -E_NOMEM (counted). Any core, not from interrupts. */
 int kheap_alloc(size_t size, enum heap_tag tag, void **out /* out */) MUST_CHECK;
 
-/* Free p (taken; NULL is a no-op) on the calling core; the memory is wiped. A double
- * free or a pointer the heap never returned goes to the bug hook. */
+/* Free p (taken; NULL is a no-op) on the calling core; the memory is wiped (and retagged
+ * with tagging). A double free, a stale pointer (tagging: its tag no longer the block's)
+ * or a pointer the heap never returned goes to the bug hook. */
 void kheap_free(void *p);
+
+/* What the heap knows about the plain address a (heap_where; fault reports). Any core. */
+void kheap_where(uint64_t a, struct heap_where *out /* out */);
 
 /* Loop handler for every core: take back blocks other cores freed for this core.
  * ctx unused; returns 0 (never counts as work, so the core still idles). */

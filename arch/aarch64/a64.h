@@ -206,6 +206,8 @@ int64_t a64_psci_cpu_on(uint64_t mpidr, uint64_t entry, uint64_t ctx);
 /* ---- MMU (mmu.c) ---- */
 struct a64_mmu_features {
 	bool pan, bti, pac, wxn;
+	bool mte; /* FEAT_MTE2: RAM mapped Normal Tagged, TBI/TCMA and synchronous tag checks on */
+	bool mte_selftest_failed; /* FEAT_MTE2 present, but its tag storage failed (MTE left off) */
 	uint32_t pa_bits;
 };
 struct a64_mmu_region {
@@ -242,6 +244,24 @@ const char *a64_mmu_region_name(uint64_t addr);
 /* Whether addr is in the unmapped guard page under a stack. */
 bool a64_mmu_is_guard(uint64_t addr);
 
+/* ---- memory tagging (mte.c; only when a64_mmu_features.mte) ---- */
+struct kheap_tag_ops;
+/* On each core with the MMU on: the tag generator (tag 0 excluded, seeded from RNDR). */
+void a64_mte_core_init(void);
+/* Boot core, after a64_mte_core_init: whether the tag storage keeps one tag per granule,
+ * checked on the Tagged RAM page `page` (plain address; its data untouched). False also
+ * turns a64_mte_on off. */
+bool a64_mte_selftest(uint64_t page);
+/* True once a core ran a64_mte_core_init (and the self-test passed): heap pointers carry
+ * tags. */
+bool a64_mte_on(void);
+/* The heap's tag hooks (kernel/heap.h). */
+const struct kheap_tag_ops *a64_mte_ops(void);
+/* A tag check fault at far (its tag in bits 59:56): where it hit, decoded ("in the heap:
+ * use after free, ..."; no address), into buf; the pointer's and the memory's tags out. */
+void a64_mte_describe(uint64_t far, char *buf, size_t len, uint32_t *ptr_tag /* out */,
+		      uint32_t *mem_tag /* out */);
+
 /* ---- exceptions (trap.c, vectors.S) ---- */
 struct a64_frame {
 	uint64_t x[31];
@@ -261,5 +281,13 @@ bool a64_rndr(uint64_t *v /* out */);
 /* Run the named fault; false when name is not one. Each announces itself with
  * a64_trap_expect and must not come back: returning means the protection did not fire. */
 bool a64_scenario_fault(const char *name, const struct a64_mmu_features *feat);
+/* A scenario polled in every core's loop (test=dpbench in a benchmark image). Boot core,
+ * after the node's devices and before any loop is built: a64_scenario_setup picks the one
+ * cmdline (borrowed) names, if any, for n_slots cores. Each core, building its loop:
+ * a64_scenario_loop_add adds its handler. Boot core, the cores started: true when one was
+ * picked (and every prepared core started: otherwise the boot stops). */
+void a64_scenario_setup(const char *cmdline, size_t len, uint32_t n_slots);
+void a64_scenario_loop_add(struct kloop *loop);
+bool a64_scenario_started(uint32_t n_started);
 
 #endif

@@ -4,8 +4,8 @@
  * image 2 MiB into RAM and jumps to its first byte with the device tree's physical
  * address in x0, MMU off), which is also a PE32+ header for UEFI firmware (a64_efi_entry,
  * efi.c: it joins this path at a64_entry with the MMU off, ADR-076), the drop from EL2 to EL1 when entered at EL2, then with the
- * MMU still off: a check that the image runs where it is linked (no relocation yet),
- * .bss cleared, the exception stack on SP_EL1 and the boot stack on SP_EL0 (the kernel
+ * MMU still off: a check that the image runs where it is linked (or where a boot path
+ * moved it), KASLR (kaslr.c: a relocated copy higher up, continued in), .bss cleared, the exception stack on SP_EL1 and the boot stack on SP_EL0 (the kernel
  * runs in EL1t, so an exception always switches to its own stack, even when the kernel
  * stack overflowed into its guard page), the vector table installed, then a64_main.
  * Never returns; parks the core when entered at EL3 or at the wrong address.
@@ -77,7 +77,8 @@ a64_pe_sections:
 /* From EL2 (when entered there) to EL1h with D A I F masked, continuing at label 1:
  * EL1 is AArch64, owns its pointer-authentication keys and instructions, its FP/SIMD
  * registers and (GICv3) the interrupt controller's system registers, may read the
- * counters, runs with its own SCTLR. x1-x2 clobbered. Parks the core at EL3. */
+ * counters, runs with its own SCTLR, and (with FEAT_MTE2) may use allocation tags. x1-x2
+ * clobbered. Parks the core at EL3. */
 	.macro	a64_to_el1
 	mrs	x1, CurrentEL
 	lsr	x1, x1, #2
@@ -87,7 +88,12 @@ a64_pe_sections:
 	b.ne	a64_park		/* EL3: not supported */
 	mov	x1, #(1 << 31)		/* HCR_EL2.RW */
 	orr	x1, x1, #(3 << 40)	/* HCR_EL2.APK | API: no PAC traps to EL2 */
-	msr	hcr_el2, x1
+	mrs	x2, id_aa64pfr1_el1
+	ubfx	x2, x2, #8, #4		/* MTE: 2 or more is FEAT_MTE2 */
+	cmp	x2, #2
+	b.lo	3f
+	orr	x1, x1, #(1 << 56)	/* HCR_EL2.ATA: EL1 may use allocation tags */
+3:	msr	hcr_el2, x1
 	mov	x1, #0x33ff		/* CPTR_EL2: RES1 bits only, TFP clear */
 	msr	cptr_el2, x1
 	mov	x1, #3			/* CNTHCTL_EL2.EL1PCTEN | EL1PCEN */
@@ -121,9 +127,24 @@ a64_entry:
 	lsr	x20, x20, #2		/* the EL we were entered at, for the banner */
 	a64_to_el1
 	adr	x1, a64_start		/* where we run ... */
-	ldr	x2, =a64_start		/* ... must be where we are linked */
-	cmp	x1, x2
+	ldr	x2, =a64_start		/* ... must be where we are linked (or moved to: */
+	cmp	x1, x2			/* the literal is in the relocation table) */
 	b.ne	a64_park
+	/* KASLR (kaslr.c, ADR-084): unless a boot path already decided (efi.c), draw a
+	 * slide, move a relocated copy up and continue in it at a64_entry_moved; x19 and x20
+	 * survive the call (callee-saved). */
+	adrp	x1, a64_kaslr
+	ldr	w1, [x1, #:lo12:a64_kaslr]	/* a64_kaslr.decided */
+	cbnz	w1, a64_entry_moved
+	ldr	x1, =a64_boot_stack_top
+	mov	sp, x1			/* SP_EL1, at the link address: only for this call */
+	mov	x0, x19
+	bl	a64_kaslr_boot
+	cbz	x0, a64_entry_moved	/* unslid: go on here */
+	br	x0
+	.globl	a64_entry_moved
+a64_entry_moved:
+	hint	#36			/* BTI J: reached by the BR above (MMU off: not enforced) */
 	ldr	x1, =a64_bss_start
 	ldr	x2, =a64_bss_end
 3:	cmp	x1, x2

@@ -150,7 +150,8 @@ static int dp_dma_alloc(void *ctx, size_t len, void **va, uint64_t *pa)
 static uint64_t dp_dma_phys(void *ctx, const void *va)
 {
 	(void)ctx;
-	return (uint64_t)(uintptr_t)va; /* identity map */
+	/* Identity map; a heap buffer's pointer may carry an MTE tag in its top byte. */
+	return (uint64_t)(uintptr_t)va & 0x00ffffffffffffffull;
 }
 
 /* The ring memory is shared with the device in the outer-shareable domain: full, load

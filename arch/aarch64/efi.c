@@ -3,8 +3,9 @@
  * The UEFI entry of the aarch64 image (ADR-076). UEFI firmware loads the image as a PE32+
  * application (the header in boot.S) and calls a64_efi_entry(ImageHandle, SystemTable)
  * with the MMU on (identity map), caches on, at EL2 or EL1. This file, while boot
- * services last: moves the image to the address it is linked at if the firmware put it
- * elsewhere, reserves the memory after it that the other cores' stacks take, finds the
+ * services last: moves the image to its link address + a random slide (KASLR, ADR-084:
+ * EFI_RNG_PROTOCOL, else RNDR; the relocation table applied to the copy), or, without
+ * entropy or room, to the address it is linked at if the firmware put it elsewhere; reserves the memory after it that the other cores' stacks take, finds the
  * ACPI 2.0 RSDP and the device tree in the configuration table, copies the load options
  * (the command line) and, last, reads the memory map and exits boot services. Then
  * a64_efi_exit (boot.S) cleans the caches, turns the MMU off and joins the -kernel path
@@ -19,6 +20,7 @@
  */
 #include "arch/aarch64/a64.h"
 #include "arch/aarch64/efi.h"
+#include "arch/aarch64/kaslr.h"
 #include "lib/mem.h"
 
 #define EFI_SUCCESS 0ull
@@ -29,6 +31,8 @@
 
 /* Boot services table offsets (UEFI 2.10, 4.4.1). */
 #define BS_ALLOCATE_PAGES 40u
+#define BS_FREE_PAGES 48u
+#define BS_LOCATE_PROTOCOL 320u
 #define BS_GET_MEMORY_MAP 56u
 #define BS_HANDLE_PROTOCOL 152u
 #define BS_EXIT_BOOT_SERVICES 232u
@@ -49,7 +53,7 @@
 
 /* Room after the image for the other cores' stacks (main.c lays out, per core beyond
  * the boot core, 2 guard pages, a 32 KiB loop stack and a 16 KiB exception stack). */
-#define EFI_STACKS_BYTES ((uint64_t)(PLAT_MAX_CPUS - 1u) * (2u * A64_PAGE + 32768u + 16384u))
+#define EFI_STACKS_BYTES A64_OTHER_STACKS_BYTES
 #define EFI_MAP_BYTES 16384u
 
 typedef uint64_t efi_status;
@@ -58,6 +62,9 @@ typedef efi_status (*efi_get_map_fn)(uint64_t *size, void *map, uint64_t *key, u
 typedef efi_status (*efi_handle_protocol_fn)(void *handle, const void *guid, void **iface);
 typedef efi_status (*efi_exit_bs_fn)(void *handle, uint64_t key);
 typedef efi_status (*efi_output_fn)(void *con_out, const uint16_t *s);
+typedef efi_status (*efi_free_pages_fn)(uint64_t addr, uint64_t n_pages);
+typedef efi_status (*efi_locate_protocol_fn)(const void *guid, void *registration, void **iface);
+typedef efi_status (*efi_get_rng_fn)(void *self, const void *algorithm, uint64_t len, uint8_t *out);
 
 STATIC_ASSERT(offsetof(struct a64_efi_boot, n_acpi) == 544, "boot.S A64_EFI_N_ACPI_OFF");
 STATIC_ASSERT(offsetof(struct a64_efi_boot, acpi) == 552, "boot.S A64_EFI_ACPI_OFF");
@@ -106,6 +113,8 @@ static const uint8_t guid_acpi20[16] = { 0x71, 0xe8, 0x68, 0x88, 0xf1, 0xe4, 0xd
 					 0xbc, 0x22, 0x00, 0x80, 0xc7, 0x3c, 0x88, 0x81 };
 static const uint8_t guid_dtb[16] = { 0xd5, 0x21, 0xb6, 0xb1, 0x9c, 0xf1, 0xa5, 0x41,
 				      0x83, 0x0b, 0xd9, 0x15, 0x2c, 0x69, 0xaa, 0xe0 };
+static const uint8_t guid_rng[16] = { 0xa5, 0xbc, 0x52, 0x31, 0xde, 0xea, 0x3d, 0x43,
+				      0x86, 0x2e, 0xc0, 0x1c, 0xdc, 0x29, 0x1f, 0x44 };
 static const uint8_t guid_loaded_image[16] = { 0xa1, 0x31, 0x1b, 0x5b, 0x62, 0x95, 0xd2, 0x11,
 					       0x8e, 0x3f, 0x00, 0xa0, 0xc9, 0x69, 0x72, 0x3b };
 
@@ -214,8 +223,105 @@ __attribute__((no_stack_protector, noinline)) static efi_status efi_stage2(void 
 	return EFI_LOAD_ERROR;
 }
 
+/* 64 random bits for the slide: EFI_RNG_PROTOCOL (its default algorithm), else RNDR.
+ * 1, 0 (neither exists) or -1 (what exists failed). Position-independent. */
+static int efi_random(void *bs, uint64_t *v, uint32_t *source)
+{
+	efi_locate_protocol_fn locate = (efi_locate_protocol_fn)ldp(bs, BS_LOCATE_PROTOCOL);
+	void *rng = NULL;
+	bool have_rng = locate(guid_rng, NULL, &rng) == EFI_SUCCESS && rng;
+	if (have_rng) {
+		efi_get_rng_fn get = (efi_get_rng_fn)ldp(rng, 8);
+		uint8_t b[8];
+		if (get(rng, NULL, sizeof b, b) == EFI_SUCCESS) {
+			memcpy(v, b, sizeof b);
+			mem_wipe(b, sizeof b);
+			*source = A64_KASLR_SRC_EFI_RNG;
+			return 1;
+		}
+	}
+	int r = a64_kaslr_rndr(v);
+	if (r == 1)
+		*source = A64_KASLR_SRC_RNDR;
+	return r == 1 ? 1 : have_rng || r < 0 ? -1 : 0;
+}
+
+/* KASLR on the UEFI path (ADR-084): the image (file bytes, .bss, stacks after it) to
+ * a free place link + slide, the slide a multiple of 64 KiB in [extent, top - link -
+ * extent] (top: the highest usable address of the memory map, at most 1 GiB above the
+ * link address), drawn again when the firmware has the drawn pages in use; the table
+ * applied to the copy. Returns the copy's address, or 0 with k->state saying why the
+ * boot goes on unslid (then the caller places the image at its link address as before).
+ * Position-independent: runs where the firmware put the image. */
+static uint64_t efi_kaslr(void *bs, uint64_t run, uint64_t link, uint64_t image_size, struct a64_kaslr *k)
+{
+	memset(k, 0, sizeof *k);
+	k->decided = 1;
+	uint64_t extent = (image_size + EFI_STACKS_BYTES + A64_KASLR_ALIGN - 1) & ~(A64_KASLR_ALIGN - 1);
+	uint64_t size = sizeof efi_map, key = 0, desc_size = 0, top = 0;
+	uint32_t ver = 0;
+	efi_get_map_fn get_map = (efi_get_map_fn)ldp(bs, BS_GET_MEMORY_MAP);
+	if (get_map(&size, efi_map, &key, &desc_size, &ver) == EFI_SUCCESS) {
+		for (uint64_t off = 0; desc_size >= 40 && off + desc_size <= size; off += desc_size) {
+			uint32_t type;
+			memcpy(&type, efi_map + off, sizeof type);
+			uint64_t end = ld64(efi_map + off, 8) + (ld64(efi_map + off, 24) << 12);
+			if (type == EFI_CONVENTIONAL && end > top)
+				top = end;
+		}
+	}
+	uint64_t smax = top > link ? (top - link) & ~(A64_KASLR_ALIGN - 1) : 0;
+	if (smax > A64_KASLR_WINDOW - A64_KASLR_ALIGN)
+		smax = A64_KASLR_WINDOW - A64_KASLR_ALIGN;
+	if (smax < 2 * extent) {
+		k->state = A64_KASLR_NO_ROOM;
+		k->room_why = A64_KASLR_ROOM_EFI_MAP;
+		return 0;
+	}
+	uint64_t n_slots = (smax - 2 * extent) / A64_KASLR_ALIGN + 1;
+	k->n_slots = (uint32_t)n_slots;
+	efi_alloc_pages_fn alloc = (efi_alloc_pages_fn)ldp(bs, BS_ALLOCATE_PAGES);
+	efi_free_pages_fn free_pages = (efi_free_pages_fn)ldp(bs, BS_FREE_PAGES);
+	for (uint32_t t = 0; t < A64_KASLR_TRIES; t++) {
+		uint64_t rnd;
+		int got = efi_random(bs, &rnd, &k->source);
+		if (got <= 0) {
+			k->state = got == 0 ? A64_KASLR_NO_ENTROPY : A64_KASLR_RNG_FAILED;
+			return 0;
+		}
+		uint64_t slide = extent + (rnd % n_slots) * A64_KASLR_ALIGN;
+		mem_wipe(&rnd, sizeof rnd);
+		uint64_t at = link + slide;
+		/* Code pages: the firmware maps LoaderData non-executable. The stacks' room too. */
+		if (alloc(EFI_ALLOCATE_ADDRESS, EFI_LOADER_CODE, extent / A64_PAGE, &at) != EFI_SUCCESS)
+			continue;
+		memcpy((void *)(uintptr_t)at, (const void *)(uintptr_t)run, (size_t)image_size);
+		struct kreloc_layout lay = a64_kaslr_layout(link);
+		const uint8_t *table = (const uint8_t *)a64_relocs_start;
+		size_t table_len = (size_t)(a64_relocs_end - a64_relocs_start);
+		size_t file_len = (size_t)(a64_file_end - a64_image_start);
+		if (kreloc_apply_in(&lay, table, table_len, (uint8_t *)(uintptr_t)at, file_len, slide, &k->report) !=
+		    0) {
+			(void)free_pages(at, extent / A64_PAGE);
+			k->state = A64_KASLR_BAD_TABLE;
+			return 0;
+		}
+		k->state = A64_KASLR_SLID;
+		k->slide = slide;
+		struct a64_kaslr *moved = (struct a64_kaslr *)(uintptr_t)((uint64_t)(uintptr_t)k - run + at);
+		*moved = *k;
+		for (uint64_t a = at; a < at + image_size; a += 64)
+			__asm__ volatile("dc cvau, %0" : : "r"(a) : "memory");
+		__asm__ volatile("dsb ish\n\tic iallu\n\tdsb ish\n\tisb" : : : "memory");
+		return at;
+	}
+	k->state = A64_KASLR_NO_ROOM;
+	k->room_why = A64_KASLR_ROOM_EFI_TAKEN;
+	return 0;
+}
+
 /* From boot.S's a64_efi_entry: `run` is where the image runs, `link` where it is linked.
- * Position-independent until efi_stage2 runs at `link`. */
+ * Position-independent until efi_stage2 runs at `link` (or, slid, at link + slide). */
 __attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *systab, uint64_t run, uint64_t link,
 							  uint64_t image_size);
 __attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *systab, uint64_t run, uint64_t link,
@@ -223,10 +329,17 @@ __attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *sy
 {
 	void *bs = ldp(systab, ST_BOOT_SERVICES);
 	efi_alloc_pages_fn alloc = (efi_alloc_pages_fn)ldp(bs, BS_ALLOCATE_PAGES);
+	efi_status (*stage2)(void *, void *) = efi_stage2;
+	struct a64_kaslr *k = &a64_kaslr; /* this copy's: the outcome travels in the copy made */
+	uint64_t at = efi_kaslr(bs, run, link, image_size, k);
+	if (at) {
+		stage2 = (efi_status(*)(void *, void *))((uintptr_t)stage2 - run + at);
+		return stage2(handle, systab);
+	}
 	uint64_t pages = (image_size + A64_PAGE - 1) / A64_PAGE;
 	if (run != link) {
 		/* Code pages: the firmware maps LoaderData non-executable. */
-		uint64_t at = link;
+		at = link;
 		if (alloc(EFI_ALLOCATE_ADDRESS, EFI_LOADER_CODE, pages, &at) != EFI_SUCCESS) {
 			efi_say(systab, "urMQTT: the memory at the image's link address is taken");
 			return EFI_LOAD_ERROR;
@@ -236,12 +349,11 @@ __attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *sy
 			__asm__ volatile("dc cvau, %0" : : "r"(a) : "memory");
 		__asm__ volatile("dsb ish\n\tic iallu\n\tdsb ish\n\tisb" : : : "memory");
 	}
-	uint64_t at = link + pages * A64_PAGE;
+	at = link + pages * A64_PAGE;
 	if (alloc(EFI_ALLOCATE_ADDRESS, EFI_LOADER_DATA, EFI_STACKS_BYTES / A64_PAGE, &at) != EFI_SUCCESS) {
 		efi_say(systab, "urMQTT: the memory after the image (other cores' stacks) is taken");
 		return EFI_LOAD_ERROR;
 	}
-	efi_status (*stage2)(void *, void *) = efi_stage2;
 	stage2 = (efi_status(*)(void *, void *))((uintptr_t)stage2 - run + link);
 	return stage2(handle, systab);
 }

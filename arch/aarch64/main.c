@@ -3,7 +3,7 @@
  * The aarch64 C entry: from boot.S (EL1, MMU off, on the boot stack) to every core's loop.
  * Order on the boot core: stack canary, the device tree (plat/dtb.c) or, when UEFI
  * firmware started the image (efi.c), the ACPI tables (plat/acpi_arm.c) into struct platform, the console it names, the other cores' stacks laid out after the image,
- * the page tables (mmu.c: audited, then on with WXN), the log and panic, the pointer
+ * the page tables (mmu.c: audited, then on with WXN; MTE when the CPU has it), the log and panic, the pointer
  * authentication key, the page allocator and heap, the per-core CSPRNGs, the GIC and the
  * tick, the loop, the other cores (PSCI CPU_ON; each enables the same tables, its own
  * key, its GIC interface and tick, then its loop), the banner, then the test scenario
@@ -28,6 +28,7 @@
 #include "plat/acpi_arm.h"
 #include "plat/dtb.h"
 #include "arch/aarch64/efi.h"
+#include "arch/aarch64/kaslr.h"
 #include "urmqtt_config.h"
 
 #define MAIN_CMDLINE_MAX 256u
@@ -316,6 +317,7 @@ static void main_mm_init(void)
 		.limit_pages = MAIN_HEAP_LIMIT_PAGES,
 		.max_alloc_bytes = MAIN_HEAP_MAX_ALLOC,
 		.bug = main_heap_bug,
+		.tags = main_feat.mte ? a64_mte_ops() : NULL,
 	};
 	int rc = kheap_init(&kc);
 	if (rc != 0)
@@ -365,6 +367,9 @@ static void main_loop_init(struct a64_core *c)
 	if (kloop_add(&c->loop, "heap", kheap_poll, NULL) != 0)
 		PANIC("core %u: loop full", (unsigned)c->index);
 	node_devices_loop_add(&c->loop, c->index);
+#ifndef URMQTT_PROD
+	a64_scenario_loop_add(&c->loop); /* test=dpbench: every core */
+#endif
 	c->loop_ready = true;
 }
 
@@ -542,6 +547,12 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 		 main_onoff(main_feat.pan), main_onoff(main_feat.bti), main_onoff(main_pac),
 		 main_pac && !pac_strong ? " (keys from the counter: weak)" : "",
 		 a64_ssp_strong() ? "RNDR" : "the counter (weak)", (unsigned)main_feat.pa_bits);
+	a64_kaslr_report(); /* stops the boot on a refused table (ADR-084) */
+	LOG_INFO("boot", "MTE %s",
+		 main_feat.mte ? "on: heap blocks tagged, synchronous tag checks"
+		 : main_feat.mte_selftest_failed ? "off: the tag storage failed its self-test (one tag for several granules, "
+						   "as under QEMU before 8.0)"
+						 : "off (the CPU or machine lacks FEAT_MTE2 with tag memory)");
 	struct a64_wx_report wx;
 	a64_mmu_audit(&wx);
 	if (wx.wx || wx.user || wx.exec_outside_text)
@@ -559,6 +570,9 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 	struct a64_core *boot = &a64_cores[0];
 	main_core_irqs(boot); /* its LPIs on before any device may send one */
 	a64_dev_init(main_extra.rtc_base, main_cmdline, sizeof main_cmdline, main_n_slots);
+#ifndef URMQTT_PROD
+	a64_scenario_setup(main_cmdline, sizeof main_cmdline, main_n_slots); /* before any loop */
+#endif
 	main_loop_init(boot);
 	atomic_store_explicit(&boot->started, true, memory_order_relaxed);
 	uint32_t n_started = main_smp_start();
@@ -573,14 +587,14 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 			main_smp_check_at = a64_now_ns() + 1000000000ull;
 			if (kloop_add(&boot->loop, "test-smp", main_smp_check, NULL) != 0)
 				PANIC("core 0: loop full");
-		} else {
+		} else if (!a64_scenario_started(n_started)) {
 			if (!a64_scenario_fault(test, &main_feat))
 				LOG_ERR("boot", "test=%s: no such scenario", test);
 			PANIC("scenario %s did not end the boot", test);
 		}
 	}
 #endif
-	LOG_INFO("boot", "aarch64 bring-up done (platform from the %s); planned: MTE", main_source);
+	LOG_INFO("boot", "aarch64 bring-up done (platform from the %s)", main_source);
 #ifndef URMQTT_PROD /* development knob: the boot tests end their machine with it */
 	char off[4];
 	if (cmdline_get(main_cmdline, sizeof main_cmdline, "poweroff", off, sizeof off) == 0) {

@@ -4,7 +4,8 @@
  * TTBR0_EL1; TTBR1 walks disabled). Built once with the MMU off from a fixed pool inside
  * the image, then audited, then switched on with SCTLR_EL1.WXN (a writable page is never
  * executable, whatever a descriptor says), PAN set when the CPU has it, and text pages
- * guarded for BTI when the CPU has it.
+ * guarded for BTI when the CPU has it, and with MTE (FEAT_MTE2) RAM outside the image
+ * mapped Normal Tagged with synchronous tag checks (mte.c tags the heap's blocks).
  * Invariants: (1) no page is both writable and executable at EL1 (the audit stops the boot
  * otherwise); (2) nothing is reachable from EL0; (3) only the image's text is executable;
  * (4) the guard page under each stack is unmapped; (5) the tables themselves are mapped
@@ -32,9 +33,11 @@
 
 #define ATTR_DEVICE 0u /* MAIR attr0: Device-nGnRE */
 #define ATTR_NORMAL 1u /* MAIR attr1: Normal, write-back read/write-allocate */
+#define ATTR_TAGGED 2u /* MAIR attr2: the same, Tagged (MTE): RAM outside the image */
 #define MAIR_VALUE (0x04ull | 0xffull << 8)
+#define MAIR_TAGGED (0xf0ull << 16)
 
-enum mmu_kind { K_TEXT, K_RODATA, K_RW, K_TABLES, K_DEVICE };
+enum mmu_kind { K_TEXT, K_RODATA, K_RW, K_TABLES, K_DEVICE, K_RAM };
 
 static uint64_t mmu_pool[PT_POOL_PAGES][PT_ENTRIES] __attribute__((section(".pagetables"), aligned(4096)));
 static uint32_t mmu_pool_used;
@@ -46,6 +49,7 @@ static struct a64_stack mmu_stacks[2u * PLAT_MAX_CPUS];
 static uint32_t mmu_n_stacks;
 static uint64_t mmu_reserved_end; /* the image and the other cores' stacks end here */
 static uint64_t mmu_mair, mmu_tcr, mmu_sctlr; /* what every core loads */
+static uint64_t mmu_tag_probe; /* a page of RAM mapped Tagged (MTE's self-test) */
 
 static uint64_t *mmu_table_new(void)
 {
@@ -69,6 +73,8 @@ static uint64_t mmu_leaf_bits(enum mmu_kind k)
 		return b | D_ATTR(ATTR_NORMAL) | D_SH_INNER | D_PXN;
 	case K_DEVICE:
 		return b | D_ATTR(ATTR_DEVICE) | D_PXN;
+	case K_RAM:
+		return b | D_ATTR(mmu_feat.mte ? ATTR_TAGGED : ATTR_NORMAL) | D_SH_INNER | D_PXN;
 	}
 	return 0;
 }
@@ -127,11 +133,14 @@ static void mmu_map_ram(uint64_t base, uint64_t len)
 {
 	uint64_t lo = mmu_page_up(base), hi = mmu_page_down(base + len);
 	uint64_t img_lo = mmu_sym(a64_image_start), img_hi = mmu_reserved_end;
-	if (lo < img_lo && hi > lo)
-		mmu_map(lo, (hi < img_lo ? hi : img_lo) - lo, K_RW, true);
+	if (lo < img_lo && hi > lo) {
+		mmu_map(lo, (hi < img_lo ? hi : img_lo) - lo, K_RAM, true);
+		mmu_tag_probe = mmu_tag_probe ? mmu_tag_probe : lo;
+	}
 	if (hi > img_hi && hi > lo) {
 		uint64_t from = lo > img_hi ? lo : img_hi;
-		mmu_map(from, hi - from, K_RW, true);
+		mmu_map(from, hi - from, K_RAM, true);
+		mmu_tag_probe = mmu_tag_probe ? mmu_tag_probe : from;
 	}
 }
 
@@ -148,6 +157,8 @@ static void mmu_detect(void)
 	mmu_feat.bti = (pfr1 & 0xfu) != 0;
 	/* APA (bits 7:4) or API (bits 11:8): address authentication with the A key. */
 	mmu_feat.pac = ((isar1 >> 4) & 0xfu) != 0 || ((isar1 >> 8) & 0xfu) != 0;
+	/* MTE (bits 11:8): 2 or more is FEAT_MTE2 with tag memory (1: instructions only). */
+	mmu_feat.mte = ((pfr1 >> 8) & 0xfu) >= 2u;
 	mmu_feat.wxn = true;
 }
 
@@ -216,7 +227,12 @@ void a64_mmu_init(const struct a64_mmu_region *ram, uint32_t n_ram, const struct
 		       | 1ull << 23     /* EPD1: no TTBR1 walks */
 		       | 2ull << 30     /* TG1: 4 KiB (unused) */
 		       | ips << 32;     /* IPS */
-	mmu_mair = MAIR_VALUE;
+	if (mmu_feat.mte) /* heap pointers carry a tag in bits 59:56; tag 0 is never checked */
+		mmu_tcr |= 1ull << 37      /* TBI0: the top byte is ignored by data accesses */
+			   | 1ull << 57;   /* TCMA0: tag 0 matches all (the untagged kernel) */
+	if (mmu_feat.mte && mmu_feat.pac)
+		mmu_tcr |= 1ull << 51;     /* TBID0: not by instruction addresses (PAC keeps its bits) */
+	mmu_mair = MAIR_VALUE | (mmu_feat.mte ? MAIR_TAGGED : 0);
 	uint64_t sctlr = A64_SYSREG_READ(sctlr_el1);
 	sctlr |= 1u << 0     /* M */
 		 | 1u << 2    /* C */
@@ -225,8 +241,23 @@ void a64_mmu_init(const struct a64_mmu_region *ram, uint32_t n_ram, const struct
 		 | 1u << 19;  /* WXN */
 	if (mmu_feat.bti)
 		sctlr |= 1ull << 36; /* BT1: EL1 PACIxSP are not implicit landing pads */
+	if (mmu_feat.mte)
+		sctlr |= 1ull << 43  /* ATA: EL1 accesses allocation tags */
+			 | 1ull << 40; /* TCF = 01: tag check faults at EL1 are synchronous */
 	mmu_sctlr = sctlr;
 	a64_mmu_enable();
+	if (mmu_feat.mte && (!mmu_tag_probe || !a64_mte_selftest(mmu_tag_probe))) {
+		/* Tags that do not stay per granule: back to the untagged set-up, here and for
+		 * the other cores (RAM keeps its Tagged attribute: harmless unchecked). */
+		mmu_feat.mte = false;
+		mmu_feat.mte_selftest_failed = true;
+		mmu_sctlr &= ~(1ull << 43 | 3ull << 40);
+		mmu_tcr &= ~(1ull << 37 | 1ull << 57 | 1ull << 51);
+		A64_SYSREG_WRITE(sctlr_el1, mmu_sctlr);
+		A64_SYSREG_WRITE(tcr_el1, mmu_tcr);
+		a64_isb();
+		__asm__ volatile("tlbi vmalle1\n\tdsb nsh\n\tisb" : : : "memory");
+	}
 	*feat = mmu_feat;
 }
 
@@ -240,6 +271,8 @@ void a64_mmu_enable(void)
 	__asm__ volatile("tlbi vmalle1\n\tdsb nsh\n\tisb" : : : "memory");
 	A64_SYSREG_WRITE(sctlr_el1, mmu_sctlr);
 	a64_isb();
+	if (mmu_feat.mte) /* with the MMU on: it writes memory */
+		a64_mte_core_init();
 	if (mmu_feat.pan)
 		__asm__ volatile(".inst 0xd500419f" : : : "memory"); /* msr pan, #1 */
 }

@@ -5,7 +5,9 @@
  * exception is decoded (ESR exception class, fault status, read or write, the region the
  * address is in) and reported, with addresses and a frame-pointer backtrace in
  * development builds only (a production report names the class and the region, never an
- * address). None is recoverable (EL0 does not exist): the machine stops,
+ * address). A tag check fault (MTE) names what the pointer hit in the heap (mte.c: use
+ * after free, overflow past a block, stale pointer). None is recoverable (EL0 does not
+ * exist): the machine stops,
  * unless a test scenario announced this fault (a64_trap_expect), in which case the report
  * says so and the machine powers off cleanly. Runs on the exception stack; allocates
  * nothing.
@@ -62,6 +64,7 @@ static const char *trap_fsc(uint32_t fsc)
 	}
 	switch (fsc) {
 	case 0x10: return "synchronous external abort";
+	case 0x11: return "tag check fault";
 	case 0x21: return "alignment fault";
 	case 0x30: return "TLB conflict";
 	default: return "other fault";
@@ -152,9 +155,23 @@ void a64_trap(struct a64_frame *f, uint64_t vector)
 
 	if ((vector & 3u) != 0) {
 		LOG_ERR("trap", "unexpected %s exception %s", trap_vector_name(vector), where);
+	} else if (data && (iss & 0x3fu) == 0x11u) { /* MTE: the heap's decoding */
+		char what[160];
+		uint32_t ptr_tag, mem_tag;
+		a64_mte_describe(f->far, what, sizeof what, &ptr_tag, &mem_tag);
+		LOG_ERR("trap", "%s %s%s: tag check fault %s", trap_class(ec), where, (iss >> 6) & 1u ? ", write" : ", read",
+			what);
+#ifndef URMQTT_PROD
+		LOG_ERR("trap", "tag check: pointer tag 0x%x, memory tag 0x%x", (unsigned)ptr_tag, (unsigned)mem_tag);
+#else
+		(void)ptr_tag;
+		(void)mem_tag;
+#endif
 	} else if (abort) {
-		const char *region = a64_mmu_region_name(data ? f->far : f->elr);
-		bool guard = data && a64_mmu_is_guard(f->far);
+		/* With TBI (MTE) a data address's top byte is a tag, not part of it. */
+		uint64_t far = data && a64_mte_on() ? f->far & 0x00ffffffffffffffull : f->far;
+		const char *region = a64_mmu_region_name(data ? far : f->elr);
+		bool guard = data && a64_mmu_is_guard(far);
 		LOG_ERR("trap", "%s %s%s: %s (level %u) in %s%s", trap_class(ec), where,
 			data ? ((iss >> 6) & 1u ? ", write" : ", read") : "", trap_fsc(iss & 0x3fu),
 			(unsigned)(iss & 3u), region, guard ? ": stack overflow into its guard page" : "");

@@ -24,8 +24,9 @@ CFLAGS_arch_x86_64_node_port = $(TLS_INC) -isystem $(TLS_MBEDTLS_DIR)/library
 GENERATED_HEADERS += $(B)/gen/urmqtt_certs.h # CERTS_HEADER of tools/certs/module.mk
 # Boot-information parsers are host-tested (tests/unit/kernel/test_bootinfo.c).
 PORTABLE_SRCS_x86_64 += arch/x86_64/bootinfo.c
-# The KASLR relocation applier too (tests/unit/kernel/test_kreloc.c, tests/fuzz/fuzz_kreloc.c).
-PORTABLE_SRCS_x86_64 += arch/x86_64/kreloc.c
+# The KASLR relocation applier too (kernel/kreloc.c, arch-neutral; arch/x86_64/kreloc.h its x86_64
+# layout; tests/unit/kernel/test_kreloc.c, tests/fuzz/fuzz_kreloc.c).
+PORTABLE_SRCS_x86_64 += kernel/kreloc.c # shared with aarch64 (arch/aarch64/module.mk)
 KERNEL_IMAGES += $(B)/x86_64/urmqtt.elf
 TEST_DEPS += $(B)/x86_64/urmqtt.elf
 SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/smoke/x86_64-mqtt.sh \

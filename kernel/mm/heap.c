@@ -789,6 +789,43 @@ void heap_snapshot(struct heap *h, struct heap_snapshot *out)
 	out->n_slabs = atomic_load_explicit(&h->n_slabs, memory_order_relaxed);
 }
 
+void heap_where(struct heap *h, uintptr_t a, struct heap_where *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!in_window(h, a, 1))
+		return;
+	out->kind = HEAP_WHERE_PAGE;
+	/* Relaxed: a description, exact only for blocks the caller holds (see heap.h). */
+	uint32_t e = atomic_load_explicit(&h->page_map[page_index(h, a)], memory_order_relaxed);
+	if (e == 0 || e > h->cfg.max_slabs)
+		return;
+	struct heap_slab *d = &h->slabs[e - 1];
+	uintptr_t base = (uintptr_t)d->base;
+	if (d->kind == DESC_LARGE) {
+		out->kind = HEAP_WHERE_LARGE;
+		out->block = base;
+		out->block_size = (size_t)d->n_pages * HEAP_PAGE_SIZE;
+		out->requested = (size_t)d->req;
+		out->tag = (enum heap_tag)(d->tag % HEAP_TAG__COUNT);
+		return;
+	}
+	if (d->kind != DESC_SMALL || d->cls >= HEAP_N_CLASSES || a < base)
+		return;
+	size_t size = class_size[d->cls], i = (a - base) / size, nb = h->geo[d->cls].n_blocks;
+	if (i >= nb) {
+		out->kind = HEAP_WHERE_SLAB_TAIL;
+		out->prev = nb ? base + (nb - 1) * size : 0;
+		return;
+	}
+	uint16_t m = slab_meta(h, d)[i];
+	out->kind = m ? HEAP_WHERE_USED : HEAP_WHERE_FREE;
+	out->block = base + i * size;
+	out->block_size = size;
+	out->requested = m & META_SIZE_MASK;
+	out->tag = (enum heap_tag)((unsigned)m >> META_TAG_SHIFT);
+	out->prev = i ? out->block - size : 0;
+}
+
 /* ---- invariants ---------------------------------------------------------------------- */
 
 static int check_slab(struct heap *h, struct heap_slab *d, uint64_t (*sum)[6], size_t *n_pending)

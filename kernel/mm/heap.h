@@ -130,6 +130,30 @@ void heap_snapshot(struct heap *h, struct heap_snapshot *out /* out */);
  * all heap memory. Only while no core uses the heap (tests, debug). 0 or -E_CORRUPT. */
 int heap_check_invariants(struct heap *h) MUST_CHECK;
 
+/* What the heap knows about one address (fault reports, the kernel's tag hook). */
+enum heap_where_kind {
+	HEAP_WHERE_NONE,   /* outside the window */
+	HEAP_WHERE_PAGE,   /* a page of the window the heap does not hold */
+	HEAP_WHERE_FREE,   /* a FREE block of a slab */
+	HEAP_WHERE_USED,   /* a USED (or PENDING) block of a slab */
+	HEAP_WHERE_LARGE,  /* a whole-page block */
+	HEAP_WHERE_SLAB_TAIL, /* a slab's bytes past its last block (its meta words or waste) */
+};
+struct heap_where {
+	enum heap_where_kind kind;
+	uintptr_t block;      /* FREE/USED/LARGE: the block's start; else 0 */
+	size_t block_size;    /* its class size or its pages' bytes */
+	size_t requested;     /* USED/LARGE: bytes asked for; else 0 */
+	enum heap_tag tag;    /* USED/LARGE: its accounting tag */
+	uintptr_t prev;       /* FREE/USED/SLAB_TAIL: the block before in the same slab, or 0 */
+};
+
+/* Where address a (a plain address: no pointer tag) falls. Reads the page map, the
+ * descriptor and the block's meta word without the lock: exact for a block the calling
+ * core owns or holds live; for anything else a best-effort description (fault reports),
+ * never a write. Any core. */
+void heap_where(struct heap *h, uintptr_t a, struct heap_where *out /* out */);
+
 /* Block size of the class serving `size` (size itself rounded to pages above
  * HEAP_MAX_SMALL); 0 for 0. */
 size_t heap_block_size(size_t size);

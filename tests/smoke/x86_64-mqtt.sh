@@ -235,7 +235,8 @@ pub() { # NAME ARGS...
 
 # ---- boot: $smp cores, each a broker shard (ADR-027)
 if [ "$arch" = aarch64 ]; then
-	machine=(qemu-system-aarch64 -M virt,gic-version=3 -cpu max)
+	# AARCH64_MQTT_QEMU / AARCH64_MQTT_MACHINE: e.g. a QEMU >= 8.0 and virt,gic-version=3,mte=on (MTE)
+	machine=("${AARCH64_MQTT_QEMU:-qemu-system-aarch64}" -M "${AARCH64_MQTT_MACHINE:-virt,gic-version=3}" -cpu max)
 else
 	machine=(qemu-system-x86_64 -M q35 "${accel[@]}")
 fi

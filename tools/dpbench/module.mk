@@ -8,10 +8,14 @@ CFLAGS_tools_dpbench_dpbench = $(TLS_INC)
 endif
 
 ifeq ($(URMQTT_DP_BENCH),1)
-# The kernels of this tree know the scenario (arch/x86_64/scenarios/registry.c lists test=dpbench).
+# The kernels of this tree know the scenario (arch/x86_64/scenarios/registry.c and
+# arch/aarch64/scenarios.c list test=dpbench).
 PROFILE_DEFS += -DURMQTT_DP_BENCH=1
-# The in-guest scenario (arch/x86_64/scenarios/dpbench.c) and the client credentials it embeds.
-KERNEL_SRCS_x86_64 += arch/x86_64/scenarios/dpbench.c
+# The in-guest scenario (tools/dpbench/guest.c, the same on both architectures: it needs
+# the image's platform port, so it is image code, not in the portable library) and the
+# client credentials it embeds.
+KERNEL_SRCS_x86_64 += tools/dpbench/guest.c
+KERNEL_SRCS_aarch64 += tools/dpbench/guest.c
 DPB_CERTS_HEADER := $(B)/gen/urmqtt_dpbench_certs.h
 $(DPB_CERTS_HEADER): $(CERTS_DIR)/ca.crt tools/dpbench/embed-client.sh
 	@mkdir -p $(@D); echo "  EMBED       $@"

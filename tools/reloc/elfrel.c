@@ -19,6 +19,7 @@
 
 #define ET_EXEC 2u
 #define EM_X86_64 62u
+#define EM_AARCH64 183u
 #define PT_LOAD 1u
 #define SHT_SYMTAB 2u
 #define SHT_RELA 4u
@@ -34,9 +35,34 @@
 #define R_X86_64_32S 11u
 #define R_X86_64_PC64 24u
 
+/* AArch64 (ELF for the Arm 64-bit Architecture, 5.7). Only ABS64 holds a whole address;
+ * every other type the kernel emits is PC-relative or the low 12 bits of an address
+ * (unchanged by a slide that is a multiple of 4 KiB: ADR-084). */
+#define R_AARCH64_NONE 0u
+#define R_AARCH64_ABS64 257u
+#define R_AARCH64_ABS32 258u
+#define R_AARCH64_ABS16 259u
+#define R_AARCH64_PREL64 260u
+#define R_AARCH64_PREL32 261u
+#define R_AARCH64_PREL16 262u
+#define R_AARCH64_LD_PREL_LO19 273u
+#define R_AARCH64_ADR_PREL_LO21 274u
+#define R_AARCH64_ADR_PREL_PG_HI21 275u
+#define R_AARCH64_ADR_PREL_PG_HI21_NC 276u
+#define R_AARCH64_ADD_ABS_LO12_NC 277u
+#define R_AARCH64_LDST8_ABS_LO12_NC 278u
+#define R_AARCH64_TSTBR14 279u
+#define R_AARCH64_CONDBR19 280u
+#define R_AARCH64_JUMP26 282u
+#define R_AARCH64_CALL26 283u
+#define R_AARCH64_LDST16_ABS_LO12_NC 284u
+#define R_AARCH64_LDST32_ABS_LO12_NC 285u
+#define R_AARCH64_LDST64_ABS_LO12_NC 286u
+#define R_AARCH64_LDST128_ABS_LO12_NC 299u
+
 struct ehdr {
 	uint64_t phoff, shoff;
-	uint16_t phnum, shnum;
+	uint16_t phnum, shnum, machine;
 };
 
 struct shdr {
@@ -60,7 +86,8 @@ static int ehdr_read(const uint8_t *elf, size_t len, struct ehdr *h)
 	h->phnum = cur_le16(&c);
 	uint16_t shentsize = cur_le16(&c);
 	h->shnum = cur_le16(&c);
-	if (!cur_ok(&c) || type != ET_EXEC || machine != EM_X86_64 || phentsize != PHDR_LEN ||
+	h->machine = machine;
+	if (!cur_ok(&c) || type != ET_EXEC || (machine != EM_X86_64 && machine != EM_AARCH64) || phentsize != PHDR_LEN ||
 	    (h->shnum && shentsize != SHDR_LEN))
 		return -E_INVAL;
 	if (h->phoff > len || (len - h->phoff) / PHDR_LEN < h->phnum || h->shoff > len ||
@@ -153,6 +180,7 @@ int elfrel_image_extent(const uint8_t *elf, size_t elf_len, struct elfrel_image 
 		return -E_INVAL;
 	out->base = lo;
 	out->len = (size_t)(hi - lo);
+	out->machine = h.machine;
 	return 0;
 }
 
@@ -184,16 +212,48 @@ static int sym_shndx(const uint8_t *elf, const struct shdr *symtab, uint32_t sym
 	return cur_ok(&c) ? 0 : -E_INVAL;
 }
 
-static int site_width(uint32_t type, uint8_t *width)
+/* 1: an absolute site of *width; 0: moves by itself (relative) or never needs moving;
+ * 2: an absolute form too narrow for an image address, fine only against an absolute
+ * symbol (the aarch64 PE header's sizes); -E_NOSYS: a type a slide cannot fix, or one
+ * this tool does not know. *pc_rel says
+ * whether the type is relative to the place (then an absolute symbol is refused). */
+static int site_width(uint16_t machine, uint32_t type, uint8_t *width, bool *pc_rel)
 {
+	*pc_rel = false;
+	if (machine == EM_AARCH64) {
+		switch (type) {
+		case R_AARCH64_ABS64: *width = ELFREL_ABS64; return 1;
+		case R_AARCH64_ABS32:
+		case R_AARCH64_ABS16: return 2;
+		case R_AARCH64_ADD_ABS_LO12_NC:
+		case R_AARCH64_LDST8_ABS_LO12_NC:
+		case R_AARCH64_LDST16_ABS_LO12_NC:
+		case R_AARCH64_LDST32_ABS_LO12_NC:
+		case R_AARCH64_LDST64_ABS_LO12_NC:
+		case R_AARCH64_LDST128_ABS_LO12_NC:
+		case R_AARCH64_NONE: return 0; /* the low 12 bits: a 4 KiB-multiple slide keeps them */
+		case R_AARCH64_PREL64:
+		case R_AARCH64_PREL32:
+		case R_AARCH64_PREL16:
+		case R_AARCH64_LD_PREL_LO19:
+		case R_AARCH64_ADR_PREL_LO21:
+		case R_AARCH64_ADR_PREL_PG_HI21:
+		case R_AARCH64_ADR_PREL_PG_HI21_NC:
+		case R_AARCH64_TSTBR14:
+		case R_AARCH64_CONDBR19:
+		case R_AARCH64_JUMP26:
+		case R_AARCH64_CALL26: *pc_rel = true; return 0;
+		default: return -E_NOSYS; /* ABS32/16, MOVW_UABS_*, GOT, TLS: not in a kernel we slide */
+		}
+	}
 	switch (type) {
 	case R_X86_64_64: *width = ELFREL_ABS64; return 1;
 	case R_X86_64_32: *width = ELFREL_ABS32; return 1;
 	case R_X86_64_32S: *width = ELFREL_ABS32S; return 1;
 	case R_X86_64_PC32:
 	case R_X86_64_PLT32:
-	case R_X86_64_PC64:
-	case R_X86_64_NONE: return 0; /* relative: moves with the image by itself */
+	case R_X86_64_PC64: *pc_rel = true; return 0;
+	case R_X86_64_NONE: return 0;
 	default: return -E_NOSYS;
 	}
 }
@@ -219,14 +279,17 @@ static int rela_section_collect(const uint8_t *elf, size_t elf_len, const struct
 			return -E_INVAL;
 		uint32_t type = (uint32_t)info, sym = (uint32_t)(info >> 32);
 		uint8_t width = 0;
-		int abs = site_width(type, &width);
+		bool pc_rel;
+		int abs = site_width(h->machine, type, &width, &pc_rel);
 		if (abs < 0)
 			return abs;
 		uint16_t shndx = SHN_UNDEF;
 		if (sym && (rc = sym_shndx(elf, &symtab, sym, &shndx)) != 0)
 			return rc;
+		if (abs == 2 && shndx != SHN_ABS)
+			return -E_NOSYS; /* an image address in 32 or 16 bits: cannot move on aarch64 */
 		if (shndx == SHN_ABS) {
-			if (!abs && type != R_X86_64_NONE)
+			if (pc_rel)
 				return -E_NOSYS; /* relative to a constant: would need -delta */
 			continue;         /* an absolute value: does not move */
 		}

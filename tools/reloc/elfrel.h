@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * ELF64 x86_64 relocation sites of the kernel image, for a later KASLR and for the build's
+ * ELF64 x86_64 and aarch64 relocation sites of the kernel image, for a later KASLR and for the build's
  * proof that the image is relocatable. Reads an executable linked with --emit-relocs
  * (a second link of the same objects: GRUB refuses images carrying relocation sections)
  * and answers two questions: what are the loadable bytes, laid out by virtual address;
@@ -15,7 +15,8 @@
 
 #include "lib/compiler.h"
 
-/* How a site holds its address (the only absolute forms the kernel code model emits). */
+/* How a site holds its address (the only absolute forms the kernel code models emit;
+ * aarch64 has only ABS64, R_AARCH64_ABS64). */
 enum elfrel_width {
 	ELFREL_ABS64 = 1, /* R_X86_64_64: 8 bytes */
 	ELFREL_ABS32 = 2, /* R_X86_64_32: 4 bytes, zero-extended (physical addresses in boot code) */
@@ -30,6 +31,7 @@ struct elfrel_site {
 struct elfrel_image {
 	uint64_t base; /* lowest PT_LOAD virtual address */
 	size_t len;    /* highest PT_LOAD end (memsz) minus base */
+	uint16_t machine; /* e_machine: 62 (x86_64) or 183 (aarch64) */
 };
 
 /* The loadable extent of the ELF file (elf, elf_len borrowed). */

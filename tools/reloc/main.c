@@ -8,8 +8,8 @@
  *       site moved by the distance between the two links must equal SLID.elf's (the same
  *       objects linked elsewhere). Equal bytes mean the table names every address in the
  *       image: a loader can move it by applying the table alone. Then the boot's own
- *       applier (arch/x86_64/kreloc.c) must accept the table for its smallest and largest
- *       slide (ADR-077).
+ *       applier (kernel/kreloc.c, with the image's architecture's layout) must accept the
+ *       table for its smallest and largest slide (ADR-077; aarch64: ADR-084).
  * Exit status 0 on success, 1 with a message naming the first difference otherwise.
  */
 #include <stdbool.h>
@@ -198,18 +198,31 @@ static int check(const struct loaded *li, const struct loaded *lr, const struct 
 			(long long)delta, (unsigned long long)(lr->img.base + at), at, slid);
 		return 1;
 	}
-	/* The boot's applier (arch/x86_64/kreloc.c, ADR-077) must accept this table on the
-	 * image for the largest slide it may draw (the smallest is 2 MiB per image page). */
-	uint64_t phys_end = li->img.base + li->img.len - KRELOC_WINDOW_LO;
-	uint64_t m = (phys_end + KRELOC_ALIGN - 1) / KRELOC_ALIGN;
-	uint64_t max_slide = (KRELOC_WINDOW_LEN / KRELOC_ALIGN - 1 - m) * KRELOC_ALIGN;
+	/* The boot's applier (kernel/kreloc.c) must accept this table on the image for the
+	 * smallest and the largest slide it may draw: x86_64 (ADR-077) 2 MiB per image page
+	 * up to the top of its window; aarch64 (ADR-084) the image's extent (rounded to
+	 * 64 KiB) up to its 1 GiB window less that extent. */
+	struct kreloc_layout lay;
+	uint64_t min_slide, max_slide;
+	if (li->img.machine == 183u) { /* EM_AARCH64 */
+		lay = (struct kreloc_layout){ .win_lo = li->img.base, .win_len = 1ull << 30, .align = 64ull << 10 };
+		uint64_t ext = ((uint64_t)li->img.len + lay.align - 1) & ~(lay.align - 1);
+		min_slide = ext;
+		max_slide = lay.win_len - 2 * ext;
+	} else {
+		lay = kreloc_x86_64;
+		uint64_t phys_end = li->img.base + li->img.len - KRELOC_WINDOW_LO;
+		uint64_t m = (phys_end + KRELOC_ALIGN - 1) / KRELOC_ALIGN;
+		min_slide = m * KRELOC_ALIGN;
+		max_slide = (KRELOC_WINDOW_LEN / KRELOC_ALIGN - 1 - m) * KRELOC_ALIGN;
+	}
 	size_t tlen = 12 + 8 * n;
 	uint8_t *table = malloc(tlen);
 	struct kreloc_report kr = { 0 };
 	long tl = table ? elfrel_table_write(s, n, table, tlen) : -E_NOMEM;
-	int krc = tl < 0 ? (int)tl : kreloc_check(table, (size_t)tl, li->bytes, li->img.len, max_slide, &kr);
+	int krc = tl < 0 ? (int)tl : kreloc_check_in(&lay, table, (size_t)tl, li->bytes, li->img.len, max_slide, &kr);
 	if (krc == 0)
-		krc = kreloc_check(table, (size_t)tl, li->bytes, li->img.len, m * KRELOC_ALIGN, &kr);
+		krc = kreloc_check_in(&lay, table, (size_t)tl, li->bytes, li->img.len, min_slide, &kr);
 	free(table);
 	if (krc) {
 		fprintf(stderr, "urmqtt-relocs: %s: the boot's applier refuses the table (%s, entry %u)\n", image,
@@ -219,7 +232,7 @@ static int check(const struct loaded *li, const struct loaded *lr, const struct 
 	size_t w[4];
 	count(s, n, w);
 	printf("relocs: boot applier accepts slides 0x%llx..0x%llx; %u sites hold physical addresses and stay\n",
-	       (unsigned long long)(m * KRELOC_ALIGN), (unsigned long long)max_slide, (unsigned)kr.n_phys);
+	       (unsigned long long)min_slide, (unsigned long long)max_slide, (unsigned)kr.n_phys);
 	printf("relocs: PASS: %zu sites (%zu 64-bit, %zu 32-bit, %zu 32-bit signed) move %zu KiB of image by "
 	       "%+lld bytes to exactly the bytes of a link at 0x%llx\n",
 	       n, w[ELFREL_ABS64], w[ELFREL_ABS32], w[ELFREL_ABS32S], lr->img.len / 1024, (long long)delta,

@@ -19,7 +19,7 @@
 #include "lib/fmt.h"
 #include "lib/mem.h"
 #ifdef URMQTT_DP_BENCH
-#include "arch/x86_64/scenarios/dpbench.h"
+#include "tools/dpbench/guest.h"
 #endif
 
 #define SCENARIO_NAME_MAX 32
@@ -148,15 +148,16 @@ static void tls_after_devices(const struct x86_scenario_boot *b)
 }
 
 #ifdef URMQTT_DP_BENCH
-/* dpbench_s=N: seconds of benchmark (default: the scenario's). */
+/* test=dpbench: the portable scenario (tools/dpbench/guest.c); this platform only stops. */
+static void dpbench_stop(bool ok)
+{
+	x86_stop(ok ? X86_EXIT_BOOT_OK : X86_EXIT_BOOT);
+}
+static const struct dpb_guest_ops dpbench_ops = { .stop = dpbench_stop, .fail_code = X86_EXIT_BOOT };
+
 static void dpbench_after_devices(const struct x86_scenario_boot *b)
 {
-	char secs[8] = "";
-	uint32_t s = 0;
-	if (cmdline_get(b->cmdline, b->cmdline_len, "dpbench_s", secs, sizeof secs) == 0)
-		for (const char *p = secs; *p >= '0' && *p <= '9' && s < 3600; p++)
-			s = s * 10u + (uint32_t)(*p - '0');
-	x86_dpbench_setup(b->n_slots, s);
+	dpb_guest_setup(b->cmdline, b->cmdline_len, b->n_slots, &dpbench_ops);
 }
 #endif
 
@@ -227,7 +228,7 @@ static const struct x86_scenario reg_table[] = {
 	{ .name = "tls", .all_cores = true, .after_devices = tls_after_devices, .poll = x86_tls_concurrent_poll,
 	  .poll_name = "test-tls" },
 #ifdef URMQTT_DP_BENCH
-	{ .name = "dpbench", .all_cores = true, .after_devices = dpbench_after_devices, .poll = x86_dpbench_poll,
+	{ .name = "dpbench", .all_cores = true, .after_devices = dpbench_after_devices, .poll = dpb_guest_poll,
 	  .poll_name = "dpbench" },
 #endif
 	/* Both must be stopped by the protection they test before the loop starts; if not,

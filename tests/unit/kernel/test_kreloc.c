@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
- * Unit tests for arch/x86_64/kreloc (the KASLR relocation applier): virtual sites of each
- * width move by the slide, physical ones stay; and every malformed table or impossible
- * slide is refused before a single image byte changes (the image is compared whole). */
+ * Unit tests for kernel/kreloc (the KASLR relocation applier) through its x86_64 layout
+ * (arch/x86_64/kreloc.h): virtual sites of each width move by the slide, physical ones
+ * stay; and every malformed table or impossible slide is refused before a single image
+ * byte changes (the image is compared whole). Then the aarch64 layout (ADR-084):
+ * every site moves, and one outside the window or of a 32-bit width is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,12 +152,58 @@ static void test_empty_table(void **state)
 	assert_int_equal(kreloc_apply(tab, tab_len, img, 0, SLIDE, &r), 0);
 }
 
+/* The aarch64 layout: the image's addresses from its link address, 64 KiB steps. */
+static void test_aarch64_layout(void **state)
+{
+	(void)state;
+	const struct kreloc_layout a64 = { .win_lo = 0x40200000ull, .win_len = 1ull << 30, .align = 64ull << 10 };
+	struct kreloc_report r;
+	memset(img, 0, sizeof img);
+	tab_begin();
+	put(img + 0, 8, 0x40200000ull); /* the image's first byte */
+	tab_add(0, 1);
+	put(img + 8, 8, 0x40592000ull); /* its end */
+	tab_add(8, 1);
+	memcpy(before, img, sizeof img);
+	assert_int_equal(kreloc_apply_in(&a64, tab, tab_len, img, IMG_LEN, 0x8000, &r), -E_INVAL); /* 32 KiB */
+	assert_int_equal(r.why, KRELOC_BAD_SLIDE);
+	assert_int_equal(kreloc_apply_in(&a64, tab, tab_len, img, IMG_LEN, 0x4f70000, &r), 0);
+	assert_int_equal(r.n_moved, 2);
+	assert_int_equal(r.n_phys, 0);
+	assert_true(get(img + 0, 8) == 0x40200000ull + 0x4f70000);
+	assert_true(get(img + 8, 8) == 0x40592000ull + 0x4f70000);
+	memcpy(img, before, sizeof img);
+	/* The last slide that keeps the end inside the window, and the next. */
+	uint64_t last = ((1ull << 30) - 0x392000 - 1) & ~0xffffull;
+	assert_int_equal(kreloc_check_in(&a64, tab, tab_len, img, IMG_LEN, last, &r), 0);
+	assert_int_equal(kreloc_check_in(&a64, tab, tab_len, img, IMG_LEN, last + 0x10000, &r), -E_INVAL);
+	assert_int_equal(r.why, KRELOC_OVERFLOW);
+	assert_int_equal(r.bad_index, 1);
+	/* A value below the link address (x86_64 would leave it): refused, nothing written. */
+	put(img + 8, 8, 0x09000000ull);
+	memcpy(before, img, sizeof img);
+	assert_int_equal(kreloc_apply_in(&a64, tab, tab_len, img, IMG_LEN, 0x10000, &r), -E_INVAL);
+	assert_int_equal(r.why, KRELOC_OUTSIDE);
+	assert_int_equal(r.bad_index, 1);
+	assert_memory_equal(img, before, IMG_LEN);
+	assert_string_not_equal(kreloc_why_name(KRELOC_OUTSIDE), "?");
+	/* 32-bit zero-extended sites do not exist on aarch64: refused. */
+	put(img + 8, 8, 0x40300000ull);
+	tab_add(16, 2);
+	memcpy(before, img, sizeof img);
+	assert_int_equal(kreloc_apply_in(&a64, tab, tab_len, img, IMG_LEN, 0x10000, &r), -E_INVAL);
+	assert_int_equal(r.why, KRELOC_BAD_WIDTH);
+	assert_int_equal(r.bad_index, 2);
+	assert_memory_equal(img, before, IMG_LEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_apply_moves_virtual_only, setup),
 		cmocka_unit_test_setup(test_rejects, setup),
 		cmocka_unit_test_setup(test_empty_table, setup),
+		cmocka_unit_test(test_aarch64_layout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

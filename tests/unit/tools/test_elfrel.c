@@ -3,7 +3,9 @@
  * built here with one loadable segment, a symbol table and one RELA section; the sites
  * found, their order and widths; moving an image; the table encoding; and refusals:
  * every truncation, bad headers, out-of-range offsets and indices, unknown relocation
- * types, PC-relative relocations against constants, duplicate sites, overflow. */
+ * types, PC-relative relocations against constants, duplicate sites, overflow. The same
+ * file as an aarch64 executable: ABS64 the only site; PC-relative and low-12-bit forms
+ * none; narrow absolute forms only against constants; every other type refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -260,6 +262,84 @@ static void test_every_truncation(void **state)
 	}
 }
 
+/* The same file as an aarch64 executable (e_machine 183, ADR-084). */
+static void build_a64(const struct rela *r, size_t n)
+{
+	build(r, n);
+	put(elf + 18, 183, 2);
+}
+
+static void test_aarch64_sites(void **state)
+{
+	(void)state;
+	static const struct rela a64[] = {
+		{ BASE + 0, 275, 1 },  /* ADR_PREL_PG_HI21 to a section: no site */
+		{ BASE + 4, 277, 1 },  /* ADD_ABS_LO12_NC: low 12 bits, no site */
+		{ BASE + 8, 283, 1 },  /* CALL26: no site */
+		{ BASE + 16, 257, 1 }, /* ABS64: a site */
+		{ BASE + 24, 286, 1 }, /* LDST64_ABS_LO12_NC: no site */
+		{ BASE + 28, 258, 2 }, /* ABS32 of a constant (the PE header's sizes): no site */
+		{ BASE + 32, 257, 2 }, /* ABS64 of a constant: no site */
+		{ BASE + 40, 261, 1 }, /* PREL32: no site */
+		{ BASE + 44, 277, 2 }, /* ADD_ABS_LO12_NC of a constant: no site */
+		{ BASE + 48, 257, 1 }, /* ABS64: a site */
+		{ BASE + 56, 0, 0 },   /* NONE */
+	};
+	build_a64(a64, sizeof a64 / sizeof a64[0]);
+	struct elfrel_image img;
+	assert_int_equal(elfrel_image_extent(elf, sizeof elf, &img), 0);
+	assert_int_equal(img.machine, 183);
+	struct elfrel_site s[8];
+	size_t n = 0;
+	assert_int_equal(elfrel_sites_collect(elf, sizeof elf, &img, s, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(s[0].offset, 16);
+	assert_int_equal(s[0].width, ELFREL_ABS64);
+	assert_int_equal(s[1].offset, 48);
+	assert_int_equal(s[1].width, ELFREL_ABS64);
+	build(good, 6);
+	assert_int_equal(elfrel_image_extent(elf, sizeof elf, &img), 0);
+	assert_int_equal(img.machine, 62);
+}
+
+static void test_aarch64_refusals(void **state)
+{
+	(void)state;
+	struct elfrel_site s[8];
+	size_t n;
+	static const struct {
+		const char *what;
+		struct rela r;
+		int rc;
+	} cases[] = {
+		{ "ABS32 of an image address", { BASE, 258, 1 }, -E_NOSYS },
+		{ "ABS16 of an image address", { BASE, 259, 1 }, -E_NOSYS },
+		{ "MOVW_UABS_G0 (absolute in an instruction)", { BASE, 263, 1 }, -E_NOSYS },
+		{ "MOVW_UABS_G3", { BASE, 269, 1 }, -E_NOSYS },
+		{ "ADR_GOT_PAGE (a GOT)", { BASE, 311, 1 }, -E_NOSYS },
+		{ "R_X86_64_64's number, unknown on aarch64", { BASE, 1, 1 }, -E_NOSYS },
+		{ "ADRP against a constant", { BASE, 275, 2 }, -E_NOSYS },
+		{ "CALL26 against a constant", { BASE, 283, 2 }, -E_NOSYS },
+		{ "PREL64 against a constant", { BASE, 260, 2 }, -E_NOSYS },
+		{ "ABS64 straddling the end", { BASE + SEG_MEMSZ - 4, 257, 1 }, -E_INVAL },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		build_a64(&cases[i].r, 1);
+		int rc = collect(s, 8, &n);
+		if (rc != cases[i].rc)
+			fail_msg("%s: got %d, want %d", cases[i].what, rc, cases[i].rc);
+	}
+	/* x86_64's R_X86_64_32 number (10) means nothing on aarch64: refused, not a site. */
+	static const struct rela x86_on_a64 = { BASE, 10, 1 };
+	build_a64(&x86_on_a64, 1);
+	assert_int_equal(collect(s, 8, &n), -E_NOSYS);
+	/* Another machine (EM_ARM, 40): refused. */
+	struct elfrel_image img;
+	build(good, 6);
+	put(elf + 18, 40, 2);
+	assert_int_equal(elfrel_image_extent(elf, sizeof elf, &img), -E_INVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,7 +347,8 @@ int main(void)
 		cmocka_unit_test(test_apply_moves_each_width), cmocka_unit_test(test_apply_refuses_overflow),
 		cmocka_unit_test(test_table_encoding),       cmocka_unit_test(test_capacity_reports_need),
 		cmocka_unit_test(test_refusals),             cmocka_unit_test(test_bad_headers),
-		cmocka_unit_test(test_every_truncation),
+		cmocka_unit_test(test_every_truncation),     cmocka_unit_test(test_aarch64_sites),
+		cmocka_unit_test(test_aarch64_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

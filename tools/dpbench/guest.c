@@ -1,30 +1,33 @@
 /* SPDX-License-Identifier: MIT
  *
- * The in-guest data-plane benchmark (scenario test=dpbench, benchmark image only: built
- * with URMQTT_DP_BENCH=1). Every started core runs tools/dpbench on its own: an mbedTLS
+ * The in-guest data-plane benchmark (scenario test=dpbench, benchmark images only: built
+ * with URMQTT_DP_BENCH=1), portable over the platform port (kernel/node/port.h) and the
+ * same on x86_64 and aarch64. Every started core runs tools/dpbench on its own: an mbedTLS
  * client with the embedded device certificate dev-1 against that core's own dp, no
  * network, for dpbench_s= seconds (default 10); then core 0 prints each core's complete
  * handshakes (TLS 1.3 + mTLS + CONNECT/CONNACK + DISCONNECT, client work included) per
- * second and the sum, and stops the machine. Owns the per-core bench state; the cores
- * share only the handshake env (ADR-026) and the done counter below.
+ * second and the sum, and stops the machine through the platform's hook. Owns the per-core
+ * bench state; the cores share only the handshake env (ADR-026) and the done counter
+ * below. Never linked into a broker image.
  */
-#include "arch/x86_64/scenarios/dpbench.h"
+#include "tools/dpbench/guest.h"
 
 #include <stdatomic.h>
 
-#include "arch/x86_64/x86.h"
 #include "dp/dp.h"
-#include "kernel/csprng.h"
-#include "kernel/heap.h"
+#include "kernel/cmdline.h"
 #include "kernel/log.h"
+#include "kernel/node/port.h"
+#include "kernel/node/tls_port.h"
 #include "kernel/panic.h"
 #include "lib/err.h"
-#include "lib/mem.h"
 #include "tools/dpbench/dpbench.h"
 #include "urmqtt_dpbench_certs.h"
 
 #define DPB_MAX_CORES 64u
 #define DPB_HEAP_LIMIT ((size_t)64 << 20) /* per core: handshakes in flight, records, broker */
+#define DPB_DEFAULT_S 10u
+#define DPB_MAX_S 3600u
 
 struct dpb_core {
 	struct dpb *b;
@@ -36,25 +39,30 @@ struct dpb_core {
 
 static struct dpb_core dpb_cores[DPB_MAX_CORES];
 static struct tls_hs_env *dpb_env;
+static const struct dpb_guest_ops *dpb_ops;
 static uint32_t dpb_n_cores;
 static uint64_t dpb_run_ns;
+static bool dpb_reported; /* core 0's only */
 /* Cores that finished. Each core writes its own dpb_cores[] entry, then increments this
  * with release; core 0 reads the entries only after an acquire load counts them all. */
 static _Atomic uint32_t dpb_done;
 
 static struct dpb_core *mine(void)
 {
-	return &dpb_cores[x86_core_index()];
+	return &dpb_cores[node_port_core_self()];
 }
 
+/* The heap of the handshake env and of this core's dp: the platform's, under a per-core
+ * budget. */
 static void *h_alloc(void *ctx, size_t len, enum heap_tag tag)
 {
 	(void)ctx, (void)tag;
 	struct dpb_core *c = mine();
-	void *p = NULL;
-	if (!len || len > DPB_HEAP_LIMIT - c->used || kheap_alloc(len, HEAP_TAG_OTHER, &p) != 0)
+	if (!len || len > DPB_HEAP_LIMIT - c->used)
 		return NULL;
-	c->used += len;
+	void *p = node_port_alloc(len, HEAP_TAG_OTHER);
+	if (p)
+		c->used += len;
 	return p;
 }
 static void h_free(void *ctx, void *p, size_t len)
@@ -63,7 +71,7 @@ static void h_free(void *ctx, void *p, size_t len)
 	if (!p)
 		return;
 	mine()->used -= len;
-	kheap_free(p);
+	node_port_free(p, len);
 }
 static size_t h_used(void *ctx)
 {
@@ -78,41 +86,40 @@ static size_t h_avail(void *ctx)
 static int h_random(void *ctx, uint8_t *out, size_t len)
 {
 	(void)ctx;
-	return csprng_kernel_bytes(out, len);
-}
-static int64_t h_now_s(void *ctx)
-{
-	(void)ctx;
-	/* The wall clock, not the RTC: every core calls this, and the RTC's index/data port
-	 * pair belongs to core 0's wall-clock handler (arch/x86_64/rtc.c). */
-	return (int64_t)(x86_wall_ns() / 1000000000u);
-}
-static int64_t h_now_ms(void *ctx)
-{
-	(void)ctx;
-	return (int64_t)(x86_now_ns() / 1000000u);
+	return node_port_random(out, len);
 }
 static uint64_t d_now_ms(void *ctx)
 {
 	(void)ctx;
-	return x86_now_ns() / 1000000u;
-}
-static uint32_t h_core(void *ctx)
-{
-	(void)ctx;
-	return x86_core_index();
+	return node_port_now_ms();
 }
 
-void x86_dpbench_setup(uint32_t n_cores, uint32_t seconds)
+/* dpbench_s=N: decimal seconds; anything else (absent, empty, not a number) the default. */
+static uint32_t run_seconds(const char *cmdline, size_t len)
 {
+	char secs[8] = "";
+	uint32_t s = 0;
+	if (cmdline && cmdline_get(cmdline, len, "dpbench_s", secs, sizeof secs) == 0)
+		for (const char *p = secs; *p >= '0' && *p <= '9' && s < DPB_MAX_S; p++)
+			s = s * 10u + (uint32_t)(*p - '0');
+	return s ? (s < DPB_MAX_S ? s : DPB_MAX_S) : DPB_DEFAULT_S;
+}
+
+void dpb_guest_setup(const char *cmdline, size_t cmdline_len, uint32_t n_cores, const struct dpb_guest_ops *ops)
+{
+	dpb_ops = ops;
 	dpb_n_cores = n_cores < DPB_MAX_CORES ? n_cores : DPB_MAX_CORES;
-	dpb_run_ns = (uint64_t)(seconds ? seconds : 10u) * 1000000000ull;
+	dpb_run_ns = (uint64_t)run_seconds(cmdline, cmdline_len) * 1000000000ull;
 	struct tls_hs_config hc;
 	dp_hs_config_from_conf(&hc);
-	hc.ops = (struct tls_hs_ops){ h_alloc, h_free, h_random, h_now_s, h_now_ms, NULL, h_core };
+	/* The port's clocks (the wall clock, never an RTC's ports: every core calls them),
+	 * CSPRNG and core index; the heap under this bench's per-core budget. */
+	hc.ops = node_tls_port_hs_ops();
+	hc.ops.alloc = h_alloc;
+	hc.ops.free = h_free;
 	int rc = tls_hs_env_create(&hc, &dpb_env);
 	if (rc)
-		kpanic(X86_EXIT_BOOT, "dpbench: handshake env: %s", err_name(rc));
+		kpanic(ops->fail_code, "dpbench: handshake env: %s", err_name(rc));
 	LOG_INFO("test", "scenario dpbench: %u cores, %u s each, client dev-1 against each core's own dp",
 		 (unsigned)dpb_n_cores, (unsigned)(dpb_run_ns / 1000000000ull));
 }
@@ -125,10 +132,10 @@ static void start(struct dpb_core *c)
 	g.heap = (struct dp_heap_ops){ h_alloc, h_free, h_used, h_avail, NULL };
 	g.now_ms = d_now_ms;
 	size_t need = dpb_mem_size(&g);
-	void *mem;
-	uint64_t pa;
-	if (!need || kheap_pages_alloc((uint32_t)((need + 4095u) / 4096u), 1, &mem, &pa) != 0)
-		kpanic(X86_EXIT_BOOT, "dpbench: core %u: no %lu KiB", (unsigned)x86_core_index(),
+	size_t got = 0;
+	void *mem = need ? node_port_region(need, &got) : NULL;
+	if (!mem)
+		kpanic(dpb_ops->fail_code, "dpbench: core %u: no %lu KiB", (unsigned)node_port_core_self(),
 		       (unsigned long)(need >> 10));
 	const struct dpb_client_config cc = {
 		.ca = urmqtt_dpb_ca_der, .ca_len = sizeof urmqtt_dpb_ca_der,
@@ -138,8 +145,8 @@ static void start(struct dpb_core *c)
 	};
 	int rc = dpb_init(&c->b, mem, need, &g, &cc);
 	if (rc)
-		kpanic(X86_EXIT_BOOT, "dpbench: core %u: %s", (unsigned)x86_core_index(), err_name(rc));
-	c->start_ns = x86_now_ns();
+		kpanic(dpb_ops->fail_code, "dpbench: core %u: %s", (unsigned)node_port_core_self(), err_name(rc));
+	c->start_ns = node_port_now_ns();
 }
 
 static void report(void)
@@ -159,13 +166,14 @@ static void report(void)
 	LOG_INFO("test", "dpbench: workers=%u handshakes_per_s=%lu.%03lu failures=%lu",
 		 (unsigned)dpb_n_cores, (unsigned long)(total_milli / 1000u),
 		 (unsigned long)(total_milli % 1000u), (unsigned long)fails);
-	x86_stop(fails && !total_milli ? X86_EXIT_BOOT : X86_EXIT_BOOT_OK);
+	dpb_reported = true;
+	dpb_ops->stop(!(fails && !total_milli));
 }
 
-int x86_dpbench_poll(void *ctx)
+int dpb_guest_poll(void *ctx)
 {
 	(void)ctx;
-	uint32_t self = x86_core_index();
+	uint32_t self = node_port_core_self();
 	if (self >= dpb_n_cores)
 		return 0;
 	struct dpb_core *c = &dpb_cores[self];
@@ -173,8 +181,8 @@ int x86_dpbench_poll(void *ctx)
 		if (!c->b)
 			start(c);
 		(void)dpb_step(c->b); /* one step per pass: a step may be a whole signature */
-		if (x86_now_ns() - c->start_ns >= dpb_run_ns) {
-			c->end_ns = x86_now_ns();
+		if (node_port_now_ns() - c->start_ns >= dpb_run_ns) {
+			c->end_ns = node_port_now_ns();
 			dpb_stats_get(c->b, &c->st);
 			c->done = true;
 			/* release: this core's entry is complete before it is counted */
@@ -183,7 +191,7 @@ int x86_dpbench_poll(void *ctx)
 		return 1;
 	}
 	/* acquire: pairs with each core's release above, so its entry is visible */
-	if (self == 0 && atomic_load_explicit(&dpb_done, memory_order_acquire) == dpb_n_cores)
+	if (self == 0 && !dpb_reported && atomic_load_explicit(&dpb_done, memory_order_acquire) == dpb_n_cores)
 		report();
 	return 0;
 }
