@@ -168,9 +168,10 @@ def short_name(key, label, smp=None):
         name = "shards: " + key[len("micro_shard_"):].replace("_", " ") + " (micro_shard)"
     elif re.match(r"cores_q\d_msgs_per_s$", key):
         name = "QoS %s flood (cores)" % key[len("cores_q")]
-    elif re.match(r"dpbench_hs_per_s_w\d+$", key):
+    elif re.match(r"dpbench_(aarch64_)?hs_per_s_w\d+$", key):
         n = int(key.rsplit("w", 1)[1])
-        name = "dp-bench handshakes/s, %d worker core%s" % (n, "s" if n > 1 else "")
+        name = "dp-bench%s handshakes/s, %d worker core%s" % (" aarch64" if "_aarch64_" in key else "", n,
+                                                              "s" if n > 1 else "")
     else:
         name = label or key
     if (key.startswith("vm_") or key.startswith("cores_")) and smp:
@@ -253,14 +254,18 @@ def figures(res):
                        f.get("better"), _num(f.get("urmqtt_vm")), _num(f.get("linux_guest")),
                        _num(f.get("ratio_urmqtt_vm_over_linux_guest")), r.get("urmqtt_vm"),
                        r.get("linux_guest"), "urMQTT VM", "Linux+Mosquitto VM", smp))
-    by_w = {}
-    for r in res.get("dpbench") or []:
-        if _num(r.get("workers")) is not None and _num(r.get("handshakes_per_s")) is not None:
-            by_w.setdefault(int(r["workers"]), []).append(r["handshakes_per_s"])
-    for w in sorted(by_w):
-        key = "dpbench_hs_per_s_w%d" % w
-        out.append(Fig(key, key, "dp-bench in the guest: handshakes/s with %d worker core(s)" % w,
-                       "1/s", "none", statistics.median(by_w[w]), None, None, by_w[w]))
+    # dp-bench rows: the x86_64 image's ("guest") and the aarch64 image's ("guest-aarch64")
+    for tag, pre, where in (("guest", "dpbench_", "the guest"), ("guest-aarch64", "dpbench_aarch64_", "the aarch64 guest")):
+        by_w = {}
+        for r in res.get("dpbench") or []:
+            if (r.get("dpbench") == "guest-aarch64") != (tag == "guest-aarch64"):
+                continue
+            if _num(r.get("workers")) is not None and _num(r.get("handshakes_per_s")) is not None:
+                by_w.setdefault(int(r["workers"]), []).append(r["handshakes_per_s"])
+        for w in sorted(by_w):
+            key = pre + "hs_per_s_w%d" % w
+            out.append(Fig(key, key, "dp-bench in %s: handshakes/s with %d worker core(s)" % (where, w),
+                           "1/s", "none", statistics.median(by_w[w]), None, None, by_w[w]))
     for k, v in (res.get("micro_summary") or {}).items():
         if _num(v) is None or k.startswith("dpbench_"):   # dp-bench: from its own rows above
             continue

@@ -571,20 +571,24 @@ for q in (0, 1):
 if rows_sh:
     print("  routed messages per CPU-second across two shards vs in one (micro_shard, 10 subscribers; "
           "both cores' work counted): " + "; ".join(rows_sh))
-# In-guest data plane (tools/dpbench): handshakes/s with 1, 2 (, 4) worker cores and the scaling.
-dpb = {r["workers"]: r for r in res["dpbench"]}
-if dpb:
+# In-guest data plane (tools/dpbench): handshakes/s with 1, 2 (, 4) worker cores and the scaling,
+# in the x86_64 image (rows "guest", keys dpbench_*) and the aarch64 one (rows "guest-aarch64",
+# keys dpbench_aarch64_*; TCG).
+for dpb_tag, dpb_pre, dpb_what in (("guest", "dpbench_", ""), ("guest-aarch64", "dpbench_aarch64_", ", aarch64 guest (TCG)")):
+    dpb = {r["workers"]: r for r in res["dpbench"] if r.get("dpbench") == dpb_tag}
+    if not dpb:
+        continue
     one = dpb.get(1, {}).get("handshakes_per_s")
     parts = []
     for w in sorted(dpb):
         h = dpb[w].get("handshakes_per_s")
         sc = (" (%.2fx of 1)" % (h / one)) if one and h and w > 1 else ""
         parts.append("%d worker%s %s/s%s" % (w, "s" if w > 1 else "", fmt(h), sc))
-        summary["dpbench_workers_%d_hs_per_s" % w] = h
+        summary[dpb_pre + "workers_%d_hs_per_s" % w] = h
         if one and h and w > 1:
-            summary["dpbench_scaling_%d" % w] = round(h / one, 2)
-    print("  in-guest data plane (dp-bench: TLS 1.3 + mTLS + CONNECT/CONNACK + DISCONNECT, client in the"
-          " same guest, no NIC): " + "; ".join(parts))
+            summary[dpb_pre + "scaling_%d" % w] = round(h / one, 2)
+    print("  in-guest data plane%s (dp-bench: TLS 1.3 + mTLS + CONNECT/CONNACK + DISCONNECT, client in the"
+          " same guest, no NIC): " % dpb_what + "; ".join(parts))
 res["micro_summary"] = summary
 
 
@@ -680,9 +684,13 @@ def cores_table():
     UV, LG = "urmqtt-vm", "linux-guest"
     out_ = {"settings": sts, "figures": [], "shards": []}
     print()
-    print("cores: the same image and guest with %s vCPU(s) in one run (%s, pinned to the broker core; "
+    # vm_cpus/lg_cpus: host CPUs of every VM and of the load generator (older results: the
+    # VMs pinned to the one broker core)
+    pin = ("VMs on host CPUs %s, load generator on %s" % (sts[0]["vm_cpus"], sts[0].get("lg_cpus", "?"))
+           if sts[0].get("vm_cpus") else "pinned to the broker core")
+    print("cores: the same image and guest with %s vCPU(s) in one run (%s, %s; "
           "%s publishers -> 1 subscriber, 64 B, medians of %s runs of %ss)"
-          % (", ".join(str(x.get("smp")) for x in sts), sts[0].get("accel", "?").upper(), args.pubs,
+          % (", ".join(str(x.get("smp")) for x in sts), sts[0].get("accel", "?").upper(), pin, args.pubs,
              args.runs, args.seconds))
     print("%-40s %12s %12s %8s" % ("figure", "urMQTT VM", "Linux+Mosq", "ratio"))
     for st in sts:
@@ -703,6 +711,27 @@ def cores_table():
             for r in rows:
                 if r.get("figure") == "cores_shards" and r.get("smp") == smp and r.get("qos") == q:
                     out_["shards"].append(r)
+    # the urMQTT image against itself: each vCPU count's median over the first one's
+    base = sts[0].get("smp")
+    for st in sts[1:]:
+        smp = st.get("smp")
+        for q in (0, 1, 2):
+            u1 = med(UV, "cores_q%d_smp%s" % (q, base), "msgs_per_s")
+            un = med(UV, "cores_q%d_smp%s" % (q, smp), "msgs_per_s")
+            if u1 and un is not None:
+                print("%-40s %12s %12s %8s" % ("urMQTT QoS %d, -smp %s / -smp %s" % (q, smp, base),
+                                               "%.2fx" % (un / u1), "", ""))
+    # delivered per CPU-second of the whole QEMU process (every vCPU and I/O thread): what
+    # the guest did with the CPU it got, apart from how much a shared host gave it
+    for st in sts:
+        smp = st.get("smp")
+        for q in (0, 1, 2):
+            fig = "cores_q%d_smp%s" % (q, smp)
+            e = medf(UV, fig, lambda r: r["delivered_in_window"] / (r["cpu_ticks"] / r["hz"]))
+            c = medf(UV, fig, lambda r: r["cpu_ticks"] / r["hz"] / r["elapsed_s"])
+            if e is not None:
+                print("%-40s %12s %12s %8s" % ("urMQTT QoS %d, -smp %s: msgs per CPU-s" % (q, smp), fmt(e),
+                                               "", ("%.2f CPU" % c) if c is not None else ""))
     for st in sts:  # the last run's counters of each setting, as the image printed them
         for q in (0, 1, 2):
             last = [r for r in out_["shards"] if r.get("smp") == st.get("smp") and r.get("qos") == q]
@@ -716,8 +745,10 @@ res["cores"] = cores_table()
 
 def scale_table():
     """Group scale (tools/bench/scale.sh): one row per count, urMQTT image beside Mosquitto
-    (one run each: a count takes minutes under TCG). Mosquitto's bytes are its RSS growth / N;
-    a count skipped for time is listed with its estimate."""
+    (one run each: a count takes minutes under TCG). Mosquitto's bytes are its RSS growth / N,
+    measured at the largest count one process's descriptors allow (its "measured_n"; the row
+    says "x" after the figure when that is below N: extrapolated); a count skipped for time is
+    listed with its estimate."""
     sts = [r for r in rows if r.get("scale") == "settings"]
     if not sts:
         return None
@@ -734,12 +765,13 @@ def scale_table():
     for r in [x for x in rows if x.get("figure") == "scale" and x.get("broker") == "urmqtt-scale"]:
         n, lg, sy = r.get("n"), r.get("lg") or {}, r.get("sys") or {}
         mq = [x for x in rows if x.get("figure") == "scale" and x.get("broker") == "mosquitto" and x.get("n") == n]
-        mb = ms = None
+        mb = ms = mn = None
         if mq:
             ml = mq[-1].get("lg") or {}
             h = ml.get("held") or 0
             mb = int((mq[-1]["rss1_kb"] - mq[-1]["rss0_kb"]) * 1024 / h) if h else None
             ms = ml.get("connect_s")
+            mn = mq[-1].get("measured_n", n)
         free = next((v for k, v in sy.items() if k.endswith("heap.free") or k.endswith("heap/free")), None)
         try:
             free = float(free) if free is not None else None
@@ -752,7 +784,9 @@ def scale_table():
                "cmd_wanted": lg.get("cmd_wanted"), "cmd_lat_us_p50": lg.get("cmd_lat_us_p50"),
                "cmd_lat_us_p99": lg.get("cmd_lat_us_p99"), "cmd_lat_us_max": lg.get("cmd_lat_us_max"),
                "loadgen_bytes_per_conn": lg.get("lg_bytes_per_conn"), "mosquitto_bytes_per_conn": mb,
-               "mosquitto_connect_s": ms}
+               "mosquitto_connect_s": ms, "mosquitto_measured_n": mn,
+               "mosquitto_extrapolated_mib": round(mb * n / 1048576, 1) if mb and mn != n else None,
+               "loadgen_processes": lg.get("processes", 1)}
         out_["rows"].append(row)
         cpu = row["idle_cpu_s_per_s"]
         print("%8s %8s %9s %8s %9s %11s %9s %18s %16s %10s %8s %11s"
@@ -760,7 +794,10 @@ def scale_table():
                  fmt(free / 1048576) if free is not None else "n/a", "n/a" if cpu is None else "%.3f" % cpu,
                  fmt(row["pings_per_s"]), "%s/%s" % (fmt(row["cmd_lat_us_p50"]), fmt(row["cmd_lat_us_p99"])),
                  "%s of %s" % (fmt(row["cmd_delivered"]), fmt(row["cmd_wanted"])),
-                 fmt(row["loadgen_bytes_per_conn"]), fmt(mb), fmt(ms)))
+                 fmt(row["loadgen_bytes_per_conn"]), fmt(mb) + ("x" if mn not in (None, n) else ""), fmt(ms)))
+        if mn not in (None, n):
+            print("%8s Mosquitto measured at %s connections (one process's descriptors), extrapolated: %s MiB for %s"
+                  % ("", mn, fmt(row["mosquitto_extrapolated_mib"]), n))
     for r in [x for x in rows if x.get("figure") == "scale_skipped"]:
         out_["rows"].append({"n": r.get("n"), "skipped": True, "est_open_s": r.get("est_open_s"),
                              "fd_hard_limit": r.get("fd_hard_limit")})

@@ -78,7 +78,7 @@
 # 256 MiB, Mosquitto beside it; see tools/bench/scale.sh.
 # BENCH_ONLY="hs idle pubsub lat storm mqtt5 durable telemetry disk boot dpbench micro vm cores" picks
 # figure groups (default: all of these); BENCH_ONLY=scale runs the scale group.
-# dpbench: the in-guest data-plane benchmark (the bench tree's image, scenario dpbench)
+# dpbench: the in-guest data-plane benchmark (the bench tree's x86_64 and aarch64 images, scenario dpbench)
 # with 1 worker core, then 2 (and 4 when the host has 4 CPUs), BENCH_DPB_SECONDS each.
 set -uo pipefail
 # The commit measured (with -dirty when tracked files differ from it) and when, for
@@ -138,6 +138,7 @@ vm_img=$tree/x86_64/urmqtt.elf
 declare -A ns_of=([urmqtt-vm]=urmqtt-bench-vm-$$ [linux-guest]=urmqtt-bench-lg-$$)
 declare -A tap_of=([urmqtt-vm]=ubtap1 [linux-guest]=ubtap2)
 vm_nss=()
+declare -A vm_queues_of=() # NAME: virtio-net queue pairs when more than one (group cores)
 lin_ip=10.79.0.1
 our_ip=10.79.0.2
 srcs_tap=10.79.0.1,10.79.0.3,10.79.0.4,10.79.0.5
@@ -773,7 +774,7 @@ vm_net() {
 	ip netns add "$n" || return 1
 	vm_nss+=("$n")
 	ip netns exec "$n" ip link set lo up &&
-		ip netns exec "$n" ip tuntap add dev "$t" mode tap || return 1
+		ip netns exec "$n" ip tuntap add dev "$t" mode tap ${vm_queues_of[$1]:+multi_queue} || return 1
 	for a in ${srcs_tap//,/ }; do ip netns exec "$n" ip addr add "$a/24" dev "$t" || return 1; done
 	ip netns exec "$n" ip link set "$t" up || return 1
 	ip netns exec "$n" sysctl -q -w net.ipv4.ip_local_port_range="10000 65000" >/dev/null 2>&1
@@ -786,20 +787,20 @@ accepting() { ip netns exec "$1" timeout 1 bash -c "exec 3<>/dev/tcp/$our_ip/888
 # start -> accepting time to raw.jsonl as figure FIGURE (third argument, optional)
 vm_start() {
 	local b=$1 log=$2 fig=${3:-} t0 ms="" p
-	local n=${ns_of[$1]} t=${tap_of[$1]}
-	if [ "$b" = linux-guest ]; then
+	local n=${ns_of[$1]} t=${tap_of[$1]} q=${vm_queues_of[$1]:-}
+	if [ "${b%%:*}" = linux-guest ]; then # NAME or NAME:SMP (group cores)
 		# boot.sh: the same QEMU settings, waits (bounded) for 8883, prints "<pid> <ms>"
 		local r
-		r=$(LINUX_GUEST_STATS=1 timeout 300 taskset -c "$bcpu" tools/bench/linux-guest/boot.sh \
+		r=$(LINUX_GUEST_STATS=1 LINUX_GUEST_QUEUES=$q timeout 300 taskset -c "$bcpu" tools/bench/linux-guest/boot.sh \
 			"$lg_dir" "$certs" "$t" "$n" "$vm_smp" "$vm_mem" "$log") || return 1
 		pid_of[$b]=${r%% *}
 		ms=${r##* }
 	else
 		t0=$(date +%s%N)
 		ip netns exec "$n" taskset -c "$bcpu" qemu-system-x86_64 -M q35 "${vm_accel[@]}" \
-			-smp "$vm_smp" -m "$vm_mem" -nographic -no-reboot -nodefaults -serial stdio \
-			-netdev "tap,id=n0,ifname=$t,script=no,downscript=no" \
-			-device virtio-net-pci,netdev=n0,romfile= -kernel "$vm_img" \
+			-name urmqtt,debug-threads=on -smp "$vm_smp" -m "$vm_mem" -nographic -no-reboot -nodefaults -serial stdio \
+			-netdev "tap,id=n0,ifname=$t,script=no,downscript=no${q:+,queues=$q}" \
+			-device "virtio-net-pci,netdev=n0,romfile=${q:+,mq=on,vectors=$((2 * q + 2))}" -kernel "$vm_img" \
 			-append "ip=$our_ip/24 gw=$lin_ip broker_report_ms=1000" </dev/null >"$log" 2>&1 &
 		p=$!
 		pid_of[$b]=$p
@@ -974,44 +975,99 @@ if want scale; then
 fi
 
 # ---- cores: the same image and guest with 1, then 2 (BENCH_CORES_SMP) vCPUs, in one run ----
-# Both VMs pinned to the broker core, as in the vm group; QoS 0, 1 and 2 flat out ($pubs
-# publishers -> 1 subscriber); after each urMQTT run its shard and routing lines (every core's
-# last) go into raw.jsonl with the figure, so the table shows what crossed the cores.
+# QoS 0, 1 and 2 flat out ($pubs publishers -> 1 subscriber); after each urMQTT run its shard
+# and routing lines (every core's last) go into raw.jsonl with the figure, so the table shows
+# what crossed the cores.
+# Host CPUs (ADR "a VM with N vCPUs gets N host CPUs"): every VM of the group, whatever its
+# vCPU count, gets the same CPU set, so the ratios stay side by side. When the host has a CPU
+# for each vCPU of the largest VM plus one, the VMs get CPUs 1..S and the load generator CPU 0
+# alone; otherwise (this 2-CPU host: S = 2) the VMs and the load generator share every host
+# CPU. One pinned host CPU would leave a 2-vCPU guest's two vCPU threads (MTTCG) sharing one
+# CPU, which can never exceed one vCPU's rate. BENCH_CORES_VM_CPUS and BENCH_CORES_LG_CPUS
+# (taskset lists) override.
 if want cores; then
 	vm_accel=("${accel[@]}") vm_acc=$accel_mode
+	cores_smax=1
+	for smp in ${BENCH_CORES_SMP:-1 2}; do [ "$smp" -gt "$cores_smax" ] && cores_smax=$smp; done
+	if [ "$ncpu" -gt "$cores_smax" ]; then
+		cores_vm_cpus=1-$cores_smax cores_lg_cpus=0
+	else
+		cores_vm_cpus=0-$((ncpu - 1)) cores_lg_cpus=0-$((ncpu - 1))
+	fi
+	cores_vm_cpus=${BENCH_CORES_VM_CPUS:-$cores_vm_cpus}
+	cores_lg_cpus=${BENCH_CORES_LG_CPUS:-$cores_lg_cpus}
+	# vm_start and lg pin to $bcpu and $lcpu: the group's sets for its runs only
+	cores_bcpu_was=$bcpu cores_lcpu_was=$lcpu
+	bcpu=$cores_vm_cpus lcpu=$cores_lg_cpus
 	cvms=()
 	command -v qemu-system-x86_64 >/dev/null && [ -f "$vm_img" ] && cvms+=(urmqtt-vm)
 	command -v qemu-system-x86_64 >/dev/null && [ -f "$lg_dir/vmlinux" ] && [ -f "$lg_dir/initrd.base" ] &&
 		cvms+=(linux-guest)
 	[ ${#cvms[@]} -gt 0 ] || say "cores skipped: neither VM is available"
+	# Every VM of every vCPU count is booted first (NAME:SMP, each in its own namespace; an
+	# idle guest halts), then the runs of each figure alternate between them, the order
+	# reversed every other run: on a shared, noisy host a load that comes and goes then
+	# lands on both vCPU counts, as it does on both brokers in the other groups.
+	# thread_ticks PID: "NAME TICKS" per thread of PID (the urMQTT VM's vCPU threads are
+	# named "CPU N/TCG"); thread_delta BEFORE AFTER: NAME=ticks used in between, per name
+	thread_ticks() {
+		local t
+		for t in /proc/"$1"/task/*; do
+			echo "$(tr ' /' '__' <"$t/comm" 2>/dev/null) $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"
+		done 2>/dev/null
+	}
+	thread_delta() {
+		awk 'NR == FNR {b[$1] += $2; next} {a[$1] += $2} END {for (n in a) if (a[n] - b[n] > 0) printf "%s=%d ", n, a[n] - b[n]}' \
+			<(echo "$1") <(echo "$2") | sed 's/ $//'
+	}
+	cb=()
 	for smp in ${BENCH_CORES_SMP:-1 2}; do
 		[ ${#cvms[@]} -gt 0 ] || break
-		vm_smp=$smp
-		echo "{\"cores\":\"settings\",\"smp\":$smp,\"accel\":\"$vm_acc\",\"pubs\":$pubs}" >>"$raw"
-		cb=()
+		echo "{\"cores\":\"settings\",\"smp\":$smp,\"accel\":\"$vm_acc\",\"pubs\":$pubs,\"vm_cpus\":\"$bcpu\",\"lg_cpus\":\"$lcpu\",\"alternate\":true,\"queues\":$([ "$smp" -gt 1 ] && [ "${BENCH_CORES_MQ:-1}" != 0 ] && echo "$smp" || echo 1)}" >>"$raw"
 		for b in "${cvms[@]}"; do
-			vm_net "$b" || { say "[$b] could not create its namespace and TAP device"; continue; }
-			if vm_start "$b" "$out/$b-smp$smp.log"; then cb+=("$b"); else say "[$b] -smp $smp did not start"; fi
+			ns_of[$b:$smp]=${ns_of[$b]}-$smp tap_of[$b:$smp]=${tap_of[$b]}
+			# a queue pair per vCPU above one (a multi-queue TAP, virtio-net mq=on), as a
+			# cloud VM gets; BENCH_CORES_MQ=0: one queue pair whatever the vCPU count
+			[ "$smp" -gt 1 ] && [ "${BENCH_CORES_MQ:-1}" != 0 ] && vm_queues_of[$b:$smp]=$smp
+			vm_net "$b:$smp" || { say "[$b] could not create its namespace and TAP device"; continue; }
+			vm_smp=$smp
+			if vm_start "$b:$smp" "$out/$b-smp$smp.log"; then cb+=("$b:$smp"); else say "[$b] -smp $smp did not start"; fi
 		done
-		say "cores: -smp $smp (${vm_acc^^}, pinned to CPU $bcpu): ${cb[*]}"
-		for q in 0 1 2; do
-			say "[cores] -smp $smp, QoS $q flat out, $pubs publishers -> 1 subscriber"
-			for r in $(seq "$runs"); do
-				for b in "${cb[@]}"; do
-					use "$b"
-					lg "cores_q${q}_smp$smp" pubsub --pubs "$pubs" --subs 1 --qos $q --payload 64 --k "$k" --seconds "$secs"
-					if [ "$b" = urmqtt-vm ]; then
-						sleep 1.2 # the next report lines
-						lines=$(tr -d '\r' <"$out/$b-smp$smp.log" | grep -a ' broker: core [0-9]*: \(shard\|routing\) ' |
-							tail -n $((2 * smp)) | sed 's/^.*broker: //' | tr '\n' ';' | tr -d '"\\')
-						echo "{\"broker\":\"$b\",\"figure\":\"cores_shards\",\"smp\":$smp,\"qos\":$q,\"lines\":\"$lines\"}" >>"$raw"
-					fi
-				done
+	done
+	[ ${#cb[@]} -gt 0 ] && say "cores: ${cb[*]} (${vm_acc^^}, VMs on host CPUs $bcpu, load generator on $lcpu)"
+	for q in 0 1 2; do
+		[ ${#cb[@]} -gt 0 ] || break
+		say "[cores] QoS $q flat out, $pubs publishers -> 1 subscriber, the vCPU counts alternating"
+		for r in $(seq "$runs"); do
+			order=("${cb[@]}")
+			if [ $((r % 2)) = 0 ]; then
+				order=()
+				for ((i = ${#cb[@]} - 1; i >= 0; i--)); do order+=("${cb[$i]}"); done
+			fi
+			for key in "${order[@]}"; do
+				b=${key%%:*} smp=${key##*:}
+				use "$b"
+				bns=${ns_of[$key]} bpid=${pid_of[$key]:-}
+				echo -n "    -smp $smp "
+				th0=$(thread_ticks "$bpid")
+				lg "cores_q${q}_smp$smp" pubsub --pubs "$pubs" --subs 1 --qos $q --payload 64 --k "$k" --seconds "$secs"
+				if [ "$b" = urmqtt-vm ]; then
+					# CPU each QEMU thread used during the run (ticks of 1/$hz s): how busy each
+					# vCPU was, and the device thread
+					th=$(thread_delta "$th0" "$(thread_ticks "$bpid")")
+					echo "      QEMU threads (ticks of 1/$hz s): $th"
+					echo "{\"broker\":\"$b\",\"figure\":\"cores_threads\",\"smp\":$smp,\"qos\":$q,\"hz\":$hz,\"threads\":\"$th\"}" >>"$raw"
+					sleep 1.2 # the next report lines
+					lines=$(tr -d '\r' <"$out/$b-smp$smp.log" | grep -a ' broker: core [0-9]*: \(shard\|routing\) ' |
+						tail -n $((2 * smp)) | sed 's/^.*broker: //' | tr '\n' ';' | tr -d '"\\')
+					echo "{\"broker\":\"$b\",\"figure\":\"cores_shards\",\"smp\":$smp,\"qos\":$q,\"lines\":\"$lines\"}" >>"$raw"
+				fi
 			done
 		done
-		for b in "${cb[@]}"; do vm_stop "$b"; done
-		vm_net_del
 	done
+	for key in "${cb[@]}"; do vm_stop "$key"; done
+	vm_net_del
+	bcpu=$cores_bcpu_was lcpu=$cores_lcpu_was
 fi
 
 # ---- boot time and image size --------------------------------------------------------------
@@ -1031,32 +1087,49 @@ want hs && say "crypto floor: openssl speed ecdhx25519 ecdsap256 (1 s each)"
 want hs && timeout 60 taskset -c "$bcpu" openssl speed -seconds 1 ecdhx25519 ecdsap256 >"$out/openssl-speed.txt" 2>/dev/null
 
 # ---- in-guest data-plane benchmark (tools/dpbench, scenario dpbench) ------------------------
+# The same portable scenario (tools/dpbench/guest.c) in the bench tree's x86_64 image (the
+# accelerator chosen above) and its aarch64 image (qemu-system-aarch64 -M virt -cpu max,
+# always TCG on this host), with the same workers, memory and seconds.
 dpb_img=$tree/x86_64/urmqtt.elf
+dpb_a64_img=$tree/aarch64/urmqtt.img
 dpb_secs=${BENCH_DPB_SECONDS:-10}
+dpb_list="1 2"
+[ "$ncpu" -ge 4 ] && dpb_list="1 2 4"
+# dpb_run ARCH WORKERS: one boot; its result line as a row of $raw ("guest": x86_64,
+# "guest-aarch64"), or a line saying it did not report.
+dpb_run() {
+	local arch=$1 w=$2 log tag acc machine line hps fl
+	if [ "$arch" = aarch64 ]; then
+		log=$out/dpbench-aarch64-$w.log tag=guest-aarch64 acc=tcg
+		machine=(qemu-system-aarch64 -M virt,gic-version=3 -accel tcg,thread=multi -cpu max -kernel "$dpb_a64_img")
+	else
+		log=$out/dpbench-$w.log tag=guest acc=$accel_mode
+		machine=(qemu-system-x86_64 -M q35 "${accel[@]}" -device isa-debug-exit,iobase=0xf4,iosize=0x04
+			-kernel "$dpb_img")
+	fi
+	say "dp-bench in the $arch guest: $w worker core(s), ${dpb_secs}s, no network ($acc)"
+	timeout $((dpb_secs * 3 + 120)) "${machine[@]}" -smp "$w" -m 512M -nographic -no-reboot -nodefaults \
+		-serial stdio -append "test=dpbench dpbench_s=$dpb_secs" >"$log" 2>&1
+	line=$(grep -ao 'dpbench: workers=[0-9]* handshakes_per_s=[0-9.]* failures=[0-9]*' "$log" | tail -1)
+	if [ -n "$line" ]; then
+		hps=${line#*handshakes_per_s=}; hps=${hps%% *}
+		fl=${line##*failures=}
+		echo "{\"dpbench\":\"$tag\",\"workers\":$w,\"handshakes_per_s\":$hps,\"failures\":$fl}" >>"$raw"
+		grep -a 'dpbench core' "$log" | sed 's/^/    /'
+	else
+		say "dp-bench ($arch) with $w worker(s) did not report (see $log)"
+	fi
+}
 if want dpbench; then
 	if [ -f "$dpb_img" ] && command -v qemu-system-x86_64 >/dev/null; then
-		dpb_accel=("${accel[@]}")
-		dpb_list="1 2"
-		[ "$ncpu" -ge 4 ] && dpb_list="1 2 4"
-		for w in $dpb_list; do
-			say "dp-bench in the guest: $w worker core(s), ${dpb_secs}s, no network ($(echo "${dpb_accel[0]}" | tr -d -))"
-			log=$out/dpbench-$w.log
-			timeout $((dpb_secs * 3 + 120)) qemu-system-x86_64 -M q35 "${dpb_accel[@]}" -smp "$w" -m 512M \
-				-nographic -no-reboot -nodefaults -serial stdio \
-				-device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$dpb_img" \
-				-append "test=dpbench dpbench_s=$dpb_secs" >"$log" 2>&1
-			line=$(grep -o 'dpbench: workers=[0-9]* handshakes_per_s=[0-9.]* failures=[0-9]*' "$log" | tail -1)
-			if [ -n "$line" ]; then
-				hps=${line#*handshakes_per_s=}; hps=${hps%% *}
-				fl=${line##*failures=}
-				echo "{\"dpbench\":\"guest\",\"workers\":$w,\"handshakes_per_s\":$hps,\"failures\":$fl}" >>"$raw"
-				grep 'dpbench core' "$log" | sed 's/^/    /'
-			else
-				say "dp-bench with $w worker(s) did not report (see $log)"
-			fi
-		done
+		for w in $dpb_list; do dpb_run x86_64 "$w"; done
 	else
 		say "dp-bench skipped: no bench image ($dpb_img) or no qemu-system-x86_64"
+	fi
+	if [ -f "$dpb_a64_img" ] && command -v qemu-system-aarch64 >/dev/null; then
+		for w in $dpb_list; do dpb_run aarch64 "$w"; done
+	else
+		say "dp-bench (aarch64) skipped: no bench image ($dpb_a64_img) or no qemu-system-aarch64"
 	fi
 fi
 

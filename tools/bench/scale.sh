@@ -19,10 +19,18 @@
 #           of BENCH_SCALE_CMD (1000) random held devices with its delivery latency. The load
 #           generator's own RSS growth per connection is reported beside them.
 #   Mosquitto (Debian, on the namespace's loopback, the same certificates) at the same count up
-#           to BENCH_SCALE_MOSQ_MAX (100000): RSS growth per connection, time to open.
-# One load-generator process holds a count's connections, so a count above the host's
-# descriptor hard limit (ulimit -Hn; 20,000 in the container of the first run) is skipped and
-# said so (figure scale_skipped with fd_hard_limit).
+#           to BENCH_SCALE_MOSQ_MAX (100000): RSS growth per connection, time to open. Mosquitto
+#           is one process, so above the host's descriptor hard limit it is measured at the
+#           largest count that fits and its memory extrapolated to the count (said so:
+#           "measured_n" and "extrapolated" in its figure).
+# The load generator is split over as many processes as the host's descriptor hard limit per
+# process needs (ulimit -Hn; 20,000 in the container of the first runs; 2,048 of each kept
+# for everything else): each holds a contiguous range of identities (--id-base); they open
+# one after another, each with BENCH_SCALE_K in flight (the guest sees what one process would
+# give it), hold until the group says go (--go-file), then each sends its share of the
+# commands from a service connection of its own (ops/<k>) at its share of the rate. Their
+# results are merged (sums; the opening from the first start to the last ready; latency
+# percentiles from the merged histograms) into one "lg" object with "processes".
 # A count whose opening time, extrapolated from the previous count's rate, exceeds
 # BENCH_SCALE_BUDGET_S (1500) is skipped and said so (figure scale_skipped): the largest count
 # reached is the last scale row. Every wait is bounded.
@@ -50,16 +58,16 @@ scale_group() {
 	ns_of["urmqtt-scale"]=urmqtt-bench-sc-$$
 	tap_of["urmqtt-scale"]=ubtap3
 	echo "{\"scale\":\"settings\",\"accel\":\"$vm_acc\",\"mem\":\"$smem\",\"k\":$sk,\"keepalive_s\":$ska,\"idle_s\":$sidle,\"cmd\":$scmd,\"conf\":\"config/scale-100k.conf\"}" >>"$raw"
-	# one load-generator process holds every connection: a descriptor each (a container's hard
-	# limit may be lower than the count; 20,000 on the machine of the first run)
-	local fdmax
+	# connections per load-generator process: a descriptor each, under the hard limit
+	local fdmax per_lg
 	fdmax=$(ulimit -Hn)
+	per_lg=100000
+	[ "$fdmax" != unlimited ] && [ $((fdmax - 2048)) -lt $per_lg ] && per_lg=$((fdmax - 2048))
+	if [ "$per_lg" -lt 1000 ]; then
+		say "scale skipped: the descriptor hard limit here ($fdmax) leaves too few per load-generator process"
+		return 0
+	fi
 	for n in $slist; do
-		if [ "$fdmax" != unlimited ] && [ "$n" -gt $((fdmax - 64)) ]; then
-			say "[scale] $n connections skipped: the descriptor hard limit here is $fdmax (one load-generator process holds them all)"
-			echo "{\"broker\":\"urmqtt-scale\",\"figure\":\"scale_skipped\",\"n\":$n,\"fd_hard_limit\":$fdmax}" >>"$raw"
-			continue
-		fi
 		if [ -n "$rate" ]; then
 			est=$(python3 -c "print(int($n / $rate))")
 			if [ "$est" -gt "$sbudget" ]; then
@@ -80,28 +88,43 @@ d=json.load(open(sys.argv[1])); print("%.1f" % d["connects_per_s"] if d.get("con
 scale_urmqtt() {
 	local n=$1 b=urmqtt-scale
 	local log=$out/scale-urmqtt-$n.log ready=$out/scale-ready-$n hj=$out/scale-hold-$n.json
-	local nsn=${ns_of[$b]} qpid c0 c1 t0 t1 km="" sysj="" hpid
+	local nsn=${ns_of[$b]} qpid c0 c1 t0 t1 km="" sysj="" p np go=$out/scale-go-$n
+	local -a hpids=()
+	np=$(((n + per_lg - 1) / per_lg))
 	vm_net "$b" || { say "[scale] no namespace"; return 1; }
 	ln -sfn "$(basename "$log")" "$out/$b.log" # where vm_dead looks for a panic
 	if ! vm_start "$b" "$log"; then vm_net_del; return 1; fi
 	qpid=${pid_of[$b]}
 	blog=$log
-	say "[scale] urMQTT image (-m $vm_mem, ${vm_acc^^}): $n idle mTLS devices, $sk in flight, keepalive ${ska}s"
-	rm -f "$ready"
+	say "[scale] urMQTT image (-m $vm_mem, ${vm_acc^^}): $n idle mTLS devices from $np load-generator process(es) in turn, $sk in flight, keepalive ${ska}s"
+	rm -f "$ready".* "$hj".* "$go"
 	c0=$(cpu_ticks "$qpid")
 	t0=$(date +%s%N)
-	timeout $((sbudget + sidle + 300)) ip netns exec "$nsn" taskset -c "$lcpu" "$loadgen" hold --host "$our_ip" \
-		--src "$srcs_tap" --ca "$scerts/ca.crt" --devdir "$sdev" --svcdir "$scerts" --n "$n" --k "$sk" \
-		--keepalive "$ska" --seconds $((sidle + 40)) --open-s "$((sbudget + 60))" --cmd "$scmd" \
-		--ready-file "$ready" >"$hj" 2>>"$out/loadgen-scale.log" &
-	hpid=$!
-	for _ in $(seq $(((sbudget + 120) * 10))); do
-		[ -f "$ready" ] && break
-		kill -0 $hpid 2>/dev/null || break
-		vm_dead "$b" && { say "[scale] the VM stopped while opening"; break; }
-		sleep 0.1
+	# scale_opened P: process P has opened its share (0), or it ended or the VM stopped (1)
+	scale_opened() {
+		for _ in $(seq $(((sbudget + 120) * 10))); do
+			[ -f "$ready.$1" ] && return 0
+			kill -0 "${hpids[$1]}" 2>/dev/null || { say "[scale] load-generator process $1 ended while opening"; return 1; }
+			vm_dead "$b" && { say "[scale] the VM stopped while opening"; return 1; }
+			sleep 0.1
+		done
+		return 1
+	}
+	local opened=1
+	for ((p = 0; p < np && opened; p++)); do
+		local base=$((p * n / np)) cnt=$(((p + 1) * n / np - p * n / np))
+		local cmdp=$(((p + 1) * scmd / np - p * scmd / np)) crate=$((80 / np))
+		[ "$crate" -ge 1 ] || crate=1
+		timeout $((2 * sbudget + sidle + 400)) ip netns exec "$nsn" taskset -c "$lcpu" "$loadgen" hold --host "$our_ip" \
+			--src "$srcs_tap" --ca "$scerts/ca.crt" --devdir "$sdev" --svcdir "$scerts" --n "$cnt" --k "$sk" \
+			--id-base "$base" --keepalive "$ska" --seconds $((2 * sbudget + sidle + 200)) --go-file "$go" \
+			--open-s "$((sbudget + 60))" --cmd "$cmdp" --cmd-rate "$crate" --cmd-client "$p" \
+			--ready-file "$ready.$p" >"$hj.$p" 2>>"$out/loadgen-scale.log" &
+		hpids+=($!)
+		scale_opened "$p" || opened=0
 	done
 	t1=$(date +%s%N)
+	[ "$opened" = 1 ] || touch "$go" # the others stop holding: nothing more to measure
 	c1=$(cpu_ticks "$qpid")
 	local open_cpu_s
 	open_cpu_s=$(python3 -c "print('%.1f' % (($c1 - $c0) / $hz))")
@@ -126,7 +149,9 @@ print(json.dumps(d))')
 	i1=$(cpu_ticks "$qpid")
 	local idle_cpu
 	idle_cpu=$(python3 -c "print('%.4f' % (($i1 - $i0) / $hz / $sidle))")
-	wait $hpid
+	touch "$go" # the commands, then every process closes
+	wait "${hpids[@]}"
+	scale_merge_lg "$np" "$hj" >"$hj"
 	local j
 	j=$(tail -n 1 "$hj")
 	[ -n "$j" ] || j='{"error":"no result"}'
@@ -142,18 +167,64 @@ print("held=%s in %ss (%s/s); kernel %s B/conn (slot %s); guest %s; QEMU CPU idl
 	grep -q '"held"' "$hj"
 }
 
+# scale_merge_lg NP HJ: one "lg" object from the NP load-generator results HJ.0..HJ.<NP-1>
+# (each one's last line): counts summed, the slowest opening, the load generators' memory
+# per held connection over all of them, command latency percentiles from the merged
+# histograms; a missing or unreadable result is named in "errors" and held counts stay short.
+scale_merge_lg() {
+	python3 - "$1" "$2" <<-'PY'
+	import json, sys
+	np, hj = int(sys.argv[1]), sys.argv[2]
+	parts, errors = [], []
+	for p in range(np):
+	    try:
+	        with open("%s.%d" % (hj, p)) as f:
+	            lines = [l for l in f.read().splitlines() if l.strip()]
+	        parts.append(json.loads(lines[-1]))
+	    except (OSError, IndexError, ValueError) as e:
+	        errors.append("process %d: %s" % (p, e))
+	m = {"mode": "hold", "processes": np}
+	for k in ("wanted", "held", "still_ready", "cmd_wanted", "cmd_sent", "cmd_acked", "cmd_delivered"):
+	    m[k] = sum(int(d.get(k, 0)) for d in parts)
+	m["all_ready"] = len(parts) == np and all(d.get("all_ready") for d in parts)
+	m["connect_s"] = round(sum(float(d.get("connect_s", 0)) for d in parts), 3)  # they open in turn
+	m["connects_per_s"] = round(m["held"] / m["connect_s"], 1) if m["connect_s"] else 0
+	grow = sum(max(0, int(d.get("lg_rss1_kb", 0)) - int(d.get("lg_rss0_kb", 0))) * 1024 for d in parts)
+	m["lg_bytes_per_conn"] = round(grow / m["held"]) if m["held"] else 0
+	m["cmd_s"] = max([float(d.get("cmd_s", 0)) for d in parts] or [0])
+	hist = {}
+	for d in parts:
+	    for us, c in d.get("cmd_lat_hist", []):
+	        hist[us] = hist.get(us, 0) + c
+	total = sum(hist.values())
+	def pct(q):
+	    want, acc = int(total * q), 0
+	    for us in sorted(hist):
+	        acc += hist[us]
+	        if acc > want:
+	            return us
+	    return max(hist) if hist else 0
+	m["cmd_lat_us_p50"], m["cmd_lat_us_p99"], m["cmd_lat_us_max"] = pct(0.50), pct(0.99), pct(0.999999)
+	if errors:
+	    m["errors"] = errors
+	print(json.dumps(m))
+	PY
+}
+
 # scale_mosquitto N: Debian's Mosquitto in a namespace of its own (loopback), N held devices
 scale_mosquitto() {
-	local n=$1 mns=urmqtt-bench-scm-$$ mp up=0 r0 r1
+	local n=$1 mn=$1 mns=urmqtt-bench-scm-$$ mp up=0 r0 r1
 	local hj=$out/scale-mosq-hold-$n.json ready=$out/scale-mosq-ready-$n
 	ip netns add "$mns" || return 1
 	vm_nss+=("$mns")
 	ip netns exec "$mns" ip link set lo up
 	ip netns exec "$mns" sysctl -q -w net.ipv4.ip_local_port_range="10000 65000" >/dev/null 2>&1
-	# a descriptor per connection
-	local nfd=$((n + 1024)) hfd
+	# a descriptor per connection, in one process: above the hard limit, the largest count
+	# that fits is measured and the memory extrapolated (said so in the figure)
+	local nfd hfd
 	hfd=$(ulimit -Hn)
-	[ "$hfd" != unlimited ] && [ "$nfd" -gt "$hfd" ] && nfd=$hfd
+	[ "$hfd" != unlimited ] && [ $((n + 1100)) -gt "$hfd" ] && mn=$((hfd - 1100))
+	nfd=$((mn + 1024))
 	ip netns exec "$mns" taskset -c "$bcpu" bash -c 'ulimit -n '"$nfd"' && exec "$0" -c "$1"' \
 		"$mosq" "$out/mosquitto-scale.conf" >>"$out/mosquitto-scale.log" 2>&1 &
 	mp=$!
@@ -162,11 +233,11 @@ scale_mosquitto() {
 		sleep 0.2
 	done
 	[ $up = 1 ] || { say "[scale] Mosquitto did not start"; kill "$mp" 2>/dev/null; vm_net_del; return 1; }
-	say "[scale] Mosquitto: $n idle mTLS devices, 16 in flight"
+	say "[scale] Mosquitto: $mn idle mTLS devices, 16 in flight$([ "$mn" = "$n" ] || echo " (the largest count one process's descriptors allow; extrapolated to $n)")"
 	r0=$(rss_kb "$mp")
 	rm -f "$ready"
 	timeout $((sbudget + 300)) ip netns exec "$mns" taskset -c "$lcpu" "$loadgen" hold --host 127.0.0.1 \
-		--src "$srcs_lo" --ca "$scerts/ca.crt" --devdir "$sdev" --n "$n" --k 16 --keepalive "$ska" \
+		--src "$srcs_lo" --ca "$scerts/ca.crt" --devdir "$sdev" --n "$mn" --k 16 --keepalive "$ska" \
 		--seconds 6 --open-s "$sbudget" --ready-file "$ready" >"$hj" 2>>"$out/loadgen-scale.log" &
 	local hpid=$!
 	for _ in $(seq $(((sbudget + 60) * 10))); do
@@ -180,11 +251,12 @@ scale_mosquitto() {
 	local j
 	j=$(tail -n 1 "$hj")
 	[ -n "$j" ] || j='{"error":"no result"}'
-	echo "{\"broker\":\"mosquitto\",\"figure\":\"scale\",\"n\":$n,\"rss0_kb\":$r0,\"rss1_kb\":$r1,\"lg\":$j}" >>"$raw"
+	echo "{\"broker\":\"mosquitto\",\"figure\":\"scale\",\"n\":$n,\"measured_n\":$mn,\"extrapolated\":$([ "$mn" = "$n" ] && echo false || echo true),\"rss0_kb\":$r0,\"rss1_kb\":$r1,\"lg\":$j}" >>"$raw"
 	say "[scale] Mosquitto $n: $(python3 -c 'import json,sys
 d=json.loads(sys.argv[1]); l=d["lg"]; h=l.get("held") or 0
-print("held=%s in %ss; RSS %d -> %d KiB, %s B/conn" % (h, l.get("connect_s"), d["rss0_kb"], d["rss1_kb"],
-    int((d["rss1_kb"]-d["rss0_kb"])*1024/h) if h else "n/a"))' "$(tail -n 1 "$raw")")"
+per=(d["rss1_kb"]-d["rss0_kb"])*1024/h if h else 0
+print("held=%s in %ss; RSS %d -> %d KiB, %s B/conn%s" % (h, l.get("connect_s"), d["rss0_kb"], d["rss1_kb"],
+    int(per) if h else "n/a", "; extrapolated to %d: %.0f MiB" % (d["n"], per * d["n"] / 1048576) if d["extrapolated"] and h else ""))' "$(tail -n 1 "$raw")")"
 	kill -TERM "$mp" 2>/dev/null
 	for _ in $(seq 50); do kill -0 "$mp" 2>/dev/null || break; sleep 0.1; done
 	kill -KILL "$mp" 2>/dev/null

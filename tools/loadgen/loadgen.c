@@ -90,7 +90,7 @@ struct opts {
 	struct sockaddr_in dst;
 	struct in_addr src[MAX_SRC];
 	unsigned n_src;
-	const char *ca, *devdir, *svcdir, *ready_file, *out;
+	const char *ca, *devdir, *svcdir, *ready_file, *go_file, *out;
 	unsigned n, k, pubs, subs, qos, payload, keepalive, window;
 	double seconds, rate;
 	bool resume;
@@ -103,6 +103,9 @@ struct opts {
 	unsigned cmd_n;
 	unsigned cmd_rate; /* commands/s (0: flat out) */
 	unsigned open_s; /* hold: the deadline for opening all (600 s) */
+	/* hold split over several processes (a host's descriptor limit per process): this one's
+	 * first identity is load-<id_base + 1>; its service connection is ops/<cmd_client + 1> */
+	unsigned id_base, cmd_client;
 };
 
 struct ident {
@@ -1161,7 +1164,7 @@ static bool load_ids(unsigned n)
 		return false;
 	snprintf(key, sizeof(key), "%s/load.key", o.devdir);
 	for (unsigned i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "load-%u", i + 1);
+		snprintf(name, sizeof(name), "load-%u", o.id_base + i + 1);
 		snprintf(crt, sizeof(crt), "%s/%s.crt", o.devdir, name);
 		if (o.mode == M_HOLD && i) { /* the certificate is read when it connects (ident_crt) */
 			if (access(crt, R_OK)) {
@@ -1406,7 +1409,7 @@ static void hold_commands(uint64_t t0, FILE *out)
 		pick[i] = pick[j];
 		pick[j] = t;
 	}
-	bool up = want && conn_open(c, R_CMD, 0);
+	bool up = want && conn_open(c, R_CMD, o.cmd_client);
 	while (up && !stop && now_ns() < dl && c->st != S_READY && c->st != S_FREE)
 		poll_once(5);
 	up = up && c->st == S_READY;
@@ -1435,6 +1438,15 @@ static void hold_commands(uint64_t t0, FILE *out)
 		"\"cmd_s\":%.3f,\"cmd_lat_us_p50\":%.0f,\"cmd_lat_us_p99\":%.0f,\"cmd_lat_us_max\":%.0f,",
 		o.cmd_rate, want, sent, (unsigned long long)c->acked, (unsigned long long)w->delivered, cmd_s,
 		lat_pct(w, 0.50), lat_pct(w, 0.99), lat_pct(w, 0.999999));
+	/* the histogram itself (sparse [us, count] pairs), for merging several processes' */
+	fprintf(out, "\"cmd_lat_hist\":[");
+	for (unsigned i = 0, first = 1; i < LAT_BUCKETS; i++)
+		if (w->hist[i]) {
+			fprintf(out, "%s[%llu,%llu]", first ? "" : ",", (unsigned long long)lat_value(i),
+				(unsigned long long)w->hist[i]);
+			first = 0;
+		}
+	fprintf(out, "],");
 	if (c->st != S_FREE) {
 		(void)out_pkt(c, 0xE0, NULL, 0);
 		(void)conn_flush(c);
@@ -1460,8 +1472,9 @@ static int run_hold(void)
 			fclose(f);
 		}
 	}
+	/* held for --seconds, or (--go-file) until that file exists, --seconds at most */
 	uint64_t t1 = now_ns(), end = t1 + (uint64_t)(o.seconds * 1e9), last = t1;
-	while (!stop && now_ns() < end) {
+	while (!stop && now_ns() < end && !(o.go_file && !access(o.go_file, F_OK))) {
 		poll_once(50);
 		if (now_ns() - last >= 1000000000ull) {
 			last = now_ns();
@@ -1962,6 +1975,10 @@ static void usage(void)
 		"                            command to each of C random held devices; their latency\n"
 		"  --cmd-rate R              commands/s (80, under config/scale-100k.conf's 100 msgs/s per\n"
 		"                            identity, which a service is too; 0: flat out)\n"
+		"  hold over several processes (one process's descriptors are limited):\n"
+		"  --id-base B               identities load-<B+1>..load-<B+N> (0)\n"
+		"  --cmd-client K            the service connection's client ID ops/<K+1> (0)\n"
+		"  --go-file F               hold until F exists (--seconds at most), then --cmd\n"
 		"  mkcerts: --cadir DIR (ca.crt + ca.key) --out DIR --n N\n",
 		MAX_SRC);
 }
@@ -2065,6 +2082,12 @@ int main(int argc, char **argv)
 			out = o.out = v;
 		else if (!strcmp(a, "--ready-file"))
 			o.ready_file = v;
+		else if (!strcmp(a, "--go-file"))
+			o.go_file = v;
+		else if (!strcmp(a, "--id-base"))
+			ok = parse_u(v, 0, 10000000, &o.id_base);
+		else if (!strcmp(a, "--cmd-client"))
+			ok = parse_u(v, 0, 1000, &o.cmd_client);
 		else if (!strcmp(a, "--n"))
 			ok = parse_u(v, 1, 100000000, &o.n);
 		else if (!strcmp(a, "--k"))
@@ -2100,7 +2123,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--window"))
 			ok = parse_u(v, 1, 65535, &o.window);
 		else if (!strcmp(a, "--seconds"))
-			ok = (o.seconds = strtod(v, NULL)) > 0 && o.seconds <= 3600;
+			ok = (o.seconds = strtod(v, NULL)) > 0 && o.seconds <= 86400; /* hold: the opening of a split run too */
 		else if (!strcmp(a, "--rate"))
 			ok = (o.rate = strtod(v, NULL)) >= 0 && o.rate <= 1e7;
 		else

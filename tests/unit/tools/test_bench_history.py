@@ -17,6 +17,8 @@
 #   bench-history/band              the band: range of 2-3 runs, interquartile range from 4 runs
 #                                   (three outliers in twelve do not triple it), unknown for one; a
 #                                   move just inside is quiet, just outside named
+#   bench-history/dpbench-arches    dp-bench rows of the x86_64 ("guest") and aarch64
+#                                   ("guest-aarch64") images: separate figures, never one median
 import os
 import shutil
 import subprocess
@@ -116,6 +118,19 @@ def main():
     result(ok, "band", "one run: none; 90/100/110: ±20%%; twelve runs with three outliers: ±%.0f%%; 1.09× "
            "quiet, 1.11× named in a ±10%% band" % (100 * sp[2]) if ok else "spreads %r, inside %r, outside %r"
            % (sp, [m.line() for m in m_in], [m.line() for m in m_out]))
+
+    # dp-bench rows of both images: each its own figures, never one median over both
+    res = {"dpbench": [{"dpbench": "guest", "workers": 1, "handshakes_per_s": 10.0},
+                       {"dpbench": "guest", "workers": 2, "handshakes_per_s": 20.0},
+                       {"dpbench": "guest-aarch64", "workers": 1, "handshakes_per_s": 3.0},
+                       {"dpbench": "guest-aarch64", "workers": 2, "handshakes_per_s": 5.0}]}
+    got = {f.key: (f.u, f.name, f.group) for f in benchlib.figures(res)}
+    want = {"dpbench_hs_per_s_w1": (10.0, "dp-bench handshakes/s, 1 worker core", "cores"),
+            "dpbench_hs_per_s_w2": (20.0, "dp-bench handshakes/s, 2 worker cores", "cores"),
+            "dpbench_aarch64_hs_per_s_w1": (3.0, "dp-bench aarch64 handshakes/s, 1 worker core", "cores"),
+            "dpbench_aarch64_hs_per_s_w2": (5.0, "dp-bench aarch64 handshakes/s, 2 worker cores", "cores")}
+    result(got == want, "dpbench-arches", "x86_64 and aarch64 rows give separate figures" if got == want
+           else "got %r" % got)
     return 1 if failed else 0
 
 

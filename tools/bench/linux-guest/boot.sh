@@ -18,7 +18,8 @@
 # Environment: LINUX_GUEST_IP (guest address/prefix, default 10.79.0.2/24),
 #   LINUX_GUEST_WAIT (seconds to wait for the port, default 180), LINUX_GUEST_STATS (S > 0:
 #   every S seconds the guest logs "lg-stats mosquitto_rss_kb=N guest_used_kb=N" to LOG;
-#   default 0, off), LINUX_GUEST_APPEND (extra kernel parameters).
+#   default 0, off), LINUX_GUEST_APPEND (extra kernel parameters), LINUX_GUEST_QUEUES (N > 1:
+#   a multi-queue virtio-net with N queue pairs on a multi_queue TAP).
 # Output (stdout), one line once accepting:  <qemu pid> <ms from QEMU start to accepting>
 #   (progress and errors go to stderr). The guest's console lines end in CR LF. The QEMU process is the guest: kill that pid (TERM)
 #   and nothing is left. On failure or timeout it kills QEMU itself and exits non-zero.
@@ -76,13 +77,17 @@ cat "$out/initrd.base" >>"$tmp/initrd"
 . "$(dirname "$0")/../../accel/accel.sh"
 accel_select "${BUILD_DIR:-build}" -accel "tcg,thread=multi" -cpu max || fail "no accelerator decision"
 mac=52:54:00:4c:47:02
+# LINUX_GUEST_QUEUES=N (N > 1): N virtio-net queue pairs (the TAP must be multi_queue); Linux
+# uses min(N, vCPUs) of them by default
+queues=${LINUX_GUEST_QUEUES:-}
+[ "${queues:-1}" -gt 1 ] 2>/dev/null || queues=""
 append="console=ttyS0 panic=-1 quiet cryptomgr.notests lg.ip=$addr lg.stats=${LINUX_GUEST_STATS:-0} ${LINUX_GUEST_APPEND:-}"
 
 t0=$(date +%s%N)
 ip netns exec "$ns" qemu-system-x86_64 -M q35 "${accel[@]}" -smp "$smp" -m "$mem" \
 	-nodefaults -no-reboot -display none -monitor none -serial stdio \
-	-netdev tap,id=n0,ifname="$tap",script=no,downscript=no \
-	-device virtio-net-pci,netdev=n0,mac=$mac,romfile= \
+	-netdev tap,id=n0,ifname="$tap",script=no,downscript=no${queues:+,queues=$queues} \
+	-device virtio-net-pci,netdev=n0,mac=$mac,romfile=${queues:+,mq=on,vectors=$((2 * queues + 2))} \
 	-kernel "$out/vmlinux" -initrd "$tmp/initrd" -append "$append" \
 	</dev/null >"$log" 2>&1 &
 qpid=$! # ip netns exec execs QEMU: this is QEMU's pid
