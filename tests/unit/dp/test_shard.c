@@ -1022,6 +1022,32 @@ static void t_forwarded_publisher_slowed_by_credit(void **state)
 	cl_free(d);
 }
 
+/* The fair-share scenes: a service on core 2 subscribed to every device's telemetry (conn
+ * 12), a heavy publisher on core 1 (conn 13) and a light one homed on core 1 too, connected
+ * to light_core as conn light_conn; their topics. */
+struct fair_scene {
+	struct client *s, *h, *l;
+	char heavy_id[32], light_id[32], th[64], tl[64];
+};
+
+static void fair_scene_up(struct fair_scene *f, uint32_t light_core, uint32_t light_conn)
+{
+	char ops[32];
+	int from = 0;
+	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
+	from = 0;
+	id_homed(f->heavy_id, sizeof f->heavy_id, "heavy-", 1, false, &from);
+	from = 0;
+	id_homed(f->light_id, sizeof f->light_id, "light-", 1, false, &from);
+	f->s = cl_up(2, 12, ops, true);
+	mq_subscribe(f->s, 1, "devices/+/telemetry", 0);
+	assert_int_equal(expect(f->s, 9, NULL, 0), 3);
+	f->h = cl_up(1, 13, f->heavy_id, false);
+	f->l = cl_up(light_core, light_conn, f->light_id, false);
+	snprintf(f->th, sizeof f->th, "devices/%s/telemetry", f->heavy_id);
+	snprintf(f->tl, sizeof f->tl, "devices/%s/telemetry", f->light_id);
+}
+
 /* QoS 0 drops per publisher identity and the fair-share rule (ADR-075). Two devices on
  * core 1 publish to a service subscribed on core 2, one ten times as much as the other,
  * in bursts while core 1 -> 2 is blocked (a congested link: the backlog fills, reads are
@@ -1032,21 +1058,10 @@ static void t_forwarded_publisher_slowed_by_credit(void **state)
 static void t_fair_qos0_drops(void **state)
 {
 	(void)state;
-	char ops[32], heavy_id[32], light_id[32];
-	int from = 0;
-	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
-	from = 0;
-	id_homed(heavy_id, sizeof heavy_id, "heavy-", 1, false, &from);
-	from = 0;
-	id_homed(light_id, sizeof light_id, "light-", 1, false, &from);
-	struct client *s = cl_up(2, 12, ops, true);
-	mq_subscribe(s, 1, "devices/+/telemetry", 0);
-	assert_int_equal(expect(s, 9, NULL, 0), 3);
-	struct client *h = cl_up(1, 13, heavy_id, false);
-	struct client *l = cl_up(1, 14, light_id, false);
-	char th[64], tl[64];
-	snprintf(th, sizeof th, "devices/%s/telemetry", heavy_id);
-	snprintf(tl, sizeof tl, "devices/%s/telemetry", light_id);
+	struct fair_scene f;
+	fair_scene_up(&f, 1, 14);
+	struct client *s = f.s, *h = f.h, *l = f.l;
+	const char *th = f.th, *tl = f.tl;
 	static uint8_t pl[200];
 	int sent_h = 0, sent_l = 0, got_h = 0, got_l = 0;
 	for (int burst = 0; burst < 4; burst++) {
@@ -1086,13 +1101,13 @@ static void t_fair_qos0_drops(void **state)
 	struct mqtt_dropper dr[4];
 	size_t nd = mqtt_broker_droppers(dp_broker(D[1]), dr, 4);
 	assert_true(nd >= 1);
-	assert_string_equal(dr[0].id, heavy_id);
+	assert_string_equal(dr[0].id, f.heavy_id);
 	assert_int_equal(dr[0].kind, MQTT_ID_DEVICE);
 	uint64_t per_id_links = 0, per_id_fair = 0;
 	for (size_t i = 0; i < nd; i++) {
 		per_id_links += dr[i].dropped[MQTT_DROP_LINKS];
 		per_id_fair += dr[i].dropped[MQTT_DROP_FAIR];
-		if (strcmp(dr[i].id, light_id) == 0)
+		if (strcmp(dr[i].id, f.light_id) == 0)
 			assert_int_equal(dr[i].dropped[MQTT_DROP_FAIR], 0);
 	}
 	assert_int_equal(per_id_links, ms->fanout_qos0_dropped);
@@ -1103,12 +1118,12 @@ static void t_fair_qos0_drops(void **state)
 	char txt[256], want[160];
 	size_t tn = mqtt_droppers_text(dr, nd, txt, sizeof txt);
 	assert_int_equal(tn, strlen(txt));
-	snprintf(want, sizeof want, " %s=%lu/%lu/0", heavy_id, (unsigned long)dr[0].dropped[MQTT_DROP_LINKS],
+	snprintf(want, sizeof want, " %s=%lu/%lu/0", f.heavy_id, (unsigned long)dr[0].dropped[MQTT_DROP_LINKS],
 		 (unsigned long)ms->fair_qos0_dropped);
 	assert_memory_equal(txt, want, strlen(want)); /* the heavy one first */
 	uint64_t light_links = ms->fanout_qos0_dropped - dr[0].dropped[MQTT_DROP_LINKS];
 	if (light_links) {
-		snprintf(want, sizeof want, " %s=%lu/0/0", light_id, (unsigned long)light_links);
+		snprintf(want, sizeof want, " %s=%lu/0/0", f.light_id, (unsigned long)light_links);
 		assert_non_null(strstr(txt, want));
 	}
 	char dgram[1472 + 1], name[128];
@@ -1121,13 +1136,13 @@ static void t_fair_qos0_drops(void **state)
 			assert_true(ops_statsd_gauge(&sb, name, dr[i].dropped[r]));
 		}
 	dgram[sb.len] = '\0';
-	snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.fair:%lu|g", heavy_id,
+	snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.fair:%lu|g", f.heavy_id,
 		 (unsigned long)ms->fair_qos0_dropped);
 	assert_non_null(strstr(dgram, want));
-	snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.queue:0|g", heavy_id);
+	snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.queue:0|g", f.heavy_id);
 	assert_non_null(strstr(dgram, want));
 	if (light_links) {
-		snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.links:%lu|g", light_id, (unsigned long)light_links);
+		snprintf(want, sizeof want, "urmqtt.core1.droppers.device.%s.links:%lu|g", f.light_id, (unsigned long)light_links);
 		assert_non_null(strstr(dgram, want));
 	}
 	assert_int_equal(fc[1][14].closes + fc[1][14].aborts + fc[1][13].closes + fc[1][13].aborts, 0);
@@ -1166,21 +1181,10 @@ static void take_publishes(struct client *s, const char *tl, int *got_h, int *go
 static void t_light_window_open(void **state)
 {
 	(void)state;
-	char ops[32], heavy_id[32], light_id[32];
-	int from = 0;
-	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
-	from = 0;
-	id_homed(heavy_id, sizeof heavy_id, "heavy-", 1, false, &from);
-	from = 0;
-	id_homed(light_id, sizeof light_id, "light-", 1, false, &from);
-	struct client *s = cl_up(2, 12, ops, true);
-	mq_subscribe(s, 1, "devices/+/telemetry", 0);
-	assert_int_equal(expect(s, 9, NULL, 0), 3);
-	struct client *h = cl_up(1, 13, heavy_id, false);
-	struct client *l = cl_up(1, 14, light_id, false);
-	char th[64], tl[64];
-	snprintf(th, sizeof th, "devices/%s/telemetry", heavy_id);
-	snprintf(tl, sizeof tl, "devices/%s/telemetry", light_id);
+	struct fair_scene f;
+	fair_scene_up(&f, 1, 14);
+	struct client *s = f.s, *h = f.h, *l = f.l;
+	const char *th = f.th, *tl = f.tl;
 	static uint8_t pl[200];
 	int sent_h = 0, sent_l = 0, got_h = 0, got_l = 0;
 	int h_shut = 0, h_again = 0, h_updated = 0, l_shut = 0, l_read_h_shut = 0;
@@ -1249,21 +1253,10 @@ static void t_light_window_open(void **state)
 static void t_forwarded_light_keeps_credit(void **state)
 {
 	(void)state;
-	char ops[32], heavy_id[32], light_id[32];
-	int from = 0;
-	id_homed(ops, sizeof ops, "ops-", 2, true, &from);
-	from = 0;
-	id_homed(heavy_id, sizeof heavy_id, "heavy-", 1, false, &from);
-	from = 0;
-	id_homed(light_id, sizeof light_id, "light-", 1, false, &from);
-	struct client *s = cl_up(2, 12, ops, true);
-	mq_subscribe(s, 1, "devices/+/telemetry", 0);
-	assert_int_equal(expect(s, 9, NULL, 0), 3);
-	struct client *h = cl_up(1, 13, heavy_id, false);
-	struct client *l = cl_up(0, 11, light_id, false); /* forwarded to core 1 */
-	char th[64], tl[64];
-	snprintf(th, sizeof th, "devices/%s/telemetry", heavy_id);
-	snprintf(tl, sizeof tl, "devices/%s/telemetry", light_id);
+	struct fair_scene f;
+	fair_scene_up(&f, 0, 11); /* forwarded to core 1 */
+	struct client *s = f.s, *h = f.h, *l = f.l;
+	const char *th = f.th, *tl = f.tl;
 	static uint8_t pl[200];
 	int sent_h = 0, sent_l = 0, got_h = 0, got_l = 0, h_shut = 0, l_shut = 0;
 	mesh_metered[1][2] = true;
