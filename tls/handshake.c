@@ -34,7 +34,6 @@
 #include "tls/hello.h"
 #include "tls/accel/accel.h"
 
-#include "mbedtls/asn1.h"
 #include "mbedtls/ecp.h"
 #include "mbedtls/pk.h"
 #include "mbedtls/platform.h"
@@ -239,14 +238,23 @@ void tls_hs_hooks_install(const struct tls_hs_ops *ops)
 
 /* 0 when a key may be used under the env's policy: ECC (P-256, checked by the profile
  * for peers), or RSA of RSA_MIN_BITS..RSA_MAX_BITS when cfg.rsa allows it. */
-/* The length of the DER certificate at buf (a SEQUENCE whose body fits in len), 0 if none. */
+/* The length of the DER certificate at buf: a SEQUENCE (0x30) whose definite length (short
+ * form, or 1 to 3 length bytes) fits in len; 0 if none. mbedTLS parses the inside. */
 static size_t der_one(const uint8_t *buf, size_t len)
 {
-	unsigned char *p = (unsigned char *)(uintptr_t)buf;
-	size_t body;
-	if (mbedtls_asn1_get_tag(&p, buf + len, &body, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0)
+	if (len < 2 || buf[0] != 0x30)
 		return 0;
-	return (size_t)(p - buf) + body; /* get_tag checked that the body fits */
+	size_t hdr = 2, body = buf[1];
+	if (body & 0x80u) {
+		size_t n = body & 0x7fu;
+		if (n == 0 || n > 3 || len - 2 < n)
+			return 0;
+		body = 0;
+		for (size_t k = 0; k < n; k++)
+			body = body << 8 | buf[2 + k];
+		hdr += n;
+	}
+	return body <= len - hdr ? hdr + body : 0;
 }
 
 int tls_der_chain_count(const uint8_t *buf, size_t len)
