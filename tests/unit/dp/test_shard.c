@@ -1022,6 +1022,25 @@ static void t_forwarded_publisher_slowed_by_credit(void **state)
 	cl_free(d);
 }
 
+/* Read every PUBLISH the subscriber got; count those on topic tl in *got_l, the rest in
+ * *got_h. */
+static void take_publishes(struct client *s, const char *tl, int *got_h, int *got_l)
+{
+	cl_read(s);
+	while (s->in_len) {
+		uint8_t b[512];
+		char t[64];
+		size_t plen;
+		const uint8_t *p;
+		size_t n = expect(s, 3, b, sizeof b);
+		publish_parts(b, n, 0, t, &plen, &p);
+		if (strcmp(t, tl) == 0)
+			(*got_l)++;
+		else
+			(*got_h)++;
+	}
+}
+
 /* The fair-share scenes: a service on core 2 subscribed to every device's telemetry (conn
  * 12), a heavy publisher on core 1 (conn 13) and a light one homed on core 1 too, connected
  * to light_core as conn light_conn; their topics. */
@@ -1074,19 +1093,7 @@ static void t_fair_qos0_drops(void **state)
 		}
 		mesh_blocked[1][2] = false;
 		pump();
-		cl_read(s);
-		while (s->in_len) {
-			uint8_t b[512];
-			char t[64];
-			size_t plen;
-			const uint8_t *p;
-			size_t n = expect(s, 3, b, sizeof b);
-			publish_parts(b, n, 0, t, &plen, &p);
-			if (strcmp(t, tl) == 0)
-				got_l++;
-			else
-				got_h++;
-		}
+		take_publishes(s, tl, &got_h, &got_l);
 	}
 	const struct mqtt_broker_stats *ms = mqtt_broker_stats(dp_broker(D[1]));
 	print_message("fair: heavy %d/%d, light %d/%d delivered; links %lu fair %lu dropped\n", got_h, sent_h, got_l,
@@ -1149,25 +1156,6 @@ static void t_fair_qos0_drops(void **state)
 	cl_free(s);
 	cl_free(h);
 	cl_free(l);
-}
-
-/* Read every PUBLISH the subscriber got; count those on topic tl in *got_l, the rest in
- * *got_h. */
-static void take_publishes(struct client *s, const char *tl, int *got_h, int *got_l)
-{
-	cl_read(s);
-	while (s->in_len) {
-		uint8_t b[512];
-		char t[64];
-		size_t plen;
-		const uint8_t *p;
-		size_t n = expect(s, 3, b, sizeof b);
-		publish_parts(b, n, 0, t, &plen, &p);
-		if (strcmp(t, tl) == 0)
-			(*got_l)++;
-		else
-			(*got_h)++;
-	}
 }
 
 /* The window rule (dp_shard_routing_level): a heavy and a light publisher on core 1 send
