@@ -13,6 +13,7 @@
  * alias: planned with the PCI bring-up).
  */
 #include "arch/aarch64/a64.h"
+#include "arch/aarch64/kaslr.h"
 #include "lib/mem.h"
 
 #define PT_ENTRIES 512u
@@ -192,7 +193,12 @@ void a64_mmu_init(const struct a64_mmu_region *ram, uint32_t n_ram, const struct
 	}
 	mmu_map(mmu_sym(a64_text_start), mmu_sym(a64_text_end) - mmu_sym(a64_text_start), K_TEXT, false);
 	mmu_map(mmu_sym(a64_rodata_start), mmu_sym(a64_rodata_end) - mmu_sym(a64_rodata_start), K_RODATA, false);
-	mmu_map(mmu_sym(a64_data_start), mmu_sym(a64_data_end) - mmu_sym(a64_data_start), K_RW, false);
+	/* .data, then the relocation table read-only (written only before the MMU is on: the
+	 * KASLR move or the EFI entry's copy), then .bss: each part starts and ends on a page. */
+	mmu_map(mmu_sym(a64_data_start), mmu_sym(a64_relocs_start) - mmu_sym(a64_data_start), K_RW, false);
+	uint64_t relocs_end = mmu_page_up(mmu_sym(a64_relocs_end)); /* the table's padding is the file's */
+	mmu_map(mmu_sym(a64_relocs_start), relocs_end - mmu_sym(a64_relocs_start), K_RODATA, false);
+	mmu_map(relocs_end, mmu_sym(a64_data_end) - relocs_end, K_RW, false);
 	for (uint32_t i = 0; i < mmu_n_stacks; i++) /* the guard page under each stays unmapped */
 		mmu_map(mmu_stacks[i].base, mmu_stacks[i].top - mmu_stacks[i].base, K_RW, false);
 	for (uint32_t i = 0; i < n_ram; i++)
@@ -327,6 +333,8 @@ const char *a64_mmu_region_name(uint64_t a)
 		return "kernel text";
 	if (a >= mmu_sym(a64_rodata_start) && a < mmu_sym(a64_rodata_end))
 		return "kernel rodata";
+	if (a >= mmu_sym(a64_relocs_start) && a < mmu_page_up(mmu_sym(a64_relocs_end)))
+		return "the relocation table";
 	if (a >= mmu_sym(a64_data_start) && a < mmu_sym(a64_data_end))
 		return "kernel data";
 	if (a >= mmu_sym(a64_pt_start) && a < mmu_sym(a64_pt_end))

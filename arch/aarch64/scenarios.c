@@ -10,6 +10,7 @@
  * read-only after. Never linked into a production image.
  */
 #include "arch/aarch64/a64.h"
+#include "arch/aarch64/kaslr.h"
 #include "kernel/cmdline.h"
 #include "kernel/heap.h"
 #include "kernel/log.h"
@@ -154,6 +155,9 @@ bool a64_scenario_fault(const char *name, const struct a64_mmu_features *feat)
 		*p = 0xd4200000u; /* brk #0 */
 	} else if (strcmp(name, "write-rodata") == 0) {
 		volatile char *p = (volatile char *)(uintptr_t)a64_rodata_start;
+		*p = 1;
+	} else if (strcmp(name, "write-relocs") == 0) {
+		volatile char *p = (volatile char *)(uintptr_t)a64_relocs_start;
 		*p = 1;
 	} else if (strcmp(name, "exec-data") == 0) {
 		void (*fn)(void) = (void (*)(void))(uintptr_t)scenario_data_code;

@@ -50,6 +50,7 @@ scenarios=(
 	"no-entropy-cortex-a57|virt|cortex-a57|2|256|poweroff|PAN off \\(CPU lacks it\\), BTI off \\(CPU lacks it\\), PAC off \\(CPU lacks it\\), stack canary from the counter \\(weak\\);;kaslr: off \\(no entropy source\\);;MTE off \\(the CPU or machine lacks FEAT_MTE2 with tag memory\\);;PANIC: csprng: no entropy source: the CPU offers no RNDRRS;;stop code 54: powering off"
 	"write-text|virt|max|1|256|test=write-text|data abort in the kernel, write: permission fault \\(level 3\\) in kernel text;;pc 0x[0-9a-f]+ \\(kernel text\\);;backtrace \\(return addresses\\): 0x;;$caught"
 	"write-rodata|virt|max|1|256|test=write-rodata|write: permission fault \\(level 3\\) in kernel rodata;;$caught"
+	"write-relocs|virt|max|1|256|test=write-relocs|write: permission fault \\(level 3\\) in the relocation table;;$caught"
 	"write-pagetable|virt|max|1|256|test=write-pagetable|write: permission fault \\(level 3\\) in page tables;;$caught"
 	"exec-data|virt|max|1|256|test=exec-data|instruction abort in the kernel: permission fault \\(level 3\\) in kernel data;;$caught"
 	"null-deref|virt|max|1|256|test=null-deref|data abort in the kernel, read: translation fault \\(level [0-3]\\) in the null page;;$caught"
