@@ -23,8 +23,9 @@
 #                                  machine at once)
 #   x86_64-prod/panic-no-addresses that console from the PANIC on holds no 0x-prefixed value
 #                                  and no 16-hex-digit one
-#   x86_64-prod/kaslr-no-address   (x86_64) boot 1 says "kaslr: on, from RD..." and shows no
-#                                  slide and no image address (ADR-077)
+#   x86_64-prod/kaslr-no-address   boot 1 says "kaslr: on, from RD..." (aarch64: "from RNDR" or
+#                                  "from EFI_RNG_PROTOCOL") and shows no slide and no image
+#                                  address (ADR-077, ADR-084)
 # Certificates: a prod image embeds CERTS_DIR (tools/certs/module.mk), by default the
 # development PKI of its own tree, BUILD_DIR/prod/dev/certs. A production stop prints
 # "stop code N", waits 60 s and resets (arch/x86_64/clock.c): the script waits for the stop
@@ -212,15 +213,18 @@ if [ -z "$why" ]; then
 else
 	fail dev-knobs-ignored "$why"
 fi
-# KASLR (ADR-077): a production image says that it moved and from what, never where.
+# KASLR (ADR-077, ADR-084): a production image says that it moved and from what, never where.
 if [ "$arch" = x86_64 ]; then
-	if ! line=$(con_grep -E -m1 "kaslr: on, from RD[A-Z]+ \(one of [0-9]+ 2 MiB slots\)"); then
-		fail kaslr-no-address "no 'kaslr: on' line"
-	elif bad=$(con_grep -E -m1 "kaslr: slide|image: [0-9]+ KiB at"); then
-		fail kaslr-no-address "an address on the console: ${bad#*] }"
-	else
-		pass kaslr-no-address "${line#*] }"
-	fi
+	kaslr_on="kaslr: on, from RD[A-Z]+ \(one of [0-9]+ 2 MiB slots\)"
+else
+	kaslr_on="kaslr: on, from (RNDR|EFI_RNG_PROTOCOL) \(one of [0-9]+ 64 KiB slots\)"
+fi
+if ! line=$(con_grep -E -m1 "$kaslr_on"); then
+	fail kaslr-no-address "no 'kaslr: on' line"
+elif bad=$(con_grep -E -m1 "kaslr: slide|image: [0-9]+ KiB at"); then
+	fail kaslr-no-address "an address on the console: ${bad#*] }"
+else
+	pass kaslr-no-address "${line#*] }"
 fi
 stop
 
