@@ -13,6 +13,7 @@
  * nothing.
  */
 #include "arch/aarch64/a64.h"
+#include "arch/aarch64/kaslr.h"
 #include <stdatomic.h>
 
 #include "kernel/log.h"
@@ -78,6 +79,15 @@ static const char *trap_vector_name(uint64_t v)
 }
 
 #ifndef URMQTT_PROD
+/* An image address as the ELF file has it (KASLR moved the image by a64_kaslr.slide,
+ * ADR-084), so addr2line and objdump read it directly; other addresses as they are. */
+static uint64_t trap_link_addr(uint64_t va)
+{
+	if (va >= (uint64_t)(uintptr_t)a64_image_start && va < (uint64_t)(uintptr_t)a64_image_end)
+		return va - a64_kaslr.slide;
+	return va;
+}
+
 /* Frame records (x29 chain) within the stack the kernel ran on; bounded. */
 static void trap_backtrace(const struct a64_frame *f)
 {
@@ -90,7 +100,7 @@ static void trap_backtrace(const struct a64_frame *f)
 	for (uint32_t i = 0; i < TRAP_BACKTRACE_MAX && fp >= lo && fp + 16 <= hi && (fp & 15u) == 0; i++) {
 		const uint64_t *rec = (const uint64_t *)(uintptr_t)fp;
 		uint64_t lr = rec[1] & 0x0000ffffffffffffull; /* signed return addresses: strip the PAC */
-		int w = fmt_snprintf(line + n, sizeof line - n, " 0x%lx", (unsigned long)lr);
+		int w = fmt_snprintf(line + n, sizeof line - n, " 0x%lx", (unsigned long)trap_link_addr(lr));
 		if (w < 0 || (size_t)w >= sizeof line - n)
 			break;
 		n += (size_t)w;
@@ -98,7 +108,7 @@ static void trap_backtrace(const struct a64_frame *f)
 			break; /* the chain must go up the stack */
 		fp = rec[0];
 	}
-	LOG_ERR("trap", "backtrace (return addresses):%s", n ? line : " none on the loop stack");
+	LOG_ERR("trap", "backtrace (link addresses):%s", n ? line : " none on the loop stack");
 }
 #endif
 
@@ -179,7 +189,8 @@ void a64_trap(struct a64_frame *f, uint64_t vector)
 		LOG_ERR("trap", "%s %s (ESR class 0x%02x)", trap_class(ec), where, (unsigned)ec);
 	}
 #ifndef URMQTT_PROD
-	LOG_ERR("trap", "pc 0x%lx (%s) far 0x%lx esr 0x%lx spsr 0x%lx sp 0x%lx", (unsigned long)f->elr,
+	/* pc at its link address (addr2line); far and sp where they are: data, not code. */
+	LOG_ERR("trap", "pc 0x%lx (%s) far 0x%lx esr 0x%lx spsr 0x%lx sp 0x%lx", (unsigned long)trap_link_addr(f->elr),
 		a64_mmu_region_name(f->elr), (unsigned long)f->far, (unsigned long)f->esr, (unsigned long)f->spsr,
 		(unsigned long)f->sp);
 	trap_backtrace(f);
