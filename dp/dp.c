@@ -1190,6 +1190,7 @@ uint32_t dp_poll(struct dp *dp)
 	if (dp->store)
 		backlogged += dp_store_poll(dp->store);
 	if (dp->shard) {
+		dp_shard_now(dp->shard, now_ms(dp)); /* a subscriber's drops slow the heavy publishers */
 		if (dp_serving(dp)) /* restored subscriptions are in: the summary is whole */
 			dp_shard_interest_ready(dp->shard);
 		backlogged += dp_shard_poll(dp->shard);

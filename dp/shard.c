@@ -34,6 +34,11 @@
  *      src's count is not 0 (or a del to us was lost: a false positive only). A routed
  *      message skips shard d only when d said ready, it is not retained, and no key of its
  *      topic has its bit set in ibits[d].
+ *   9. Pressure (ADR-092): press_until_ms is the last press's time + press_ms, or
+ *      earlier once relieved; press_local_seen never exceeds the broker's sub_full_dropped
+ *      less press_remote_drops (both only grow); press_sent[d] is 0 (no PRESS_ON to d
+ *      since the last relief) or the earliest time the next PRESS_ON may go to d;
+ *      pressing: a subscriber here dropped copies and no transport took again since.
  *  Proxy states: FREE -OPEN-> LIVE -(LOST | broker close, CLOSE sent)-> FREE;
  *                LIVE -broker close, no room-> CLOSE_OWED -poll sends CLOSE-> FREE.
  */
@@ -109,6 +114,10 @@ struct dp_shard {
 	uint8_t *iready;            /* [n_cores]: that shard's summary may be trusted */
 	bool isync_pending;         /* a key appeared since the last sync */
 	uint8_t iready_state;       /* 0 not yet, 1 to say, 2 said */
+	uint64_t *press_sent;       /* [n_cores] invariant 9 */
+	uint64_t press_until_ms, press_local_seen;
+	uint64_t press_writable;    /* the broker's conns_writable at the last drop */
+	bool pressing;              /* drops here since the last relief: PRESS off owed to origins */
 	uint64_t now_ms;
 	struct dp_shard_stats st;
 };
@@ -120,7 +129,7 @@ static bool cfg_ok(const struct dp_shard_config *c)
 	      c->out_window >= 1 && c->data_window >= 1 && c->data_window <= SH_DATA_WINDOW_MAX &&
 	      c->max_proxies >= 1 && c->max_proxies <= (1u << 24) &&
 	      c->max_conns >= 1 && c->max_packet >= 16 && c->max_packet <= (1u << 24) && c->mesh.send &&
-	      c->max_done <= (1u << 24) && c->max_lost_owed <= (1u << 24)))
+	      c->max_done <= (1u << 24) && c->max_lost_owed <= (1u << 24) && c->press_ms <= 60000u))
 		return false;
 	if (c->interest_slots && (c->interest_slots < 64u || c->interest_slots > 65536u ||
 				  (c->interest_slots & (c->interest_slots - 1u))))
@@ -151,7 +160,7 @@ size_t dp_shard_mem_size(const struct dp_shard_config *c)
 	       align8(n * c->max_packet) + 2u * align8(n * sizeof(uint32_t)) + align8(n * SH_FAN_META) +
 	       align8(c->payload_max) + align8((size_t)c->max_lost_owed * sizeof(struct sh_lost)) +
 	       align8((size_t)c->interest_slots * sizeof(uint16_t)) + align8(n * (c->interest_slots / 8u)) +
-	       align8(n);
+	       align8(n) + align8(n * sizeof(uint64_t));
 }
 
 int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_shard_config *cfg,
@@ -210,6 +219,8 @@ int dp_shard_init(struct dp_shard **out, void *mem, size_t len, const struct dp_
 	sh->ibits = p;
 	p += align8(n * (cfg->interest_slots / 8u));
 	sh->iready = p;
+	p += align8(n);
+	sh->press_sent = (uint64_t *)(void *)p;
 	*out = sh;
 	return 0;
 }
@@ -448,7 +459,71 @@ enum dp_shard_route_level dp_shard_routing_level(const struct dp_shard *sh)
 			most = sh->bl[d].used;
 	if ((uint64_t)most * 8u >= (uint64_t)sh->data_cap * 3u)
 		return DP_SHARD_ROUTE_ALL;
-	return most >= sh->data_cap / 4u ? DP_SHARD_ROUTE_HEAVY : DP_SHARD_ROUTE_CLEAR;
+	if (most >= sh->data_cap / 4u || sh->now_ms < sh->press_until_ms)
+		return DP_SHARD_ROUTE_HEAVY; /* ... or a subscriber dropped copies just now */
+	return DP_SHARD_ROUTE_CLEAR;
+}
+
+/* A connected subscriber dropped copies: the publishers over their fair share wait
+ * press_ms from now (invariant 9). */
+static void press(struct dp_shard *sh, uint64_t now_ms)
+{
+	if (!sh->cfg.press_ms)
+		return;
+	if (now_ms >= sh->press_until_ms)
+		sh->st.pressed++;
+	sh->press_until_ms = now_ms + sh->cfg.press_ms;
+}
+
+/* PRESS body: op u8 (PRESS_ON: slow down for press_ms; PRESS_OFF: the subscriber that
+ * dropped takes again, read on). */
+#define SH_PRESS_LEN 1u
+enum { PRESS_OFF = 0, PRESS_ON = 1 };
+
+static int emit_press(struct dp_shard *sh, uint32_t dst, uint8_t op)
+{
+	sh->scratch[0] = op;
+	return emit(sh, dst, DP_SHARD_PRESS, SH_PRESS_LEN); /* control class: may use the reserve */
+}
+
+/* A subscriber here dropped copies (local or routed here): remember what will say it is
+ * over (the next transport that takes again). */
+static void pressing(struct dp_shard *sh)
+{
+	sh->pressing = true;
+	sh->press_writable = mqtt_broker_stats(sh->broker)->conns_writable;
+}
+
+/* The transport that refused takes again: the press ends here and at the origins told
+ * (a PRESS_OFF lost or not said leaves them to their lease). */
+static void relieve(struct dp_shard *sh)
+{
+	sh->pressing = false;
+	if (sh->press_until_ms > sh->now_ms)
+		sh->press_until_ms = sh->now_ms;
+	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
+		if (d != sh->cfg.self && sh->press_sent[d] && emit_press(sh, d, PRESS_OFF) == 0) {
+			sh->press_sent[d] = 0; /* the next drop says PRESS_ON at once */
+			sh->st.press_out++;
+		}
+}
+
+void dp_shard_now(struct dp_shard *sh, uint64_t now_ms)
+{
+	sh->now_ms = now_ms;
+	if (!sh->cfg.press_ms)
+		return;
+	/* the drops of what this core routed itself (its publishers, its proxies): the
+	 * broker's count less those of copies other shards routed here (route_in) */
+	const struct mqtt_broker_stats *ms = mqtt_broker_stats(sh->broker);
+	uint64_t local = ms->sub_full_dropped - sh->st.press_remote_drops;
+	if (local != sh->press_local_seen) {
+		sh->press_local_seen = local;
+		press(sh, now_ms);
+		pressing(sh);
+	} else if (sh->pressing && ms->conns_writable != sh->press_writable) {
+		relieve(sh);
+	}
 }
 
 /* ---- the proxy table (home side) ------------------------------------------------------- */
@@ -1012,10 +1087,28 @@ static void route_in(struct dp_shard *sh, uint32_t src, const uint8_t *body, uin
 				  .expiry_s = ld_le32(meta + 10), .share_pick = ld_le32(meta + 14),
 				  .qos = meta[2], .retain = meta[3] != 0 };
 	sh->st.fanout_in++;
+	uint64_t full = mqtt_broker_stats(sh->broker)->sub_full_dropped;
 	int rc = mqtt_broker_route_remote(sh->broker, &m, &recorded);
 	if (rc)
 		sh->st.fanout_bad++;
 	answer(sh, src, ticket, rc, recorded);
+	uint64_t dropped = mqtt_broker_stats(sh->broker)->sub_full_dropped - full;
+	if (!dropped)
+		return;
+	/* A subscriber here is behind src's publishers: src slows its heavy ones (at most one
+	 * PRESS on per half press_ms per origin, control class). */
+	sh->st.press_remote_drops += dropped;
+	if (!sh->cfg.press_ms)
+		return;
+	pressing(sh);
+	if (sh->press_sent[src] && sh->now_ms < sh->press_sent[src])
+		return;
+	if (emit_press(sh, src, PRESS_ON) == 0) {
+		sh->st.press_out++;
+		sh->press_sent[src] = sh->now_ms + sh->cfg.press_ms / 2u + 1u; /* never 0 */
+	} else {
+		sh->st.press_lost++; /* the next drop says it again */
+	}
 }
 
 static void recv_fanout(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *d, uint32_t len)
@@ -1129,6 +1222,18 @@ void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8
 		recv_share(sh, src, d, len);
 		return;
 	}
+	if (kind == DP_SHARD_PRESS) {
+		if (len != SH_PRESS_LEN || d[0] > PRESS_ON) {
+			sh->st.bad++;
+			return;
+		}
+		sh->st.press_in++;
+		if (d[0] == PRESS_ON)
+			press(sh, now_ms);
+		else if (sh->press_until_ms > now_ms)
+			sh->press_until_ms = now_ms; /* the subscriber takes again: read on */
+		return;
+	}
 	if (len < SH_CONN_HDR) {
 		sh->st.bad++;
 		return;
@@ -1207,9 +1312,16 @@ static uint32_t flush(struct dp_shard *sh, uint32_t dst)
 	return b->n;
 }
 
+/* What is owed to another core (CLOSEs, DONE answers, LOSTs, DATA credit, the ready
+ * message): each waits for backlog room or for the backlogs to leave congestion. */
+static uint32_t owed_now(const struct dp_shard *sh)
+{
+	return sh->n_close_owed + sh->n_owed + sh->n_lost + sh->n_data_owed + (sh->iready_state == 1);
+}
+
 uint32_t dp_shard_poll(struct dp_shard *sh)
 {
-	uint32_t waiting = 0;
+	uint32_t waiting = 0, owed_before = owed_now(sh);
 	for (uint32_t d = 0; d < sh->cfg.n_cores; d++)
 		if (d != sh->cfg.self && sh->bl[d].used) {
 			/* A backlog that sent nothing (no credit) is not work: reported, it kept the
@@ -1248,7 +1360,13 @@ uint32_t dp_shard_poll(struct dp_shard *sh)
 			sh->n_blocked--;
 			mqtt_conn_writable(sh->broker, p->mq);
 		}
-	return waiting + sh->n_close_owed + sh->n_owed + sh->n_lost + sh->n_data_owed + (sh->iready_state == 1);
+	/* The same rule for what is owed (issue 26): reported only when this pass paid some
+	 * of it. Withheld DATA credit waits for the backlogs to drain, which needs mesh
+	 * credit from their consumer; a core polling for it would spin on the CPU that
+	 * consumer needs. It halts instead and is woken by the credit's return (xcore's
+	 * credit wake-up), a message, a frame or its tick (the fair shares' decay). */
+	uint32_t owed = owed_now(sh);
+	return waiting + (owed < owed_before ? owed : 0);
 }
 
 void dp_shard_stats_get(const struct dp_shard *sh, struct dp_shard_stats *out)
@@ -1297,5 +1415,7 @@ int dp_shard_check(const struct dp_shard *sh)
 	}
 	if (sh->n_lost > sh->cfg.max_lost_owed || (sh->n_lost && sh->lost_head >= sh->cfg.max_lost_owed))
 		return -E_CORRUPT; /* 6 */
+	if (sh->press_local_seen > mqtt_broker_stats(sh->broker)->sub_full_dropped - sh->st.press_remote_drops)
+		return -E_CORRUPT; /* 9 */
 	return 0;
 }

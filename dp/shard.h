@@ -21,6 +21,9 @@
  *                                   shard's keys are complete, its summary may be trusted)
  *   any shard -> every other:       SHARE (this shard got its first member of a shared
  *                                   subscription's group, or lost its last; ADR-070)
+ *   any shard -> a routed message's origin: PRESS (on: a connected subscriber here
+ *                                   dropped copies from it, slow the heavy publishers
+ *                                   for press_ms; off: it takes again, read on)
  *   any shard -> a ticket's origin: DONE (answers: ticket, stored or not) for routed
  *                                   messages whose acknowledgement waits on the origin;
  *                                   storage answers instead when this shard recorded
@@ -69,6 +72,7 @@ enum dp_shard_kind {
 	DP_SHARD_DCREDIT = 0x0209,
 	DP_SHARD_INTEREST = 0x020a,
 	DP_SHARD_SHARE = 0x020b,
+	DP_SHARD_PRESS = 0x020c,
 };
 #define DP_SHARD_KIND_FIRST 0x0200u
 #define DP_SHARD_KIND_LAST 0x02ffu
@@ -96,6 +100,9 @@ struct dp_shard_config {
 				  * routed message goes to every shard) */
 	uint32_t max_lost_owed;  /* LOSTs kept for a later pass when even the control reserve
 				  * of the backlog to their home is full (0: counted, dropped) */
+	uint32_t press_ms;       /* a subscriber's dropped copies slow the publishers over their
+				  * fair share (HEAVY) this long, on the core that dropped them
+				  * and on the routed copies' origin (PRESS); 0: off */
 	struct dp_mesh_ops mesh; /* copied; ctx linked */
 };
 
@@ -127,6 +134,9 @@ struct dp_shard_stats {
 	uint64_t share_out, share_in, share_lost; /* shared subscription groups said / heard / unsaid */
 	uint64_t backlogged, backlog_full, stale, bad;
 	uint64_t done_out, done_in, done_dropped; /* answers to tickets */
+	uint64_t press_out, press_in, press_lost; /* PRESS said / heard / not said (no room) */
+	uint64_t pressed;        /* times a subscriber's drops started slowing this core's publishers */
+	uint64_t press_remote_drops; /* copies routed here from other shards a subscriber dropped */
 	uint32_t proxies, blocked;
 	uint32_t queued; /* messages waiting in the backlogs now, every destination */
 };
@@ -184,6 +194,12 @@ bool dp_shard_routing_congested(const struct dp_shard *sh);
  *          from every proxy. Copies are refused from half (dp_shard_fanout_room). */
 enum dp_shard_route_level { DP_SHARD_ROUTE_CLEAR, DP_SHARD_ROUTE_HEAVY, DP_SHARD_ROUTE_ALL };
 enum dp_shard_route_level dp_shard_routing_level(const struct dp_shard *sh);
+/* Backpressure from subscribers (ADR-092): the level is at least HEAVY until press_ms
+ * after the last copy a connected subscriber dropped (the broker's sub_full_dropped):
+ * here, for what this core's own publishers and proxies sent, or on a shard this core
+ * routed copies to (it says PRESS). Call every loop pass: it moves the shard's clock and
+ * looks at the broker's count (dp_shard_recv moves the clock too). */
+void dp_shard_now(struct dp_shard *sh, uint64_t now_ms);
 uint32_t dp_shard_out_window(const struct dp_shard *sh);
 /* DATA bytes a forwarded connection may send before its home core returns credit. */
 uint32_t dp_shard_data_window(const struct dp_shard *sh);
@@ -235,8 +251,11 @@ void dp_shard_interest_ready(struct dp_shard *sh);
 /* One message from core src (data borrowed for the call). */
 void dp_shard_recv(struct dp_shard *sh, uint32_t src, uint16_t kind, const uint8_t *data,
 		   uint32_t len, uint64_t now_ms);
-/* Send what the backlogs hold, then wake proxies that waited for room. Returns the
- * messages still backlogged (the loop should poll again soon while it is not 0). */
+/* Send what the backlogs hold, then wake proxies that waited for room. Returns the work
+ * still waiting that this pass made progress on (the loop should poll again soon while it
+ * is not 0): a backlog or an owed item (CLOSE, DONE, LOST, DATA credit) counts only when
+ * this pass sent some of it, so a core whose backlogs wait for mesh credit halts; the
+ * credit's return wakes it (kernel/xcore's credit wake-up). */
 uint32_t dp_shard_poll(struct dp_shard *sh);
 
 /* Home-side bytes per proxy slot (proxy record + its share of the hash table). */

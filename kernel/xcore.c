@@ -24,6 +24,13 @@
  *  5. xcore_poll consumes every message it hands out; the handler cannot refuse one, so
  *     how fast core d drains s->d never depends on the state of any ring d sends into.
  *  6. 0 <= rr < n_cores - 1 (index among the other cores).
+ *  7. Credit wake-up: a data or bulk send refused for credit stores in tx[s][d].want the
+ *     free slots the next refill needs (R + reserve + B); a refill that succeeds clears
+ *     it. Before core s halts it clears every want its ring already satisfies and does
+ *     not halt (xcore_credit_back, after its seq_cst fence); core d, after consuming from
+ *     s, issues a seq_cst fence and names s when want is set and the ring has that many
+ *     free (xcore_credit_waiters), so the caller wakes s. With the two fences one of them
+ *     sees the other's store: s is never left halted on credit that came back.
  * Sender state per pair (function of each transition):
  *   HOLDING(credit>0) --xcore_send/xcore_send_ctrl: credit-1--> HOLDING or EMPTY
  *   EMPTY --xcore_send: tail re-read, >= B credits free--> HOLDING
@@ -45,6 +52,9 @@
  * Rows are padded to a cache line so two cores never write the same line.
  */
 #include "kernel/xcore.h"
+
+#include <stdatomic.h>
+
 #include "lib/align.h"
 #include "lib/err.h"
 #include "lib/mem.h"
@@ -57,10 +67,16 @@ STATIC_ASSERT((XCORE_LINE & (XCORE_LINE - 1)) == 0, "xcore: align_up needs a pow
 
 struct xcore_row {
 	uint32_t rr; /* next poll starts at this source index (invariant 6) */
+	uint64_t polled; /* sources xcore_poll consumed from since xcore_credit_waiters */
 };
 
 struct xcore_tx {
 	uint32_t credit;
+	/* Free slots the last refused data or bulk send needed on this ring (0: none
+	 * wanted). Written only by the source core; read by the destination after it
+	 * released slots, which wakes a halted source once the ring has that many free
+	 * (invariant 7). */
+	_Atomic uint32_t want;
 	uint64_t n_sent, n_ctrl_sent, n_stall, n_ctrl_stall, n_bulk_stall, n_refill;
 };
 
@@ -220,9 +236,18 @@ static int xcore_put(struct xcore_mesh *m, uint32_t src, uint32_t dst, uint16_t 
 				tx->n_bulk_stall++;
 			else
 				tx->n_stall++;
+			/* Relaxed: only core s writes want; core d reads it after its seq_cst fence
+			 * and core s's idle path stores `sleeping` and fences after this store, so
+			 * the fences order it (invariant 7). */
+			atomic_store_explicit(&tx->want, m->cfg.ctrl_slots + keep + m->cfg.credit_batch,
+					      memory_order_relaxed);
 			return -E_AGAIN;
 		}
 		tx->credit = avail;
+		/* Relaxed: our own variable; a reader that still sees the old value only wakes
+		 * us once for nothing. */
+		if (atomic_load_explicit(&tx->want, memory_order_relaxed))
+			atomic_store_explicit(&tx->want, 0, memory_order_relaxed);
 	}
 	/* lib/ring's reserve/commit carry the ordering: the slot is filled before the release
 	 * store of head that publishes it. For data, invariant 2 guarantees room. */
@@ -318,9 +343,54 @@ uint32_t xcore_poll(struct xcore_mesh *m, uint32_t self, xcore_recv_fn fn, void 
 			}
 			spsc_release(r);
 			total++;
+			row->polled |= 1ull << src; /* src < XCORE_MAX_CORES = 64 */
 		}
 	}
 	return total;
+}
+
+uint64_t xcore_credit_waiters(struct xcore_mesh *m, uint32_t self)
+{
+	if (!m || self >= m->cfg.n_cores)
+		return 0;
+	struct xcore_row *row = xcore_row_of(m, self);
+	uint64_t polled = row->polled, wake = 0;
+	row->polled = 0;
+	if (!polled)
+		return 0;
+	/* seq_cst: orders spsc_release's release stores of tail (the credit) before the loads
+	 * of want below; pairs with the fence a halting source issues after storing
+	 * `sleeping` and before xcore_credit_back loads tail (invariant 7). */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (uint64_t p = polled; p; p &= p - 1) {
+		uint32_t src = (uint32_t)__builtin_ctzll(p);
+		/* Relaxed: ordered by the fence above (only src writes it). */
+		uint32_t want = atomic_load_explicit(&xcore_tx_of(m, src, self)->want, memory_order_relaxed);
+		/* spsc_used_slots is the consumer's view (acquire load of head): a slot counted
+		 * free here is free for the producer too, since only we release slots. */
+		if (want && m->cfg.slots_per_ring - spsc_used_slots(xcore_ring(m, src, self)) >= want)
+			wake |= 1ull << src;
+	}
+	return wake;
+}
+
+bool xcore_credit_back(struct xcore_mesh *m, uint32_t self)
+{
+	uint32_t n = m ? m->cfg.n_cores : 0;
+	bool back = false;
+	for (uint32_t dst = 0; self < n && dst < n; dst++) {
+		if (dst == self)
+			continue;
+		struct xcore_tx *tx = xcore_tx_of(m, self, dst);
+		/* Relaxed: our own variable. spsc_free_slots loads tail with acquire after the
+		 * caller's seq_cst fence (invariant 7). */
+		uint32_t want = atomic_load_explicit(&tx->want, memory_order_relaxed);
+		if (want && spsc_free_slots(xcore_ring(m, self, dst)) >= want) {
+			atomic_store_explicit(&tx->want, 0, memory_order_relaxed); /* one pass to use it */
+			back = true;
+		}
+	}
+	return back;
 }
 
 bool xcore_pending(struct xcore_mesh *m, uint32_t self)

@@ -132,6 +132,19 @@ uint32_t xcore_poll(struct xcore_mesh *m, uint32_t self, xcore_recv_fn fn, void 
  * ring's head with acquire; changes nothing. */
 bool xcore_pending(struct xcore_mesh *m, uint32_t self);
 
+/* Credit wake-up (invariant 7 of xcore.c). On core self, after xcore_poll: the sources
+ * whose last data or bulk send to self was refused for credit and whose ring into self
+ * now has the room that send needs (bit s for core s); issues a seq_cst fence first when
+ * anything was consumed since the last call. The caller wakes each of them (the
+ * platform's wake-up reads their `sleeping` flag after this fence). Changes only self's
+ * own record of what it consumed. */
+uint64_t xcore_credit_waiters(struct xcore_mesh *m, uint32_t self);
+
+/* On core self, from the idle path after its seq_cst fence (as xcore_pending): true when a
+ * ring self was refused credit on now has the room the refused send needed (that wish is
+ * then forgotten: the core runs one more pass to use it instead of halting). */
+bool xcore_credit_back(struct xcore_mesh *m, uint32_t self);
+
 /* Counters of the pair src -> dst (*out). See the calling context above. */
 void xcore_stats(const struct xcore_mesh *m, uint32_t src, uint32_t dst,
 		 struct xcore_pair_stats *out /* out */);

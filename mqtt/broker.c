@@ -480,7 +480,14 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 		if (s->conn != MQTT_NIL) {
 			struct mqtt_conn *c = &b->conns[s->conn];
 			uint32_t n_ids = sub_ids_for(b, c, v->m->topic, v->m->topic_len);
-			(void)mqtt_send_message(b, c, v->m, 0, false, retain, 0, b->sid_out, n_ids);
+			if (mqtt_send_message(b, c, v->m, 0, false, retain, 0, b->sid_out, n_ids) == -E_AGAIN) {
+				/* the subscriber reads slower than the publishers write: a drop,
+				 * counted against who caused it, and the signal dp slows them by */
+				b->st.qos0_busy_dropped++;
+				b->st.sub_full_dropped++;
+				if (b->route_origin != MQTT_NIL)
+					mqtt_fair_drop(b, b->route_origin, MQTT_DROP_QUEUE);
+			}
 		}
 		else {
 			b->st.qos0_offline_dropped++;
@@ -511,6 +518,8 @@ static void deliver(struct mqtt_broker *b, uint32_t si, struct msg_view *v, uint
 		q_unlink(b, s, d, prev);
 		mqtt_dlv_release(b, d);
 		b->st.queue_dropped_oldest++;
+		if (s->conn != MQTT_NIL) /* a reader that is behind, not one that is away */
+			b->st.sub_full_dropped++;
 		if (b->route_origin != MQTT_NIL) /* charged to who made the queue overflow */
 			mqtt_fair_drop(b, b->route_origin, MQTT_DROP_QUEUE);
 	}
@@ -2128,6 +2137,7 @@ int mqtt_conn_input(struct mqtt_broker *b, struct mqtt_conn *c, const uint8_t *d
 
 void mqtt_conn_writable(struct mqtt_broker *b, struct mqtt_conn *c)
 {
+	b->st.conns_writable++;
 	if (c->state == MQTT_CONN_UP)
 		pump(b, c->session);
 }

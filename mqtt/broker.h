@@ -287,6 +287,13 @@ struct mqtt_broker_stats {
 	uint64_t tlog_records, tlog_lost; /* telemetry records handed to storage / refused by its link */
 	uint64_t queries, query_refused, query_rows, query_rows_skipped; /* telemetry queries */
 	uint64_t queue_dropped_oldest, queue_refused, qos0_offline_dropped;
+	uint64_t qos0_busy_dropped; /* QoS 0 copies a connected subscriber's transport refused
+				     * (its output full, or its home core's credit spent) */
+	uint64_t sub_full_dropped;  /* copies dropped for a connected subscriber (qos0_busy_dropped
+				     * plus queue_dropped_oldest while connected): dp slows the
+				     * heavy publishers while these grow (ADR-092) */
+	uint64_t conns_writable;    /* times a transport that refused a send took again
+				     * (mqtt_conn_writable): what ends that slowing early */
 	uint64_t expired_dropped; /* deliveries and retained messages past their Message Expiry Interval */
 	uint64_t too_big_dropped; /* deliveries above a 5.0 client's Maximum Packet Size (discarded) */
 	uint64_t v5_connects, aliases_set, v5_rej; /* 5.0 CONNECTs seen; Topic Aliases set; 5.0 packets rejected */

@@ -197,6 +197,12 @@ void node_broker_report(struct node_broker *b)
 		 (unsigned long)ms->fanout_qos0_dropped, (unsigned long)ms->fair_qos0_dropped,
 		 (unsigned long)s.route_windows_shut, (unsigned long)s.route_heavy_shut,
 		 (unsigned long)frame_drops);
+	/* Subscribers behind their publishers (ADR-092): copies a connected subscriber here
+	 * dropped (busy: QoS 0 its output refused; all: with its queue's), times that slowed
+	 * this core's heavy publishers, PRESS said to the copies' origins and heard. */
+	LOG_INFO("broker", "core %u: press busy_dropped=%lu sub_full_dropped=%lu pressed=%lu press_out=%lu press_in=%lu",
+		 (unsigned)b->cfg.core, (unsigned long)ms->qos0_busy_dropped, (unsigned long)ms->sub_full_dropped,
+		 (unsigned long)ss.pressed, (unsigned long)ss.press_out, (unsigned long)ss.press_in);
 	/* Why this core's connections ended (the console's per-site limit may drop the
 	 * individual lines under load). */
 	LOG_INFO("broker", "core %u: closes peer_fin=%lu tls_alert=%lu tls_error=%lu mqtt=%lu tcp=%lu fwd_full=%lu "
@@ -771,7 +777,8 @@ int node_broker_init(struct node_broker *b, const struct node_broker_config *cfg
 			.backlog_bytes = CONF_CORE_SHARD_BACKLOG_BYTES, .out_window = CONF_CORE_SHARD_OUT_WINDOW,
 			.data_window = CONF_CORE_SHARD_DATA_WINDOW,
 			.interest_slots = CONF_CORE_SHARD_INTEREST_SLOTS,
-			.max_proxies = g.max_conns, .max_lost_owed = CONF_CORE_SHARD_LOST_OWED, .mesh = cfg->mesh,
+			.max_proxies = g.max_conns, .max_lost_owed = CONF_CORE_SHARD_LOST_OWED,
+			.press_ms = CONF_CORE_SHARD_PRESS_MS, .mesh = cfg->mesh,
 		};
 		memcpy(g.shard.home_key, cfg->home_key, sizeof g.shard.home_key);
 	}

@@ -75,6 +75,8 @@ const struct conf_key conf_schema[] = {
 	  .doc = "Slots of each core's summary of where subscriptions are (a 2-byte count here, a bit per other core): a routed message skips a core whose summary cannot match its topic. More slots, fewer false matches; a power of two." },
 	{ KEY("core", "shard_lost_owed", "CONF_CORE_SHARD_LOST_OWED"), INT(256, 0, 16777216, U_N),
 	  .doc = "Per core: notices of a forwarded connection's end (its will is due on the home core) kept for a later pass when even the control reserve of a shard backlog is full; beyond them a notice is dropped and counted, and the home core ends that session at its keepalive." },
+	{ KEY("core", "shard_press_ms", "CONF_CORE_SHARD_PRESS_MS"), INT(20, 0, 60000, CONF_U_MS),
+	  .doc = "A connected subscriber that drops copies (its output or queue full) slows the publishers over their fair share of the recent routed bytes this long after its last drop, on its own core and on the cores the copies came from (their TCP windows shut, as for a congested shard backlog). 0: off." },
 	{ KEY("core", "cmdline_overrides", "CONF_CORE_CMDLINE_OVERRIDES"),
 	  LIST(no_items, 16, CONF_CK_KEYREF),
 	  .doc = "Keys (\"section.key\") the kernel command line may override; must be empty in prod." },

@@ -191,6 +191,8 @@ static const char *const pub_pat[] = { "devices/+/cmd/#" };
 static const char *const sub_pat[] = { "devices/+/#" };
 static const struct mqtt_acl_service svc[] = { { NULL, pub_pat, sub_pat, 1, 1 } };
 
+static uint32_t press_ms = 20; /* core.shard_press_ms of the next setup */
+
 static struct dp_config cfg_make(uint32_t core)
 {
 	struct dp_config g;
@@ -226,7 +228,7 @@ static struct dp_config cfg_make(uint32_t core)
 	g.shard = (struct dp_shard_config){
 		.n_cores = NCORE, .self = core, .payload_max = 256, .backlog_bytes = 16384,
 		.out_window = 2048, .data_window = 4096, .max_proxies = MAXC, .interest_slots = 256,
-		.mesh = { m_send, &self_of[core] },
+		.press_ms = press_ms, .mesh = { m_send, &self_of[core] },
 	};
 	g.store.held_acks = 16; /* no storage: the ring the SUBACKs wait in for the other shards */
 	memset(g.shard.home_key, 0x5a, sizeof g.shard.home_key);
@@ -1003,8 +1005,22 @@ static void t_forwarded_publisher_slowed_by_credit(void **state)
 	struct dp_shard_stats ss;
 	assert_true(dp_shard_stats(D[1], &ss));
 	assert_true(ss.dcredit_withheld >= 1);
+	/* Core 1 owes the credit and its backlog waits for the mesh: neither is work it can do
+	 * now, so its loop may halt (issue 26: it no longer spins on the CPU its consumer
+	 * needs); nothing moves while it polls. */
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(dp_poll(D[1]), 0);
+	struct dp_shard_stats ss2;
+	assert_true(dp_shard_stats(D[1], &ss2));
+	assert_int_equal(ss2.dcredit_out, ss.dcredit_out);
+	assert_true(ss2.queued > 0);
 	int windows = fc[0][11].windows;
 	mesh_blocked[1][2] = false;
+	/* The credit comes back (xcore wakes the core): one pass sends the backlog and, the
+	 * level fallen, returns the credit it owed. */
+	(void)dp_poll(D[1]);
+	assert_true(dp_shard_stats(D[1], &ss2));
+	assert_true(ss2.dcredit_out > ss.dcredit_out);
 	pump();
 	assert_true(dp_tcp_upper.credit(D[0], 11) > 0);
 	assert_true(fc[0][11].windows > windows); /* reopened at once, no probe needed */
@@ -1285,6 +1301,92 @@ static void t_forwarded_light_keeps_credit(void **state)
 	cl_free(l);
 }
 
+/* Backpressure from a subscriber (core.shard_press_ms, ADR-092): the service on core 2
+ * reads its output only every fourth round (20 ms), the heavy publisher on core 1 writes up
+ * to ten QoS 0 messages a round and the light one one, each only while dp's credit (its
+ * TCP window) is open. Once the subscriber's output is full, core 2 drops copies
+ * (busy_dropped) and says PRESS on to core 1, which stops reading the heavy publisher
+ * (over its fair share) for at most press_ms; the light one is read on. When the service
+ * reads, its transport takes again and core 2 says PRESS off: the heavy one is read at
+ * once. Returns what happened. */
+struct press_run {
+	int sent_h, sent_l, got_h, got_l, h_shut, l_shut;
+	uint64_t dropped, lost; /* busy drops on core 2; any other QoS 0 drop on core 1 */
+	struct dp_shard_stats s1, s2;
+};
+
+static void press_scene(struct press_run *o)
+{
+	memset(o, 0, sizeof *o);
+	struct fair_scene f;
+	fair_scene_up(&f, 1, 14);
+	static uint8_t pl[200];
+	for (int r = 0; r < 24; r++) { /* the fake TCP keeps 64 KiB of what the service got */
+		now += 5;
+		for (int i = 0; i < 10 && dp_tcp_upper.credit(D[1], 13) > 0; i++, o->sent_h++)
+			mq_publish(f.h, f.th, pl, sizeof pl, 0, false, 0);
+		o->h_shut += dp_tcp_upper.credit(D[1], 13) == 0;
+		if (dp_tcp_upper.credit(D[1], 14) == 0) {
+			o->l_shut++;
+		} else {
+			mq_publish(f.l, f.tl, pl, sizeof pl, 0, false, 0);
+			o->sent_l++;
+		}
+		pump();
+		if (r % 4 == 3)
+			take_publishes(f.s, f.tl, &o->got_h, &o->got_l);
+	}
+	now += 100; /* the pressure ends: windows reopen by window update */
+	pump();
+	take_publishes(f.s, f.tl, &o->got_h, &o->got_l);
+	assert_int_equal(dp_tcp_upper.credit(D[1], 13), 16640);
+	assert_int_equal(dp_tcp_upper.credit(D[1], 14), 16640);
+	o->dropped = mqtt_broker_stats(dp_broker(D[2]))->qos0_busy_dropped;
+	const struct mqtt_broker_stats *m1 = mqtt_broker_stats(dp_broker(D[1]));
+	o->lost = m1->fanout_qos0_dropped + m1->fair_qos0_dropped;
+	assert_true(dp_shard_stats(D[1], &o->s1));
+	assert_true(dp_shard_stats(D[2], &o->s2));
+	/* counted, never silent: every message was delivered or dropped with a count */
+	assert_int_equal((uint64_t)(o->got_h + o->got_l) + o->dropped + o->lost, (uint64_t)(o->sent_h + o->sent_l));
+	assert_int_equal(mqtt_broker_stats(dp_broker(D[2]))->sub_full_dropped, o->dropped);
+	assert_int_equal(fc[1][14].closes + fc[1][14].aborts + fc[1][13].closes + fc[1][13].aborts +
+			 fc[2][12].closes + fc[2][12].aborts, 0);
+	cl_free(f.s);
+	cl_free(f.h);
+	cl_free(f.l);
+}
+
+static void t_subscriber_slows_publisher(void **state)
+{
+	struct press_run on, off;
+	press_scene(&on);
+	/* the same scene with the rule off (core.shard_press_ms = 0) */
+	assert_int_equal(teardown(state), 0);
+	press_ms = 0;
+	assert_int_equal(setup(state), 0);
+	press_scene(&off);
+	press_ms = 20;
+	print_message("press on: heavy sent %d got %d shut in %d rounds, light sent %d got %d shut %d, dropped %lu "
+		      "(+%lu), PRESS out %lu in %lu, pressed %lu; off: heavy sent %d got %d, light sent %d got %d, "
+		      "dropped %lu (+%lu)\n",
+		      on.sent_h, on.got_h, on.h_shut, on.sent_l, on.got_l, on.l_shut, (unsigned long)on.dropped,
+		      (unsigned long)on.lost, (unsigned long)on.s2.press_out, (unsigned long)on.s1.press_in,
+		      (unsigned long)on.s1.pressed, off.sent_h, off.got_h, off.sent_l, off.got_l,
+		      (unsigned long)off.dropped, (unsigned long)off.lost);
+	/* the rule: core 2 said it, core 1 heard it and slowed the heavy publisher only */
+	assert_true(on.s2.press_out >= 1);
+	assert_true(on.s1.press_in >= 1);
+	assert_true(on.s1.pressed >= 1);
+	assert_true(on.h_shut >= 4); /* while the service is full, not for good */
+	assert_int_equal(on.l_shut, 0);
+	assert_int_equal(off.s2.press_out + off.s1.press_in + off.s1.pressed + (uint64_t)off.h_shut, 0);
+	/* backpressure before drops: far fewer copies dropped, about as many delivered */
+	assert_true(off.dropped > 0);
+	assert_true(on.dropped * 2 <= off.dropped);
+	assert_true((on.got_h + on.got_l) * 10 >= (off.got_h + off.got_l) * 8);
+	assert_true(on.got_l * 2 >= on.sent_l); /* the light one is not the one that pays */
+}
+
 /* A LOST that finds even the control reserve of its backlog full is owed and sent by a
  * later poll (invariant 6 of dp/shard.c); only one beyond max_lost_owed is dropped. A
  * shard of its own over a mesh that refuses, then takes, everything. */
@@ -1350,7 +1452,10 @@ static void t_lost_owed_when_reserve_full(void **state)
 	assert_int_equal(st.lost_out + st.lost_owed, n); /* backlogged, then owed */
 	assert_true(st.lost_out > 0);
 	assert_int_equal(dp_shard_check(sh), 0);
-	assert_true(dp_shard_poll(sh) > 0); /* still waiting */
+	/* still waiting, but nothing can move until the mesh takes something: not work, so the
+	 * core may halt (issue 26; the credit's return wakes it) */
+	assert_int_equal(dp_shard_poll(sh), 0);
+	assert_int_equal(lost_mesh_sent, 0);
 	lost_mesh_open = true;
 	for (int pass = 0; pass < 4 && dp_shard_poll(sh); pass++)
 		;
@@ -1400,6 +1505,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(t_fair_qos0_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_light_window_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_forwarded_light_keeps_credit, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_subscriber_slows_publisher, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_lost_owed_when_reserve_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_bad_mesh_messages, setup, teardown),
 	};

@@ -463,6 +463,7 @@ struct st_core {
 	uint64_t next_seq[ST_MAX_CORES];   /* to send, per destination */
 	uint64_t expect_seq[ST_MAX_CORES]; /* to receive, per source */
 	uint64_t n_recv, n_errors, n_again, n_idle;
+	uint64_t n_credit_wakes, n_credit_back; /* the credit wake-up, both sides (under TSan) */
 	int timed_out;
 };
 
@@ -546,9 +547,11 @@ static void *st_thread(void *arg)
 		}
 		if (xcore_poll(st_mesh, c->id, st_recv, c))
 			work = 1;
+		c->n_credit_wakes += (uint64_t)__builtin_popcountll(xcore_credit_waiters(st_mesh, c->id));
 		if (!sending && c->n_recv >= want_recv)
 			break;
 		if (!work) {
+			c->n_credit_back += xcore_credit_back(st_mesh, c->id); /* the idle check */
 			c->n_idle++;
 			sched_yield(); /* 2 shared CPUs: let the peers run */
 		}
@@ -584,9 +587,11 @@ static void st_run(uint32_t n_cores, uint64_t msgs)
 	for (uint32_t i = 0; i < n_cores; i++)
 		pthread_join(t[i], NULL);
 	double secs = st_now() - t0;
-	uint64_t errors = 0, again = 0, stalls = 0, ctrl_stalls = 0;
+	uint64_t errors = 0, again = 0, stalls = 0, ctrl_stalls = 0, wakes = 0, back = 0;
 	for (uint32_t i = 0; i < n_cores; i++) {
 		assert_false(st_cores[i].timed_out);
+		wakes += st_cores[i].n_credit_wakes;
+		back += st_cores[i].n_credit_back;
 		errors += st_cores[i].n_errors;
 		again += st_cores[i].n_again;
 		assert_int_equal(st_cores[i].n_recv, (uint64_t)(n_cores - 1) * msgs);
@@ -608,9 +613,10 @@ static void st_run(uint32_t n_cores, uint64_t msgs)
 	assert_int_equal(again, stalls + ctrl_stalls);
 	uint32_t pairs = n_cores * (n_cores - 1);
 	printf("xcore stress: %u threads, %u rings, %llu msgs per pair, %llu credit stalls (%llu control), "
-	       "0 errors, %.3f s: %.0f msgs/s per pair, %.0f msgs/s in all\n",
+	       "0 errors, %.3f s: %.0f msgs/s per pair, %.0f msgs/s in all; credit wake-ups %llu, seen idle %llu\n",
 	       n_cores, pairs, (unsigned long long)msgs, (unsigned long long)stalls,
-	       (unsigned long long)ctrl_stalls, secs, (double)msgs / secs, (double)msgs * pairs / secs);
+	       (unsigned long long)ctrl_stalls, secs, (double)msgs / secs, (double)msgs * pairs / secs,
+	       (unsigned long long)wakes, (unsigned long long)back);
 	free(mesh_mem);
 	mesh_mem = NULL;
 }
@@ -658,6 +664,66 @@ static void test_pending_and_writable(void **state)
 	check_all(m);
 }
 
+/* ---- the credit wake-up (invariant 7 of xcore.c) ---- */
+/* A sender refused for credit is named by the consumer's xcore_credit_waiters once the
+ * ring has the room the refused send needs, not before, and only once; its own idle check
+ * (xcore_credit_back) sees the same room and then forgets the wish; a send that refills
+ * clears it. Bulk needs its reserve on top. */
+static void test_credit_wakeup(void **state)
+{
+	(void)state;
+	struct xcore_config c = base_cfg;
+	c.slots_per_ring = 16;
+	c.ctrl_slots = 2;
+	c.credit_batch = 2;
+	c.bulk_reserve = 4;
+	c.poll_max = 1;
+	c.poll_per_source = 1;
+	struct xcore_mesh *m = mesh_new(&c);
+	struct rec r = { 0 };
+	uint32_t i = 0;
+	assert_int_equal(xcore_credit_waiters(m, 0), 0); /* nothing consumed, no fence needed */
+	while (xcore_send_bulk(m, 1, 0, 3, &i, sizeof i) == 0)
+		i++;
+	assert_int_equal(i, c.slots_per_ring - c.ctrl_slots - c.bulk_reserve); /* 10 used, 6 free */
+	assert_false(xcore_credit_back(m, 1));
+	/* bulk needs ctrl 2 + reserve 4 + batch 2 = 8 free: one message consumed is not enough */
+	assert_int_equal(xcore_poll(m, 0, rec_fn, &r), 1);
+	assert_int_equal(xcore_credit_waiters(m, 0), 0);
+	assert_false(xcore_credit_back(m, 1));
+	assert_int_equal(xcore_poll(m, 0, rec_fn, &r), 1);
+	assert_int_equal(xcore_credit_waiters(m, 0), 1ull << 1); /* 8 free: wake core 1 */
+	assert_int_equal(xcore_credit_waiters(m, 0), 0);         /* once per consumption */
+	assert_int_equal(xcore_credit_waiters(m, 2), 0);         /* nothing for core 2 */
+	assert_true(xcore_credit_back(m, 1));                    /* the idle check sees it ... */
+	assert_false(xcore_credit_back(m, 1));                   /* ... once */
+	assert_int_equal(xcore_poll(m, 0, rec_fn, &r), 1);
+	assert_int_equal(xcore_credit_waiters(m, 0), 0);         /* forgotten: no wake-up */
+	/* a refusal again, then a refill by a send clears the wish without any idle check */
+	while (xcore_send_bulk(m, 1, 0, 3, &i, sizeof i) == 0)
+		i++;
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(xcore_poll(m, 0, rec_fn, &r), 1);
+	assert_int_equal(xcore_send_bulk(m, 1, 0, 3, &i, sizeof i), 0); /* refilled */
+	assert_int_equal(xcore_credit_waiters(m, 0), 0);
+	assert_false(xcore_credit_back(m, 1));
+	/* a data send's wish is smaller: ctrl 2 + batch 2 */
+	while (xcore_send(m, 2, 0, 1, &i, sizeof i) == 0)
+		i++;
+	assert_false(xcore_credit_back(m, 2));
+	uint64_t w = 0;
+	for (int k = 0; k < 16 && !(w & (1ull << 2)); k++) {
+		assert_true(xcore_poll(m, 0, rec_fn, &r) == 1);
+		w = xcore_credit_waiters(m, 0);
+	}
+	assert_true(w & (1ull << 2));
+	assert_true(xcore_credit_back(m, 2));
+	struct xcore_pair_stats st;
+	xcore_stats(m, 2, 0, &st);
+	assert_true(st.n_stall >= 1);
+	check_all(m);
+}
+
 static void test_stress_two_cores(void **state)
 {
 	(void)state;
@@ -682,6 +748,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_poll_fair_and_bounded, teardown),
 		cmocka_unit_test_teardown(test_long_run, teardown),
 		cmocka_unit_test_teardown(test_pending_and_writable, teardown),
+		cmocka_unit_test_teardown(test_credit_wakeup, teardown),
 		cmocka_unit_test_teardown(test_stress_two_cores, teardown),
 		cmocka_unit_test_teardown(test_stress_all_to_all, teardown),
 	};
