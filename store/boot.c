@@ -80,6 +80,8 @@ int store_boot(struct store_dev *dev, const struct store_boot_config *cfg, struc
 		if (err)
 			return say(out, err, "the disk (%lu MiB) is blank but too small for the layout (at least %lu MiB)",
 				   (unsigned long)(out->disk_bytes >> 20), (unsigned long)(out->min_bytes >> 20));
+		/* the release disk's BIOS boot partition (GRUB's core) outlives its first format */
+		(void)store_plan_keep_bios(&plan, &info);
 		err = store_disk_format(dev, &plan, cfg->guids, (uint64_t)(cfg->now_s > 0 ? cfg->now_s : 0), cfg->scratch,
 					cfg->scratch_len, &out->sb);
 		if (err)

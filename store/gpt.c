@@ -3,7 +3,8 @@
  * store/gpt.h: the GPT of UEFI 2.10 section 5.3 (and the protective MBR of 5.2.3), built
  * and checked for layout.c. Layer: store/, portable, freestanding.
  *
- * What we write: a protective MBR at LBA 0; the primary header at LBA 1 and its entry
+ * What we write: a protective MBR at LBA 0 (over a boot loader's code there, which is
+ * kept: store_gpt_mbr_protect); the primary header at LBA 1 and its entry
  * array right after it (LBA 2, 128 entries of 128 bytes: 16 KiB, so 32 blocks of 512 or
  * 4 of 4096, one block from 16 KiB up); first usable LBA after that array; the backup
  * array just before the backup header in the disk's last LBA; last usable LBA just
@@ -99,7 +100,17 @@ int store_gpt_geometry(uint32_t bs, uint64_t disk_blocks, uint64_t *first_usable
 
 void store_gpt_mbr_encode(uint8_t *out, size_t len, uint64_t disk_blocks)
 {
-	memset(out, 0, len);
+	if (!out || len < STORE_MBR_BYTES)
+		return;
+	memset(out, 0, STORE_MBR_OFF_PARTS);
+	store_gpt_mbr_protect(out, len, disk_blocks);
+}
+
+void store_gpt_mbr_protect(uint8_t *out, size_t len, uint64_t disk_blocks)
+{
+	if (!out || len < STORE_MBR_BYTES)
+		return; /* the contract says len >= 512 */
+	memset(out + STORE_MBR_OFF_PARTS, 0, len - STORE_MBR_OFF_PARTS); /* bytes [0, 446) kept */
 	uint8_t *rec = out + STORE_MBR_OFF_PARTS;
 	rec[STORE_MBR_PART_OFF_STATUS] = 0;
 	rec[STORE_MBR_PART_OFF_CHS_START + 0] = 0x00; /* CHS 0/0/2: LBA 1 */
@@ -328,9 +339,10 @@ int store_gpt_entries_decode(const uint8_t *ents, size_t len, struct store_gpt *
 	if (!ents || !g || g->n_entries == 0 || g->n_entries > STORE_GPT_N_ENTRIES)
 		return -E_INVAL;
 	g->n_used = 0;
-	g->has_esp = g->has_data = false;
+	g->has_esp = g->has_data = g->has_bios = false;
 	memset(&g->esp, 0, sizeof g->esp);
 	memset(&g->data, 0, sizeof g->data);
+	memset(&g->bios, 0, sizeof g->bios);
 	size_t bytes = (size_t)g->n_entries * STORE_GPT_ENTRY_BYTES;
 	struct cur all = cur_make(ents, len);
 	const uint8_t *arr = cur_ptr(&all, bytes);
@@ -338,15 +350,17 @@ int store_gpt_entries_decode(const uint8_t *ents, size_t len, struct store_gpt *
 		return -E_INVAL;
 	if (crc32_ieee(0, arr, bytes) != g->entries_crc)
 		return reject(rej, STORE_GPT_REJ_ENTRIES_CRC);
-	uint8_t type_esp[16], type_data[16];
-	if (store_guid_from_text(STORE_GPT_TYPE_ESP, type_esp) || store_guid_from_text(STORE_GPT_TYPE_DATA, type_data))
+	uint8_t type_esp[16], type_data[16], type_bios[16];
+	if (store_guid_from_text(STORE_GPT_TYPE_ESP, type_esp) || store_guid_from_text(STORE_GPT_TYPE_DATA, type_data) ||
+	    store_guid_from_text(STORE_GPT_TYPE_BIOS, type_bios))
 		return -E_INVAL; /* our own constants: cannot happen */
 	/* the result goes to g only once the whole array passed */
-	struct store_gpt_part esp, data;
-	bool has_esp = false, has_data = false;
+	struct store_gpt_part esp, data, bios;
+	bool has_esp = false, has_data = false, has_bios = false;
 	uint32_t n_used = 0;
 	memset(&esp, 0, sizeof esp);
 	memset(&data, 0, sizeof data);
+	memset(&bios, 0, sizeof bios);
 	for (uint32_t i = 0; i < g->n_entries; i++) {
 		struct store_gpt_part p;
 		if (entry_at(arr, bytes, i, &p))
@@ -373,12 +387,18 @@ int store_gpt_entries_decode(const uint8_t *ents, size_t len, struct store_gpt *
 			has_data = true;
 			data = p;
 		}
+		if (!has_bios && memcmp(p.type, type_bios, 16) == 0) {
+			has_bios = true;
+			bios = p;
+		}
 	}
 	g->n_used = n_used;
 	g->has_esp = has_esp;
 	g->has_data = has_data;
+	g->has_bios = has_bios;
 	g->esp = esp;
 	g->data = data;
+	g->bios = bios;
 	return 0;
 }
 
@@ -478,14 +498,15 @@ static enum piece header_piece(const struct store_gpt_src *src, const uint8_t *b
 	return PIECE_OURS;
 }
 
-/* An array: zero, or only entries of our two types inside the usable range, unused
+/* An array: zero, or only entries of our three types inside the usable range, unused
  * entries and the padding zero. */
 static enum piece array_piece(const uint8_t *arr, size_t bytes, uint64_t fu, uint64_t lu)
 {
 	if (all_zero(arr, bytes))
 		return PIECE_ZERO;
-	uint8_t type_esp[16], type_data[16];
-	if (store_guid_from_text(STORE_GPT_TYPE_ESP, type_esp) || store_guid_from_text(STORE_GPT_TYPE_DATA, type_data))
+	uint8_t type_esp[16], type_data[16], type_bios[16];
+	if (store_guid_from_text(STORE_GPT_TYPE_ESP, type_esp) || store_guid_from_text(STORE_GPT_TYPE_DATA, type_data) ||
+	    store_guid_from_text(STORE_GPT_TYPE_BIOS, type_bios))
 		return PIECE_OTHER;
 	struct cur c = cur_make(arr, bytes);
 	for (uint32_t i = 0; i < STORE_GPT_N_ENTRIES; i++) {
@@ -502,8 +523,9 @@ static enum piece array_piece(const uint8_t *arr, size_t bytes, uint64_t fu, uin
 				return PIECE_OTHER;
 			continue;
 		}
-		if ((memcmp(type, type_esp, 16) != 0 && memcmp(type, type_data, 16) != 0) || first > last ||
-		    first < fu || last > lu)
+		if ((memcmp(type, type_esp, 16) != 0 && memcmp(type, type_data, 16) != 0 &&
+		     memcmp(type, type_bios, 16) != 0) ||
+		    first > last || first < fu || last > lu)
 			return PIECE_OTHER;
 	}
 	const uint8_t *pad = cur_ptr(&c, cur_left(&c));
@@ -526,7 +548,8 @@ int store_gpt_footprint_check(const struct store_gpt_src *src, uint8_t *scratch,
 	size_t arr_bytes = (size_t)eb * bs;
 	bool any = false, other = false;
 
-	/* LBA 0: zero or exactly our protective MBR. */
+	/* LBA 0: zero or our protective MBR, its boot code and disk signature (what the format
+	 * keeps, store_gpt_mbr_protect) whatever they are. */
 	int err = src->read(src->ctx, 0, 1, scratch);
 	if (err)
 		return err;
@@ -534,7 +557,9 @@ int store_gpt_footprint_check(const struct store_gpt_src *src, uint8_t *scratch,
 		uint8_t mbr[STORE_MBR_BYTES];
 		store_gpt_mbr_encode(mbr, sizeof mbr, n);
 		any = true;
-		if (memcmp(scratch, mbr, sizeof mbr) != 0 || !all_zero(scratch + STORE_MBR_BYTES, bs - STORE_MBR_BYTES))
+		if (memcmp(scratch + STORE_MBR_OFF_PARTS, mbr + STORE_MBR_OFF_PARTS, STORE_MBR_BYTES - STORE_MBR_OFF_PARTS) !=
+			    0 ||
+		    !all_zero(scratch + STORE_MBR_BYTES, bs - STORE_MBR_BYTES))
 			other = true;
 	}
 	/* Each copy: header and array, each zero or ours, never both present (a header of

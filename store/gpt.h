@@ -56,8 +56,8 @@ struct store_gpt {
 	uint32_t n_entries, entries_crc;
 	uint8_t disk_guid[16];
 	uint32_t n_used;              /* entries with a non-zero type (after entries_decode) */
-	bool has_esp, has_data;       /* an entry of type STORE_GPT_TYPE_ESP / _DATA */
-	struct store_gpt_part esp, data; /* the first entry of each type */
+	bool has_esp, has_data, has_bios; /* an entry of type STORE_GPT_TYPE_ESP / _DATA / _BIOS */
+	struct store_gpt_part esp, data, bios; /* the first entry of each type */
 };
 
 /* Where our GPT goes on a disk of disk_blocks blocks of bs bytes (bs a power of two,
@@ -84,8 +84,14 @@ struct store_gpt_new {
 };
 
 /* The protective MBR for a disk of disk_blocks blocks into out (len >= 512 bytes: all of
- * it written, zeros after the MBR). */
+ * it written, zeros after the MBR; boot code and disk signature zero). */
 void store_gpt_mbr_encode(uint8_t *out, size_t len, uint64_t disk_blocks);
+/* The same over blk, LBA 0 as read (len >= 512): its first STORE_MBR_OFF_PARTS bytes (boot
+ * code, disk signature and the two bytes after it) kept, the partition records, the
+ * signature and the rest of the block written as store_gpt_mbr_encode writes them. What the
+ * format and a growth write, so that a boot loader's code in LBA 0 (a BIOS boot of the
+ * disk) survives them. */
+void store_gpt_mbr_protect(uint8_t *blk, size_t len, uint64_t disk_blocks);
 /* The entry array (array_blocks * block_size bytes into out, zero-padded); *crc its
  * CRC-32 over the 128 entries. 0 or -E_INVAL (a part outside the usable range, a name
  * too long, len too small). The caller checks overlaps by decoding (store_gpt_entries_decode). */
@@ -146,9 +152,10 @@ MUST_CHECK int store_gpt_load(const struct store_gpt_src *src, uint8_t *scratch,
 enum store_gpt_footprint {
 	STORE_GPT_FP_ZERO,    /* all zero */
 	STORE_GPT_FP_PARTIAL, /* only pieces an interrupted GPT write of ours leaves: our
-			       * protective MBR, headers shaped as ours for this disk, arrays
-			       * holding only ESP / urMQTT data entries, never a header and its
-			       * array both present (that pair would have been valid) */
+			       * protective MBR (any boot code before its partition records),
+			       * headers shaped as ours for this disk, arrays holding only ESP /
+			       * urMQTT data / BIOS boot entries, never a header and its array
+			       * both present (that pair would have been valid) */
 	STORE_GPT_FP_OTHER,   /* anything else */
 };
 /* Classify those places (reads at most 2 * (2 + array_blocks) blocks). 0, -E_RANGE (the

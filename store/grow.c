@@ -240,14 +240,18 @@ static int write_backup(struct store_dev *d, const struct store_gpt *g, const st
 	return err;
 }
 
-/* The primary copy: the protective MBR (the disk's new size) and the array, flush; the
+/* The primary copy: the protective MBR (the disk's new size; LBA 0's boot code and disk
+ * signature kept) and the array, flush; the
  * header, flush (so the header is never durable before its array). */
 static int write_primary(struct store_dev *d, const struct store_gpt *g, const struct store_gpt_new *gn,
 			 uint64_t last_lba, uint8_t *buf, size_t len)
 {
 	uint32_t eb = store_gpt_array_blocks(gn->block_size), crc = 0;
-	store_gpt_mbr_encode(buf, gn->block_size, gn->disk_blocks);
-	int err = store_dev_write(d, 0, 1, buf);
+	int err = store_dev_read(d, 0, 1, buf);
+	if (!err) {
+		store_gpt_mbr_protect(buf, gn->block_size, gn->disk_blocks); /* a boot loader's code kept */
+		err = store_dev_write(d, 0, 1, buf);
+	}
 	if (!err)
 		err = new_array(d, g, last_lba, buf, len, &crc);
 	if (!err)

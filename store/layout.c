@@ -26,7 +26,8 @@
  *  2. Every state a power cut can leave inside store_disk_format probes as BLANK,
  *     INTERRUPTED or OURS; inside store_super_commit as OURS with the old or the new
  *     generation. Format order: GPT headers zeroed, flush; both entry arrays, flush;
- *     both headers and the protective MBR, flush (so a header is never durable beside
+ *     both headers and the protective MBR (LBA 0's boot code and disk signature kept as
+ *     read: a BIOS boot of the disk survives), flush (so a header is never durable beside
  *     an array it does not describe, and store_gpt_footprint_check recognises every
  *     partial state); superblock slots and the head of every region zeroed, flush;
  *     superblock generation 1 in slot A, flush.
@@ -66,6 +67,7 @@ STATIC_ASSERT(STORE_SB_OFF_CRC + 4u == STORE_SUPER_BYTES, "the CRC is the header
 STATIC_ASSERT(3u * 65536u <= STORE_ALIGN_MIN, "two slots and the scratch block fit the meta area");
 
 static const char esp_name[] = "EFI system partition";
+static const char bios_name[] = "BIOS boot partition";
 static const char data_name[] = "urMQTT data";
 
 static const char *const rej_names[STORE_REJ__COUNT] = {
@@ -394,6 +396,22 @@ int store_layout_plan(const struct store_layout_config *cfg, uint64_t disk_block
 	return 0;
 }
 
+bool store_plan_keep_bios(struct store_plan *p, const struct store_disk_info *info)
+{
+	if (!p || !info || info->kind != STORE_DISK_INTERRUPTED || info->bios_blocks == 0 || p->block_size == 0)
+		return false;
+	uint64_t fu, lu;
+	if (store_gpt_geometry(p->block_size, p->disk_blocks, &fu, &lu))
+		return false;
+	uint64_t first = p->esp_blocks ? p->esp_start : p->part_start;
+	if (info->bios_start < fu || info->bios_start >= first || info->bios_blocks > first - info->bios_start)
+		return false;
+	p->bios_start = info->bios_start;
+	p->bios_blocks = info->bios_blocks;
+	memcpy(p->bios_guid, info->bios_guid, 16);
+	return true;
+}
+
 /* ---- the probe ---- */
 
 static int dev_read(void *ctx, uint64_t lba, uint32_t n, void *buf)
@@ -467,6 +485,11 @@ static int probe_gpt(struct store_dev *d, uint8_t *scratch, const struct store_g
 	if (g->has_esp) {
 		out->esp_start = g->esp.first_lba;
 		out->esp_blocks = g->esp.last_lba - g->esp.first_lba + 1u;
+	}
+	if (g->has_bios) {
+		out->bios_start = g->bios.first_lba;
+		out->bios_blocks = g->bios.last_lba - g->bios.first_lba + 1u;
+		memcpy(out->bios_guid, g->bios.guid, 16);
 	}
 	out->part_start = g->data.first_lba;
 	out->part_blocks = g->data.last_lba - g->data.first_lba + 1u; /* last <= last usable < disk */
@@ -776,8 +799,17 @@ static int format_gpt_spec(const struct store_plan *p, const uint8_t guids[48], 
 	e->last_lba = p->part_start + p->part_blocks - 1u;
 	e->name = data_name;
 	if (p->part_blocks == 0 || p->esp_start > UINT64_MAX - p->esp_blocks ||
-	    p->part_start > UINT64_MAX - p->part_blocks)
+	    p->part_start > UINT64_MAX - p->part_blocks || p->bios_start > UINT64_MAX - p->bios_blocks)
 		return -E_INVAL;
+	if (p->bios_blocks) { /* kept as it was found: type, place, unique GUID (the decode checks the range) */
+		e = &g->parts[g->n_parts++];
+		if (store_guid_from_text(STORE_GPT_TYPE_BIOS, e->type))
+			return -E_INVAL;
+		memcpy(e->guid, p->bios_guid, 16);
+		e->first_lba = p->bios_start;
+		e->last_lba = p->bios_start + p->bios_blocks - 1u;
+		e->name = bios_name;
+	}
 
 	uint32_t crc;
 	struct store_gpt dec;
@@ -823,8 +855,10 @@ static int format_gpt(struct store_dev *d, const struct store_gpt_new *g, uint8_
 		err = store_gpt_header_encode(g, true, crc, scratch, scratch_len);
 	if (!err)
 		err = store_dev_write(d, n - 1u, 1, scratch);
+	if (!err)
+		err = store_dev_read(d, 0, 1, scratch);
 	if (!err) {
-		store_gpt_mbr_encode(scratch, g->block_size, n);
+		store_gpt_mbr_protect(scratch, g->block_size, n); /* a boot loader's code kept */
 		err = store_dev_write(d, 0, 1, scratch);
 	}
 	if (!err)
@@ -849,6 +883,24 @@ static int format_zero(struct store_dev *d, const struct store_plan *p)
 	return err;
 }
 
+int store_disk_format_gpt(struct store_dev *d, const struct store_plan *p, const uint8_t guids[48],
+			  uint8_t *scratch, size_t scratch_len)
+{
+	if (!p || !guids || !args_ok(d, scratch, scratch_len))
+		return -E_INVAL;
+	if (p->block_size != store_dev_block_size(d) || p->disk_blocks != store_dev_blocks(d) ||
+	    p->n_regions > STORE_MAX_REGIONS)
+		return -E_INVAL;
+	struct store_gpt_new g;
+	int err = format_gpt_spec(p, guids, &g, scratch, scratch_len);
+	/* The zeros first, the GPT last: until the GPT is durable the disk is not ours. */
+	if (!err)
+		err = format_zero(d, p);
+	if (!err)
+		err = format_gpt(d, &g, scratch, scratch_len);
+	return err;
+}
+
 int store_disk_format(struct store_dev *d, const struct store_plan *p, const uint8_t guids[48], uint64_t now_s,
 		      uint8_t *scratch, size_t scratch_len, struct store_super *out)
 {
@@ -870,7 +922,7 @@ int store_disk_format(struct store_dev *d, const struct store_plan *p, const uin
 	memset(&sb, 0, sizeof sb);
 	sb.version = STORE_LAYOUT_VERSION;
 	sb.generation = 1;
-	memcpy(sb.part_guid, g.parts[g.n_parts - 1u].guid, 16);
+	memcpy(sb.part_guid, g.parts[p->esp_blocks ? 1u : 0u].guid, 16); /* the data entry */
 	sb.block_size = bs;
 	sb.align_bytes = p->align_bytes;
 	sb.part_start = p->part_start;

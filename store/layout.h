@@ -42,6 +42,9 @@
 /* GPT partition type GUIDs in their textual form (on disk: the GPT mixed-endian form). */
 #define STORE_GPT_TYPE_ESP "c12a7328-f81f-11d2-ba4b-00a0c93ec93b"
 #define STORE_GPT_TYPE_DATA "e115a373-fb22-4a52-96f0-86c11c6fb76c"
+/* A BIOS boot partition (GRUB's i386-pc core image, the release disk's BIOS boot): never
+ * planned by the layout, only kept by a format that finds one (store_plan_keep_bios). */
+#define STORE_GPT_TYPE_BIOS "21686148-6449-6e6f-744e-656564454649"
 
 enum store_region_kind {
 	STORE_REGION_NONE = 0,
@@ -116,6 +119,9 @@ struct store_plan {
 	uint32_t block_size, align_bytes;
 	uint64_t disk_blocks;
 	uint64_t esp_start, esp_blocks;   /* absolute LBAs; esp_blocks 0: no ESP */
+	uint64_t bios_start, bios_blocks; /* a BIOS boot partition kept (store_plan_keep_bios);
+					   * bios_blocks 0: none (what store_layout_plan says) */
+	uint8_t bios_guid[16];            /* its unique GUID, kept (on-disk form) */
 	uint64_t part_start, part_blocks; /* the data partition */
 	uint64_t scratch_lba;             /* absolute LBA of the self-test's scratch block(s) */
 	uint32_t n_regions;
@@ -131,6 +137,13 @@ MUST_CHECK int store_layout_plan(const struct store_layout_config *cfg, uint64_t
 				 struct store_plan *out /* out */, uint64_t *min_bytes /* out, may be NULL */);
 
 /* ---- recognising a disk ---- */
+struct store_disk_info;
+/* Keep in p the BIOS boot partition the probe found in an INTERRUPTED disk's GPT (the
+ * release disk's GRUB core, which the first boot's format must not drop), when it lies
+ * wholly between the primary entry array and the plan's first partition (the ESP, else
+ * the data partition). true when p now carries it; false (p unchanged) otherwise. */
+bool store_plan_keep_bios(struct store_plan *p, const struct store_disk_info *info);
+
 enum store_disk_kind {
 	STORE_DISK_BLANK,        /* every sampled byte zero: may be formatted */
 	STORE_DISK_OURS,         /* our GPT and a valid version-2 superblock */
@@ -153,6 +166,8 @@ struct store_disk_info {
 	int super_slot;          /* OURS: 0 (A) or 1 (B); -1 otherwise */
 	enum store_layout_rej slot_rej[2]; /* why each slot did not decode (NONE if it did) */
 	uint64_t esp_start, esp_blocks;    /* from the GPT, when it is ours */
+	uint64_t bios_start, bios_blocks;  /* a BIOS boot partition entry in it (0: none) */
+	uint8_t bios_guid[16];
 	uint64_t part_start, part_blocks;
 	struct store_super sb;   /* OURS: the winning superblock */
 	/* OURS: the GPT's data partition (same start and GUID) is longer than sb.part_blocks,
@@ -169,8 +184,10 @@ struct store_disk_info {
 MUST_CHECK int store_disk_probe(struct store_dev *d, uint8_t *scratch, size_t scratch_len,
 				struct store_disk_info *out /* out */);
 
-/* Format a BLANK or INTERRUPTED disk with plan p: protective MBR and both GPTs (disk and
- * partition GUIDs from guids: disk, ESP, data; 48 bytes, borrowed), flush; the first
+/* Format a BLANK or INTERRUPTED disk with plan p: protective MBR (LBA 0's boot code and
+ * disk signature, bytes 0..445, kept as found) and both GPTs (disk and partition GUIDs from
+ * guids: disk, ESP, data; 48 bytes, borrowed; entries ESP, data, then p's BIOS boot
+ * partition if any), flush; the first
  * 64 KiB of every region zeroed, flush; superblock generation 1 in slot A (db_state
  * FRESH), flush. *out: that superblock. scratch as for probe. 0 or the device's error
  * (then the disk is BLANK or INTERRUPTED again, never half ours in any other way). The
@@ -178,6 +195,14 @@ MUST_CHECK int store_disk_probe(struct store_dev *d, uint8_t *scratch, size_t sc
 MUST_CHECK int store_disk_format(struct store_dev *d, const struct store_plan *p, const uint8_t guids[48],
 				 uint64_t now_s, uint8_t *scratch, size_t scratch_len,
 				 struct store_super *out /* out */);
+
+/* The installer's half of a format (kernel/node/install.c): plan p's superblock slots and
+ * region heads zeroed, flush, then the protective MBR and both GPTs as store_disk_format
+ * writes them, flush; no superblock, so the disk then probes INTERRUPTED and the kernel's
+ * first boot formats it in place with the same plan (the ESP never moves). The caller
+ * decided the disk may be written. 0, -E_INVAL, or the device's error. */
+MUST_CHECK int store_disk_format_gpt(struct store_dev *d, const struct store_plan *p, const uint8_t guids[48],
+				     uint8_t *scratch, size_t scratch_len);
 
 /* Write sb as the next generation (sb->generation + 1, into its slot), then flush; on
  * success sb->generation is the new one. 0 or the device's error (the old generation

@@ -36,9 +36,10 @@ static void print_gpt(struct disk_image *im, const struct disk_gpt_facts *g)
 	printf("gpt: %s copy used; primary (LBA 1) %s, backup (LBA %" PRIu64 ") %s; disk GUID %s; %u partition%s\n",
 	       g->verdict.from_backup ? "backup" : "primary", disk_gpt_rej_text(g->primary), g->backup_lba,
 	       disk_gpt_rej_text(g->backup), guid, (unsigned)g->g.n_used, g->g.n_used == 1 ? "" : "s");
-	const struct store_gpt_part *parts[2] = { g->g.has_esp ? &g->g.esp : NULL, g->g.has_data ? &g->g.data : NULL };
-	static const char *const names[2] = { "EFI system partition", "urMQTT data" };
-	for (int i = 0; i < 2; i++) {
+	const struct store_gpt_part *parts[3] = { g->g.has_esp ? &g->g.esp : NULL, g->g.has_data ? &g->g.data : NULL,
+						  g->g.has_bios ? &g->g.bios : NULL };
+	static const char *const names[3] = { "EFI system partition", "urMQTT data", "BIOS boot partition" };
+	for (int i = 0; i < 3; i++) {
 		const struct store_gpt_part *p = parts[i];
 		if (!p)
 			continue;
@@ -49,7 +50,7 @@ static void print_gpt(struct disk_image *im, const struct disk_gpt_facts *g)
 		       (unsigned)p->index + 1u, names[i], type, p->first_lba, p->last_lba,
 		       disk_size_text((p->last_lba - p->first_lba + 1u) * bs, sz, sizeof sz), pg);
 	}
-	uint32_t listed = (uint32_t)g->g.has_esp + (uint32_t)g->g.has_data;
+	uint32_t listed = (uint32_t)g->g.has_esp + (uint32_t)g->g.has_data + (uint32_t)g->g.has_bios;
 	if (g->g.n_used > listed)
 		printf("gpt: %u other partition entr%s (not ours)\n", (unsigned)(g->g.n_used - listed),
 		       g->g.n_used - listed == 1 ? "y" : "ies");

@@ -624,12 +624,38 @@ static void t_footprint(void **state)
 	fix_hdr_crc(m->img + 512);
 	assert_int_equal(store_gpt_footprint_check(&src, scratch, sizeof scratch, &fp), 0);
 	assert_int_equal(fp, STORE_GPT_FP_OTHER);
-	/* an MBR that is not exactly our protective one */
+	/* our protective MBR over a boot loader's code and disk signature (what the format
+	 * keeps): ours; a partition record or the signature changed: not ours */
 	memset(m->img, 0, 1024);
 	memcpy(m->img, full->img, 512);
 	m->img[0] = 0xeb;
+	m->img[STORE_MBR_OFF_PARTS - 8] = 0x5a; /* the disk signature at 440 */
+	assert_int_equal(store_gpt_footprint_check(&src, scratch, sizeof scratch, &fp), 0);
+	assert_int_equal(fp, STORE_GPT_FP_PARTIAL);
+	m->img[STORE_MBR_OFF_PARTS + STORE_MBR_PART_OFF_TYPE] = 0x83;
 	assert_int_equal(store_gpt_footprint_check(&src, scratch, sizeof scratch, &fp), 0);
 	assert_int_equal(fp, STORE_GPT_FP_OTHER);
+	memcpy(m->img, full->img, 512);
+	m->img[510] = 0;
+	assert_int_equal(store_gpt_footprint_check(&src, scratch, sizeof scratch, &fp), 0);
+	assert_int_equal(fp, STORE_GPT_FP_OTHER);
+	/* an array holding a BIOS boot partition besides ESP and data (the release disk's) */
+	memset(m->img, 0, 1024);
+	{
+		struct store_gpt_new gb = g;
+		struct store_gpt_new_part *b = &gb.parts[gb.n_parts++];
+		guid(STORE_GPT_TYPE_BIOS, b->type);
+		guid("21212121-2222-4333-8444-555555555555", b->guid);
+		b->first_lba = gb.parts[1].last_lba + 1u;
+		b->last_lba = b->first_lba + 7u;
+		b->name = "BIOS boot partition";
+		uint32_t crc;
+		assert_int_equal(store_gpt_entries_encode(&gb, scratch, sizeof scratch, &crc), 0);
+		memcpy(m->img + 2 * 512, scratch, eb * 512);
+		assert_int_equal(store_gpt_footprint_check(&src, scratch, sizeof scratch, &fp), 0);
+		assert_int_equal(fp, STORE_GPT_FP_PARTIAL);
+		memset(m->img + 2 * 512, 0, eb * 512);
+	}
 	/* a byte after our header in its block */
 	memset(m->img, 0, 1024);
 	memcpy(m->img + 512, full->img + 512, 512);
@@ -642,6 +668,70 @@ static void t_footprint(void **state)
 	md_free(m);
 	md_free(o);
 	md_free(full);
+}
+
+/* The format and a growth write the protective MBR over LBA 0 as read: a boot loader's
+ * code and disk signature (bytes 0..445) stay, the records, the signature and the rest of
+ * the block are ours. */
+static void t_mbr_keeps_boot_code(void **state)
+{
+	(void)state;
+	static const uint32_t sizes[] = { 512, 4096 };
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		uint32_t bs = sizes[k];
+		uint8_t *blk = malloc(bs), *want = malloc(bs);
+		assert_non_null(blk);
+		assert_non_null(want);
+		for (uint32_t i = 0; i < bs; i++)
+			blk[i] = (uint8_t)(i * 7u + 3u); /* boot code, signature, old records, junk after */
+		store_gpt_mbr_encode(want, bs, 123456);
+		memcpy(want, blk, STORE_MBR_OFF_PARTS);
+		store_gpt_mbr_protect(blk, bs, 123456);
+		assert_memory_equal(blk, want, bs);
+		assert_int_equal(blk[STORE_MBR_OFF_PARTS + STORE_MBR_PART_OFF_TYPE], STORE_MBR_TYPE_PROTECTIVE);
+		assert_int_equal(ld_le32(blk + STORE_MBR_OFF_PARTS + STORE_MBR_PART_OFF_SIZE), 123455);
+		/* the plain encoder zeroes them */
+		store_gpt_mbr_encode(blk, bs, 123456);
+		for (size_t i = 0; i < STORE_MBR_OFF_PARTS; i++)
+			assert_int_equal(blk[i], 0);
+		free(blk);
+		free(want);
+	}
+}
+
+/* A BIOS boot partition entry decodes as such (the release disk's GRUB core). */
+static void t_bios_entry(void **state)
+{
+	(void)state;
+	struct store_gpt_new g;
+	spec(&g, 512, N_BLK, 0);
+	struct store_gpt_new_part *b = &g.parts[g.n_parts++];
+	guid(STORE_GPT_TYPE_BIOS, b->type);
+	guid("21212121-2222-4333-8444-555555555555", b->guid);
+	b->first_lba = g.parts[1].last_lba + 1u;
+	b->last_lba = b->first_lba + 7u;
+	b->name = "BIOS boot partition";
+	struct memdisk *m = md_new(N_BLK, 512);
+	build(m, &g);
+	struct store_gpt_src src = md_src(m);
+	struct store_gpt d;
+	struct store_gpt_verdict v;
+	assert_int_equal(store_gpt_load(&src, scratch, sizeof scratch, &d, &v), 0);
+	assert_int_equal(d.n_used, 3);
+	assert_true(d.has_esp && d.has_data && d.has_bios);
+	assert_int_equal(d.bios.index, 2);
+	assert_int_equal(d.bios.first_lba, b->first_lba);
+	assert_int_equal(d.bios.last_lba, b->last_lba);
+	assert_memory_equal(d.bios.guid, b->guid, 16);
+	/* without it: has_bios false */
+	g.n_parts--;
+	struct memdisk *m2 = md_new(N_BLK, 512);
+	build(m2, &g);
+	src = md_src(m2);
+	assert_int_equal(store_gpt_load(&src, scratch, sizeof scratch, &d, &v), 0);
+	assert_false(d.has_bios);
+	md_free(m);
+	md_free(m2);
 }
 
 static void t_rej_names(void **state)
@@ -667,6 +757,8 @@ int main(void)
 		cmocka_unit_test(t_backup_fallback),
 		cmocka_unit_test(t_load_errors),
 		cmocka_unit_test(t_footprint),
+		cmocka_unit_test(t_mbr_keeps_boot_code),
+		cmocka_unit_test(t_bios_entry),
 		cmocka_unit_test(t_rej_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -558,10 +558,22 @@ static void t_grow_procedure(void **state)
 		assert_false(info.grow_pending);
 
 		disk_grow(d, 256 * MiB);
+		/* a boot loader's code and disk signature in LBA 0 (the release disk's GRUB
+		 * boot.img): the growth rewrites the protective MBR around them */
+		uint8_t code[446];
+		for (size_t k = 0; k < sizeof code; k++)
+			code[k] = (uint8_t)(k * 13u + 1u);
+		fake_blk_set(d->fb, 0, code, sizeof code);
 		c0 = counts(d);
 		assert_int_equal(store_grow(&d->dev, &sb, scratch, sizeof scratch, &r), 0);
 		c1 = counts(d);
 		assert_int_equal(r.outcome, STORE_GROW_FILES);
+		{
+			size_t size;
+			assert_memory_equal(fake_blk_bytes(d->fb, &size), code, sizeof code);
+			memset(code, 0, sizeof code); /* assert_gpt_whole below wants the bare MBR */
+			fake_blk_set(d->fb, 0, code, sizeof code);
+		}
 		assert_string_equal(r.what, "the disk grew: data partition 30 MiB -> 222 MiB; database +64 MiB, "
 					    "backup A +64 MiB, backup B +64 MiB");
 		/* backup array and header; MBR and primary array; primary header; superblock */

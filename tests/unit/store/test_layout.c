@@ -1327,6 +1327,107 @@ static void t_interrupted_format(void **state)
 	fx_free(base);
 }
 
+/* The release disk as it leaves images.sh: GRUB's boot code in LBA 0, a BIOS boot partition
+ * between the primary array and the ESP holding GRUB's core, the ESP and the data partition
+ * of the plan, both superblock slots zero. The first boot's format keeps the boot code, the
+ * disk signature, the BIOS boot entry (place and unique GUID) and its bytes. */
+static void t_format_keeps_bios_boot(void **state)
+{
+	(void)state;
+	static const uint32_t sizes[] = { 512, 4096 };
+	for (size_t k = 0; k < 2; k++) {
+		uint32_t bs = sizes[k];
+		struct fx *x = fx_new(SMALL_DISK, bs, 0);
+		uint64_t n = x->d.blk->topo.capacity, fu, lu;
+		uint32_t eb = store_gpt_array_blocks(bs);
+		assert_int_equal(store_gpt_geometry(bs, n, &fu, &lu), 0);
+		struct store_plan p;
+		plan_for(x, &small_cfg, &p);
+		struct store_gpt_new g = { .block_size = bs, .disk_blocks = n, .n_parts = 3 };
+		memset(g.disk_guid, 0x42, 16);
+		static const char *const types[3] = { STORE_GPT_TYPE_BIOS, STORE_GPT_TYPE_ESP, STORE_GPT_TYPE_DATA };
+		const uint64_t first[3] = { fu, p.esp_start, p.part_start };
+		const uint64_t last[3] = { p.esp_start - 1u, p.esp_start + p.esp_blocks - 1u,
+					   p.part_start + p.part_blocks - 1u };
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(store_guid_from_text(types[i], g.parts[i].type), 0);
+			memset(g.parts[i].guid, 0x61 + i, 16);
+			g.parts[i].first_lba = first[i];
+			g.parts[i].last_lba = last[i];
+			g.parts[i].name = "made by sfdisk";
+		}
+		uint8_t *blk = calloc(1, 65536);
+		uint32_t crc;
+		assert_non_null(blk);
+		assert_int_equal(store_gpt_entries_encode(&g, blk, 65536, &crc), 0);
+		fake_blk_set(x->fb, 2 * (uint64_t)bs, blk, (size_t)eb * bs);
+		fake_blk_set(x->fb, (n - 1 - eb) * bs, blk, (size_t)eb * bs);
+		assert_int_equal(store_gpt_header_encode(&g, false, crc, blk, bs), 0);
+		fake_blk_set(x->fb, bs, blk, bs);
+		assert_int_equal(store_gpt_header_encode(&g, true, crc, blk, bs), 0);
+		fake_blk_set(x->fb, (n - 1) * bs, blk, bs);
+		store_gpt_mbr_encode(blk, bs, n);
+		for (uint32_t i = 0; i < STORE_MBR_OFF_PARTS; i++)
+			blk[i] = (uint8_t)(i * 5u + 7u); /* boot code, disk signature */
+		fake_blk_set(x->fb, 0, blk, bs);
+		uint8_t mbr_before[512];
+		memcpy(mbr_before, blk, sizeof mbr_before);
+		memset(blk, 0xcd, 4096); /* GRUB's core in the BIOS boot partition */
+		fake_blk_set(x->fb, fu * bs, blk, 4096);
+
+		struct store_disk_info info;
+		probe(x, &info);
+		assert_int_equal(info.kind, STORE_DISK_INTERRUPTED);
+		assert_int_equal(info.bios_start, fu);
+		assert_int_equal(info.bios_blocks, p.esp_start - fu);
+		assert_true(store_plan_keep_bios(&p, &info));
+		assert_int_equal(p.bios_start, fu);
+		uint8_t guids[48];
+		struct store_super sb;
+		guids_for(guids, 3);
+		assert_int_equal(store_disk_format(&x->d, &p, guids, 1700000000u, scratch, sizeof scratch, &sb), 0);
+		probe(x, &info);
+		assert_int_equal(info.kind, STORE_DISK_OURS);
+		assert_int_equal(info.bios_start, fu);
+		assert_int_equal(info.bios_blocks, p.esp_start - fu);
+		assert_memory_equal(info.bios_guid, g.parts[0].guid, 16);
+		assert_memory_equal(info.sb.part_guid, sb.part_guid, 16);
+		size_t size;
+		const uint8_t *img = fake_blk_bytes(x->fb, &size);
+		assert_memory_equal(img, mbr_before, 512); /* boot code kept, our records */
+		for (uint32_t i = 0; i < 4096; i++)
+			assert_int_equal(img[fu * bs + i], 0xcd);
+		/* ESP, data, then the BIOS boot entry */
+		struct store_gpt dg;
+		enum store_gpt_rej rej;
+		assert_int_equal(store_gpt_header_decode(img + bs, bs, bs, n, 1, &dg, &rej), 0);
+		assert_int_equal(store_gpt_entries_decode(img + 2 * (size_t)bs, (size_t)eb * bs, &dg, &rej), 0);
+		assert_int_equal(dg.n_used, 3);
+		assert_int_equal(dg.esp.index, 0);
+		assert_int_equal(dg.data.index, 1);
+		assert_int_equal(dg.bios.index, 2);
+
+		/* kept only when it is wholly before the plan's first partition, on an INTERRUPTED disk */
+		struct store_plan q;
+		plan_for(x, &small_cfg, &q);
+		struct store_disk_info bad = info;
+		bad.kind = STORE_DISK_INTERRUPTED;
+		bad.bios_blocks = q.esp_start - fu + 1u; /* over the ESP */
+		assert_false(store_plan_keep_bios(&q, &bad));
+		bad.bios_start = fu - 1u; /* over the primary array */
+		bad.bios_blocks = 1;
+		assert_false(store_plan_keep_bios(&q, &bad));
+		bad = info; /* OURS: nothing to keep, the format does not run */
+		assert_false(store_plan_keep_bios(&q, &bad));
+		bad.kind = STORE_DISK_INTERRUPTED;
+		bad.bios_blocks = 0;
+		assert_false(store_plan_keep_bios(&q, &bad));
+		assert_int_equal(q.bios_blocks, 0);
+		free(blk);
+		fx_free(x);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1348,6 +1449,7 @@ int main(void)
 		cmocka_unit_test(t_probe_reads_bounded),
 		cmocka_unit_test(t_device_errors),
 		cmocka_unit_test(t_interrupted_format),
+		cmocka_unit_test(t_format_keeps_bios_boot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
