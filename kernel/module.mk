@@ -2,7 +2,7 @@
 # kernel/ (portable part): log with levels and per-site rate limiting, panic, command line, per-core loop + watchdog, calendar conversion.
 # kernel/heap.c: the kernel heap accessor over kernel/mm; kernel/csprng.c: ChaCha20 DRBG.
 # kernel/knet.c: virtio-net + net + TCP on one core, under the upper layer the caller gives.
-PORTABLE_SRCS += kernel/log.c kernel/panic.c kernel/cmdline.c kernel/loop.c kernel/time.c \
+PORTABLE_SRCS += kernel/log.c kernel/panic.c kernel/cmdline.c kernel/bootmode.c kernel/loop.c kernel/time.c \
 	kernel/heap.c kernel/csprng.c kernel/knet.c
 # kernel/kdemux.c: the per-core mesh demultiplexer (kind ranges); kernel/ksteer.c: the
 # receive classifier of the multicore data plane (which core gets a frame).

@@ -127,6 +127,8 @@ static inline uint32_t a64_core_index(void)
 /* ---- console (uart.c): PL011, polled ---- */
 void a64_uart_init(uint64_t base);
 void a64_uart_write(const char *s, size_t len);
+/* One received byte (0..255), or -1 when none waits (polled; boot core, one reader). */
+int a64_uart_getc(void);
 
 /* ---- clock: the generic timer's virtual counter ---- */
 uint64_t a64_now_ns(void);
@@ -189,6 +191,15 @@ int a64_dev_scan(const struct platform *p, const struct pci_window *mem32, const
 void a64_dev_init(uint64_t rtc_base, const char *cmdline, size_t cmdline_len, uint32_t n_cores);
 /* The PL031's seconds, read once (0: no RTC), the base of node_port_wall_s. */
 void a64_wall_clock_init(uint64_t rtc_base);
+/* The scanned bus (NULL when nothing was found) and how configuration space is reached,
+ * for the diagnostics mode, which drives the devices itself instead of a64_dev_init. */
+struct pci_bus *a64_dev_bus(const char **how /* out */);
+
+/* ---- diag_port.c: the diagnostics mode (urmqtt.mode=diag, kernel/diag/diag.h) ---- */
+/* Boot core, after the heap and the CSPRNG, instead of a64_dev_init: report, measure,
+ * then PSCI SYSTEM_OFF. */
+NORETURN void a64_diag_main(uint64_t rtc_base, const char *cmdline, size_t cmdline_len, uint64_t mem_total,
+			    uint32_t n_cpus);
 
 /* ---- entropy (entropy.c) ---- */
 struct csprng_entropy;

@@ -77,3 +77,13 @@ void a64_dev_init(uint64_t rtc_base, const char *cmdline, size_t cmdline_len, ui
 	};
 	node_devices_init(&dc);
 }
+
+struct pci_bus *a64_dev_bus(const char **how)
+{
+	uint8_t b0, b1;
+	a64_drv_port_buses(&b0, &b1);
+	(void)fmt_snprintf(dev_how, sizeof dev_how, "ECAM, buses %u-%u, %u BARs assigned here", (unsigned)b0,
+			   (unsigned)b1, (unsigned)dev_bus.stats.n_assigned_bars);
+	*how = dev_how;
+	return dev_scanned ? &dev_bus : NULL;
+}

@@ -118,10 +118,34 @@ static const uint8_t guid_rng[16] = { 0xa5, 0xbc, 0x52, 0x31, 0xde, 0xea, 0x3d, 
 static const uint8_t guid_loaded_image[16] = { 0xa1, 0x31, 0x1b, 0x5b, 0x62, 0x95, 0xd2, 0x11,
 					       0x8e, 0x3f, 0x00, 0xa0, 0xc9, 0x69, 0x72, 0x3b };
 
-/* The load options (UCS-2) as ASCII; anything outside printable ASCII ends them. */
+/* The options this copy of the image uses when the firmware gives none (removable media,
+ * EFI/BOOT/BOOTAA64.EFI, is started without load options): "URMQOPT1", then up to 55
+ * printable characters and a NUL. Empty as built; tools/release/images.sh writes
+ * "urmqtt.mode=live" into the ISO's copy, so the ISO runs live as its x86_64 menu's default
+ * does, while the installed disk's copy serves from its disk (ADR-088). Volatile: the
+ * bytes are read as they are in the file, never folded from the built-in zeros. */
+#define EFI_DEFAULT_OPTIONS_MAGIC "URMQOPT1"
+static volatile const char efi_default_options[64] __attribute__((used, aligned(8))) = EFI_DEFAULT_OPTIONS_MAGIC;
+
+static void efi_default_cmdline(void)
+{
+	size_t n = 0;
+	for (size_t i = sizeof EFI_DEFAULT_OPTIONS_MAGIC - 1; i < sizeof efi_default_options &&
+							    n + 1 < sizeof a64_efi_boot.cmdline; i++) {
+		char ch = efi_default_options[i];
+		if (ch < 0x20 || ch > 0x7e)
+			break;
+		a64_efi_boot.cmdline[n++] = ch;
+	}
+	a64_efi_boot.cmdline[n] = '\0';
+}
+
+/* The load options (UCS-2) as ASCII; anything outside printable ASCII ends them. None,
+ * empty or not text: the image's default options above. */
 static void efi_cmdline(void *handle, void *bs)
 {
 	void *li = NULL;
+	efi_default_cmdline();
 	efi_handle_protocol_fn hp = (efi_handle_protocol_fn)ldp(bs, BS_HANDLE_PROTOCOL);
 	if (hp(handle, guid_loaded_image, &li) != EFI_SUCCESS || !li)
 		return;
@@ -138,6 +162,8 @@ static void efi_cmdline(void *handle, void *bs)
 		a64_efi_boot.cmdline[n++] = (char)ch;
 	}
 	a64_efi_boot.cmdline[n] = '\0';
+	if (n == 0) /* none, or not text (a boot manager's own binary data): the defaults */
+		efi_default_cmdline();
 }
 
 static bool efi_usable(uint32_t type)

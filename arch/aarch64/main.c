@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 
 #include "arch/aarch64/a64.h"
+#include "kernel/bootmode.h"
 #include "kernel/cmdline.h"
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
@@ -77,9 +78,25 @@ void a64_early_fail(const char *msg)
 }
 
 /* Every stop powers the machine off (PSCI SYSTEM_OFF): a hypervisor restarts it if told
- * to. The line carries no address, only the code. */
+ * to. The line carries no address, only the code. Production holds a fatal stop's message
+ * on the console for MAIN_STOP_HOLD_S first (issue 20: an operator at the console reads
+ * it before the machine goes away), as x86_64 does; development builds stop at once (the
+ * tests read the exit status). The hold reads the generic timer's registers directly, so
+ * it works whatever state the boot stopped in. */
+#define MAIN_STOP_HOLD_S 60u
 static void main_stop(int code)
 {
+#ifdef URMQTT_PROD
+	if (code != A64_EXIT_OK) {
+		log_rawf("stop code %d: powering off in %u s\n", code, MAIN_STOP_HOLD_S);
+		uint64_t hz = A64_SYSREG_READ(cntfrq_el0);
+		if (!hz)
+			hz = 62500000u; /* QEMU virt's frequency, if the firmware left it unset */
+		uint64_t t0 = A64_SYSREG_READ(cntvct_el0);
+		while (A64_SYSREG_READ(cntvct_el0) - t0 < hz * MAIN_STOP_HOLD_S)
+			__asm__ volatile("yield");
+	}
+#endif
 	log_rawf("stop code %d: powering off\n", code);
 	a64_psci_off();
 }
@@ -151,6 +168,14 @@ common:
 		a64_uart_init(main_plat.uart_base);
 	if (main_extra.bootargs && main_extra.bootargs_len < sizeof main_cmdline)
 		memcpy(main_cmdline, main_extra.bootargs, main_extra.bootargs_len);
+	/* UEFI with a device tree only: the tree's bootargs, else the load options (or the
+	 * image's default options, arch/aarch64/efi.c) */
+	if (!main_cmdline[0] && a64_efi_boot.magic == A64_EFI_MAGIC) {
+		a64_efi_boot.cmdline[sizeof a64_efi_boot.cmdline - 1] = '\0';
+		size_t n = strlen(a64_efi_boot.cmdline);
+		if (n < sizeof main_cmdline)
+			memcpy(main_cmdline, a64_efi_boot.cmdline, n);
+	}
 	if (main_extra.has_timer)
 		a64_timer_set_ppi(main_extra.timer_virt_ppi);
 }
@@ -347,7 +372,9 @@ static void main_idle(void)
 	/* seq_cst: the store above is ordered before the check below; pairs with the
 	 * sender's fence between its commit and its load of `sleeping` (node_port_wake). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_exchange_explicit(&c->wake, false, memory_order_relaxed))
+	/* The rings too, as on x86_64: a message committed before our `sleeping` store found
+	 * the flag clear and sent no wake-up (and credit we were refused may be back). */
+	if (!atomic_exchange_explicit(&c->wake, false, memory_order_relaxed) && !node_mesh_pending(c->index))
 		__asm__ volatile("wfi" : : : "memory");
 	atomic_store_explicit(&c->sleeping, false, memory_order_relaxed);
 	__asm__ volatile("msr daifclr, #2" : : : "memory");
@@ -569,6 +596,25 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 			main_plat.gic_version == 3 ? "the ITS" : "the GICv2m frame", err_name(err));
 	struct a64_core *boot = &a64_cores[0];
 	main_core_irqs(boot); /* its LPIs on before any device may send one */
+	/* The boot mode (urmqtt.mode=, every build: kernel/bootmode.h). Diagnostics drive the
+	 * devices themselves (kernel/diag/) and end in PSCI SYSTEM_OFF; live gives the node no
+	 * disk. Install needs the ESP image a Multiboot2 module carries on x86_64: this port
+	 * has no such module, so the installer refuses (kernel/node/install.c). */
+	enum boot_mode mode = BOOT_MODE_SERVE;
+	if (boot_mode_parse(main_cmdline, sizeof main_cmdline, &mode) != 0)
+		kpanic(A64_EXIT_BOOT, "boot: refusing the command line's %s= (want exactly one of live, install, "
+				      "install-erase, diag; no key: serve from this machine's disk)",
+		       BOOT_MODE_KEY);
+	if (mode != BOOT_MODE_SERVE)
+		LOG_INFO("boot", "mode: %s (%s=%s on the command line)", boot_mode_name(mode), BOOT_MODE_KEY,
+			 boot_mode_name(mode));
+	if (mode == BOOT_MODE_DIAG) {
+		uint64_t mem = 0;
+		for (uint32_t i = 0; i < main_plat.n_mem; i++)
+			mem += main_plat.mem[i].len;
+		a64_diag_main(main_extra.rtc_base, main_cmdline, sizeof main_cmdline, mem, main_plat.n_cpus);
+	}
+	node_devices_set_boot(mode, NULL, 0);
 	a64_dev_init(main_extra.rtc_base, main_cmdline, sizeof main_cmdline, main_n_slots);
 #ifndef URMQTT_PROD
 	a64_scenario_setup(main_cmdline, sizeof main_cmdline, main_n_slots); /* before any loop */

@@ -173,6 +173,15 @@ int bootinfo_parse_mb2(struct boot_info *out, const struct plat_phys_reader *rd,
 			if (bootinfo_mb2_mmap(out, &t) != 0)
 				return -E_INVAL;
 			have_map = true;
+		} else if (type == 3) {
+			/* module: mod_start, mod_end (exclusive), then its string */
+			uint32_t start = cur_le32(&t), end = cur_le32(&t);
+			if (!cur_ok(&t) || end < start)
+				return -E_INVAL;
+			if (out->n_mods++ == 0) {
+				out->mod.base = start;
+				out->mod.len = (uint64_t)end - start;
+			}
 		} else if (type == 14 && size >= 8 + 20) {
 			rsdp_v1 = mbi_phys + off + 8;
 		} else if (type == 15 && size >= 8 + 36) {

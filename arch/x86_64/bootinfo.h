@@ -32,13 +32,19 @@ struct boot_info {
 	uint64_t rsdp_phys;                     /* 0 when the loader did not say */
 	char cmdline[BOOTINFO_CMDLINE_MAX];     /* NUL-terminated, truncated if longer */
 	bool cmdline_truncated;
+	/* Multiboot2 module tags (GRUB's module2; the installer's ESP image): how many, and
+	 * where the loader put the first one ([base, base + len), len may be 0; not checked
+	 * against the memory map: the caller does). PVH: none. */
+	uint32_t n_mods;
+	struct bootinfo_range mod;
 };
 
 /* Parse a PVH hvm_start_info at start_info_phys. 0, or -E_INVAL (bad magic/layout),
  * -E_NOENT (no memory map). rd is borrowed. */
 MUST_CHECK int bootinfo_parse_pvh(struct boot_info *out, const struct plat_phys_reader *rd,
 				  uint64_t start_info_phys);
-/* Parse a Multiboot2 information structure at mbi_phys (same results). */
+/* Parse a Multiboot2 information structure at mbi_phys (same results; a module tag whose
+ * end is below its start, or that is too short, is -E_INVAL). */
 MUST_CHECK int bootinfo_parse_mb2(struct boot_info *out, const struct plat_phys_reader *rd,
 				  uint64_t mbi_phys);
 /* Total bytes of usable RAM. */

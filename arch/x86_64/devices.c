@@ -63,3 +63,9 @@ void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores)
 	};
 	node_devices_init(&dc);
 }
+
+struct pci_bus *x86_dev_bus(const char **how)
+{
+	*how = dev_cfg_how;
+	return dev_scanned ? &dev_bus : NULL;
+}

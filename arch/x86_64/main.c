@@ -15,6 +15,7 @@
 #include "arch/x86_64/bootinfo.h"
 #include "arch/x86_64/scenarios/scenarios.h"
 #include "arch/x86_64/x86.h"
+#include "kernel/bootmode.h"
 #include "kernel/cmdline.h"
 #include "kernel/csprng.h"
 #include "kernel/heap.h"
@@ -47,6 +48,8 @@ static uint32_t main_n_slots = 1; /* cores that may run: heap caches, CSPRNG ins
  * when none is named). Set before the APs start, then read-only. */
 static const struct x86_scenario *main_sc;
 static struct x86_scenario_boot main_sc_boot;
+/* The boot loader menu's choice (urmqtt.mode=, kernel/bootmode.h): read in every build. */
+static enum boot_mode main_mode = BOOT_MODE_SERVE;
 
 #ifdef URMQTT_PROD
 /* Production images link no scenario and never read test= from the command line. */
@@ -332,10 +335,47 @@ static NORETURN void main_ap(struct x86_core *c)
 }
 
 
+/* urmqtt.mode= (every build, production included: ADR on the one production key). An
+ * unknown value stops the boot naming it: a typo in a boot entry must not serve, install
+ * or erase by surprise. */
+static void main_boot_mode(void)
+{
+	if (boot_mode_parse(main_bi.cmdline, sizeof main_bi.cmdline, &main_mode) != 0) {
+		char v[BOOT_MODE_VALUE_MAX];
+		int rc = cmdline_get(main_bi.cmdline, sizeof main_bi.cmdline, BOOT_MODE_KEY, v, sizeof v);
+		kpanic(X86_EXIT_BOOT, "boot: refusing the command line's %s=%s (want exactly one of live, install, "
+				      "install-erase, diag; no key: serve from this machine's disk)",
+		       BOOT_MODE_KEY, rc == 0 ? v : "(too long or repeated)");
+	}
+	if (main_mode != BOOT_MODE_SERVE)
+		LOG_INFO("boot", "mode: %s (%s=%s on the command line)", boot_mode_name(main_mode), BOOT_MODE_KEY,
+			 boot_mode_name(main_mode));
+}
+
+/* The installer's ESP image: the first Multiboot2 module (reserved from the page
+ * allocator in x86_boot_main), reached through the physmap; it must lie in usable RAM. */
+static const uint8_t *main_module(size_t *len)
+{
+	*len = 0;
+	if (!main_bi.n_mods || !main_bi.mod.len)
+		return NULL;
+	uint64_t b = main_bi.mod.base, l = main_bi.mod.len;
+	for (uint32_t i = 0; i < main_bi.n_mem; i++) {
+		const struct bootinfo_range *r = &main_bi.mem[i];
+		if (b >= r->base && b - r->base < r->len && l <= r->len - (b - r->base)) {
+			*len = (size_t)l;
+			return x86_phys_to_virt(b);
+		}
+	}
+	LOG_ERR("boot", "boot module (%lu B) outside usable RAM: ignored", (unsigned long)l);
+	return NULL;
+}
+
 static NORETURN void main_continue(void *arg)
 {
 	(void)arg;
 	x86_core_bind(0);
+	main_boot_mode();
 	main_sc = main_scenario_lookup();
 
 	struct plat_phys_reader fw = { NULL, main_fw_map };
@@ -384,7 +424,19 @@ static NORETURN void main_continue(void *arg)
 	main_mm_init(main_n_slots);
 	main_rng_init(main_n_slots, main_sc && main_sc->no_entropy);
 	MAIN_SC_HOOK(setup);
+	/* Diagnostics drive the devices themselves (kernel/diag/), the node is never built;
+	 * they end in ACPI S5 (diag_port.c). */
+	if (main_mode == BOOT_MODE_DIAG)
+		x86_diag_main(main_bi.cmdline, sizeof main_bi.cmdline, bootinfo_mem_total(&main_bi),
+			      acpi_why ? 1u : main_plat.n_cpus);
+	{
+		size_t esp_len;
+		const uint8_t *esp = main_module(&esp_len);
+		node_devices_set_boot(main_mode, esp, esp_len);
+	}
 	x86_dev_init(main_bi.cmdline, sizeof main_bi.cmdline, main_n_slots);
+	if (main_mode == BOOT_MODE_INSTALL || main_mode == BOOT_MODE_INSTALL_ERASE)
+		x86_stop(X86_EXIT_BOOT_OK); /* installed (any failure stopped inside): ACPI S5 */
 	MAIN_SC_HOOK(after_devices);
 	main_loop_init(bsp);
 	uint32_t n_cores = acpi_why ? 1 : x86_smp_boot(main_ap);
@@ -428,6 +480,8 @@ __attribute__((no_stack_protector)) NORETURN void x86_boot_main(uint32_t kind, u
 	} else if (kind == X86_BOOT_MB2) {
 		rc = bootinfo_parse_mb2(&main_bi, &boot_rd, info_phys);
 		x86_mmu_reserve(info_phys, 64u * 1024u); /* the RSDP copy lives in it */
+		if (rc == 0 && main_bi.n_mods && main_bi.mod.len)
+			x86_mmu_reserve(main_bi.mod.base, main_bi.mod.len); /* the installer's ESP image */
 	} else {
 		rc = -E_INVAL;
 	}

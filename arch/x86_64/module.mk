@@ -34,6 +34,9 @@ SMOKE_SCRIPTS += tests/smoke/x86_64-boot.sh tests/smoke/x86_64-drivers.sh tests/
 	tests/smoke/x86_64-steer.sh tests/smoke/x86_64-store.sh tests/smoke/x86_64-store-1core.sh \
 	tests/smoke/x86_64-telemetry.sh tests/smoke/x86_64-disk.sh tests/smoke/x86_64-memory.sh \
 	tests/smoke/x86_64-clock.sh tests/smoke/x86_64-ops.sh
+# The diagnostics mode (urmqtt.mode=diag): its x86_64 port, and its smoke scenarios.
+KERNEL_SRCS_x86_64 += arch/x86_64/diag_port.c
+SMOKE_SCRIPTS += tests/smoke/x86_64-diag.sh
 # x86_64-telemetry drives the image with the load generator (the bench's, OpenSSL client).
 TEST_DEPS += $(B)/hostrel/tools/loadgen
 

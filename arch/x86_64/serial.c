@@ -9,6 +9,8 @@
  * line is out; a tick line in the middle of another once broke a test's log match); an
  * exception that logs on the core holding the lock writes at once instead of waiting for
  * itself (under emulation that wait alone outlasted the watchdog's hard limit).
+ * Receive is polled too (x86_serial_getc, for the diagnostics' operator prompt through
+ * kernel/console_in): one byte if the UART holds one, never a wait.
  */
 #include <stdatomic.h>
 #include "arch/x86_64/x86.h"
@@ -23,6 +25,8 @@
 #define UART_DLL 0
 #define UART_DLM 1
 #define LSR_THRE 0x20
+#define LSR_DR 0x01 /* a received byte is waiting */
+#define UART_RBR 0
 #define SPIN_MAX 100000
 #define LOCK_SPIN_MAX 2000000u
 
@@ -87,4 +91,11 @@ void x86_serial_write(const char *s, size_t len)
 		atomic_store_explicit(&serial_lock, 0, memory_order_release);
 	if (rflags & (1u << 9)) /* IF: interrupts were on */
 		__asm__ volatile("sti" ::: "memory");
+}
+
+int x86_serial_getc(void)
+{
+	if (!(x86_inb(COM1 + UART_LSR) & LSR_DR))
+		return -1;
+	return x86_inb(COM1 + UART_RBR);
 }

@@ -257,6 +257,8 @@ void x86_cpu_tables_load(uint32_t core);
 /* ---- serial.c ---- */
 void x86_serial_init(void);
 void x86_serial_write(const char *s, size_t len);
+/* One received byte (0..255), or -1 when none waits (polled; boot core, one reader). */
+int x86_serial_getc(void);
 
 /* ---- trap.c ---- */
 struct x86_trap_frame {
@@ -465,5 +467,13 @@ void x86_dev_scan(const struct platform *p, const struct x86_mem_range *ram, uin
  * node's devices (kernel/node/devices.h: virtio drivers, block and TLS self-tests, the
  * node). Each core's loop handlers: node_devices_loop_add. */
 void x86_dev_init(const char *cmdline, size_t cmdline_len, uint32_t n_cores);
+/* The scanned bus (NULL when nothing was found) and how configuration space is reached,
+ * for the diagnostics mode, which drives the devices itself instead of x86_dev_init. */
+struct pci_bus *x86_dev_bus(const char **how /* out */);
+
+/* ---- diag_port.c: the diagnostics mode (urmqtt.mode=diag, kernel/diag/diag.h) ---- */
+/* Boot core, after the heap and the CSPRNG, instead of x86_dev_init: report, measure,
+ * then power off (ACPI S5), or halt with a message when the machine ignores S5. */
+NORETURN void x86_diag_main(const char *cmdline, size_t cmdline_len, uint64_t mem_total, uint32_t n_cpus);
 
 #endif

@@ -22,12 +22,14 @@
 #include "kernel/heap.h"
 #include "kernel/log.h"
 #include "kernel/node/disks.h"
+#include "kernel/node/install.h"
 #include "kernel/node/node.h"
 #include "kernel/node/port.h"
 #include "kernel/node/tls_selftest.h"
 #include "kernel/panic.h"
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "store/layout.h"
 
 /* Sizes (from the configuration file at integration). */
 #define DEV_MAX_BLK NODE_MAX_DISKS
@@ -44,6 +46,9 @@
 #define DEV_NET_CTRL_SPINS 200000000u
 
 static struct pci_bus *dev_bus; /* the platform's, linked by node_devices_init */
+static enum boot_mode dev_mode = BOOT_MODE_SERVE; /* node_devices_set_boot, then read-only */
+static const uint8_t *dev_esp;
+static size_t dev_esp_len;
 
 /* The configuration vector of virtio-blk i: counted down from the top of the device
  * vectors so it never meets the NIC's (one per queue pair and its configuration). */
@@ -416,11 +421,48 @@ uint32_t node_devices_map_bars(struct pci_bus *b)
 	return failed;
 }
 
+void node_devices_set_boot(enum boot_mode mode, const uint8_t *esp, size_t esp_len)
+{
+	dev_mode = mode;
+	dev_esp = esp;
+	dev_esp_len = esp ? esp_len : 0;
+}
+
+/* urmqtt.mode=install / install-erase: every block device goes to the installer. */
+static void dev_install(void)
+{
+	static struct node_install_config ic;
+	ic.erase = dev_mode == BOOT_MODE_INSTALL_ERASE;
+	static const char *const vblk_names[] = { "virtio-blk0", "virtio-blk1", "virtio-blk2", "virtio-blk3" };
+	static const char *const vscsi_names[] = { "virtio-scsi0", "virtio-scsi1", "virtio-scsi2", "virtio-scsi3" };
+	STATIC_ASSERT(ARRAY_LEN(vblk_names) >= DEV_MAX_BLK && 2u * DEV_MAX_BLK <= NODE_INSTALL_MAX_DISKS,
+		      "a name for every disk");
+	for (uint32_t i = 0; i < dev_n_vblk; i++) {
+		ic.disks[ic.n_disks] = &dev_vblk[i].blk;
+		ic.names[ic.n_disks++] = vblk_names[i];
+	}
+	for (uint32_t i = 0; i < dev_n_vscsi; i++) {
+		ic.disks[ic.n_disks] = &dev_vscsi[i].blk;
+		ic.names[ic.n_disks++] = vscsi_names[i];
+	}
+	ic.esp = dev_esp;
+	ic.esp_len = dev_esp_len;
+	ic.bounce_len = (size_t)128u << 10;
+	ic.bounce = dev_pages(ic.bounce_len, NULL);
+	ic.scratch_len = (size_t)STORE_LAYOUT_SCRATCH;
+	ic.scratch = dev_pages(ic.scratch_len, NULL);
+	node_install(&ic);
+}
+
 void node_devices_init(const struct node_devices_config *cfg)
 {
 	dev_bus = cfg->bus;
 	if (dev_bus)
 		dev_init_devices(cfg);
+	if (dev_mode == BOOT_MODE_INSTALL || dev_mode == BOOT_MODE_INSTALL_ERASE) {
+		dev_install();
+		return;
+	}
 	/* After virtio-rng (if any) reseeded the CSPRNG; a failure counts like a failed
 	 * block self-test (the drivers scenario exits non-zero), and no broker is built on
 	 * a TLS stack that failed its known answers. */
@@ -433,9 +475,12 @@ void node_devices_init(const struct node_devices_config *cfg)
 	if (dev_net_ok) {
 		const char *disk_name;
 		struct blk_dev *disk = dev_data_disk(&disk_name);
-		const struct node_config nc = { .nic = &dev_net, .disk = disk, .disk_name = disk_name,
+		/* Live (and diagnostics): no disk reaches storage, so none is ever written. */
+		bool live = dev_mode == BOOT_MODE_LIVE || dev_mode == BOOT_MODE_DIAG;
+		const struct node_config nc = { .nic = &dev_net, .disk = live ? NULL : disk,
+						.disk_name = live ? "no disk (live)" : disk_name,
 						.cmdline = cfg->cmdline, .cmdline_len = cfg->cmdline_len,
-						.n_cores = cfg->n_cores };
+						.n_cores = cfg->n_cores, .live = live };
 		node_init(&nc);
 	}
 }

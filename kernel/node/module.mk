@@ -12,7 +12,7 @@
 NODE_SRCS := kernel/node/broker.c kernel/node/revoked.c kernel/node/allowlist.c kernel/node/tls_port.c
 NODE_HOST_PORT_SRCS := hosted/node_port.c kernel/node/tls_port.c
 NODE_IMAGE_SRCS := $(NODE_SRCS) kernel/node/node.c kernel/node/opsd.c kernel/node/disks.c kernel/node/tls_selftest.c \
-	kernel/node/devices.c kernel/node/port_kernel.c
+	kernel/node/devices.c kernel/node/port_kernel.c kernel/node/install.c
 KERNEL_SRCS_x86_64 += $(NODE_IMAGE_SRCS)
 KERNEL_SRCS_aarch64 += $(NODE_IMAGE_SRCS)
 # The TLS self-test includes mbedTLS headers and the embedded development certificates

@@ -66,6 +66,7 @@ struct node_core {
 	 * our key and table, VIRTIO_NET_F_RSS). */
 	uint64_t rss_flows, rss_mismatch;
 	uint64_t n_ipis;       /* wake-ups this core sent */
+	uint64_t credit_wakes; /* senders named by xcore_credit_waiters (woken if halted) */
 	uint64_t loop_passes_said; /* n_passes when the loop line was last logged */
 	uint64_t stats_last_ms, stats_last_sum;
 	struct kloop *loop;       /* this core's loop (its watchdog counts) */
@@ -255,10 +256,13 @@ static void nd_wake(uint32_t dst)
 		node_cores[node_port_core_self()].n_ipis++;
 }
 
+/* Called on `core` itself from its idle path, after the fence that follows its `sleeping`
+ * store: a message waits, or mesh credit this core was refused has come back (its shard
+ * backlog can move: one more pass instead of a halt until the tick; xcore invariant 7). */
 bool node_mesh_pending(uint32_t core)
 {
 	return nd_mesh && core < PLAT_MAX_CPUS && (node_cores[core].ok || node_cores[core].storage) &&
-	       xcore_pending(nd_mesh, core);
+	       (xcore_pending(nd_mesh, core) || xcore_credit_back(nd_mesh, core));
 }
 
 /* ARP received on core `self`: a copy to every other core, so each core's ARP cache
@@ -421,7 +425,17 @@ static int nd_mesh_poll(void *ctx)
 				nd_wake(c);
 			}
 		}
-	return (int)kdemux_poll(&dc->demux, nd_mesh, self);
+	int n = (int)kdemux_poll(&dc->demux, nd_mesh, self);
+	/* Senders that halted for want of credit on a ring we just drained: wake them now
+	 * rather than at their next tick (ADR-085's halt; xcore invariant 7). The waiters
+	 * call fenced already; node_port_wake fences again and reads `sleeping`. */
+	for (uint64_t w = xcore_credit_waiters(nd_mesh, self); w; w &= w - 1) {
+		uint32_t c = (uint32_t)__builtin_ctzll(w);
+		if (node_port_wake(c))
+			dc->n_ipis++;
+		dc->credit_wakes++;
+	}
+	return n;
 }
 
 /* The broker shards' messages (dp/shard.h, kinds 0x0200-0x02ff) to this core's broker. */
@@ -738,10 +752,32 @@ void node_init(const struct node_config *cfg)
 	struct blk_dev *disk = cfg->disk;
 	nd_store_disk_name = disk ? cfg->disk_name : "no disk";
 	bool required = nd_storage_required(cfg->cmdline, cfg->cmdline_len);
+	if (cfg->live) {
+		/* The ISO's live entry: storage never starts, so no disk is probed, formatted or
+		 * written, whatever the profile requires (issue 20). */
+		LOG_WARN("boot", "live: running from RAM, no disk is written: serving WITHOUT persistence (a restart "
+				 "forgets sessions, queued and retained messages)%s",
+			 required ? "; storage.required does not apply to a live boot" : "");
+		disk = NULL;
+		required = false;
+	} else if (disk && disk->topo.read_only) {
+		/* Read-only media: storage cannot keep anything. Production (or storage.required)
+		 * stops with the reason; a development build serves without persistence. */
+#ifdef URMQTT_PROD
+		const bool stop = true;
+#else
+		const bool stop = required;
+#endif
+		if (stop)
+			PANIC("storage: the data disk %s is READ-ONLY (read-only media): this image needs a writable "
+			      "disk for its state; stopping", nd_store_disk_name);
+		LOG_WARN("boot", "storage: the data disk %s is read-only: serving WITHOUT persistence", nd_store_disk_name);
+		disk = NULL;
+	}
 	if (!disk && required)
 		PANIC("storage is required (storage.required) but unusable: this machine has no data disk "
 		      "(virtio-blk or virtio-scsi)");
-	if (!disk)
+	if (!disk && !cfg->live && !cfg->disk)
 		LOG_WARN("boot", "storage: no data disk (virtio-blk or virtio-scsi): serving WITHOUT persistence (a "
 				 "restart forgets sessions, queued and retained messages)");
 	nd_store_on = disk != NULL;
@@ -1005,9 +1041,10 @@ static int nd_figures_poll(void *ctx)
 	if (nd_mesh && dc->loop && !dc->storage && dc->broker.cfg.report_ms &&
 	    dc->loop->n_passes != dc->loop_passes_said) {
 		dc->loop_passes_said = dc->loop->n_passes;
-		LOG_INFO("loop", "core %u: passes=%lu halts=%lu wakeups_sent=%lu tls_locks=%lu tls_contended=%lu",
+		LOG_INFO("loop", "core %u: passes=%lu halts=%lu wakeups_sent=%lu credit_wakes=%lu tls_locks=%lu "
+				 "tls_contended=%lu",
 			 (unsigned)core, (unsigned long)dc->loop->n_passes, (unsigned long)dc->loop->n_idle,
-			 (unsigned long)dc->n_ipis, (unsigned long)tls_threading_locks(),
+			 (unsigned long)dc->n_ipis, (unsigned long)dc->credit_wakes, (unsigned long)tls_threading_locks(),
 			 (unsigned long)tls_threading_contended());
 	}
 	return 0;

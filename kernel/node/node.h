@@ -36,6 +36,8 @@ struct node_config {
 	const char *cmdline;       /* the kernel command line (linked; development knobs) */
 	size_t cmdline_len;
 	uint32_t n_cores;          /* cores the platform will start, boot core included */
+	bool live;                 /* urmqtt.mode=live: disk is NULL on purpose; serve from RAM
+				    * even when storage is required (the console says so) */
 };
 
 /* Build the node (see above); failures are logged and leave fewer cores serving, or

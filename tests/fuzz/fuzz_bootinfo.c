@@ -5,7 +5,8 @@
  * start_info, the next two the address of the Multiboot2 information; both parsers run.
  * After every parse: the command line is NUL-terminated inside its buffer, the range
  * count is within BOOTINFO_MAX_MEM, and every range is whole pages, non-empty and does
- * not wrap; a failure is one of the documented error codes. */
+ * not wrap; a module (Multiboot2 only) lies inside 32-bit addresses; a failure is one of
+ * the documented error codes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,12 @@ static void check(const struct boot_info *bi, int err)
 		abort();
 	if (err != 0)
 		return;
+	if (bi->kind == BOOTINFO_PVH && bi->n_mods != 0)
+		abort();
+	if (bi->n_mods == 0 && (bi->mod.base || bi->mod.len))
+		abort();
+	if (bi->mod.base > UINT32_MAX || bi->mod.len > UINT32_MAX - bi->mod.base)
+		abort();
 	if (bi->n_mem == 0 || bi->n_mem > BOOTINFO_MAX_MEM)
 		abort();
 	for (uint32_t i = 0; i < bi->n_mem; i++) {

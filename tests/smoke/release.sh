@@ -16,8 +16,9 @@
 #                             versions and SHA-256 of tools/deps/pins.txt and licences, gcc and
 #                             binutils with versions
 #   release/iso-bios          the ISO as a CD under SeaBIOS: GRUB's menu, the default entry
-#                             "urMQTT live", the production banner "booted via Multiboot2", the
-#                             blank data disk formatted and the broker listening
+#                             "urMQTT live", the production banner "booted via Multiboot2",
+#                             "live: running from RAM" (the data disk untouched) and the
+#                             broker listening
 #   release/iso-uefi          the same under OVMF (UEFI, TCG)
 #   release/iso-usb           the ISO as a USB disk (usb-storage) under OVMF
 #   release/iso-usb-bios      the ISO as a USB disk under SeaBIOS (GRUB's hybrid MBR)
@@ -25,8 +26,22 @@
 #                             partition formatted in place ("an interrupted format done
 #                             again"), and a TLS 1.3 client with a device certificate of the
 #                             throwaway CA gets CONNACK 0 (the PKI given is the one embedded)
-# All five boots run at once, each bounded (BOOT_S, 240 s: five TCG guests share the cores;
-# alone each takes 10-30 s); QEMU dies on exit.
+#   release/raw-bios          the raw disk alone under SeaBIOS: GRUB's boot.img in LBA 0, its
+#                             core in the BIOS boot partition, the data partition formatted in
+#                             place, CONNACK 0 over mTLS
+#   release/raw-bios-2        that disk, after its first format, booted by SeaBIOS again: the
+#                             format kept LBA 0's boot code and the BIOS boot partition; "our
+#                             disk; database opened", CONNACK 0 over mTLS
+#   release/iso-aarch64-uefi  the ISO as a CD (virtio-scsi) under AAVMF (qemu-system-aarch64
+#                             -M virt -cpu max, TCG): the kernel as EFI/BOOT/BOOTAA64.EFI of
+#                             the ISO's EFI image, its default options urmqtt.mode=live: "live:
+#                             running from RAM" (the attached disk never used), CONNACK 0
+#   release/iso-aarch64-usb   the ISO as a USB disk under AAVMF, the same
+#   release/raw-aarch64-uefi  the aarch64 raw disk alone under AAVMF: the data partition
+#                             formatted in place, CONNACK 0
+# All boots run at once (raw-bios-2 after raw-bios), each bounded (BOOT_S, 300 s: up to nine
+# TCG guests share the cores; alone each takes 10-40 s); QEMU dies on exit.
+# RELEASE_BOOTS="raw-bios iso-aarch64-uefi ..." boots only those (raw-bios brings raw-bios-2).
 # Usage: release.sh BUILD | release.sh --prepare BUILD
 set -uo pipefail
 prepare=0
@@ -40,7 +55,7 @@ tree=$work/tree
 out=$work/out
 logs=$build/test-logs/release
 py=/usr/bin/python3
-boot_s=${BOOT_S:-240}
+boot_s=${BOOT_S:-300}
 failed=0
 pids=()
 tmp=$(mktemp -d /tmp/urmqtt-release-test.XXXXXX)
@@ -124,13 +139,16 @@ iso=$(find "$out" -maxdepth 1 -name "urmqtt-*.iso" | head -1)
 name=$(basename "$iso" .iso)
 raw=$out/$name-x86_64.raw
 qcow=$out/$name-x86_64.qcow2
+a64raw=$out/$name-aarch64.raw
+a64qcow=$out/$name-aarch64.qcow2
 sbom=$out/$name.cdx.json
 missing=""
-for f in "$iso" "$raw" "$qcow" "$sbom" "$out/SHA256SUMS" "$out/minisign.pub"; do
+for f in "$iso" "$raw" "$qcow" "$a64raw" "$a64qcow" "$sbom" "$out/SHA256SUMS" "$out/minisign.pub"; do
 	[ -s "$f" ] || missing="$missing $(basename "$f")"
 	[ "$f" = "$out/minisign.pub" ] || [ -s "$f.minisig" ] || missing="$missing $(basename "$f").minisig"
 done
-if [ -z "$missing" ] && qemu-img info "$qcow" 2>/dev/null | grep -q 'file format: qcow2'; then
+if [ -z "$missing" ] && qemu-img info "$qcow" 2>/dev/null | grep -q 'file format: qcow2' &&
+	qemu-img info "$a64qcow" 2>/dev/null | grep -q 'file format: qcow2'; then
 	pass build "$t_build s; iso $(($(stat -c %s "$iso") / 1024)) KiB, raw $(($(stat -c %s "$raw") >> 20)) MiB ($(($(du -k "$raw" | cut -f1) / 1024)) MiB allocated), qcow2 $(($(stat -c %s "$qcow") / 1024)) KiB"
 else
 	fail build "missing or bad:${missing:- qcow2}"
@@ -139,14 +157,17 @@ fi
 # ---- sums and signatures
 why=""
 (cd "$out" && sha256sum --quiet -c SHA256SUMS) >"$logs/sums.log" 2>&1 || why="sha256sum -c failed"
-for f in "$iso" "$raw" "$qcow" "$sbom" "$out/SHA256SUMS"; do
+for f in "$iso" "$raw" "$qcow" "$a64raw" "$a64qcow" "$sbom" "$out/SHA256SUMS"; do
 	minisign -Vm "$f" -p "$out/minisign.pub" -q >>"$logs/sums.log" 2>&1 || why="${why:+$why; }minisign -V $(basename "$f") failed"
+done
+for f in "$iso" "$raw" "$qcow" "$a64raw" "$a64qcow" "$sbom"; do
+	grep -q "  $(basename "$f")\$" "$out/SHA256SUMS" || why="${why:+$why; }$(basename "$f") not in SHA256SUMS"
 done
 cp "$sbom" "$tmp/tampered.json"
 printf ' ' >>"$tmp/tampered.json"
 cp "$sbom.minisig" "$tmp/tampered.json.minisig"
 minisign -Vm "$tmp/tampered.json" -p "$out/minisign.pub" -q >/dev/null 2>&1 && why="${why:+$why; }a changed SBOM still verifies"
-if [ -z "$why" ]; then pass sums "SHA256SUMS and 5 minisign signatures verify; a changed byte does not"; else fail sums "$why; see $logs/sums.log"; fi
+if [ -z "$why" ]; then pass sums "SHA256SUMS lists the 6 files, 7 minisign signatures verify; a changed byte does not"; else fail sums "$why; see $logs/sums.log"; fi
 
 # ---- SBOM
 r=$(SBOM=$sbom PINS=tools/deps/pins.txt "$py" - 2>&1 <<-'PY'
@@ -183,66 +204,119 @@ r=$(SBOM=$sbom PINS=tools/deps/pins.txt "$py" - 2>&1 <<-'PY'
 )
 if [[ $r == ok* ]]; then pass sbom "${r#ok }"; else fail sbom "$r"; fi
 
-# ---- boots: all five at once
-port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# ---- boots: all at once (RELEASE_BOOTS="NAME ..." runs only those; raw-bios-2 follows
+# raw-bios on the same disk)
+only=${RELEASE_BOOTS:-}
+want() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]] || { [ "$1" = raw-bios-2 ] && [[ " $only " == *" raw-bios "* ]]; }; }
+freeport() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 ovmf_code=/usr/share/OVMF/OVMF_CODE_4M.fd
-# boot NAME FIRMWARE(bios|uefi) QEMU_ARGS...: console in $logs/guest-NAME.log
+aavmf_code=/usr/share/AAVMF/AAVMF_CODE.fd aavmf_vars=/usr/share/AAVMF/AAVMF_VARS.fd
+a64raw=$out/$name-aarch64.raw
+declare -A pid_of=() port_of=() start_s=() done_s=() tls_of=() skip_of=()
+# boot NAME FIRMWARE(bios|uefi|aavmf) QEMU_ARGS...: console in $logs/guest-NAME.log
 boot() {
-	local name=$1 fw=$2
+	local n=$1 fw=$2
 	shift 2
-	local fwargs=()
+	local fwargs=() machine=(qemu-system-x86_64 -M q35 -accel tcg -cpu max)
 	if [ "$fw" = uefi ]; then
-		cp /usr/share/OVMF/OVMF_VARS_4M.fd "$tmp/vars-$name.fd"
+		cp /usr/share/OVMF/OVMF_VARS_4M.fd "$tmp/vars-$n.fd"
 		fwargs=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$ovmf_code"
-			-drive "if=pflash,format=raw,unit=1,file=$tmp/vars-$name.fd")
+			-drive "if=pflash,format=raw,unit=1,file=$tmp/vars-$n.fd")
+	elif [ "$fw" = aavmf ]; then
+		cp "$aavmf_vars" "$tmp/vars-$n.fd"
+		# shellcheck disable=SC2054 # the commas are QEMU's
+		machine=(qemu-system-aarch64 -M virt,gic-version=3 -accel tcg -cpu max)
+		fwargs=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$aavmf_code"
+			-drive "if=pflash,format=raw,unit=1,file=$tmp/vars-$n.fd")
 	fi
-	: >"$logs/guest-$name.log"
-	nice -n 19 qemu-system-x86_64 -M q35 -accel tcg -cpu max -m 1G -smp 2 -display none -no-reboot \
-		-nodefaults -serial "file:$logs/guest-$name.log" "${fwargs[@]}" "$@" </dev/null >"$logs/qemu-$name.log" 2>&1 &
+	: >"$logs/guest-$n.log"
+	nice -n 19 "${machine[@]}" -m 1G -smp 2 -display none -no-reboot \
+		-nodefaults -serial "file:$logs/guest-$n.log" "${fwargs[@]}" "$@" </dev/null >"$logs/qemu-$n.log" 2>&1 &
 	pids+=($!)
+	pid_of[$n]=$!
+	start_s[$n]=$(date +%s)
 }
 disk() { # NAME: a blank 256 MiB data disk on virtio-blk
 	truncate -s 256M "$tmp/data-$1.img"
 	echo -drive "file=$tmp/data-$1.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0
 }
-net=(-netdev "user,id=n0" -device "virtio-net-pci,netdev=n0,romfile=")
-cp "$raw" "$tmp/raw.img"
-t0=$(date +%s)
-# shellcheck disable=SC2046 # disk prints words
-boot iso-bios bios -cdrom "$iso" $(disk iso-bios) "${net[@]}"
-# shellcheck disable=SC2046
-boot iso-uefi uefi -cdrom "$iso" $(disk iso-uefi) "${net[@]}"
-# shellcheck disable=SC2046
-boot iso-usb uefi -device qemu-xhci -drive "file=$iso,if=none,id=u0,format=raw,readonly=on" \
-	-device usb-storage,drive=u0,removable=on,bootindex=0 $(disk iso-usb) "${net[@]}"
-# shellcheck disable=SC2046
-boot iso-usb-bios bios -device qemu-xhci -drive "file=$iso,if=none,id=u0,format=raw,readonly=on" \
-	-device usb-storage,drive=u0,removable=on,bootindex=0 $(disk iso-usb-bios) "${net[@]}"
-boot raw-uefi uefi -drive "file=$tmp/raw.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 \
-	-netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-10.0.2.15:8883" -device virtio-net-pci,netdev=n0,romfile=
-names=(iso-bios iso-uefi iso-usb iso-usb-bios raw-uefi)
-text() { tr -d '\r' <"$logs/guest-$1.log" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g'; }
-up() { # NAME: the console shows everything a served boot shows
-	local t
-	t=$(text "$1")
-	grep -aq 'Booting .urMQTT live' <<<"$t" && grep -aq 'urMQTT x86_64 (production build), booted via Multiboot2' <<<"$t" &&
-		grep -aqE 'store: virtio-blk0: (blank disk formatted|an interrupted format done again)' <<<"$t" &&
-		grep -aq 'listening on TCP 8883' <<<"$t" && grep -aq 'DHCP lease: ' <<<"$t"
+# The boots an mTLS client connects to: the guest's 8883 forwarded to a port of ours.
+for n in raw-uefi raw-bios raw-bios-2 iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi; do port_of[$n]=$(freeport); done
+net() { # NAME: user networking (run in $(...): reads port_of only)
+	if [ -n "${port_of[$1]:-}" ]; then
+		echo -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:${port_of[$1]}-10.0.2.15:8883" -device virtio-net-pci,netdev=n0,romfile=
+	else
+		echo -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=
+	fi
 }
-declare -A done_s=()
-while :; do
-	now=$(($(date +%s) - t0))
-	left=0
-	for n in "${names[@]}"; do
-		[ -n "${done_s[$n]:-}" ] && continue
-		if up "$n"; then done_s[$n]=$now; else left=1; fi
+# The aarch64 cases need the aarch64 QEMU and firmware (Debian qemu-system-arm, qemu-efi-aarch64).
+a64_missing=""
+command -v qemu-system-aarch64 >/dev/null || a64_missing="command qemu-system-aarch64"
+for f in "$aavmf_code" "$aavmf_vars"; do [ -e "$f" ] || a64_missing="${a64_missing:+$a64_missing, }file $f"; done
+# shellcheck disable=SC2046 # disk and net print words
+{
+	want iso-bios && boot iso-bios bios -cdrom "$iso" $(disk iso-bios) $(net iso-bios)
+	want iso-uefi && boot iso-uefi uefi -cdrom "$iso" $(disk iso-uefi) $(net iso-uefi)
+	want iso-usb && boot iso-usb uefi -device qemu-xhci -drive "file=$iso,if=none,id=u0,format=raw,readonly=on" \
+		-device usb-storage,drive=u0,removable=on,bootindex=0 $(disk iso-usb) $(net iso-usb)
+	want iso-usb-bios && boot iso-usb-bios bios -device qemu-xhci -drive "file=$iso,if=none,id=u0,format=raw,readonly=on" \
+		-device usb-storage,drive=u0,removable=on,bootindex=0 $(disk iso-usb-bios) $(net iso-usb-bios)
+	if want raw-uefi; then
+		cp "$raw" "$tmp/raw.img"
+		boot raw-uefi uefi -drive "file=$tmp/raw.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 $(net raw-uefi)
+	fi
+	if want raw-bios; then
+		cp "$raw" "$tmp/raw-bios.img"
+		boot raw-bios bios -drive "file=$tmp/raw-bios.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 $(net raw-bios)
+	fi
+	for n in iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi; do
+		want $n || continue
+		[ -z "$a64_missing" ] || { skip_of[$n]="needs $a64_missing"; continue; }
+		case $n in
+		iso-aarch64-uefi) boot $n aavmf -device virtio-scsi-pci -drive "file=$iso,if=none,id=c0,format=raw,media=cdrom,readonly=on" \
+			-device scsi-cd,drive=c0,bootindex=0 $(disk $n) $(net $n) ;;
+		iso-aarch64-usb) boot $n aavmf -device qemu-xhci -drive "file=$iso,if=none,id=u0,format=raw,readonly=on" \
+			-device usb-storage,drive=u0,removable=on,bootindex=0 $(disk $n) $(net $n) ;;
+		raw-aarch64-uefi)
+			if [ -s "$a64raw" ]; then
+				cp "$a64raw" "$tmp/raw-aarch64.img"
+				boot $n aavmf -drive "file=$tmp/raw-aarch64.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 $(net $n)
+			fi ;;
+		esac
 	done
-	[ $left = 0 ] || [ $now -ge "$boot_s" ] && break
-	sleep 1
+}
+names=()
+for n in iso-bios iso-uefi iso-usb iso-usb-bios raw-uefi raw-bios raw-bios-2 iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi; do
+	want $n && names+=("$n")
 done
-tls_r=""
-if [ -n "${done_s[raw-uefi]:-}" ]; then
-	tls_r=$(PORT=$port CERTS=$work/pki timeout 60 "$py" - 2>&1 <<-'PY'
+text() { tr -d '\r' <"$logs/guest-$1.log" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g'; }
+up() { # NAME: the console shows everything a served boot of that kind shows
+	local t n=$1
+	[ -n "${pid_of[$n]:-}" ] || return 1
+	t=$(text "$n")
+	grep -aq 'listening on TCP 8883' <<<"$t" && grep -aq 'DHCP lease: ' <<<"$t" || return 1
+	case $n in
+	iso-aarch64-*) # the ISO's Arm copy runs live (its default options): the disk is never used
+		grep -aq 'urMQTT aarch64 (production build), entered at EL' <<<"$t" &&
+			grep -aq 'live: running from RAM, no disk is written' <<<"$t" ;;
+	*aarch64*)
+		grep -aq 'urMQTT aarch64 (production build), entered at EL' <<<"$t" &&
+			grep -aqE 'store: virtio-blk0: (blank disk formatted|an interrupted format done again)' <<<"$t" ;;
+	raw-bios-2)
+		grep -aq 'Booting .urMQTT' <<<"$t" && grep -aq 'urMQTT x86_64 (production build), booted via Multiboot2' <<<"$t" &&
+			grep -aq 'store: virtio-blk0: our disk; database opened and checked' <<<"$t" ;;
+	iso-*) # the ISO's default entry is live (issue 20): the attached disk is never used
+		grep -aq 'Booting .urMQTT live' <<<"$t" && grep -aq 'urMQTT x86_64 (production build), booted via Multiboot2' <<<"$t" &&
+			grep -aq 'live: running from RAM, no disk is written' <<<"$t" ;;
+	*)
+		grep -aq 'Booting .urMQTT' <<<"$t" && grep -aq 'urMQTT x86_64 (production build), booted via Multiboot2' <<<"$t" &&
+			grep -aqE 'store: virtio-blk0: (blank disk formatted|an interrupted format done again)' <<<"$t" ;;
+	esac
+}
+# tls NAME: one TLS 1.3 connection to that guest with device-1's certificate of the test's CA;
+# prints "connack 0 TLSv1.3" when the broker accepts it.
+tls() {
+	PORT=${port_of[$1]} CERTS=$work/pki timeout 60 "$py" - 2>&1 <<-'PY'
 	import os, socket, ssl, struct
 	port, certs = int(os.environ["PORT"]), os.environ["CERTS"]
 	c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -264,8 +338,37 @@ if [ -n "${done_s[raw-uefi]:-}" ]; then
 	except Exception as e:
 	    print("error", type(e).__name__, e)
 	PY
-	)
-fi
+}
+kill_boot() { kill -KILL "${pid_of[$1]}" 2>/dev/null; { wait "${pid_of[$1]}"; } 2>/dev/null; }
+while :; do
+	now=$(date +%s)
+	left=0
+	for n in "${names[@]}"; do
+		[ -n "${done_s[$n]:-}" ] || [ -n "${skip_of[$n]:-}" ] && continue
+		if [ -z "${pid_of[$n]:-}" ]; then # only raw-bios-2 starts late: while raw-bios boots
+			if [ "$n" = raw-bios-2 ] && [ -n "${pid_of[raw-bios]:-}" ] && [ -z "${done_s[raw-bios]:-}" ] &&
+				[ $((now - start_s[raw-bios])) -lt "$boot_s" ]; then
+				left=1
+			fi
+			continue
+		fi
+		if up "$n"; then
+			done_s[$n]=$((now - start_s[$n]))
+			[ -n "${port_of[$n]:-}" ] && tls_of[$n]=$(tls "$n")
+			if [ "$n" = raw-bios ]; then # the second BIOS boot of the disk the first one formatted
+				kill_boot raw-bios
+				# shellcheck disable=SC2046 # net prints words
+				want raw-bios-2 && boot raw-bios-2 bios -drive "file=$tmp/raw-bios.img,if=none,id=d0,format=raw" \
+					-device virtio-blk-pci,drive=d0 $(net raw-bios-2)
+				left=1
+			fi
+		elif [ $((now - start_s[$n])) -lt "$boot_s" ]; then
+			left=1
+		fi
+	done
+	[ $left = 0 ] && break
+	sleep 1
+done
 for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
 { wait; } 2>/dev/null
 pids=()
@@ -273,19 +376,176 @@ desc() {
 	case $1 in
 	iso-bios) echo "ISO as CD, SeaBIOS" ;; iso-uefi) echo "ISO as CD, OVMF" ;;
 	iso-usb) echo "ISO as USB disk, OVMF" ;; iso-usb-bios) echo "ISO as USB disk, SeaBIOS" ;; raw-uefi) echo "raw GPT disk alone, OVMF" ;;
+	raw-bios) echo "raw GPT disk alone, SeaBIOS, first boot" ;;
+	raw-bios-2) echo "the same disk after its first format, SeaBIOS again" ;;
+	iso-aarch64-uefi) echo "ISO as CD (virtio-scsi), aarch64 AAVMF" ;; iso-aarch64-usb) echo "ISO as USB disk, aarch64 AAVMF" ;;
+	raw-aarch64-uefi) echo "aarch64 raw GPT disk alone, AAVMF" ;;
 	esac
 }
 for n in "${names[@]}"; do
-	if [ -z "${done_s[$n]:-}" ]; then
-		fail "$n" "$(desc "$n"), TCG: no GRUB entry, banner, formatted disk, listening line and lease within $boot_s s; see $logs/guest-$n.log"
-	elif [ "$n" = raw-uefi ]; then
-		if [[ $tls_r == "connack 0 TLSv1.3" ]]; then
-			pass "$n" "$(desc "$n"), TCG: serving in ${done_s[$n]} s; data partition formatted in place; device-1 of the new CA: CONNACK 0 over TLS 1.3, the server's chain through its intermediate CA verified by a client that trusts only the root"
+	if [ -n "${skip_of[$n]:-}" ]; then
+		echo "SKIP release/$n (${skip_of[$n]})"
+	elif [ "$n" = raw-aarch64-uefi ] && [ ! -s "$a64raw" ]; then
+		fail "$n" "make release wrote no $(basename "$a64raw")"
+	elif [ -z "${pid_of[$n]:-}" ]; then
+		fail "$n" "$(desc "$n"): never started (raw-bios did not serve)"
+	elif [ -z "${done_s[$n]:-}" ]; then
+		fail "$n" "$(desc "$n"), TCG: no boot entry, banner, formatted disk, listening line and lease within $boot_s s; see $logs/guest-$n.log"
+	elif [ -n "${port_of[$n]:-}" ]; then
+		if [[ ${tls_of[$n]} == "connack 0 TLSv1.3" ]]; then
+			case $n in
+			raw-uefi) extra="data partition formatted in place; device-1 of the new CA: CONNACK 0 over TLS 1.3, the server's chain through its intermediate CA verified by a client that trusts only the root" ;;
+			raw-bios) extra="GRUB from the BIOS boot partition, data partition formatted in place; device-1: CONNACK 0 over TLS 1.3" ;;
+			raw-bios-2) extra="GRUB's boot code and BIOS boot partition kept by the format, our disk opened; device-1: CONNACK 0 over TLS 1.3" ;;
+			iso-aarch64-*) extra="the kernel as EFI/BOOT/BOOTAA64.EFI, live from its default options (the disk unused); device-1: CONNACK 0 over TLS 1.3" ;;
+			*) extra="the kernel as EFI/BOOT/BOOTAA64.EFI, blank disk formatted; device-1: CONNACK 0 over TLS 1.3" ;;
+			esac
+			pass "$n" "$(desc "$n"), TCG: serving in ${done_s[$n]} s; $extra"
 		else
-			fail "$n" "served in ${done_s[$n]} s but device-1 over TLS 1.3: $tls_r"
+			fail "$n" "served in ${done_s[$n]} s but device-1 over TLS 1.3: ${tls_of[$n]}"
 		fi
 	else
-		pass "$n" "$(desc "$n"), TCG: GRUB menu, Multiboot2, blank disk formatted, serving in ${done_s[$n]} s"
+		pass "$n" "$(desc "$n"), TCG: GRUB menu, Multiboot2, live (the disk untouched), serving in ${done_s[$n]} s"
 	fi
 done
+
+# ---- the boot modes of the ISO's menu (issue 20; kernel/bootmode.h), after the boots above:
+#   release/iso-live-no-write   the ISO's default entry (urmqtt.mode=live) as a CD under
+#                               SeaBIOS with a data disk attached: "live: running from RAM",
+#                               CONNACK 0 over mTLS, and the disk's SHA-256 the same afterwards
+#   release/iso-install         the ISO's install entry onto an empty 256 MiB disk: it names the
+#                               disk, writes it and powers the machine off by itself; then that
+#                               disk alone under OVMF: our GRUB entry, the data partition
+#                               formatted in place, CONNACK 0 over mTLS
+#   release/install-refuses-data  the install entry with a disk holding data: "holds data ...
+#                               NOT written", and the disk's SHA-256 unchanged
+#   release/ro-media-stop       the production kernel with its data disk readonly=on: the
+#                               console says READ-ONLY and the machine stops (60 s hold)
+# The install entries are chosen by a second ISO built by images.sh with ISO_DEFAULT_ENTRY=1
+# (the install entry as GRUB's default; test only): GRUB boots its default after its
+# timeout, so nothing has to type into the menu (typing over the serial console races GRUB's
+# own start under TCG).
+modes=()
+for n in iso-live-no-write iso-install install-refuses-data ro-media-stop; do want $n && modes+=("$n"); done
+if [ ${#modes[@]} -gt 0 ]; then
+	relelf=$tree/release/urmqtt.elf
+	esp_mb=$(sed -n 's/^#define CONF_STORAGE_ESP_MB \([0-9]*\)u$/\1/p' "$tree/site-check.h")
+	disk_mb=$(($(stat -c %s "$raw") >> 20))
+	vdir=$tmp/variant
+	if ! ISO_DEFAULT_ENTRY=1 SOURCE_DATE_EPOCH=1700000000 tools/release/images.sh "$relelf" "$vdir" "$name" \
+		"$esp_mb" "$disk_mb" >"$logs/variant.log" 2>&1; then
+		for n in "${modes[@]}"; do fail "$n" "the install variant of the ISO was not built; see $logs/variant.log"; done
+		exit 1
+	fi
+	viso=$vdir/$name.iso
+	for n in iso-live-no-write iso-install-2; do port_of[$n]=$(freeport); done
+	vdisk() { # NAME FILE [readonly]: FILE on virtio-blk
+		echo -drive "file=$2,if=none,id=d0,format=raw${3:+,readonly=on}" -device virtio-blk-pci,drive=d0
+	}
+	truncate -s 256M "$tmp/live.img"
+	truncate -s 256M "$tmp/inst.img"
+	truncate -s 256M "$tmp/data.img"
+	# data: a few non-zero bytes well inside the disk, no partition table (only the installer's
+	# own check finds them)
+	printf 'somebody else'"'"'s data' | dd of="$tmp/data.img" bs=1 seek=$((200 << 20)) conv=notrunc status=none
+	printf 'hello' | dd of="$tmp/data.img" bs=1 seek=4096 conv=notrunc status=none
+	cp "$raw" "$tmp/ro.img"
+	sum_live=$(sha256sum <"$tmp/live.img") sum_data=$(sha256sum <"$tmp/data.img")
+	# shellcheck disable=SC2046 # vdisk and net print words
+	{
+		want iso-live-no-write && boot iso-live-no-write bios -cdrom "$iso" $(vdisk x "$tmp/live.img") $(net iso-live-no-write)
+		want iso-install && boot iso-install bios -cdrom "$viso" $(vdisk x "$tmp/inst.img") $(net iso-install)
+		want install-refuses-data && boot install-refuses-data bios -cdrom "$viso" $(vdisk x "$tmp/data.img") $(net install-refuses-data)
+		want ro-media-stop && boot ro-media-stop bios -kernel "$relelf" $(vdisk x "$tmp/ro.img" readonly) $(net ro-media-stop)
+	}
+	declare -A res=()
+	alive() { kill -0 "${pid_of[$1]}" 2>/dev/null; }
+	while :; do
+		now=$(date +%s) left=0
+		for n in "${modes[@]}" iso-install-2; do
+			[ -n "${res[$n]:-}" ] || [ -z "${pid_of[$n]:-}" ] && continue
+			t=$(text "$n")
+			case $n in
+			iso-live-no-write)
+				if grep -aq 'live: running from RAM, no disk is written' <<<"$t" && grep -aq 'listening on TCP 8883' <<<"$t" &&
+					grep -aq 'DHCP lease: ' <<<"$t"; then
+					done_s[$n]=$((now - start_s[$n])) tls_of[$n]=$(tls "$n")
+					kill_boot "$n"
+					res[$n]=ok
+				fi ;;
+			iso-install)
+				if ! alive "$n"; then
+					{ wait "${pid_of[$n]}"; } 2>/dev/null
+					done_s[$n]=$((now - start_s[$n])) res[$n]=ok
+					if grep -aq 'install: done, powering off' <<<"$t"; then
+						# shellcheck disable=SC2046
+						boot iso-install-2 uefi $(vdisk x "$tmp/inst.img") $(net iso-install-2)
+					fi
+				fi ;;
+			iso-install-2)
+				if grep -aq 'Booting .urMQTT' <<<"$t" && grep -aq 'urMQTT x86_64 (production build), booted via Multiboot2' <<<"$t" &&
+					grep -aq 'store: virtio-blk0: an interrupted format done again' <<<"$t" &&
+					grep -aq 'listening on TCP 8883' <<<"$t" && grep -aq 'DHCP lease: ' <<<"$t"; then
+					done_s[$n]=$((now - start_s[$n])) tls_of[$n]=$(tls "$n")
+					kill_boot "$n"
+					res[$n]=ok
+				fi ;;
+			install-refuses-data | ro-media-stop)
+				if grep -aq 'resetting in 60 s' <<<"$t" || ! alive "$n"; then
+					done_s[$n]=$((now - start_s[$n]))
+					kill_boot "$n"
+					res[$n]=ok
+				fi ;;
+			esac
+			if [ -z "${res[$n]:-}" ]; then
+				if [ $((now - start_s[$n])) -lt "$boot_s" ]; then left=1; else kill_boot "$n"; res[$n]=timeout; fi
+			fi
+		done
+		[ $left = 0 ] && break
+		sleep 1
+	done
+	for n in "${modes[@]}"; do
+		t=$(text "$n")
+		case $n in
+		iso-live-no-write)
+			after=$(sha256sum <"$tmp/live.img")
+			if [ "${res[$n]:-}" != ok ]; then
+				fail "$n" "no live line, listening line and lease within $boot_s s; see $logs/guest-$n.log"
+			elif [[ ${tls_of[$n]} != "connack 0 TLSv1.3" ]]; then
+				fail "$n" "live and listening in ${done_s[$n]} s but device-1 over TLS 1.3: ${tls_of[$n]}"
+			elif [ "$after" != "$sum_live" ]; then
+				fail "$n" "the attached disk CHANGED during a live boot"
+			else
+				pass "$n" "ISO as CD, SeaBIOS, TCG: urmqtt.mode=live serving in ${done_s[$n]} s, device-1: CONNACK 0 over TLS 1.3; the attached 256 MiB disk's SHA-256 unchanged"
+			fi ;;
+		iso-install)
+			n2="iso-install-2"
+			if [ "${res[$n]:-}" != ok ] || ! grep -aq 'install: done, powering off' <<<"$t"; then
+				fail "$n" "the install entry did not finish and power off within $boot_s s; see $logs/guest-$n.log"
+			elif ! grep -aq 'install: target: virtio-blk0, 256 MiB' <<<"$t"; then
+				fail "$n" "powered off without naming the disk and its size; see $logs/guest-$n.log"
+			elif [ "${res[$n2]:-}" != ok ]; then
+				fail "$n" "installed and powered off in ${done_s[$n]} s, but the disk alone under OVMF did not serve within $boot_s s; see $logs/guest-$n2.log"
+			elif [[ ${tls_of[$n2]} != "connack 0 TLSv1.3" ]]; then
+				fail "$n" "the installed disk served but device-1 over TLS 1.3: ${tls_of[$n2]}"
+			else
+				pass "$n" "SeaBIOS, TCG: install entry named virtio-blk0 (256 MiB), wrote it and powered off in ${done_s[$n]} s; that disk alone under OVMF: data partition formatted in place, serving in ${done_s[$n2]} s, device-1: CONNACK 0 over TLS 1.3"
+			fi ;;
+		install-refuses-data)
+			after=$(sha256sum <"$tmp/data.img")
+			if [ "${res[$n]:-}" = ok ] && grep -aq 'install: virtio-blk0 holds data (.*): NOT written' <<<"$t" &&
+				[ "$after" = "$sum_data" ]; then
+				pass "$n" "$(grep -ao 'install: virtio-blk0 holds data ([^)]*)' <<<"$t" | head -1); stopped in ${done_s[$n]} s; the disk's SHA-256 unchanged"
+			else
+				fail "$n" "no refusal, or the disk changed (sha256 $([ "$after" = "$sum_data" ] && echo same || echo CHANGED)); see $logs/guest-$n.log"
+			fi ;;
+		ro-media-stop)
+			if [ "${res[$n]:-}" = ok ] && grep -aq 'READ-ONLY (read-only media)' <<<"$t" && grep -aq 'resetting in 60 s' <<<"$t"; then
+				pass "$n" "production kernel, data disk readonly=on: \"$(grep -ao 'the data disk [^ ]* is READ-ONLY' <<<"$t" | head -1)\", stopped (60 s hold) in ${done_s[$n]} s"
+			else
+				fail "$n" "no read-only stop within $boot_s s; see $logs/guest-$n.log"
+			fi ;;
+		esac
+	done
+fi
 exit $failed

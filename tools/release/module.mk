@@ -2,8 +2,10 @@
 # tools/release: deployable images (ADR-074, docs/DEPLOY.md).
 #   make release CONFIG=site.conf CERTS=pki-dir [RELEASE_KEY=~/.urmqtt/release.key]
 #                [RELEASE_VERSION=v] [RELEASE_DISK_MB=256]
-#       $(B)/release/: urmqtt-V.iso, urmqtt-V-x86_64.raw and .qcow2, urmqtt-V.cdx.json (SBOM),
-#       SHA256SUMS, a .minisig for each, minisign.pub; the kernel tree is $(B)/release-tree
+#       $(B)/release/: urmqtt-V.iso (x86_64 BIOS and UEFI, aarch64 UEFI), urmqtt-V-x86_64.raw
+#       and .qcow2 (UEFI and BIOS), urmqtt-V-aarch64.raw and .qcow2 (UEFI), urmqtt-V.cdx.json
+#       (SBOM), SHA256SUMS, a .minisig for each, minisign.pub; the kernel tree is
+#       $(B)/release-tree (RELEASE_AARCH64=0 in the environment: no aarch64 parts)
 #   make release-key [RELEASE_KEY=path] [NOPASS=1]   the minisign key pair, outside the tree
 #   make reproduce [CONFIG= CERTS=]   two builds from scratch, compared byte for byte (without
 #       CONFIG/CERTS: a throwaway PKI and a minimal production configuration)

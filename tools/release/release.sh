@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # make release (ADR-074): a production image with the site's configuration and PKI, packed as
-# a hybrid ISO, a raw GPT disk and a qcow2 disk (tools/release/images.sh), with SHA256SUMS,
+# a hybrid ISO (x86_64 BIOS and UEFI, aarch64 UEFI), raw GPT and qcow2 disks for x86_64 and
+# aarch64 (tools/release/images.sh), with SHA256SUMS,
 # an SBOM (tools/release/sbom.py) and minisign signatures of every file.
 #   1. the configuration must say core.profile = "prod" (checked by urmqtt-config first);
 #   2. the PKI is checked and the development one refused (tools/release/pki-check.sh);
-#   3. the kernel is built with PROFILE=prod in a tree of its own (TREE, default
+#   3. the kernels (x86_64, and aarch64 unless RELEASE_AARCH64=0) are built with PROFILE=prod
+#      in a tree of their own (TREE, default
 #      BUILD/release-tree), the PKI copied into TREE/pki and embedded; paths are mapped out of
 #      the objects (-ffile-prefix-map) and the debug sections stripped from the booted ELF;
 #   4. images, SBOM, SHA256SUMS and signatures go to OUT (default BUILD/release).
@@ -98,23 +100,42 @@ chmod 600 "$tree/pki/server.key"
 # run mkcerts.sh into them); the header embedding them is made again on every release.
 rm -f "$tree/gen/urmqtt_certs.h"
 abs_tree=$(realpath "$tree")
-cc="${X86_64_CC:-gcc} -ffile-prefix-map=$abs_tree/=urmqtt-build/ -ffile-prefix-map=$tree/=urmqtt-build/ -ffile-prefix-map=$src/="
-make "${common[@]}" CERTS_DIR="$tree/pki" X86_64_CC="$cc" \
+maps="-ffile-prefix-map=$abs_tree/=urmqtt-build/ -ffile-prefix-map=$tree/=urmqtt-build/ -ffile-prefix-map=$src/="
+cc="${X86_64_CC:-gcc} $maps"
+# The aarch64 image (ADR-088: the ISO's and the aarch64 disk's EFI/BOOT/BOOTAA64.EFI, the
+# kernel's own UEFI entry) from the same tree, configuration and PKI; RELEASE_AARCH64=0 (or
+# no cross compiler) leaves it out.
+a64=${RELEASE_AARCH64:-1}
+a64cc=${AARCH64_CC:-aarch64-linux-gnu-gcc}
+if [ "$a64" = 1 ] && ! command -v "${a64cc%% *}" >/dev/null; then
+	die "no aarch64 cross compiler ($a64cc; make setup installs it), or RELEASE_AARCH64=0 for a release without the aarch64 parts"
+fi
+targets=("$tree/x86_64/urmqtt.elf")
+[ "$a64" = 1 ] && targets+=("$tree/aarch64/urmqtt.img")
+make "${common[@]}" CERTS_DIR="$tree/pki" X86_64_CC="$cc" AARCH64_CC="$a64cc $maps" \
 	-o "$tree/pki/ca.crt" -o "$tree/pki/server.crt" -o "$tree/pki/server.key" -o "$tree/pki/revoked.serials" \
-	-j"$jobs" "$tree/x86_64/urmqtt.elf"
+	-j"$jobs" "${targets[@]}"
 head -1 "$tree/gen/urmqtt_certs.h" | grep -qF "from $tree/pki:" ||
 	die "the image does not embed $tree/pki (tools/certs/module.mk did not take CERTS_DIR)"
 mkdir -p "$tree/release"
 objcopy --strip-debug "$tree/x86_64/urmqtt.elf" "$tree/release/urmqtt.elf"
+a64img=""
+if [ "$a64" = 1 ]; then
+	a64img=$tree/release/BOOTAA64.EFI # the Image is a PE32+ EFI application (arch/aarch64/efi.c)
+	cp "$tree/aarch64/urmqtt.img" "$a64img"
+fi
 
 # 4. images, SBOM, sums, signatures
 mkdir -p "$out"
 rm -f "$out"/urmqtt-* "$out/SHA256SUMS" "$out"/SHA256SUMS.minisig "$out/minisign.pub"
 umask 077 # the images hold the server's private key
-tools/release/images.sh "$tree/release/urmqtt.elf" "$out" "$name" "$esp_mb" "$disk_mb"
+tools/release/images.sh "$tree/release/urmqtt.elf" "$out" "$name" "$esp_mb" "$disk_mb" ${a64img:+"$a64img"}
 umask 022
-X86_64_CC_NAME=${X86_64_CC:-gcc} python3 tools/release/sbom.py "$src" "$version" "$tree/release/urmqtt.elf" "$ca_fp" "$out/$name.cdx.json"
-files=("$name.iso" "$name-x86_64.raw" "$name-x86_64.qcow2" "$name.cdx.json")
+X86_64_CC_NAME=${X86_64_CC:-gcc} AARCH64_CC_NAME=$a64cc AARCH64_KERNEL=$a64img \
+	python3 tools/release/sbom.py "$src" "$version" "$tree/release/urmqtt.elf" "$ca_fp" "$out/$name.cdx.json"
+files=("$name.iso" "$name-x86_64.raw" "$name-x86_64.qcow2")
+[ "$a64" = 1 ] && files+=("$name-aarch64.raw" "$name-aarch64.qcow2")
+files+=("$name.cdx.json")
 (cd "$out" && sha256sum "${files[@]}" >SHA256SUMS)
 for f in "${files[@]}" SHA256SUMS; do
 	minisign -S -s "$key" -m "$out/$f" -x "$out/$f.minisig" -t "urMQTT $version $f" ||

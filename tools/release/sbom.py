@@ -124,6 +124,19 @@ def main():
         tool("qemu-utils", deb_version("qemu-utils"), "qemu-img: the qcow2 image", "qemu-utils"),
     ]
 
+    # The aarch64 kernel (EFI/BOOT/BOOTAA64.EFI of the ISO and the aarch64 disk), when built.
+    a64 = os.environ.get("AARCH64_KERNEL", "")
+    a64_props = []
+    if a64:
+        a64_cc = os.environ.get("AARCH64_CC_NAME", "aarch64-linux-gnu-gcc")
+        a64_ver = first_line([a64_cc, "-dumpfullversion"])
+        tools.append(tool("gcc-aarch64-linux-gnu", a64_ver, first_line([a64_cc, "--version"]),
+                          "gcc-%s-aarch64-linux-gnu" % a64_ver.split(".")[0] if a64_ver else None))
+        a64_props = [
+            {"name": "urmqtt:kernel-aarch64", "value": "EFI/BOOT/BOOTAA64.EFI (the aarch64 Image, a PE32+ EFI application)"},
+            {"name": "urmqtt:kernel-aarch64-sha256", "value": sha256_file(a64)},
+        ]
+
     serial = uuid.UUID(bytes=hashlib.sha256(("urmqtt sbom %s %s" % (version, kernel_sha)).encode()).digest()[:16],
                        version=4)
     bom = {
@@ -146,7 +159,7 @@ def main():
                     {"name": "urmqtt:kernel", "value": "boot/urmqtt.elf (Multiboot2 ELF, debug sections stripped)"},
                     {"name": "urmqtt:embedded-ca-sha256-fingerprint", "value": ca_fp},
                     {"name": "urmqtt:source-date-epoch", "value": str(epoch)},
-                ],
+                ] + a64_props,
             },
         },
         "components": components,

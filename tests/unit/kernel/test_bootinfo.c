@@ -200,6 +200,52 @@ static void test_mb2_rejects(void **state)
 	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, MEM_SIZE - 4), -E_INVAL);
 }
 
+/* MBI at 0x4000: mmap tag, two module tags, end tag. */
+static void mb2_build_mods(uint32_t start, uint32_t end, uint32_t mod_size)
+{
+	uint64_t p = 0x4008;
+	put32(p, 6);
+	put32(p + 4, 16 + 24);
+	put32(p + 8, 24);
+	put32(p + 12, 0);
+	e820(p + 16, 0x100000, 0x400000, 1);
+	p += 40;
+	for (int i = 0; i < 2; i++) {
+		put32(p, 3);
+		put32(p + 4, mod_size);
+		put32(p + 8, start + (uint32_t)i * 0x10000u);
+		put32(p + 12, end + (uint32_t)i * 0x10000u);
+		memcpy(mem + p + 16, "esp", 4);
+		p += 24;
+	}
+	put32(p, 0);
+	put32(p + 4, 8);
+	p += 8;
+	put32(0x4000, (uint32_t)(p - 0x4000));
+	put32(0x4004, 0);
+}
+
+static void test_mb2_modules(void **state)
+{
+	(void)state;
+	struct boot_info bi;
+	mb2_build_mods(0x200000, 0x280123, 8 + 8 + 4);
+	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
+	assert_int_equal(bi.n_mods, 2);
+	assert_true(bi.mod.base == 0x200000 && bi.mod.len == 0x80123);
+	mb2_build_mods(0x200000, 0x200000, 8 + 8 + 4); /* empty module */
+	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
+	assert_true(bi.n_mods == 2 && bi.mod.len == 0);
+	mb2_build_mods(0x200000, 0x1fffff, 8 + 8 + 4); /* end before start */
+	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), -E_INVAL);
+	mb2_build_mods(0x200000, 0x280000, 8 + 4); /* tag too short for mod_end */
+	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), -E_INVAL);
+	memset(mem, 0, sizeof mem);
+	mb2_build(true, true); /* no module tag */
+	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
+	assert_true(bi.n_mods == 0 && bi.mod.base == 0 && bi.mod.len == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -208,6 +254,7 @@ int main(void)
 		cmocka_unit_test_setup(test_pvh_cmdline_truncated_and_many_ranges, setup),
 		cmocka_unit_test_setup(test_mb2_valid, setup),
 		cmocka_unit_test_setup(test_mb2_rejects, setup),
+		cmocka_unit_test_setup(test_mb2_modules, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The diagnostics boot mode (urmqtt.mode=diag, the ISO's "diagnostics" entry): report the
+ * machine and measure it, then return so the platform powers off. What it reports: the CPU
+ * (the platform fills struct diag_cpu), memory, every PCI function, the virtio-net device
+ * (MAC, link, queue pairs) and every virtio-blk / virtio-scsi disk (capacity, block size,
+ * read-only); what it measures: memory copy throughput, each disk's sequential read
+ * throughput (bounded), P-256 ECDSA sign and verify, X25519 and AES-128-GCM / SHA-256
+ * throughput through the code the broker uses (PSA with our curve driver, mbedTLS's GCM
+ * and SHA-256), each for a bounded time. Then a human summary and the same as one JSON
+ * object on one console line: "DIAG-JSON-BEGIN <object> DIAG-JSON-END".
+ * Writes to a disk only into the largest run no partition of its valid GPT covers
+ * (kernel/diag/gpt_free.h), at most DIAG_DISK_WRITE_MAX bytes, and only after the operator
+ * typed WIPE at the console prompt within the prompt's time; otherwise nothing is
+ * written, and the JSON says why ("skipped").
+ * Boot core only, once, after the heap and the CSPRNG exist, before any other core runs
+ * and before any other driver touched the devices (it probes them itself; the broker is
+ * never built in this mode). Never stops the boot on a broken device: reported, skipped.
+ */
+#ifndef KERNEL_DIAG_DIAG_H
+#define KERNEL_DIAG_DIAG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drivers/pci.h"
+#include "kernel/console_in.h"
+
+/* Bounds of the measurements (until the configuration file has a diagnostics section). */
+#define DIAG_MEASURE_MS 250u            /* each timed loop runs at least this long (one op at least) */
+#define DIAG_MEM_BUF_BYTES (4u << 20)   /* memory copy: two buffers of this size */
+#define DIAG_DISK_READ_MAX (16u << 20)  /* bytes read per disk, from LBA 0 */
+#define DIAG_DISK_WRITE_MAX (4u << 20)  /* bytes written (after WIPE) per disk, in its free run */
+#define DIAG_DISK_CHUNK (64u << 10)     /* bytes per request */
+#define DIAG_WIPE_PROMPT_S 30u          /* the operator's time to type WIPE */
+#define DIAG_MAX_DISKS 4u
+#define DIAG_MAX_FEATURES 16u
+
+struct diag_cpu {
+	const char *arch;                    /* "x86_64", "aarch64" (static) */
+	char vendor[16];                     /* CPUID vendor string, or the MIDR implementer's name */
+	char model[64];                      /* brand string, or "MIDR 0x..." */
+	uint32_t count;                      /* CPUs the firmware lists (MADT / device tree) */
+	uint64_t clock_hz;                   /* the kernel's counter frequency (TSC, CNTFRQ) */
+	uint32_t n_features;
+	const char *features[DIAG_MAX_FEATURES]; /* static names: "aes", "sha", "rdrand", ... */
+};
+
+struct diag_platform {
+	struct diag_cpu cpu;
+	uint64_t mem_total;                  /* bytes of RAM the firmware's map gives as usable */
+	uint64_t mem_free;                   /* bytes the page allocator has free now */
+	struct pci_bus *bus;                 /* scanned, virtio BARs mapped; NULL: none (linked) */
+	const char *pci_how;                 /* how configuration space is reached (static) */
+	const struct console_in_ops *console;/* the operator's console (linked) */
+	uint64_t (*now_ns)(void);
+	uint32_t wipe_prompt_s;              /* 0: DIAG_WIPE_PROMPT_S */
+};
+
+/* Run the diagnostics; returns when the report is out (the caller powers off).
+ * 0, or the first error that kept the JSON from being printed (-E_OVERFLOW). p borrowed. */
+int diag_run(const struct diag_platform *p);
+
+#endif
