@@ -4,10 +4,15 @@
 # "N passed, N failed, N skipped" (a skip is neither: it is shown and counted on its own).
 #   unit:  each cmocka binary, TAP output, one case per test function
 #   unit-bg: the same, for long runs (--unit-bg): started in the background before the unit
-#          phase, one after another (on the core the sequential unit and fuzz phases leave
-#          idle), collected and reported before the smoke phase, so that no smoke scenario
-#          (some measure time) shares the machine with them
-#   fuzz:  replay of tests/fuzz/corpus/<name> under ASan, then a bounded libFuzzer run
+#          phase, one after another (on the core the sequential unit phase leaves idle),
+#          collected and reported before the smoke phase, so that no smoke scenario (some
+#          measure time) shares the machine with them
+#   fuzz:  replay of tests/fuzz/corpus/<name> under ASan, then a bounded libFuzzer run. Two
+#          workers share the targets: the background one once its long runs are done, this
+#          one once the unit phase is done; each target is claimed by one worker (an atomic
+#          mkdir), so the two cores stay busy until both are done. Each run's exit status
+#          goes to a file; the results are reported here, in the order of --fuzz, after both
+#          workers finished and before the smoke phase
 #   smoke: each script; it prints "PASS <name>" / "FAIL <name>" / "SKIP <name> (why)" lines
 # A skip must say what this machine lacks, in one of a fixed set of reasons, and this script
 # checks the claim itself; a skip of a test that this machine can run is a failure (and so
@@ -115,12 +120,41 @@ unit_name() {
 }
 unit_log() { local n; n=$(unit_name "$1"); echo "$logdir/unit-${n//\//_}.log"; }
 
+# fuzz_run NAME: the corpus replay and the bounded libFuzzer run of one target, each one's
+# exit status in <its log>.rc (the pid of the run in progress in $logdir/unit-bg.pid when
+# run by the background worker, for the EXIT trap). fuzz_claim NAME: true for the one
+# worker that takes NAME.
+fuzz_claims=$logdir/fuzz-claims
+fuzz_claim() { mkdir "$fuzz_claims/$1" 2>/dev/null; }
+# rc_says RC: what a recorded exit status says, for a failure line
+rc_says() { if [ -n "$1" ]; then echo "exit $1, "; else echo "no exit status recorded, "; fi; }
+fuzz_run() {
+	local f=$1 corpus=tests/fuzz/corpus/$1 log work dict=()
+	log=$logdir/fuzz-replay-$f.log
+	timeout 300 "$build/host/tests/fuzz/replay_$f" "$corpus" >"$log" 2>&1 &
+	[ -z "${2:-}" ] || echo $! >"$logdir/unit-bg.pid"
+	wait $!
+	echo $? >"$log.rc"
+	log=$logdir/fuzz-smoke-$f.log
+	work=$build/fuzz/smoke-corpus/$f; mkdir -p "$work"
+	[ -f "tests/fuzz/$f.dict" ] && dict=(-dict="tests/fuzz/$f.dict")
+	timeout $((fuzz_seconds + 60)) "$build/fuzz/fuzz_$f" -max_total_time="$fuzz_seconds" \
+		-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "${dict[@]}" -artifact_prefix="$build/fuzz/crash-$f-" \
+		"$work" "$corpus" >"$log" 2>&1 &
+	[ -z "${2:-}" ] || echo $! >"$logdir/unit-bg.pid"
+	wait $!
+	echo $? >"$log.rc"
+}
+rm -rf "$fuzz_claims"; mkdir -p "$fuzz_claims"
+for f in $fuzz; do rm -f "$logdir/fuzz-replay-$f.log.rc" "$logdir/fuzz-smoke-$f.log.rc"; done
+
 # The long runs start first, in the background, one after another (see the head); each one's
 # exit status goes to <log>.rc: a run that leaves none is a failure when collected. The EXIT
 # trap stops the one running when this script ends early (timeout runs it in a process group
-# of its own, which an interrupt of ours would not reach).
+# of its own, which an interrupt of ours would not reach). Then the background worker takes
+# fuzz targets (see the head).
 bg_pid=""
-if [ -n "$unit_bg" ]; then
+if [ -n "$unit_bg" ] || [ -n "$fuzz" ]; then
 	for t in $unit_bg; do rm -f "$(unit_log "$t")" "$(unit_log "$t").rc"; done
 	(
 		for t in $unit_bg; do
@@ -130,6 +164,7 @@ if [ -n "$unit_bg" ]; then
 			wait $!
 			echo $? >"$log.rc"
 		done
+		for f in $fuzz; do fuzz_claim "$f" && fuzz_run "$f" bg; done
 	) &
 	bg_pid=$!
 	trap 'if [ -n "$bg_pid" ]; then kill "$(cat "$logdir/unit-bg.pid" 2>/dev/null)" "$bg_pid" 2>/dev/null; fi' EXIT
@@ -179,45 +214,46 @@ for t in $unit; do
 done
 echo "time unit phase: $((SECONDS - t0)) s"
 
+# The fuzz targets the background worker has not claimed yet, then (once both workers are
+# done) every target's results, in the order of --fuzz: a run without an exit status is a
+# failure.
 t0=$SECONDS
-for f in $fuzz; do
-	corpus=tests/fuzz/corpus/$f
-	log=$logdir/fuzz-replay-$f.log
-	if timeout 300 "$build/host/tests/fuzz/replay_$f" "$corpus" >"$log" 2>&1; then
-		pass "fuzz/$f: corpus replay ($(grep -o 'replayed [0-9]*' "$log"))"
-	else
-		fail "fuzz/$f: corpus replay" "see $log"
-	fi
-	log=$logdir/fuzz-smoke-$f.log
-	work=$build/fuzz/smoke-corpus/$f; mkdir -p "$work"
-	dict=(); [ -f "tests/fuzz/$f.dict" ] && dict=(-dict="tests/fuzz/$f.dict")
-	if timeout $((fuzz_seconds + 60)) "$build/fuzz/fuzz_$f" -max_total_time="$fuzz_seconds" \
-		-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "${dict[@]}" -artifact_prefix="$build/fuzz/crash-$f-" \
-		"$work" "$corpus" >"$log" 2>&1; then
-		pass "fuzz/$f: libFuzzer ${fuzz_seconds}s ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}') runs)"
-	else
-		fail "fuzz/$f: libFuzzer ${fuzz_seconds}s" "see $log"
-	fi
-done
-echo "time fuzz phase: $((SECONDS - t0)) s"
-# libFuzzer prints its stats only with -print_final_stats; fall back gracefully above.
-
-# The long runs: wait for the last, then report each (a missing exit status is a failure).
+for f in $fuzz; do fuzz_claim "$f" && fuzz_run "$f"; done
+bg_t0=$SECONDS
 if [ -n "$bg_pid" ]; then
-	bg_t0=$SECONDS
 	wait "$bg_pid"
 	bg_pid=""
-	echo "# background unit runs: waited $((SECONDS - bg_t0)) s for them after the fuzz phase"
-	for t in $unit_bg; do
-		log=$(unit_log "$t")
-		rc=$(cat "$log.rc" 2>/dev/null)
-		if [[ $rc =~ ^[0-9]+$ ]]; then
-			unit_report "$t" "$log" "$rc"
-		else
-			fail "unit/$(unit_name "$t")" "no exit status recorded, see $log"
-		fi
-	done
 fi
+echo "# fuzz phase: this worker's targets took $((bg_t0 - t0)) s; then waited $((SECONDS - bg_t0)) s for the background worker (long unit runs, then fuzz targets)"
+for f in $fuzz; do
+	log=$logdir/fuzz-replay-$f.log
+	rc=$(cat "$log.rc" 2>/dev/null)
+	if [ "$rc" = 0 ]; then
+		pass "fuzz/$f: corpus replay ($(grep -o 'replayed [0-9]*' "$log"))"
+	else
+		fail "fuzz/$f: corpus replay" "$(rc_says "$rc")see $log"
+	fi
+	log=$logdir/fuzz-smoke-$f.log
+	rc=$(cat "$log.rc" 2>/dev/null)
+	if [ "$rc" = 0 ]; then
+		pass "fuzz/$f: libFuzzer ${fuzz_seconds}s ($(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}') runs)"
+	else
+		fail "fuzz/$f: libFuzzer ${fuzz_seconds}s" "$(rc_says "$rc")see $log"
+	fi
+done
+echo "time fuzz phase: $((SECONDS - t0)) s (after the unit phase; the background worker began earlier)"
+# libFuzzer prints its stats only with -print_final_stats; fall back gracefully above.
+
+# The long runs (the background worker is done): report each (a missing exit status is a failure).
+for t in $unit_bg; do
+	log=$(unit_log "$t")
+	rc=$(cat "$log.rc" 2>/dev/null)
+	if [[ $rc =~ ^[0-9]+$ ]]; then
+		unit_report "$t" "$log" "$rc"
+	else
+		fail "unit/$(unit_name "$t")" "no exit status recorded, see $log"
+	fi
+done
 
 for s in $smoke; do
 	log=$logdir/smoke-$(basename "$s" .sh).log

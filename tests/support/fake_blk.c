@@ -6,11 +6,26 @@
  * to a copy of dur in a seeded order.
  * Invariants: 1. cur == dur + the log applied in order. 2. Requests complete in the
  * order they were submitted. 3. After death every request fails and nothing changes.
+ * 4. blank: nothing was written since creation (cur and dur hold zeros only).
+ * Images are copied into blank ones chunk by chunk, all-zero chunks skipped (copy_to_blank),
+ * and the image buffers of freed disks are kept for the next disk of that size (zeroed when
+ * taken; poisoned for ASan while kept, so a use after fake_blk_free is still reported):
+ * the tests make thousands of mostly empty disks, and faulting in and writing every page
+ * of fresh ones was most of the store tests' time under ASan. The bytes are the same.
  */
 #include "tests/support/fake_blk.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 #include "lib/err.h"
 
@@ -38,6 +53,7 @@ struct fake_blk {
 	int fail_req_err, fail_sub_err;
 	uint64_t die_seed;
 	bool dead;
+	bool blank; /* invariant 4 */
 	/* per queued request: its request number */
 	uint64_t *q_num;
 	struct fake_blk_counts cnt;
@@ -49,6 +65,69 @@ static uint64_t rng_next(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+/* dst (len bytes, zeros) gets src's bytes: the all-zero chunks of src are not written. */
+static void copy_to_blank(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	static const uint8_t zeros[4096];
+	for (size_t o = 0; o < len; o += sizeof zeros) {
+		size_t n = len - o < sizeof zeros ? len - o : sizeof zeros;
+		if (memcmp(src + o, zeros, n))
+			memcpy(dst + o, src + o, n);
+	}
+}
+
+/* The kept image buffers, oldest first (single-threaded, as the rest): at most POOL_N,
+ * POOL_BYTES in all. */
+#define POOL_N 16u
+#define POOL_BYTES ((size_t)256 << 20)
+static struct {
+	uint8_t *p[POOL_N];
+	size_t size[POOL_N];
+	uint32_t n;
+	size_t bytes;
+} pool;
+
+/* size bytes of zeros: a kept buffer of that size, else a fresh calloc. */
+static uint8_t *image_alloc(size_t size)
+{
+	for (uint32_t i = 0; i < pool.n; i++) {
+		if (pool.size[i] != size)
+			continue;
+		uint8_t *p = pool.p[i];
+		pool.n--;
+		memmove(&pool.p[i], &pool.p[i + 1], (pool.n - i) * sizeof pool.p[0]);
+		memmove(&pool.size[i], &pool.size[i + 1], (pool.n - i) * sizeof pool.size[0]);
+		pool.bytes -= size;
+		UNPOISON(p, size);
+		memset(p, 0, size);
+		return p;
+	}
+	return calloc(1, size);
+}
+
+/* Keeps p: the oldest kept buffers are freed to make room (a test's disks change size). */
+static void image_free(uint8_t *p, size_t size)
+{
+	if (!p)
+		return;
+	if (size > POOL_BYTES) {
+		free(p);
+		return;
+	}
+	while (pool.n && (pool.n == POOL_N || size > POOL_BYTES - pool.bytes)) {
+		UNPOISON(pool.p[0], pool.size[0]);
+		free(pool.p[0]);
+		pool.bytes -= pool.size[0];
+		pool.n--;
+		memmove(&pool.p[0], &pool.p[1], pool.n * sizeof pool.p[0]);
+		memmove(&pool.size[0], &pool.size[1], pool.n * sizeof pool.size[0]);
+	}
+	POISON(p, size);
+	pool.p[pool.n] = p;
+	pool.size[pool.n++] = size;
+	pool.bytes += size;
 }
 
 static void fb_abort(const char *why)
@@ -153,6 +232,7 @@ static int fb_submit(void *impl, struct blk_req *r)
 	f->q_num[at] = f->n_accepted++;
 	f->q_n++;
 	f->cnt.requests++;
+	f->blank = false; /* conservative: any accepted request */
 	return 0;
 }
 
@@ -247,8 +327,8 @@ struct fake_blk *fake_blk_new(const struct fake_blk_config *c)
 	if (!f->cfg.physical_block)
 		f->cfg.physical_block = bs;
 	f->size = (size_t)(c->blocks * bs);
-	f->cur = calloc(1, f->size);
-	f->dur = calloc(1, f->size);
+	f->cur = image_alloc(f->size);
+	f->dur = image_alloc(f->size);
 	f->q = calloc(f->cfg.depth, sizeof *f->q);
 	f->q_num = calloc(f->cfg.depth, sizeof *f->q_num);
 	if (!f->cur || !f->dur || !f->q || !f->q_num) {
@@ -256,6 +336,7 @@ struct fake_blk *fake_blk_new(const struct fake_blk_config *c)
 		return NULL;
 	}
 	f->fail_req = f->stall_req = f->die_req = f->fail_sub = NONE;
+	f->blank = true;
 	f->dev.ops = &fb_ops;
 	f->dev.impl = f;
 	f->dev.topo = (struct blk_topology){
@@ -278,8 +359,8 @@ void fake_blk_free(struct fake_blk *f)
 		return;
 	log_clear(f);
 	free(f->log);
-	free(f->cur);
-	free(f->dur);
+	image_free(f->cur, f->size);
+	image_free(f->dur, f->size);
 	free(f->q);
 	free(f->q_num);
 	free(f);
@@ -300,8 +381,14 @@ void fake_blk_set(struct fake_blk *f, uint64_t off, const void *data, size_t len
 {
 	if (off > f->size || len > f->size - off)
 		fb_abort("fake_blk_set out of range");
-	memcpy(f->cur + off, data, len);
-	memcpy(f->dur + off, data, len);
+	if (f->blank) {
+		copy_to_blank(f->cur + off, data, len);
+		copy_to_blank(f->dur + off, data, len);
+		f->blank = false;
+	} else {
+		memcpy(f->cur + off, data, len);
+		memcpy(f->dur + off, data, len);
+	}
 	/* Keep invariant 1 for logged writes that overlap: replay them over cur. */
 	for (size_t i = 0; i < f->n_log; i++)
 		memcpy(f->cur + f->log[i].off, f->log[i].data, f->log[i].len);
@@ -312,14 +399,17 @@ void fake_blk_grow(struct fake_blk *f, uint64_t blocks)
 	if (blocks < f->cfg.blocks || blocks > (UINT64_C(1) << 40) / f->cfg.block_size)
 		fb_abort("fake_blk_grow: shrink or too large");
 	size_t size = (size_t)(blocks * f->cfg.block_size);
-	uint8_t *cur = realloc(f->cur, size), *dur = cur ? realloc(f->dur, size) : NULL;
-	if (cur)
-		f->cur = cur;
+	/* New zeroed images with the old bytes copied in (not realloc and a memset of the new
+	 * part: that writes every new page). */
+	uint8_t *cur = image_alloc(size), *dur = image_alloc(size);
 	if (!cur || !dur)
 		fb_abort("no memory");
+	copy_to_blank(cur, f->cur, f->size);
+	copy_to_blank(dur, f->dur, f->size);
+	image_free(f->cur, f->size);
+	image_free(f->dur, f->size);
+	f->cur = cur;
 	f->dur = dur;
-	memset(f->cur + f->size, 0, size - f->size);
-	memset(f->dur + f->size, 0, size - f->size);
 	f->size = size;
 	f->cfg.blocks = blocks;
 	f->dev.topo.capacity = blocks;
@@ -370,7 +460,7 @@ struct fake_blk *fake_blk_after_power_cut(const struct fake_blk *f, uint64_t see
 	struct fake_blk *n = fake_blk_new(&c);
 	if (!n)
 		return NULL;
-	memcpy(n->dur, f->dur, f->size);
+	copy_to_blank(n->dur, f->dur, f->size); /* n is blank: just made */
 	uint64_t s = seed;
 	size_t *order = malloc((f->n_log ? f->n_log : 1) * sizeof *order);
 	if (!order) {
@@ -392,7 +482,8 @@ struct fake_blk *fake_blk_after_power_cut(const struct fake_blk *f, uint64_t see
 		memcpy(n->dur + w->off, w->data, w->len);
 	}
 	free(order);
-	memcpy(n->cur, n->dur, f->size);
+	copy_to_blank(n->cur, n->dur, f->size); /* n->cur: still zeros */
+	n->blank = false;
 	if (rep) {
 		rep->pending = f->n_log;
 		rep->kept = k;
