@@ -421,12 +421,15 @@ done
 #                               NOT written", and the disk's SHA-256 unchanged
 #   release/ro-media-stop       the production kernel with its data disk readonly=on: the
 #                               console says READ-ONLY and the machine stops (60 s hold)
+#   release/iso-diag            the ISO's Diagnostics entry with a blank disk: one DIAG-JSON line
+#                               that python3 parses (CPU count, the disk's 256 MiB), the machine
+#                               powers itself off, the disk's SHA-256 unchanged (nobody typed)
 # The install entries are chosen by a second ISO built by images.sh with ISO_DEFAULT_ENTRY=1
 # (the install entry as GRUB's default; test only): GRUB boots its default after its
 # timeout, so nothing has to type into the menu (typing over the serial console races GRUB's
 # own start under TCG).
 modes=()
-for n in iso-live-no-write iso-install install-refuses-data ro-media-stop; do want $n && modes+=("$n"); done
+for n in iso-live-no-write iso-install install-refuses-data ro-media-stop iso-diag; do want $n && modes+=("$n"); done
 if [ ${#modes[@]} -gt 0 ]; then
 	relelf=$tree/release/urmqtt.elf
 	esp_mb=$(sed -n 's/^#define CONF_STORAGE_ESP_MB \([0-9]*\)u$/\1/p' "$tree/site-check.h")
@@ -438,6 +441,13 @@ if [ ${#modes[@]} -gt 0 ]; then
 		exit 1
 	fi
 	viso=$vdir/$name.iso
+	# the Diagnostics entry (the fourth) as the default of a third ISO
+	if want iso-diag && ! ISO_DEFAULT_ENTRY=3 SOURCE_DATE_EPOCH=1700000000 tools/release/images.sh "$relelf" \
+		"$tmp/variant-diag" "$name" "$esp_mb" "$disk_mb" >"$logs/variant-diag.log" 2>&1; then
+		fail iso-diag "the diagnostics variant of the ISO was not built; see $logs/variant-diag.log"
+		modes=("${modes[@]/iso-diag/}")
+	fi
+	diso=$tmp/variant-diag/$name.iso
 	for n in iso-live-no-write iso-install-2; do port_of[$n]=$(freeport); done
 	vdisk() { # NAME FILE [readonly]: FILE on virtio-blk
 		echo -drive "file=$2,if=none,id=d0,format=raw${3:+,readonly=on}" -device virtio-blk-pci,drive=d0
@@ -445,24 +455,27 @@ if [ ${#modes[@]} -gt 0 ]; then
 	truncate -s 256M "$tmp/live.img"
 	truncate -s 256M "$tmp/inst.img"
 	truncate -s 256M "$tmp/data.img"
+	truncate -s 256M "$tmp/diag.img"
 	# data: a few non-zero bytes well inside the disk, no partition table (only the installer's
 	# own check finds them)
 	printf 'somebody else'"'"'s data' | dd of="$tmp/data.img" bs=1 seek=$((200 << 20)) conv=notrunc status=none
 	printf 'hello' | dd of="$tmp/data.img" bs=1 seek=4096 conv=notrunc status=none
 	cp "$raw" "$tmp/ro.img"
-	sum_live=$(sha256sum <"$tmp/live.img") sum_data=$(sha256sum <"$tmp/data.img")
+	sum_live=$(sha256sum <"$tmp/live.img") sum_data=$(sha256sum <"$tmp/data.img") sum_diag=$(sha256sum <"$tmp/diag.img")
 	# shellcheck disable=SC2046 # vdisk and net print words
 	{
 		want iso-live-no-write && boot iso-live-no-write bios -cdrom "$iso" $(vdisk x "$tmp/live.img") $(net iso-live-no-write)
 		want iso-install && boot iso-install bios -cdrom "$viso" $(vdisk x "$tmp/inst.img") $(net iso-install)
 		want install-refuses-data && boot install-refuses-data bios -cdrom "$viso" $(vdisk x "$tmp/data.img") $(net install-refuses-data)
 		want ro-media-stop && boot ro-media-stop bios -kernel "$relelf" $(vdisk x "$tmp/ro.img" readonly) $(net ro-media-stop)
+		want iso-diag && [ -s "$diso" ] && boot iso-diag bios -cdrom "$diso" $(vdisk x "$tmp/diag.img") $(net iso-diag)
 	}
 	declare -A res=()
 	alive() { kill -0 "${pid_of[$1]}" 2>/dev/null; }
 	while :; do
 		now=$(date +%s) left=0
 		for n in "${modes[@]}" iso-install-2; do
+			[ -n "$n" ] || continue
 			[ -n "${res[$n]:-}" ] || [ -z "${pid_of[$n]:-}" ] && continue
 			t=$(text "$n")
 			case $n in
@@ -490,6 +503,11 @@ if [ ${#modes[@]} -gt 0 ]; then
 					kill_boot "$n"
 					res[$n]=ok
 				fi ;;
+			iso-diag)
+				if ! alive "$n"; then # diagnostics end in ACPI S5
+					{ wait "${pid_of[$n]}"; } 2>/dev/null
+					done_s[$n]=$((now - start_s[$n])) res[$n]=ok
+				fi ;;
 			install-refuses-data | ro-media-stop)
 				if grep -aq 'resetting in 60 s' <<<"$t" || ! alive "$n"; then
 					done_s[$n]=$((now - start_s[$n]))
@@ -505,6 +523,7 @@ if [ ${#modes[@]} -gt 0 ]; then
 		sleep 1
 	done
 	for n in "${modes[@]}"; do
+		[ -n "$n" ] || continue
 		t=$(text "$n")
 		case $n in
 		iso-live-no-write)
@@ -538,6 +557,32 @@ if [ ${#modes[@]} -gt 0 ]; then
 				pass "$n" "$(grep -ao 'install: virtio-blk0 holds data ([^)]*)' <<<"$t" | head -1); stopped in ${done_s[$n]} s; the disk's SHA-256 unchanged"
 			else
 				fail "$n" "no refusal, or the disk changed (sha256 $([ "$after" = "$sum_data" ] && echo same || echo CHANGED)); see $logs/guest-$n.log"
+			fi ;;
+		iso-diag)
+			after=$(sha256sum <"$tmp/diag.img")
+			why=""
+			if [ "${res[$n]:-}" != ok ]; then
+				why="the diagnostics entry did not power the machine off within $boot_s s"
+			elif ! grep -aq 'Booting .Diagnostics' <<<"$t"; then
+				why="GRUB did not boot the Diagnostics entry"
+			elif ! why=$(grep -a '^DIAG-JSON-BEGIN ' <<<"$t" | sed -e 's/^DIAG-JSON-BEGIN //' -e 's/ DIAG-JSON-END$//' |
+				/usr/bin/python3 -c '
+import json, sys
+lines = sys.stdin.read().splitlines()
+if len(lines) != 1: print("%d DIAG-JSON lines, want 1" % len(lines)); sys.exit(1)
+j = json.loads(lines[0])
+disks = [d.get("capacity_bytes", d.get("bytes")) for d in j.get("disks", [])]
+if j["cpu"]["count"] < 1: print("cpu count %r" % j["cpu"]["count"]); sys.exit(1)
+if 256 << 20 not in disks: print("no 256 MiB disk in %r" % disks); sys.exit(1)
+' 2>&1); then
+				why="the JSON line: ${why:-not valid}"
+			elif [ "$after" != "$sum_diag" ]; then
+				why="the attached disk CHANGED without WIPE"
+			fi
+			if [ -z "$why" ]; then
+				pass "$n" "ISO as CD, SeaBIOS, TCG: GRUB's Diagnostics entry, one JSON line parsed (CPU count, the 256 MiB disk), powered off by itself in ${done_s[$n]} s; the disk's SHA-256 unchanged"
+			else
+				fail "$n" "$why; see $logs/guest-$n.log"
 			fi ;;
 		ro-media-stop)
 			if [ "${res[$n]:-}" = ok ] && grep -aq 'READ-ONLY (read-only media)' <<<"$t" && grep -aq 'resetting in 60 s' <<<"$t"; then
