@@ -359,6 +359,12 @@ uint64_t x86_now_ns(void)
 	if (!clock_tsc_hz)
 		return 0;
 	uint64_t d = x86_rdtsc() - x86_boot_tsc0;
+	/* Another core's TSC a little behind the boot core's at boot (a hypervisor's vCPUs
+	 * need not agree to the cycle) reads as 0, not as a wrapped delta of days. One CI run
+	 * stopped on a watchdog report of core 1's handler "stuck for 1039898412 ms", which
+	 * such a wrap gives; that it was the cause is not proven. */
+	if ((int64_t)d < 0)
+		return 0;
 	/* split so the product fits 64 bits for any TSC below 18 GHz */
 	return d / clock_tsc_hz * 1000000000u + d % clock_tsc_hz * 1000000000u / clock_tsc_hz;
 }
