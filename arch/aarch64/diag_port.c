@@ -9,11 +9,11 @@
  * SYSTEM_OFF. Boot core only, before the other cores start; never returns.
  */
 #include "arch/aarch64/a64.h"
-#include "kernel/cmdline.h"
 #include "kernel/console_in.h"
 #include "kernel/diag/diag.h"
 #include "kernel/heap.h"
 #include "kernel/log.h"
+#include "kernel/node/node.h"
 #include "lib/fmt.h"
 
 static int dp_getc(void *ctx)
@@ -41,12 +41,6 @@ static void dp_relax(void *ctx)
 }
 
 static const struct console_in_ops dp_console = { dp_getc, dp_write, dp_now_ms, dp_relax, NULL };
-
-static void dp_feature(struct diag_cpu *c, bool has, const char *name)
-{
-	if (has && c->n_features < DIAG_MAX_FEATURES)
-		c->features[c->n_features++] = name;
-}
 
 static const char *dp_implementer(uint32_t imp)
 {
@@ -80,38 +74,26 @@ static void dp_cpu(struct diag_cpu *c, uint32_t n_cpus)
 	uint32_t sha2 = (uint32_t)(isar0 >> 12) & 0xfu, crc = (uint32_t)(isar0 >> 16) & 0xfu;
 	uint32_t atom = (uint32_t)(isar0 >> 20) & 0xfu, sha3 = (uint32_t)(isar0 >> 32) & 0xfu;
 	uint32_t rndr = (uint32_t)(isar0 >> 60) & 0xfu;
-	dp_feature(c, aes >= 1, "aes");
-	dp_feature(c, aes >= 2, "pmull");
-	dp_feature(c, sha1 >= 1, "sha1");
-	dp_feature(c, sha2 >= 1, "sha256");
-	dp_feature(c, sha2 >= 2, "sha512");
-	dp_feature(c, sha3 >= 1, "sha3");
-	dp_feature(c, crc >= 1, "crc32");
-	dp_feature(c, atom >= 2, "lse");
-	dp_feature(c, rndr >= 1, "rndr");
+	diag_cpu_feature(c, aes >= 1, "aes");
+	diag_cpu_feature(c, aes >= 2, "pmull");
+	diag_cpu_feature(c, sha1 >= 1, "sha1");
+	diag_cpu_feature(c, sha2 >= 1, "sha256");
+	diag_cpu_feature(c, sha2 >= 2, "sha512");
+	diag_cpu_feature(c, sha3 >= 1, "sha3");
+	diag_cpu_feature(c, crc >= 1, "crc32");
+	diag_cpu_feature(c, atom >= 2, "lse");
+	diag_cpu_feature(c, rndr >= 1, "rndr");
 	c->count = n_cpus ? n_cpus : 1;
 	c->clock_hz = A64_SYSREG_READ(cntfrq_el0) & 0xffffffffu;
 }
 
-/* Development builds: diag_wipe_s=N (1..600) shortens the WIPE prompt for tests. */
+/* Development builds: diag_wipe_s=N (1..600) shortens the WIPE prompt for tests; 0 (the
+ * default prompt) otherwise, and always in production (node_knob_u32 reads nothing there). */
 static uint32_t dp_wipe_s(const char *cmdline, size_t len)
 {
-#ifdef URMQTT_PROD
-	(void)cmdline;
-	(void)len;
-	return 0;
-#else
-	char v[8];
-	if (cmdline_get(cmdline, len, "diag_wipe_s", v, sizeof v) != 0)
-		return 0;
-	uint32_t n = 0;
-	for (size_t i = 0; v[i]; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return 0;
-		n = n * 10u + (uint32_t)(v[i] - '0');
-	}
-	return n >= 1 && n <= 600 ? n : 0;
-#endif
+	uint32_t s = 0;
+	(void)node_knob_u32(cmdline, len, "diag_wipe_s", 1u, 600u, &s);
+	return s;
 }
 
 NORETURN void a64_diag_main(uint64_t rtc_base, const char *cmdline, size_t cmdline_len, uint64_t mem_total,

@@ -10,11 +10,11 @@
  * start; never returns.
  */
 #include "arch/x86_64/x86.h"
-#include "kernel/cmdline.h"
 #include "kernel/console_in.h"
 #include "kernel/diag/diag.h"
 #include "kernel/heap.h"
 #include "kernel/log.h"
+#include "kernel/node/node.h"
 #include "lib/mem.h"
 
 static int dp_getc(void *ctx)
@@ -42,12 +42,6 @@ static void dp_relax(void *ctx)
 }
 
 static const struct console_in_ops dp_console = { dp_getc, dp_write, dp_now_ms, dp_relax, NULL };
-
-static void dp_feature(struct diag_cpu *c, bool has, const char *name)
-{
-	if (has && c->n_features < DIAG_MAX_FEATURES)
-		c->features[c->n_features++] = name;
-}
 
 static void dp_cpu(struct diag_cpu *c, uint32_t n_cpus)
 {
@@ -85,42 +79,30 @@ static void dp_cpu(struct diag_cpu *c, uint32_t n_cpus)
 		x86_cpuid(7, 0, r);
 		f7b = r[1];
 	}
-	dp_feature(c, f1d & (1u << 26), "sse2");
-	dp_feature(c, f1c & (1u << 20), "sse4.2");
-	dp_feature(c, f1c & (1u << 25), "aes");
-	dp_feature(c, f1c & (1u << 1), "pclmulqdq");
-	dp_feature(c, f7b & (1u << 29), "sha");
-	dp_feature(c, f1c & (1u << 30), "rdrand");
-	dp_feature(c, f7b & (1u << 18), "rdseed");
-	dp_feature(c, f7b & (1u << 19), "adx");
-	dp_feature(c, f7b & (1u << 8), "bmi2");
-	dp_feature(c, f1c & (1u << 28), "avx");
-	dp_feature(c, f7b & (1u << 5), "avx2");
-	dp_feature(c, f7b & (1u << 16), "avx512f");
-	dp_feature(c, f1c & (1u << 31), "hypervisor");
+	diag_cpu_feature(c, f1d & (1u << 26), "sse2");
+	diag_cpu_feature(c, f1c & (1u << 20), "sse4.2");
+	diag_cpu_feature(c, f1c & (1u << 25), "aes");
+	diag_cpu_feature(c, f1c & (1u << 1), "pclmulqdq");
+	diag_cpu_feature(c, f7b & (1u << 29), "sha");
+	diag_cpu_feature(c, f1c & (1u << 30), "rdrand");
+	diag_cpu_feature(c, f7b & (1u << 18), "rdseed");
+	diag_cpu_feature(c, f7b & (1u << 19), "adx");
+	diag_cpu_feature(c, f7b & (1u << 8), "bmi2");
+	diag_cpu_feature(c, f1c & (1u << 28), "avx");
+	diag_cpu_feature(c, f7b & (1u << 5), "avx2");
+	diag_cpu_feature(c, f7b & (1u << 16), "avx512f");
+	diag_cpu_feature(c, f1c & (1u << 31), "hypervisor");
 	c->count = n_cpus ? n_cpus : 1;
 	c->clock_hz = x86_tsc_hz();
 }
 
-/* Development builds: diag_wipe_s=N (1..600) shortens the WIPE prompt for tests. */
+/* Development builds: diag_wipe_s=N (1..600) shortens the WIPE prompt for tests; 0 (the
+ * default prompt) otherwise, and always in production (node_knob_u32 reads nothing there). */
 static uint32_t dp_wipe_s(const char *cmdline, size_t len)
 {
-#ifdef URMQTT_PROD
-	(void)cmdline;
-	(void)len;
-	return 0;
-#else
-	char v[8];
-	if (cmdline_get(cmdline, len, "diag_wipe_s", v, sizeof v) != 0)
-		return 0;
-	uint32_t n = 0;
-	for (size_t i = 0; v[i]; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return 0;
-		n = n * 10u + (uint32_t)(v[i] - '0');
-	}
-	return n >= 1 && n <= 600 ? n : 0;
-#endif
+	uint32_t s = 0;
+	(void)node_knob_u32(cmdline, len, "diag_wipe_s", 1u, 600u, &s);
+	return s;
 }
 
 NORETURN void x86_diag_main(const char *cmdline, size_t cmdline_len, uint64_t mem_total, uint32_t n_cpus)

@@ -492,6 +492,12 @@ static void dg_milli(char *out, uint64_t v)
 	out[k] = 0;
 }
 
+void diag_cpu_feature(struct diag_cpu *c, bool has, const char *name)
+{
+	if (has && c->n_features < DIAG_MAX_FEATURES)
+		c->features[c->n_features++] = name;
+}
+
 int diag_run(const struct diag_platform *p)
 {
 	uint64_t t0 = p->now_ns();

@@ -47,6 +47,10 @@ struct diag_cpu {
 	const char *features[DIAG_MAX_FEATURES]; /* static names: "aes", "sha", "rdrand", ... */
 };
 
+/* The platform's CPU description: name (static) is added to c's features when has is
+ * true and there is room (DIAG_MAX_FEATURES). */
+void diag_cpu_feature(struct diag_cpu *c, bool has, const char *name);
+
 struct diag_platform {
 	struct diag_cpu cpu;
 	uint64_t mem_total;                  /* bytes of RAM the firmware's map gives as usable */
