@@ -445,7 +445,9 @@ if [ ${#modes[@]} -gt 0 ]; then
 	if want iso-diag && ! ISO_DEFAULT_ENTRY=3 SOURCE_DATE_EPOCH=1700000000 tools/release/images.sh "$relelf" \
 		"$tmp/variant-diag" "$name" "$esp_mb" "$disk_mb" >"$logs/variant-diag.log" 2>&1; then
 		fail iso-diag "the diagnostics variant of the ISO was not built; see $logs/variant-diag.log"
-		modes=("${modes[@]/iso-diag/}")
+		keep=()
+		for n in "${modes[@]}"; do [ "$n" = iso-diag ] || keep+=("$n"); done
+		modes=("${keep[@]}")
 	fi
 	diso=$tmp/variant-diag/$name.iso
 	for n in iso-live-no-write iso-install-2; do port_of[$n]=$(freeport); done
@@ -475,7 +477,6 @@ if [ ${#modes[@]} -gt 0 ]; then
 	while :; do
 		now=$(date +%s) left=0
 		for n in "${modes[@]}" iso-install-2; do
-			[ -n "$n" ] || continue
 			[ -n "${res[$n]:-}" ] || [ -z "${pid_of[$n]:-}" ] && continue
 			t=$(text "$n")
 			case $n in
@@ -523,7 +524,6 @@ if [ ${#modes[@]} -gt 0 ]; then
 		sleep 1
 	done
 	for n in "${modes[@]}"; do
-		[ -n "$n" ] || continue
 		t=$(text "$n")
 		case $n in
 		iso-live-no-write)
