@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The telemetry log end to end in the x86_64 image: QEMU q35 (KVM when a probe guest ran on
 # it, TCG otherwise), X86_64_TELEMETRY_SMP cores (default 3: two data cores and the storage
-# core), a sparse 1 GiB virtio-blk disk, user-mode networking. Real clients (tools/loadgen
+# core), a sparse 2 GiB virtio-blk disk, user-mode networking. Real clients (tools/loadgen
 # telemetry: 8 device publishers, QoS 1, their PUBACKs counted in order as the oracle)
 # offer X86_64_TELEMETRY_N records (default 1,000,000) to devices/load-i/telemetry; once
 # X86_64_TELEMETRY_KILL_AT of them (default 90 %) were acknowledged, QEMU is SIGKILLed
@@ -67,7 +67,12 @@ port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); pri
 say "$accel_mode, $smp core(s), $total records offered, kill after $kill_at acknowledged"
 
 disk=$tmp/disk.img
-truncate -s 1G "$disk"
+# 2 GiB: the telemetry region is a share of the disk, split into one ring per data core, and
+# the flow hash may home all 8 publishers on one core. A 1 GiB disk gives each ring 123 MiB
+# (about 850,000 of these records), so then the ring overwrote its oldest segment by design
+# (retention by size) and read-back found the first records gone. With 2 GiB one ring holds
+# every offered record.
+truncate -s 2G "$disk"
 "$loadgen" mkcerts --cadir "$certs" --out "$tmp/devcerts" --n "$pubs" >/dev/null 2>&1 ||
 	{ fail setup "loadgen mkcerts"; exit 1; }
 
