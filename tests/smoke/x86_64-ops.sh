@@ -261,7 +261,14 @@ else
 	fail unsynced-refused "want access_denied while the clock is unsynchronised: '${us:-no refusal line}'"
 fi
 from_line=1
-sleep 12 # at least one more statsd datagram (every 10 s) and the last lines to syslog
+# At least one more statsd flush (every 10 s: waited for, at most 15 s), then a second for the
+# rest of that flush's datagrams and the last lines to syslog.
+sd_before=$(wc -l <"$statsd" 2>/dev/null || echo 0)
+for ((i = 0; i < 75; i++)); do
+	[ "$(wc -l <"$statsd" 2>/dev/null || echo 0)" -gt "$sd_before" ] && break
+	sleep 0.2
+done
+sleep 1
 kill -TERM "$qpid" 2>/dev/null
 wait "$qpid" 2>/dev/null
 qpid=""
