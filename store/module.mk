@@ -43,3 +43,6 @@ $(B)/host/tests/unit/store/test_scrub: $(B)/host/libsqlite.a
 CFLAGS_tests_unit_store_test_grow = $(STORE_SQLITE_INC)
 TEST_LIBS_store_test_grow = $(B)/host/libsqlite.a
 $(B)/host/tests/unit/store/test_grow: $(B)/host/libsqlite.a
+# biosimg.c: the BIOS boot image the installer writes (GRUB's core and LBA 0's boot code,
+# the ISO's "bios" module; format in store/biosimg.h).
+PORTABLE_SRCS += store/biosimg.c

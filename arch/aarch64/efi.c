@@ -7,7 +7,8 @@
  * EFI_RNG_PROTOCOL, else RNDR; the relocation table applied to the copy), or, without
  * entropy or room, to the address it is linked at if the firmware put it elsewhere; reserves the memory after it that the other cores' stacks take, finds the
  * ACPI 2.0 RSDP and the device tree in the configuration table, copies the load options
- * (the command line) and, last, reads the memory map and exits boot services. Then
+ * (the command line), shows the ISO's menu and reads the installer's ESP image when the
+ * options ask for them (efi_menu.c, ADR-094) and, last, reads the memory map and exits boot services. Then
  * a64_efi_exit (boot.S) cleans the caches, turns the MMU off and joins the -kernel path
  * at a64_entry, which finds what was gathered here in `a64_efi_boot` (in .data: the .bss
  * is cleared on that path). Never returns to the firmware after ExitBootServices; before
@@ -20,51 +21,16 @@
  */
 #include "arch/aarch64/a64.h"
 #include "arch/aarch64/efi.h"
+#include "arch/aarch64/efi_abi.h"
+#include "arch/aarch64/efi_menu.h"
 #include "arch/aarch64/kaslr.h"
+#include "kernel/bootmode.h"
 #include "lib/mem.h"
-
-#define EFI_SUCCESS 0ull
-#define EFI_ERR (1ull << 63)
-#define EFI_LOAD_ERROR (EFI_ERR | 1u)
-#define EFI_BUFFER_TOO_SMALL (EFI_ERR | 5u)
-#define EFI_UNSUPPORTED (EFI_ERR | 3u)
-
-/* Boot services table offsets (UEFI 2.10, 4.4.1). */
-#define BS_ALLOCATE_PAGES 40u
-#define BS_FREE_PAGES 48u
-#define BS_LOCATE_PROTOCOL 320u
-#define BS_GET_MEMORY_MAP 56u
-#define BS_HANDLE_PROTOCOL 152u
-#define BS_EXIT_BOOT_SERVICES 232u
-/* System table offsets (4.3.1). */
-#define ST_CON_OUT 64u
-#define ST_BOOT_SERVICES 96u
-#define ST_N_TABLES 104u
-#define ST_TABLES 112u
-
-#define EFI_ALLOCATE_ADDRESS 2u
-#define EFI_LOADER_CODE 1u
-#define EFI_LOADER_DATA 2u
-#define EFI_BS_CODE 3u
-#define EFI_BS_DATA 4u
-#define EFI_CONVENTIONAL 7u
-#define EFI_ACPI_RECLAIM 9u
-#define EFI_ACPI_NVS 10u
 
 /* Room after the image for the other cores' stacks (main.c lays out, per core beyond
  * the boot core, 2 guard pages, a 32 KiB loop stack and a 16 KiB exception stack). */
 #define EFI_STACKS_BYTES A64_OTHER_STACKS_BYTES
 #define EFI_MAP_BYTES 16384u
-
-typedef uint64_t efi_status;
-typedef efi_status (*efi_alloc_pages_fn)(uint32_t type, uint32_t mem_type, uint64_t n_pages, uint64_t *addr);
-typedef efi_status (*efi_get_map_fn)(uint64_t *size, void *map, uint64_t *key, uint64_t *desc_size, uint32_t *ver);
-typedef efi_status (*efi_handle_protocol_fn)(void *handle, const void *guid, void **iface);
-typedef efi_status (*efi_exit_bs_fn)(void *handle, uint64_t key);
-typedef efi_status (*efi_output_fn)(void *con_out, const uint16_t *s);
-typedef efi_status (*efi_free_pages_fn)(uint64_t addr, uint64_t n_pages);
-typedef efi_status (*efi_locate_protocol_fn)(const void *guid, void *registration, void **iface);
-typedef efi_status (*efi_get_rng_fn)(void *self, const void *algorithm, uint64_t len, uint8_t *out);
 
 STATIC_ASSERT(offsetof(struct a64_efi_boot, n_acpi) == 544, "boot.S A64_EFI_N_ACPI_OFF");
 STATIC_ASSERT(offsetof(struct a64_efi_boot, acpi) == 552, "boot.S A64_EFI_ACPI_OFF");
@@ -75,23 +41,11 @@ static uint8_t efi_map[EFI_MAP_BYTES] __attribute__((section(".data"), aligned(8
 
 NORETURN void a64_efi_exit(uint64_t dtb_phys, const struct a64_efi_boot *b);
 
-static uint64_t ld64(const void *base, size_t off)
-{
-	uint64_t v;
-	memcpy(&v, (const uint8_t *)base + off, sizeof v);
-	return v;
-}
-
-static void *ldp(const void *base, size_t off)
-{
-	return (void *)(uintptr_t)ld64(base, off);
-}
-
-__attribute__((no_stack_protector)) static void efi_say(void *systab, const char *msg)
+__attribute__((no_stack_protector)) void a64_efi_say(void *systab, const char *msg)
 {
 	uint16_t w[96];
 	size_t i = 0;
-	void *con = ldp(systab, ST_CON_OUT);
+	void *con = efi_ldp(systab, ST_CON_OUT);
 	if (!con)
 		return;
 	for (; msg[i] && i < 93; i++)
@@ -99,7 +53,7 @@ __attribute__((no_stack_protector)) static void efi_say(void *systab, const char
 	w[i++] = '\r';
 	w[i++] = '\n';
 	w[i] = 0;
-	efi_output_fn out = (efi_output_fn)ldp(con, 8);
+	efi_output_fn out = (efi_output_fn)efi_ldp(con, 8);
 	(void)out(con, w);
 }
 
@@ -115,8 +69,7 @@ static const uint8_t guid_dtb[16] = { 0xd5, 0x21, 0xb6, 0xb1, 0x9c, 0xf1, 0xa5, 
 				      0x83, 0x0b, 0xd9, 0x15, 0x2c, 0x69, 0xaa, 0xe0 };
 static const uint8_t guid_rng[16] = { 0xa5, 0xbc, 0x52, 0x31, 0xde, 0xea, 0x3d, 0x43,
 				      0x86, 0x2e, 0xc0, 0x1c, 0xdc, 0x29, 0x1f, 0x44 };
-static const uint8_t guid_loaded_image[16] = { 0xa1, 0x31, 0x1b, 0x5b, 0x62, 0x95, 0xd2, 0x11,
-					       0x8e, 0x3f, 0x00, 0xa0, 0xc9, 0x69, 0x72, 0x3b };
+static const uint8_t guid_loaded_image[16] = EFI_GUID_LOADED_IMAGE;
 
 /* The options this copy of the image uses when the firmware gives none (removable media,
  * EFI/BOOT/BOOTAA64.EFI, is started without load options): "URMQOPT1", then up to 55
@@ -146,12 +99,12 @@ static void efi_cmdline(void *handle, void *bs)
 {
 	void *li = NULL;
 	efi_default_cmdline();
-	efi_handle_protocol_fn hp = (efi_handle_protocol_fn)ldp(bs, BS_HANDLE_PROTOCOL);
+	efi_handle_protocol_fn hp = (efi_handle_protocol_fn)efi_ldp(bs, BS_HANDLE_PROTOCOL);
 	if (hp(handle, guid_loaded_image, &li) != EFI_SUCCESS || !li)
 		return;
 	uint32_t size;
-	memcpy(&size, (const uint8_t *)li + 48, sizeof size);
-	const uint8_t *opt = ldp(li, 56);
+	memcpy(&size, (const uint8_t *)li + LI_LOAD_OPTIONS_SIZE, sizeof size);
+	const uint8_t *opt = efi_ldp(li, LI_LOAD_OPTIONS);
 	if (!opt)
 		return;
 	size_t n = 0;
@@ -164,6 +117,37 @@ static void efi_cmdline(void *handle, void *bs)
 	a64_efi_boot.cmdline[n] = '\0';
 	if (n == 0) /* none, or not text (a boot manager's own binary data): the defaults */
 		efi_default_cmdline();
+}
+
+/* The ISO's menu (options "menu:<default>", efi_menu.h) and, when the mode is an install,
+ * the ESP image the installer writes. A missing image is said here and refused by the
+ * installer (kernel/node/install.c), which names what it lacks. */
+static void efi_mode(void *handle, void *systab)
+{
+	char *cl = a64_efi_boot.cmdline;
+	const size_t plen = sizeof A64_EFI_MENU_PREFIX - 1u;
+	if (strncmp(cl, A64_EFI_MENU_PREFIX, plen) == 0) {
+		char spec[BOOT_MODE_VALUE_MAX];
+		size_t n = 0;
+		for (const char *p = cl + plen; *p && *p != ' ' && n + 1 < sizeof spec; p++)
+			spec[n++] = *p;
+		spec[n] = '\0';
+		a64_efi_menu(systab, spec, cl, sizeof a64_efi_boot.cmdline);
+	}
+	enum boot_mode m;
+	if (boot_mode_parse(cl, sizeof a64_efi_boot.cmdline, &m) != 0 ||
+	    (m != BOOT_MODE_INSTALL && m != BOOT_MODE_INSTALL_ERASE))
+		return;
+	const char *why = NULL;
+	uint64_t base = 0, len = 0;
+	if (a64_efi_read_esp(handle, systab, &base, &len, &why) == EFI_SUCCESS) {
+		a64_efi_boot.esp_base = base;
+		a64_efi_boot.esp_len = len;
+		a64_efi_say(systab, "urMQTT: the installer's ESP image: " A64_EFI_ESP_PATH " read");
+		return;
+	}
+	a64_efi_say(systab, "urMQTT: install: cannot read " A64_EFI_ESP_PATH " from the boot volume:");
+	a64_efi_say(systab, why ? why : "?");
 }
 
 static bool efi_usable(uint32_t type)
@@ -185,7 +169,7 @@ static void efi_take_map(uint64_t size, uint64_t desc_size)
 		const uint8_t *d = efi_map + off;
 		uint32_t type;
 		memcpy(&type, d, sizeof type);
-		uint64_t base = ld64(d, 8), len = ld64(d, 24) << 12;
+		uint64_t base = efi_ld64(d, 8), len = efi_ld64(d, 24) << 12;
 		if ((type == EFI_ACPI_RECLAIM || type == EFI_ACPI_NVS) && b->n_acpi < A64_EFI_MAX_ACPI) {
 			b->acpi[b->n_acpi++] = (struct plat_mem_range){ base, len };
 			continue;
@@ -207,36 +191,37 @@ static void efi_take_map(uint64_t size, uint64_t desc_size)
 /* At the linked address, boot services still on. */
 __attribute__((no_stack_protector, noinline)) static efi_status efi_stage2(void *handle, void *systab)
 {
-	void *bs = ldp(systab, ST_BOOT_SERVICES);
+	void *bs = efi_ldp(systab, ST_BOOT_SERVICES);
 	uint64_t dtb = 0;
 
 	a64_efi_boot.magic = A64_EFI_MAGIC;
 	a64_efi_boot.rsdp = 0;
-	uint64_t n = ld64(systab, ST_N_TABLES);
-	const uint8_t *tab = ldp(systab, ST_TABLES);
+	uint64_t n = efi_ld64(systab, ST_N_TABLES);
+	const uint8_t *tab = efi_ldp(systab, ST_TABLES);
 	for (uint64_t i = 0; tab && i < n && i < 256; i++) {
 		const uint8_t *e = tab + i * 24;
 		if (guid_eq(e, guid_acpi20))
-			a64_efi_boot.rsdp = ld64(e, 16);
+			a64_efi_boot.rsdp = efi_ld64(e, 16);
 		else if (guid_eq(e, guid_dtb))
-			dtb = ld64(e, 16);
+			dtb = efi_ld64(e, 16);
 	}
 	a64_efi_boot.dtb = dtb;
 	efi_cmdline(handle, bs);
+	efi_mode(handle, systab);
 	if (a64_efi_boot.rsdp == 0 && dtb == 0) {
-		efi_say(systab, "urMQTT: the firmware gives neither ACPI 2.0 tables nor a device tree");
+		a64_efi_say(systab, "urMQTT: the firmware gives neither ACPI 2.0 tables nor a device tree");
 		return EFI_UNSUPPORTED;
 	}
-	efi_say(systab, "urMQTT: exiting boot services");
+	a64_efi_say(systab, "urMQTT: exiting boot services");
 
-	efi_get_map_fn get_map = (efi_get_map_fn)ldp(bs, BS_GET_MEMORY_MAP);
-	efi_exit_bs_fn exit_bs = (efi_exit_bs_fn)ldp(bs, BS_EXIT_BOOT_SERVICES);
+	efi_get_map_fn get_map = (efi_get_map_fn)efi_ldp(bs, BS_GET_MEMORY_MAP);
+	efi_exit_bs_fn exit_bs = (efi_exit_bs_fn)efi_ldp(bs, BS_EXIT_BOOT_SERVICES);
 	/* The map key goes stale if anything allocates in between: read it again once. */
 	for (int tries = 0; tries < 2; tries++) {
 		uint64_t size = sizeof efi_map, key = 0, desc_size = 0;
 		uint32_t ver = 0;
 		if (get_map(&size, efi_map, &key, &desc_size, &ver) != EFI_SUCCESS) {
-			efi_say(systab, "urMQTT: GetMemoryMap failed");
+			a64_efi_say(systab, "urMQTT: GetMemoryMap failed");
 			return EFI_LOAD_ERROR;
 		}
 		if (exit_bs(handle, key) == EFI_SUCCESS) {
@@ -245,7 +230,7 @@ __attribute__((no_stack_protector, noinline)) static efi_status efi_stage2(void 
 			a64_efi_exit(dtb, &a64_efi_boot);
 		}
 	}
-	efi_say(systab, "urMQTT: ExitBootServices failed twice");
+	a64_efi_say(systab, "urMQTT: ExitBootServices failed twice");
 	return EFI_LOAD_ERROR;
 }
 
@@ -253,11 +238,11 @@ __attribute__((no_stack_protector, noinline)) static efi_status efi_stage2(void 
  * 1, 0 (neither exists) or -1 (what exists failed). Position-independent. */
 static int efi_random(void *bs, uint64_t *v, uint32_t *source)
 {
-	efi_locate_protocol_fn locate = (efi_locate_protocol_fn)ldp(bs, BS_LOCATE_PROTOCOL);
+	efi_locate_protocol_fn locate = (efi_locate_protocol_fn)efi_ldp(bs, BS_LOCATE_PROTOCOL);
 	void *rng = NULL;
 	bool have_rng = locate(guid_rng, NULL, &rng) == EFI_SUCCESS && rng;
 	if (have_rng) {
-		efi_get_rng_fn get = (efi_get_rng_fn)ldp(rng, 8);
+		efi_get_rng_fn get = (efi_get_rng_fn)efi_ldp(rng, 8);
 		uint8_t b[8];
 		if (get(rng, NULL, sizeof b, b) == EFI_SUCCESS) {
 			memcpy(v, b, sizeof b);
@@ -286,12 +271,12 @@ static uint64_t efi_kaslr(void *bs, uint64_t run, uint64_t link, uint64_t image_
 	uint64_t extent = (image_size + EFI_STACKS_BYTES + A64_KASLR_ALIGN - 1) & ~(A64_KASLR_ALIGN - 1);
 	uint64_t size = sizeof efi_map, key = 0, desc_size = 0, top = 0;
 	uint32_t ver = 0;
-	efi_get_map_fn get_map = (efi_get_map_fn)ldp(bs, BS_GET_MEMORY_MAP);
+	efi_get_map_fn get_map = (efi_get_map_fn)efi_ldp(bs, BS_GET_MEMORY_MAP);
 	if (get_map(&size, efi_map, &key, &desc_size, &ver) == EFI_SUCCESS) {
 		for (uint64_t off = 0; desc_size >= 40 && off + desc_size <= size; off += desc_size) {
 			uint32_t type;
 			memcpy(&type, efi_map + off, sizeof type);
-			uint64_t end = ld64(efi_map + off, 8) + (ld64(efi_map + off, 24) << 12);
+			uint64_t end = efi_ld64(efi_map + off, 8) + (efi_ld64(efi_map + off, 24) << 12);
 			if (type == EFI_CONVENTIONAL && end > top)
 				top = end;
 		}
@@ -306,8 +291,8 @@ static uint64_t efi_kaslr(void *bs, uint64_t run, uint64_t link, uint64_t image_
 	}
 	uint64_t n_slots = (smax - 2 * extent) / A64_KASLR_ALIGN + 1;
 	k->n_slots = (uint32_t)n_slots;
-	efi_alloc_pages_fn alloc = (efi_alloc_pages_fn)ldp(bs, BS_ALLOCATE_PAGES);
-	efi_free_pages_fn free_pages = (efi_free_pages_fn)ldp(bs, BS_FREE_PAGES);
+	efi_alloc_pages_fn alloc = (efi_alloc_pages_fn)efi_ldp(bs, BS_ALLOCATE_PAGES);
+	efi_free_pages_fn free_pages = (efi_free_pages_fn)efi_ldp(bs, BS_FREE_PAGES);
 	for (uint32_t t = 0; t < A64_KASLR_TRIES; t++) {
 		uint64_t rnd;
 		int got = efi_random(bs, &rnd, &k->source);
@@ -353,8 +338,8 @@ __attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *sy
 __attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *systab, uint64_t run, uint64_t link,
 							  uint64_t image_size)
 {
-	void *bs = ldp(systab, ST_BOOT_SERVICES);
-	efi_alloc_pages_fn alloc = (efi_alloc_pages_fn)ldp(bs, BS_ALLOCATE_PAGES);
+	void *bs = efi_ldp(systab, ST_BOOT_SERVICES);
+	efi_alloc_pages_fn alloc = (efi_alloc_pages_fn)efi_ldp(bs, BS_ALLOCATE_PAGES);
 	efi_status (*stage2)(void *, void *) = efi_stage2;
 	struct a64_kaslr *k = &a64_kaslr; /* this copy's: the outcome travels in the copy made */
 	uint64_t at = efi_kaslr(bs, run, link, image_size, k);
@@ -367,7 +352,7 @@ __attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *sy
 		/* Code pages: the firmware maps LoaderData non-executable. */
 		at = link;
 		if (alloc(EFI_ALLOCATE_ADDRESS, EFI_LOADER_CODE, pages, &at) != EFI_SUCCESS) {
-			efi_say(systab, "urMQTT: the memory at the image's link address is taken");
+			a64_efi_say(systab, "urMQTT: the memory at the image's link address is taken");
 			return EFI_LOAD_ERROR;
 		}
 		memcpy((void *)(uintptr_t)link, (const void *)(uintptr_t)run, (size_t)image_size);
@@ -377,7 +362,7 @@ __attribute__((no_stack_protector)) uint64_t a64_efi_main(void *handle, void *sy
 	}
 	at = link + pages * A64_PAGE;
 	if (alloc(EFI_ALLOCATE_ADDRESS, EFI_LOADER_DATA, EFI_STACKS_BYTES / A64_PAGE, &at) != EFI_SUCCESS) {
-		efi_say(systab, "urMQTT: the memory after the image (other cores' stacks) is taken");
+		a64_efi_say(systab, "urMQTT: the memory after the image (other cores' stacks) is taken");
 		return EFI_LOAD_ERROR;
 	}
 	stage2 = (efi_status(*)(void *, void *))((uintptr_t)stage2 - run + link);

@@ -22,7 +22,9 @@ struct a64_efi_boot {
 	struct plat_mem_range mem[PLAT_MAX_MEM_RANGES];
 	uint32_t n_acpi;      /* ACPI reclaim/NVS areas: cleaned to memory before the MMU goes off */
 	struct plat_mem_range acpi[A64_EFI_MAX_ACPI];
-	char cmdline[256];    /* the load options, as ASCII */
+	char cmdline[256];    /* the load options (or the menu's choice), as ASCII */
+	uint64_t esp_base;    /* the install entries: the ESP image read by efi_menu.c (LoaderData */
+	uint64_t esp_len;     /* pages the kernel keeps out of its allocator); 0: none */
 };
 
 extern struct a64_efi_boot a64_efi_boot;

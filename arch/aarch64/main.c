@@ -312,6 +312,24 @@ static void main_heap_bug(const char *what, uint64_t addr, bool phys)
 	kpanic(A64_EXIT_HEAP, "%s", what);
 }
 
+/* The installer's ESP image the UEFI entry read (arch/aarch64/efi_menu.c), when it lies
+ * wholly inside usable RAM (identity-mapped); else none, said once. */
+static const uint8_t *main_esp_image(size_t *len)
+{
+	*len = 0;
+	uint64_t b = a64_efi_boot.esp_base, l = a64_efi_boot.esp_len;
+	if (a64_efi_boot.magic != A64_EFI_MAGIC || !b || !l)
+		return NULL;
+	for (uint32_t i = 0; i < main_plat.n_mem; i++) {
+		const struct plat_mem_range *r = &main_plat.mem[i];
+		if (b >= r->base && b - r->base < r->len && l <= r->len - (b - r->base)) {
+			*len = (size_t)l;
+			return (const uint8_t *)(uintptr_t)b;
+		}
+	}
+	return NULL;
+}
+
 /* The page allocator over the tree's memory minus the image, the other cores' stacks, the
  * device tree and what the tree reserves; the heap over the identity map. */
 static void main_mm_init(void)
@@ -327,6 +345,14 @@ static void main_mm_init(void)
 	}
 	for (uint32_t i = 0; i < main_extra.n_reserved && n < KHEAP_MAX_RANGES; i++)
 		resv[n++] = main_extra.reserved[i];
+	size_t esp_len;
+	const uint8_t *esp = main_esp_image(&esp_len);
+	if (esp) { /* the installer's ESP image (efi_menu.c): read after the heap exists */
+		n_want++;
+		uint64_t lo = (uint64_t)(uintptr_t)esp & ~(uint64_t)(A64_PAGE - 1);
+		if (n < KHEAP_MAX_RANGES)
+			resv[n++] = (struct plat_mem_range){ lo, main_page_up((uint64_t)(uintptr_t)esp + esp_len) - lo };
+	}
 	if (n < n_want)
 		kpanic(A64_EXIT_HEAP, "heap: %u reserved ranges, limit %u", (unsigned)n_want,
 		       (unsigned)KHEAP_MAX_RANGES);
@@ -598,8 +624,8 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 	main_core_irqs(boot); /* its LPIs on before any device may send one */
 	/* The boot mode (urmqtt.mode=, every build: kernel/bootmode.h). Diagnostics drive the
 	 * devices themselves (kernel/diag/) and end in PSCI SYSTEM_OFF; live gives the node no
-	 * disk. Install needs the ESP image a Multiboot2 module carries on x86_64: this port
-	 * has no such module, so the installer refuses (kernel/node/install.c). */
+	 * disk. Install writes the ESP image the UEFI entry read from the boot volume
+	 * (efi_menu.c; GRUB's Multiboot2 module on x86_64), then powers off. */
 	enum boot_mode mode = BOOT_MODE_SERVE;
 	if (boot_mode_parse(main_cmdline, sizeof main_cmdline, &mode) != 0)
 		kpanic(A64_EXIT_BOOT, "boot: refusing the command line's %s= (want exactly one of live, install, "
@@ -614,8 +640,15 @@ __attribute__((no_stack_protector)) NORETURN void a64_main(uint64_t dtb_phys, ui
 			mem += main_plat.mem[i].len;
 		a64_diag_main(main_extra.rtc_base, main_cmdline, sizeof main_cmdline, mem, main_plat.n_cpus);
 	}
-	node_devices_set_boot(mode, NULL, 0);
+	size_t esp_len;
+	const uint8_t *esp = main_esp_image(&esp_len);
+	if (!esp && a64_efi_boot.esp_len)
+		LOG_ERR("boot", "the installer's ESP image (%lu B) lies outside usable RAM: ignored",
+			(unsigned long)a64_efi_boot.esp_len);
+	node_devices_set_boot(mode, esp, esp_len, NULL, 0); /* no BIOS boot code on Arm */
 	a64_dev_init(main_extra.rtc_base, main_cmdline, sizeof main_cmdline, main_n_slots);
+	if (mode == BOOT_MODE_INSTALL || mode == BOOT_MODE_INSTALL_ERASE)
+		main_stop(A64_EXIT_OK); /* installed (any failure stopped inside): PSCI SYSTEM_OFF */
 #ifndef URMQTT_PROD
 	a64_scenario_setup(main_cmdline, sizeof main_cmdline, main_n_slots); /* before any loop */
 #endif

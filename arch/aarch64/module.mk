@@ -8,7 +8,7 @@
 KERNEL_SRCS_aarch64 += arch/aarch64/boot.S arch/aarch64/vectors.S arch/aarch64/main.c \
 	arch/aarch64/mmu.c arch/aarch64/trap.c arch/aarch64/uart.c arch/aarch64/clock.c \
 	arch/aarch64/psci.c arch/aarch64/ssp.c arch/aarch64/gic.c arch/aarch64/gic_msi.c arch/aarch64/entropy.c arch/aarch64/libgcc.c arch/aarch64/mte.c \
-	arch/aarch64/drv_port.c arch/aarch64/devices.c arch/aarch64/node_port.c arch/aarch64/efi.c kernel/kstore.c
+	arch/aarch64/drv_port.c arch/aarch64/devices.c arch/aarch64/node_port.c arch/aarch64/efi.c arch/aarch64/efi_menu.c kernel/kstore.c
 # The diagnostics mode's aarch64 port (urmqtt.mode=diag; kernel/diag/) and its smoke scenarios.
 KERNEL_SRCS_aarch64 += arch/aarch64/diag_port.c
 SMOKE_SCRIPTS += tests/smoke/aarch64-diag.sh

@@ -4,7 +4,7 @@
  * Portable x86 variant: compiled for the host and unit-tested with crafted structures.
  * Reads every loader byte through lib/cursor; never follows a length it did not check.
  * Formats: Xen public/arch-x86/hvm/start_info.h (PVH) and the Multiboot2 specification
- * (boot information format, tags 1, 6, 14, 15).
+ * (boot information format, tags 1, 3, 6, 14, 15).
  */
 #include "arch/x86_64/bootinfo.h"
 #include "lib/cursor.h"
@@ -135,6 +135,26 @@ static int bootinfo_mb2_mmap(struct boot_info *out, struct cur *t)
 	return 0;
 }
 
+/* The kind a module's string names (the rest of its tag: the string and its NUL, then
+ * padding GRUB may leave), or -1. */
+static int bootinfo_mod_kind(struct cur *t)
+{
+	static const char *const names[BOOTINFO_MOD__COUNT] = { [BOOTINFO_MOD_ESP] = "esp",
+								[BOOTINFO_MOD_BIOS] = "bios" };
+	size_t n = cur_left(t);
+	const uint8_t *s = cur_ptr(t, n);
+	if (!s)
+		return -1;
+	const uint8_t *nul = memchr(s, 0, n);
+	if (!nul)
+		return -1; /* unterminated: no name */
+	size_t len = (size_t)(nul - s);
+	for (int k = 0; k < (int)BOOTINFO_MOD__COUNT; k++)
+		if (strlen(names[k]) == len && memcmp(names[k], s, len) == 0)
+			return k;
+	return -1;
+}
+
 int bootinfo_parse_mb2(struct boot_info *out, const struct plat_phys_reader *rd, uint64_t mbi_phys)
 {
 	bootinfo_reset(out, BOOTINFO_MB2);
@@ -178,9 +198,14 @@ int bootinfo_parse_mb2(struct boot_info *out, const struct plat_phys_reader *rd,
 			uint32_t start = cur_le32(&t), end = cur_le32(&t);
 			if (!cur_ok(&t) || end < start)
 				return -E_INVAL;
-			if (out->n_mods++ == 0) {
-				out->mod.base = start;
-				out->mod.len = (uint64_t)end - start;
+			out->n_mods++;
+			int k = bootinfo_mod_kind(&t);
+			if (k < 0 || out->has_mod[k]) {
+				out->n_mods_ignored++;
+			} else {
+				out->has_mod[k] = true;
+				out->mods[k].base = start;
+				out->mods[k].len = (uint64_t)end - start;
 			}
 		} else if (type == 14 && size >= 8 + 20) {
 			rsdp_v1 = mbi_phys + off + 8;

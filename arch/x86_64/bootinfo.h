@@ -18,7 +18,8 @@
 #define BOOTINFO_MB2_MAGIC 0x36d76289u
 
 enum bootinfo_kind { BOOTINFO_PVH = 1, BOOTINFO_MB2 = 2 };
-
+/* The Multiboot2 modules the kernel uses, by their string (exactly, NUL-terminated). */
+enum bootinfo_mod { BOOTINFO_MOD_ESP, BOOTINFO_MOD_BIOS, BOOTINFO_MOD__COUNT };
 
 struct bootinfo_range {
 	uint64_t base, len;
@@ -32,11 +33,15 @@ struct boot_info {
 	uint64_t rsdp_phys;                     /* 0 when the loader did not say */
 	char cmdline[BOOTINFO_CMDLINE_MAX];     /* NUL-terminated, truncated if longer */
 	bool cmdline_truncated;
-	/* Multiboot2 module tags (GRUB's module2; the installer's ESP image): how many, and
-	 * where the loader put the first one ([base, base + len), len may be 0; not checked
-	 * against the memory map: the caller does). PVH: none. */
-	uint32_t n_mods;
-	struct bootinfo_range mod;
+	/* Multiboot2 module tags (GRUB's module2 lines), recognised by their string: "esp" (the
+	 * installer's ESP image), "bios" (its BIOS boot image, store/biosimg.h). mods[k]: where
+	 * the loader put the first module of kind k ([base, base + len), len may be 0; not
+	 * checked against the memory map: the caller does), has_mod[k] whether there was one.
+	 * n_mods counts every module tag, n_mods_ignored those of another string or a second
+	 * of a kind. PVH: none. */
+	uint32_t n_mods, n_mods_ignored;
+	bool has_mod[BOOTINFO_MOD__COUNT];
+	struct bootinfo_range mods[BOOTINFO_MOD__COUNT];
 };
 
 /* Parse a PVH hvm_start_info at start_info_phys. 0, or -E_INVAL (bad magic/layout),
@@ -44,7 +49,8 @@ struct boot_info {
 MUST_CHECK int bootinfo_parse_pvh(struct boot_info *out, const struct plat_phys_reader *rd,
 				  uint64_t start_info_phys);
 /* Parse a Multiboot2 information structure at mbi_phys (same results; a module tag whose
- * end is below its start, or that is too short, is -E_INVAL). */
+ * end is below its start, or that is too short, is -E_INVAL; one of an unknown string is
+ * counted and ignored). */
 MUST_CHECK int bootinfo_parse_mb2(struct boot_info *out, const struct plat_phys_reader *rd,
 				  uint64_t mbi_phys);
 /* Total bytes of usable RAM. */

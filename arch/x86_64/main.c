@@ -352,14 +352,17 @@ static void main_boot_mode(void)
 			 boot_mode_name(main_mode));
 }
 
-/* The installer's ESP image: the first Multiboot2 module (reserved from the page
- * allocator in x86_boot_main), reached through the physmap; it must lie in usable RAM. */
-static const uint8_t *main_module(size_t *len)
+/* The installer's images: the Multiboot2 module named for kind k ("esp", "bios";
+ * reserved from the page allocator in x86_boot_main), reached through the physmap; it
+ * must lie in usable RAM. */
+static const uint8_t *main_module(enum bootinfo_mod k, size_t *len)
 {
+	static const char *const what[BOOTINFO_MOD__COUNT] = { [BOOTINFO_MOD_ESP] = "esp",
+								[BOOTINFO_MOD_BIOS] = "bios" };
 	*len = 0;
-	if (!main_bi.n_mods || !main_bi.mod.len)
+	if (!main_bi.has_mod[k] || !main_bi.mods[k].len)
 		return NULL;
-	uint64_t b = main_bi.mod.base, l = main_bi.mod.len;
+	uint64_t b = main_bi.mods[k].base, l = main_bi.mods[k].len;
 	for (uint32_t i = 0; i < main_bi.n_mem; i++) {
 		const struct bootinfo_range *r = &main_bi.mem[i];
 		if (b >= r->base && b - r->base < r->len && l <= r->len - (b - r->base)) {
@@ -367,7 +370,7 @@ static const uint8_t *main_module(size_t *len)
 			return x86_phys_to_virt(b);
 		}
 	}
-	LOG_ERR("boot", "boot module (%lu B) outside usable RAM: ignored", (unsigned long)l);
+	LOG_ERR("boot", "boot module \"%s\" (%lu B) outside usable RAM: ignored", what[k], (unsigned long)l);
 	return NULL;
 }
 
@@ -430,9 +433,13 @@ static NORETURN void main_continue(void *arg)
 		x86_diag_main(main_bi.cmdline, sizeof main_bi.cmdline, bootinfo_mem_total(&main_bi),
 			      acpi_why ? 1u : main_plat.n_cpus);
 	{
-		size_t esp_len;
-		const uint8_t *esp = main_module(&esp_len);
-		node_devices_set_boot(main_mode, esp, esp_len);
+		size_t esp_len, bios_len;
+		const uint8_t *esp = main_module(BOOTINFO_MOD_ESP, &esp_len);
+		const uint8_t *bios = main_module(BOOTINFO_MOD_BIOS, &bios_len);
+		if (main_bi.n_mods_ignored)
+			LOG_WARN("boot", "%u of %u boot module(s) ignored (want one \"esp\" and one \"bios\")",
+				 (unsigned)main_bi.n_mods_ignored, (unsigned)main_bi.n_mods);
+		node_devices_set_boot(main_mode, esp, esp_len, bios, bios_len);
 	}
 	x86_dev_init(main_bi.cmdline, sizeof main_bi.cmdline, main_n_slots);
 	if (main_mode == BOOT_MODE_INSTALL || main_mode == BOOT_MODE_INSTALL_ERASE)
@@ -480,8 +487,9 @@ __attribute__((no_stack_protector)) NORETURN void x86_boot_main(uint32_t kind, u
 	} else if (kind == X86_BOOT_MB2) {
 		rc = bootinfo_parse_mb2(&main_bi, &boot_rd, info_phys);
 		x86_mmu_reserve(info_phys, 64u * 1024u); /* the RSDP copy lives in it */
-		if (rc == 0 && main_bi.n_mods && main_bi.mod.len)
-			x86_mmu_reserve(main_bi.mod.base, main_bi.mod.len); /* the installer's ESP image */
+		for (uint32_t k = 0; rc == 0 && k < BOOTINFO_MOD__COUNT; k++)
+			if (main_bi.has_mod[k] && main_bi.mods[k].len) /* the installer's images */
+				x86_mmu_reserve(main_bi.mods[k].base, main_bi.mods[k].len);
 	} else {
 		rc = -E_INVAL;
 	}

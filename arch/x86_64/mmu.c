@@ -25,7 +25,7 @@
 #include "lib/mem.h"
 
 #define MMU_MAX_RANGES 32
-#define MMU_MAX_RESERVED 4
+#define MMU_MAX_RESERVED 8 /* boot info, the two installer modules, the page-table pool; room to spare */
 #define MMU_MAX_STACKS 64
 #define MMU_STACK_SLOT_PAGES 64 /* guard + up to 63 stack pages per slot */
 #define MMU_MAP_RO_MAX (16u << 20)

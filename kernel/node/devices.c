@@ -47,8 +47,8 @@
 
 static struct pci_bus *dev_bus; /* the platform's, linked by node_devices_init */
 static enum boot_mode dev_mode = BOOT_MODE_SERVE; /* node_devices_set_boot, then read-only */
-static const uint8_t *dev_esp;
-static size_t dev_esp_len;
+static const uint8_t *dev_esp, *dev_bios;
+static size_t dev_esp_len, dev_bios_len;
 
 /* The configuration vector of virtio-blk i: counted down from the top of the device
  * vectors so it never meets the NIC's (one per queue pair and its configuration). */
@@ -421,11 +421,14 @@ uint32_t node_devices_map_bars(struct pci_bus *b)
 	return failed;
 }
 
-void node_devices_set_boot(enum boot_mode mode, const uint8_t *esp, size_t esp_len)
+void node_devices_set_boot(enum boot_mode mode, const uint8_t *esp, size_t esp_len, const uint8_t *bios,
+			   size_t bios_len)
 {
 	dev_mode = mode;
 	dev_esp = esp;
 	dev_esp_len = esp ? esp_len : 0;
+	dev_bios = bios;
+	dev_bios_len = bios ? bios_len : 0;
 }
 
 /* urmqtt.mode=install / install-erase: every block device goes to the installer. */
@@ -447,6 +450,8 @@ static void dev_install(void)
 	}
 	ic.esp = dev_esp;
 	ic.esp_len = dev_esp_len;
+	ic.bios = dev_bios;
+	ic.bios_len = dev_bios_len;
 	ic.bounce_len = (size_t)128u << 10;
 	ic.bounce = dev_pages(ic.bounce_len, NULL);
 	ic.scratch_len = (size_t)STORE_LAYOUT_SCRATCH;

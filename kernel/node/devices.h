@@ -30,13 +30,16 @@ struct node_devices_config {
  * platform does it while it may still map: x86_64 before sealing its tables, aarch64
  * before switching its MMU on). The number that could not be mapped. Boot core. */
 uint32_t node_devices_map_bars(struct pci_bus *b);
-/* The boot mode (kernel/bootmode.h) and, for the installer, the ESP image the boot loader
- * passed (linked; NULL: none). Before node_devices_init; without it the mode is SERVE.
+/* The boot mode (kernel/bootmode.h) and, for the installer, the ESP image and the BIOS
+ * boot image (store/biosimg.h) the boot loader passed (linked; NULL: none; a platform
+ * without BIOS boot passes NULL, 0 for it). Before node_devices_init; without it the mode
+ * is SERVE.
  * LIVE (and DIAG, which never builds a node on a disk): the node serves without any disk,
  * none is ever written. INSTALL, INSTALL_ERASE: node_devices_init probes the devices and
  * runs the installer (kernel/node/install.h) instead of building a node; it returns once
  * the disk is written, and the platform powers off. */
-void node_devices_set_boot(enum boot_mode mode, const uint8_t *esp, size_t esp_len);
+void node_devices_set_boot(enum boot_mode mode, const uint8_t *esp, size_t esp_len, const uint8_t *bios,
+			   size_t bios_len);
 /* Probe and drive every virtio function, self-test TLS, build the node. Failures are
  * logged and counted, never fatal here. cfg borrowed (its pointers linked). */
 void node_devices_init(const struct node_devices_config *cfg);

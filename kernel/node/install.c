@@ -7,7 +7,9 @@
  * last MiB or of its 64 samples, a layout of ours), or any non-zero byte in the first and
  * last MiB, or where the plan puts the two superblock slots. The boot medium is the disk
  * that holds an ISO 9660 volume descriptor ("CD001" at byte 32769: the hybrid ISO written
- * to a USB stick or attached as a disk); a read-only disk is never a target.
+ * to a USB stick or attached as a disk); a read-only disk is never a target. The BIOS boot
+ * image is checked (store_biosimg_parse) before any disk is looked at; where it cannot
+ * apply, the console says why the disk boots by UEFI only.
  */
 #include "kernel/node/install.h"
 
@@ -16,6 +18,7 @@
 #include "kernel/panic.h"
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "store/biosimg.h"
 #include "store/dev.h"
 #include "store/gpt.h"
 #include "store/layout.h"
@@ -133,11 +136,19 @@ void node_install(const struct node_install_config *c)
 	LOG_INFO("install", "urMQTT installer (%s): %u block device(s)", c->erase ? "erasing a disk that holds data" :
 		 "refusing a disk that holds data", (unsigned)c->n_disks);
 	if (!c->esp || c->esp_len < 512u)
-		PANIC("install: the boot loader passed no ESP image (%lu B): boot the ISO's install entry, whose "
-		      "module2 line carries it", (unsigned long)(c->esp ? c->esp_len : 0));
+		PANIC("install: the boot loader passed no ESP image (%lu B): boot the ISO's install entry (x86_64: "
+		      "GRUB's module2 \"esp\"; aarch64: \\EFI\\urmqtt\\esp.img on the boot volume)",
+		      (unsigned long)(c->esp ? c->esp_len : 0));
 	if (c->esp[510] != 0x55 || c->esp[511] != 0xaa)
 		PANIC("install: the ESP image (%lu B) is not a FAT image (no boot signature): was it passed "
 		      "gzipped with --nounzip?", (unsigned long)c->esp_len);
+	struct store_biosimg bim;
+	if (c->bios) {
+		enum store_biosimg_rej rej;
+		if (store_biosimg_parse(c->bios, c->bios_len, &bim, &rej) != 0)
+			PANIC("install: the BIOS boot image (the \"bios\" module, %lu B) is malformed: %s; nothing "
+			      "written", (unsigned long)c->bios_len, store_biosimg_rej_name(rej));
+	}
 	uint32_t t = inst_pick(c);
 	const char *name = c->names[t];
 	struct blk_dev *b = c->disks[t];
@@ -167,6 +178,24 @@ void node_install(const struct node_install_config *c)
 			    "%lu MiB at block %lu", name, (unsigned long)inst_mib(b), (unsigned long)n, (unsigned)bs,
 		 (unsigned long)(p.esp_blocks * bs >> 20), (unsigned long)p.esp_start,
 		 (unsigned long)(p.part_blocks * bs >> 20), (unsigned long)p.part_start);
+	/* BIOS boot: the partition the raw disk has, when the image fits this disk's plan. */
+	const char *uefi_only = "no BIOS boot image was given (x86_64: the install entry's \"bios\" module; "
+				"aarch64 machines boot by UEFI)";
+	if (c->bios) {
+		uint8_t g[16];
+		if (node_port_random(g, sizeof g) != 0)
+			PANIC("install: no random numbers for the GPT's GUIDs");
+		g[7] = (uint8_t)((g[7] & 0x0fu) | 0x40u); /* a version-4 GUID, on-disk form */
+		g[8] = (uint8_t)((g[8] & 0x3fu) | 0x80u);
+		if (store_biosimg_plan(&p, &bim, g, &uefi_only) == 0)
+			uefi_only = NULL;
+	}
+	if (uefi_only)
+		LOG_WARN("install", "%s will boot by UEFI only: %s", name, uefi_only);
+	else
+		LOG_INFO("install", "BIOS boot too: GRUB's core (%u sectors) in a BIOS boot partition at blocks "
+				    "%lu..%lu, its boot code in LBA 0", (unsigned)bim.core_sectors,
+			 (unsigned long)p.bios_start, (unsigned long)(p.bios_start + p.bios_blocks - 1u));
 
 	/* Does it hold data? */
 	struct store_disk_info info;
@@ -191,7 +220,9 @@ void node_install(const struct node_install_config *c)
 		LOG_INFO("install", "%s is empty", name);
 
 	/* 1. Whatever partition table was there goes first (a stop from here on leaves a disk
-	 * without one); 2. the ESP; 3. the superblock slots and region heads, then our GPT. */
+	 * without one); 2. the ESP; 3. the BIOS core and LBA 0's boot code (no partition
+	 * record: still no partition table); 4. the superblock slots and region heads, then our
+	 * GPT, whose protective MBR keeps that boot code. */
 	uint64_t first_usable, last_usable;
 	err = store_gpt_geometry(bs, n, &first_usable, &last_usable);
 	if (err)
@@ -215,18 +246,32 @@ void node_install(const struct node_install_config *c)
 		memcpy(c->scratch, c->esp + whole * bs, tail);
 		err = store_dev_write(&d, p.esp_start + whole, 1, c->scratch);
 	}
+	/* An image shorter than the partition (aarch64's, without its trailing zeros): the
+	 * rest zeroed, so the partition holds exactly the image and nothing of the disk's past. */
+	uint64_t esp_done = whole + (tail ? 1u : 0u);
+	if (!err && esp_done < p.esp_blocks)
+		err = store_dev_zero(&d, p.esp_start + esp_done, p.esp_blocks - esp_done);
 	if (!err)
 		err = store_dev_flush(&d);
 	if (err)
 		inst_write_fail(name, "writing the ESP", err);
 	LOG_INFO("install", "ESP written: %lu KiB", (unsigned long)(c->esp_len >> 10));
+	if (p.bios_blocks) {
+		err = store_biosimg_write(&d, &p, &bim, c->scratch, c->scratch_len);
+		if (err)
+			inst_write_fail(name, "writing the BIOS boot code", err);
+		LOG_INFO("install", "BIOS boot code written: GRUB's core at block %lu, boot code in LBA 0",
+			 (unsigned long)p.bios_start);
+	}
 	uint8_t guids[48];
 	if (node_port_random(guids, sizeof guids) != 0)
 		PANIC("install: no random numbers for the GPT's GUIDs");
 	err = store_disk_format_gpt(&d, &p, guids, c->scratch, c->scratch_len);
 	if (err)
 		inst_write_fail(name, "writing the GPT", err);
-	LOG_INFO("install", "GPT written: ESP and urMQTT data partition (formatted at its first boot); "
-			    "%lu blocks written", (unsigned long)(d.st.blocks[STORE_DEV_WRITE] + d.st.blocks[STORE_DEV_ZERO]));
+	LOG_INFO("install", "GPT written: ESP, urMQTT data partition (formatted at its first boot)%s; "
+			    "%lu blocks written", p.bios_blocks ? " and BIOS boot partition" : "",
+		 (unsigned long)(d.st.blocks[STORE_DEV_WRITE] + d.st.blocks[STORE_DEV_ZERO]));
+	LOG_INFO("install", "%s boots by UEFI%s", name, p.bios_blocks ? " and by BIOS" : " only");
 	log_rawf("install: done, powering off\n");
 }

@@ -7,9 +7,13 @@
  * v2 of docs/DISK-FORMAT.md for that disk's size (store_layout_plan, the kernel's own first
  * format plan) with the ESP image the boot loader passed as a module in the ESP partition
  * and both superblock slots zero, so the installed system's first boot formats the data
- * partition in place (the ESP never moves). Order: the GPT areas zeroed first, the ESP,
- * the superblock slots, the GPT last; a stop part-way never leaves a disk that looks
- * installed. Boot core, before the other cores start; every refusal and error stops the
+ * partition in place (the ESP never moves). With a BIOS boot image (store/biosimg.h) and a
+ * disk of 512-byte blocks whose plan leaves room for its core, the disk also boots by BIOS
+ * as the release's raw disk does: GRUB's core in a BIOS boot partition (the GPT's third
+ * entry, the ESP stays the first) and its boot code in LBA 0; otherwise the console says
+ * why it boots by UEFI only, and a malformed image stops the install naming what is wrong.
+ * Order: the GPT areas zeroed first, the ESP, the BIOS core and boot code, the superblock
+ * slots, the GPT last; a stop part-way never leaves a disk that looks installed. Boot core, before the other cores start; every refusal and error stops the
  * machine with a message naming the disk (kernel/panic.h).
  */
 #ifndef KERNEL_NODE_INSTALL_H
@@ -30,6 +34,9 @@ struct node_install_config {
 	const char *names[NODE_INSTALL_MAX_DISKS];     /* "virtio-blk0" (linked) */
 	const uint8_t *esp;                  /* the ESP image (the module; linked), NULL: none */
 	size_t esp_len;
+	const uint8_t *bios;                 /* the BIOS boot image (store/biosimg.h; the "bios"
+					      * module; linked), NULL: none (UEFI boot only) */
+	size_t bios_len;
 	uint8_t *bounce;                     /* DMA memory (linked), bounce_len bytes */
 	size_t bounce_len;                   /* a multiple of 4 KiB, at least 64 KiB */
 	uint8_t *scratch;                    /* STORE_LAYOUT_SCRATCH bytes (linked) */

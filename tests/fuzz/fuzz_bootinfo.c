@@ -5,7 +5,8 @@
  * start_info, the next two the address of the Multiboot2 information; both parsers run.
  * After every parse: the command line is NUL-terminated inside its buffer, the range
  * count is within BOOTINFO_MAX_MEM, and every range is whole pages, non-empty and does
- * not wrap; a module (Multiboot2 only) lies inside 32-bit addresses; a failure is one of
+ * not wrap; a module (Multiboot2 only) lies inside 32-bit addresses, every module tag is
+ * kept (one per name) or counted as ignored; a failure is one of
  * the documented error codes. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,9 +40,18 @@ static void check(const struct boot_info *bi, int err)
 		return;
 	if (bi->kind == BOOTINFO_PVH && bi->n_mods != 0)
 		abort();
-	if (bi->n_mods == 0 && (bi->mod.base || bi->mod.len))
+	if (bi->n_mods_ignored > bi->n_mods)
 		abort();
-	if (bi->mod.base > UINT32_MAX || bi->mod.len > UINT32_MAX - bi->mod.base)
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < BOOTINFO_MOD__COUNT; k++) {
+		const struct bootinfo_range *m = &bi->mods[k];
+		kept += bi->has_mod[k];
+		if (!bi->has_mod[k] && (m->base || m->len))
+			abort();
+		if (m->base > UINT32_MAX || m->len > UINT32_MAX - m->base)
+			abort();
+	}
+	if (kept + bi->n_mods_ignored != bi->n_mods)
 		abort();
 	if (bi->n_mem == 0 || bi->n_mem > BOOTINFO_MAX_MEM)
 		abort();

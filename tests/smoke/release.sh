@@ -34,14 +34,21 @@
 #                             disk; database opened", CONNACK 0 over mTLS
 #   release/iso-aarch64-uefi  the ISO as a CD (virtio-scsi) under AAVMF (qemu-system-aarch64
 #                             -M virt -cpu max, TCG): the kernel as EFI/BOOT/BOOTAA64.EFI of
-#                             the ISO's EFI image, its default options urmqtt.mode=live: "live:
-#                             running from RAM" (the attached disk never used), CONNACK 0
+#                             the ISO's EFI image shows its menu (arch/aarch64/efi_menu.c),
+#                             nobody types, entry 1 after the countdown: "live: running from
+#                             RAM" (the attached disk never used), CONNACK 0
 #   release/iso-aarch64-usb   the ISO as a USB disk under AAVMF, the same
+#   release/iso-aarch64-install  the ISO as a CD under AAVMF with an empty 256 MiB disk; the
+#                             test types 2 at the menu (its serial input is a FIFO): the ESP
+#                             image read from the boot volume, the disk named and written, the
+#                             machine off by itself; then that disk alone under AAVMF: no
+#                             menu, the data partition formatted in place, CONNACK 0
 #   release/raw-aarch64-uefi  the aarch64 raw disk alone under AAVMF: the data partition
 #                             formatted in place, CONNACK 0
 # All boots run at once (raw-bios-2 after raw-bios), each bounded (BOOT_S, 300 s: up to nine
 # TCG guests share the cores; alone each takes 10-40 s); QEMU dies on exit.
-# RELEASE_BOOTS="raw-bios iso-aarch64-uefi ..." boots only those (raw-bios brings raw-bios-2).
+# RELEASE_BOOTS="raw-bios iso-aarch64-uefi ..." boots only those (raw-bios brings raw-bios-2,
+# iso-aarch64-install its second boot).
 # Usage: release.sh BUILD | release.sh --prepare BUILD
 set -uo pipefail
 prepare=0
@@ -207,13 +214,17 @@ if [[ $r == ok* ]]; then pass sbom "${r#ok }"; else fail sbom "$r"; fi
 # ---- boots: all at once (RELEASE_BOOTS="NAME ..." runs only those; raw-bios-2 follows
 # raw-bios on the same disk)
 only=${RELEASE_BOOTS:-}
-want() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]] || { [ "$1" = raw-bios-2 ] && [[ " $only " == *" raw-bios "* ]]; }; }
+want() {
+	[ -z "$only" ] || [[ " $only " == *" $1 "* ]] || { [ "$1" = raw-bios-2 ] && [[ " $only " == *" raw-bios "* ]]; } ||
+		{ [ "$1" = iso-aarch64-install-2 ] && [[ " $only " == *" iso-aarch64-install "* ]]; }
+}
 freeport() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 ovmf_code=/usr/share/OVMF/OVMF_CODE_4M.fd
 aavmf_code=/usr/share/AAVMF/AAVMF_CODE.fd aavmf_vars=/usr/share/AAVMF/AAVMF_VARS.fd
 a64raw=$out/$name-aarch64.raw
-declare -A pid_of=() port_of=() start_s=() done_s=() tls_of=() skip_of=()
-# boot NAME FIRMWARE(bios|uefi|aavmf) QEMU_ARGS...: console in $logs/guest-NAME.log
+declare -A pid_of=() port_of=() start_s=() done_s=() tls_of=() skip_of=() serial_in=()
+# boot NAME FIRMWARE(bios|uefi|aavmf) QEMU_ARGS...: console in $logs/guest-NAME.log; with
+# serial_in[NAME] (a FIFO), the serial port's input is that FIFO
 boot() {
 	local n=$1 fw=$2
 	shift 2
@@ -230,8 +241,13 @@ boot() {
 			-drive "if=pflash,format=raw,unit=1,file=$tmp/vars-$n.fd")
 	fi
 	: >"$logs/guest-$n.log"
-	nice -n 19 "${machine[@]}" -m 1G -smp 2 -display none -no-reboot \
-		-nodefaults -serial "file:$logs/guest-$n.log" "${fwargs[@]}" "$@" </dev/null >"$logs/qemu-$n.log" 2>&1 &
+	if [ -n "${serial_in[$n]:-}" ]; then
+		nice -n 19 "${machine[@]}" -m 1G -smp 2 -display none -no-reboot \
+			-nodefaults -serial stdio "${fwargs[@]}" "$@" <"${serial_in[$n]}" >"$logs/guest-$n.log" 2>"$logs/qemu-$n.log" &
+	else
+		nice -n 19 "${machine[@]}" -m 1G -smp 2 -display none -no-reboot \
+			-nodefaults -serial "file:$logs/guest-$n.log" "${fwargs[@]}" "$@" </dev/null >"$logs/qemu-$n.log" 2>&1 &
+	fi
 	pids+=($!)
 	pid_of[$n]=$!
 	start_s[$n]=$(date +%s)
@@ -241,7 +257,9 @@ disk() { # NAME: a blank 256 MiB data disk on virtio-blk
 	echo -drive "file=$tmp/data-$1.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0
 }
 # The boots an mTLS client connects to: the guest's 8883 forwarded to a port of ours.
-for n in raw-uefi raw-bios raw-bios-2 iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi; do port_of[$n]=$(freeport); done
+for n in raw-uefi raw-bios raw-bios-2 iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi iso-aarch64-install-2; do
+	port_of[$n]=$(freeport)
+done
 net() { # NAME: user networking (run in $(...): reads port_of only)
 	if [ -n "${port_of[$1]:-}" ]; then
 		echo -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:${port_of[$1]}-10.0.2.15:8883" -device virtio-net-pci,netdev=n0,romfile=
@@ -269,7 +287,7 @@ for f in "$aavmf_code" "$aavmf_vars"; do [ -e "$f" ] || a64_missing="${a64_missi
 		cp "$raw" "$tmp/raw-bios.img"
 		boot raw-bios bios -drive "file=$tmp/raw-bios.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 $(net raw-bios)
 	fi
-	for n in iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi; do
+	for n in iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi iso-aarch64-install; do
 		want $n || continue
 		[ -z "$a64_missing" ] || { skip_of[$n]="needs $a64_missing"; continue; }
 		case $n in
@@ -282,11 +300,19 @@ for f in "$aavmf_code" "$aavmf_vars"; do [ -e "$f" ] || a64_missing="${a64_missi
 				cp "$a64raw" "$tmp/raw-aarch64.img"
 				boot $n aavmf -drive "file=$tmp/raw-aarch64.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0 $(net $n)
 			fi ;;
+		iso-aarch64-install)
+			truncate -s 256M "$tmp/a64-inst.img"
+			mkfifo "$tmp/a64-in" && exec 4<>"$tmp/a64-in" # held open: QEMU never sees EOF
+			serial_in[$n]=$tmp/a64-in
+			boot $n aavmf -device virtio-scsi-pci -drive "file=$iso,if=none,id=c0,format=raw,media=cdrom,readonly=on" \
+				-device scsi-cd,drive=c0,bootindex=0 -drive "file=$tmp/a64-inst.img,if=none,id=d0,format=raw" \
+				-device virtio-blk-pci,drive=d0 $(net $n) ;;
 		esac
 	done
 }
 names=()
-for n in iso-bios iso-uefi iso-usb iso-usb-bios raw-uefi raw-bios raw-bios-2 iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi; do
+for n in iso-bios iso-uefi iso-usb iso-usb-bios raw-uefi raw-bios raw-bios-2 iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi \
+	iso-aarch64-install iso-aarch64-install-2; do
 	want $n && names+=("$n")
 done
 text() { tr -d '\r' <"$logs/guest-$1.log" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g'; }
@@ -296,8 +322,12 @@ up() { # NAME: the console shows everything a served boot of that kind shows
 	t=$(text "$n")
 	grep -aq 'listening on TCP 8883' <<<"$t" && grep -aq 'DHCP lease: ' <<<"$t" || return 1
 	case $n in
-	iso-aarch64-*) # the ISO's Arm copy runs live (its default options): the disk is never used
-		grep -aq 'urMQTT aarch64 (production build), entered at EL' <<<"$t" &&
+	iso-aarch64-install-2) # the installed disk's copy has no default options: no menu
+		grep -aq 'urMQTT aarch64 (production build), entered at EL' <<<"$t" && ! grep -aq 'urMQTT boot menu' <<<"$t" &&
+			grep -aq 'store: virtio-blk0: an interrupted format done again' <<<"$t" ;;
+	iso-aarch64-*) # the ISO's Arm copy: its menu, nobody types, entry 1 (live): the disk is never used
+		grep -aq 'urMQTT boot menu (aarch64)' <<<"$t" && grep -aq 'urMQTT: booting entry 1 (urmqtt.mode=live)' <<<"$t" &&
+			grep -aq 'urMQTT aarch64 (production build), entered at EL' <<<"$t" &&
 			grep -aq 'live: running from RAM, no disk is written' <<<"$t" ;;
 	*aarch64*)
 		grep -aq 'urMQTT aarch64 (production build), entered at EL' <<<"$t" &&
@@ -345,10 +375,33 @@ while :; do
 	left=0
 	for n in "${names[@]}"; do
 		[ -n "${done_s[$n]:-}" ] || [ -n "${skip_of[$n]:-}" ] && continue
-		if [ -z "${pid_of[$n]:-}" ]; then # only raw-bios-2 starts late: while raw-bios boots
-			if [ "$n" = raw-bios-2 ] && [ -n "${pid_of[raw-bios]:-}" ] && [ -z "${done_s[raw-bios]:-}" ] &&
-				[ $((now - start_s[raw-bios])) -lt "$boot_s" ]; then
+		if [ -z "${pid_of[$n]:-}" ]; then # raw-bios-2 and iso-aarch64-install-2 start late
+			first=${n%-2}
+			if [ "$first" != "$n" ] && [ -n "${pid_of[$first]:-}" ] && [ -z "${done_s[$first]:-}" ] &&
+				[ $((now - start_s[$first])) -lt "$boot_s" ]; then
 				left=1
+			fi
+			continue
+		fi
+		if [ "$n" = iso-aarch64-install ]; then # type 2 at the menu, then wait for the power-off
+			t=$(text "$n")
+			if [ -z "${typed_s:-}" ] && grep -aq 'urMQTT boot menu (aarch64)' <<<"$t"; then
+				printf '2' >&4
+				typed_s=$((now - start_s[$n]))
+			fi
+			if ! kill -0 "${pid_of[$n]}" 2>/dev/null; then
+				{ wait "${pid_of[$n]}"; } 2>/dev/null
+				done_s[$n]=$((now - start_s[$n]))
+				if grep -aq 'install: done, powering off' <<<"$t"; then
+					# shellcheck disable=SC2046 # net prints words
+					boot iso-aarch64-install-2 aavmf -drive "file=$tmp/a64-inst.img,if=none,id=d0,format=raw" \
+						-device virtio-blk-pci,drive=d0 $(net iso-aarch64-install-2)
+					left=1
+				fi
+			elif [ $((now - start_s[$n])) -lt "$boot_s" ]; then
+				left=1
+			else
+				kill_boot "$n"
 			fi
 			continue
 		fi
@@ -380,11 +433,30 @@ desc() {
 	raw-bios-2) echo "the same disk after its first format, SeaBIOS again" ;;
 	iso-aarch64-uefi) echo "ISO as CD (virtio-scsi), aarch64 AAVMF" ;; iso-aarch64-usb) echo "ISO as USB disk, aarch64 AAVMF" ;;
 	raw-aarch64-uefi) echo "aarch64 raw GPT disk alone, AAVMF" ;;
+	iso-aarch64-install-2) echo "the disk the aarch64 install wrote, alone, AAVMF" ;;
 	esac
 }
 for n in "${names[@]}"; do
+	[ "$n" = iso-aarch64-install-2 ] && continue # reported with iso-aarch64-install
 	if [ -n "${skip_of[$n]:-}" ]; then
 		echo "SKIP release/$n (${skip_of[$n]})"
+	elif [ "$n" = iso-aarch64-install ]; then
+		t=$(text "$n") n2=iso-aarch64-install-2
+		if [ -z "${typed_s:-}" ]; then
+			fail "$n" "the ISO's aarch64 menu never appeared within $boot_s s; see $logs/guest-$n.log"
+		elif ! grep -aq 'urMQTT: booting entry 2 (urmqtt.mode=install)' <<<"$t"; then
+			fail "$n" "2 typed at the menu after ${typed_s} s, but entry 2 was not booted; see $logs/guest-$n.log"
+		elif [ -z "${done_s[$n]:-}" ] || ! grep -aq 'install: done, powering off' <<<"$t"; then
+			fail "$n" "the install did not finish and power off within $boot_s s; see $logs/guest-$n.log"
+		elif ! grep -aq "the installer's ESP image: .* read" <<<"$t" || ! grep -aq 'install: target: virtio-blk0, 256 MiB' <<<"$t"; then
+			fail "$n" "powered off without reading the ESP image or naming the disk and its size; see $logs/guest-$n.log"
+		elif [ -z "${done_s[$n2]:-}" ]; then
+			fail "$n" "installed and off in ${done_s[$n]} s, but the disk alone under AAVMF did not serve within $boot_s s; see $logs/guest-$n2.log"
+		elif [[ ${tls_of[$n2]} != "connack 0 TLSv1.3" ]]; then
+			fail "$n" "the installed disk served but device-1 over TLS 1.3: ${tls_of[$n2]}"
+		else
+			pass "$n" "ISO as CD, aarch64 AAVMF, TCG: its menu, 2 typed after ${typed_s} s, the ESP image read from the boot volume, virtio-blk0 (256 MiB) written, off in ${done_s[$n]} s; that disk alone: no menu, data partition formatted in place, serving in ${done_s[$n2]} s, device-1: CONNACK 0 over TLS 1.3"
+		fi
 	elif [ "$n" = raw-aarch64-uefi ] && [ ! -s "$a64raw" ]; then
 		fail "$n" "make release wrote no $(basename "$a64raw")"
 	elif [ -z "${pid_of[$n]:-}" ]; then
@@ -397,7 +469,7 @@ for n in "${names[@]}"; do
 			raw-uefi) extra="data partition formatted in place; device-1 of the new CA: CONNACK 0 over TLS 1.3, the server's chain through its intermediate CA verified by a client that trusts only the root" ;;
 			raw-bios) extra="GRUB from the BIOS boot partition, data partition formatted in place; device-1: CONNACK 0 over TLS 1.3" ;;
 			raw-bios-2) extra="GRUB's boot code and BIOS boot partition kept by the format, our disk opened; device-1: CONNACK 0 over TLS 1.3" ;;
-			iso-aarch64-*) extra="the kernel as EFI/BOOT/BOOTAA64.EFI, live from its default options (the disk unused); device-1: CONNACK 0 over TLS 1.3" ;;
+			iso-aarch64-*) extra="the kernel as EFI/BOOT/BOOTAA64.EFI, its menu's default entry 1 (live) after the countdown (the disk unused); device-1: CONNACK 0 over TLS 1.3" ;;
 			*) extra="the kernel as EFI/BOOT/BOOTAA64.EFI, blank disk formatted; device-1: CONNACK 0 over TLS 1.3" ;;
 			esac
 			pass "$n" "$(desc "$n"), TCG: serving in ${done_s[$n]} s; $extra"
@@ -414,9 +486,11 @@ done
 #                               SeaBIOS with a data disk attached: "live: running from RAM",
 #                               CONNACK 0 over mTLS, and the disk's SHA-256 the same afterwards
 #   release/iso-install         the ISO's install entry onto an empty 256 MiB disk: it names the
-#                               disk, writes it and powers the machine off by itself; then that
-#                               disk alone under OVMF: our GRUB entry, the data partition
-#                               formatted in place, CONNACK 0 over mTLS
+#                               disk, writes it (BIOS boot code too: the "bios" module) and
+#                               powers the machine off by itself; then that disk alone under
+#                               OVMF and a copy of it alone under SeaBIOS, at once: our GRUB
+#                               entry, the data partition formatted in place, CONNACK 0 over
+#                               mTLS on both
 #   release/install-refuses-data  the install entry with a disk holding data: "holds data ...
 #                               NOT written", and the disk's SHA-256 unchanged
 #   release/ro-media-stop       the production kernel with its data disk readonly=on: the
@@ -450,7 +524,7 @@ if [ ${#modes[@]} -gt 0 ]; then
 		modes=("${keep[@]}")
 	fi
 	diso=$tmp/variant-diag/$name.iso
-	for n in iso-live-no-write iso-install-2; do port_of[$n]=$(freeport); done
+	for n in iso-live-no-write iso-install-2 iso-install-bios; do port_of[$n]=$(freeport); done
 	vdisk() { # NAME FILE [readonly]: FILE on virtio-blk
 		echo -drive "file=$2,if=none,id=d0,format=raw${3:+,readonly=on}" -device virtio-blk-pci,drive=d0
 	}
@@ -476,7 +550,7 @@ if [ ${#modes[@]} -gt 0 ]; then
 	alive() { kill -0 "${pid_of[$1]}" 2>/dev/null; }
 	while :; do
 		now=$(date +%s) left=0
-		for n in "${modes[@]}" iso-install-2; do
+		for n in "${modes[@]}" iso-install-2 iso-install-bios; do
 			[ -n "${res[$n]:-}" ] || [ -z "${pid_of[$n]:-}" ] && continue
 			t=$(text "$n")
 			case $n in
@@ -492,11 +566,15 @@ if [ ${#modes[@]} -gt 0 ]; then
 					{ wait "${pid_of[$n]}"; } 2>/dev/null
 					done_s[$n]=$((now - start_s[$n])) res[$n]=ok
 					if grep -aq 'install: done, powering off' <<<"$t"; then
+						# the installed disk by UEFI, and a copy of it by BIOS, at once
+						cp "$tmp/inst.img" "$tmp/inst-bios.img"
 						# shellcheck disable=SC2046
 						boot iso-install-2 uefi $(vdisk x "$tmp/inst.img") $(net iso-install-2)
+						# shellcheck disable=SC2046
+						boot iso-install-bios bios $(vdisk x "$tmp/inst-bios.img") $(net iso-install-bios)
 					fi
 				fi ;;
-			iso-install-2)
+			iso-install-2 | iso-install-bios)
 				if grep -aq 'Booting .urMQTT' <<<"$t" && grep -aq 'urMQTT x86_64 (production build), booted via Multiboot2' <<<"$t" &&
 					grep -aq 'store: virtio-blk0: an interrupted format done again' <<<"$t" &&
 					grep -aq 'listening on TCP 8883' <<<"$t" && grep -aq 'DHCP lease: ' <<<"$t"; then
@@ -538,17 +616,23 @@ if [ ${#modes[@]} -gt 0 ]; then
 				pass "$n" "ISO as CD, SeaBIOS, TCG: urmqtt.mode=live serving in ${done_s[$n]} s, device-1: CONNACK 0 over TLS 1.3; the attached 256 MiB disk's SHA-256 unchanged"
 			fi ;;
 		iso-install)
-			n2="iso-install-2"
+			n2="iso-install-2" nb="iso-install-bios"
 			if [ "${res[$n]:-}" != ok ] || ! grep -aq 'install: done, powering off' <<<"$t"; then
 				fail "$n" "the install entry did not finish and power off within $boot_s s; see $logs/guest-$n.log"
 			elif ! grep -aq 'install: target: virtio-blk0, 256 MiB' <<<"$t"; then
 				fail "$n" "powered off without naming the disk and its size; see $logs/guest-$n.log"
+			elif ! grep -aq 'install: BIOS boot code written' <<<"$t" || ! grep -aq 'virtio-blk0 boots by UEFI and by BIOS' <<<"$t"; then
+				fail "$n" "installed without the BIOS boot code (the \"bios\" module); see $logs/guest-$n.log"
 			elif [ "${res[$n2]:-}" != ok ]; then
 				fail "$n" "installed and powered off in ${done_s[$n]} s, but the disk alone under OVMF did not serve within $boot_s s; see $logs/guest-$n2.log"
 			elif [[ ${tls_of[$n2]} != "connack 0 TLSv1.3" ]]; then
-				fail "$n" "the installed disk served but device-1 over TLS 1.3: ${tls_of[$n2]}"
+				fail "$n" "the installed disk served under OVMF but device-1 over TLS 1.3: ${tls_of[$n2]}"
+			elif [ "${res[$nb]:-}" != ok ]; then
+				fail "$n" "installed in ${done_s[$n]} s and served under OVMF, but the disk alone under SeaBIOS did not serve within $boot_s s; see $logs/guest-$nb.log"
+			elif [[ ${tls_of[$nb]} != "connack 0 TLSv1.3" ]]; then
+				fail "$n" "the installed disk served under SeaBIOS but device-1 over TLS 1.3: ${tls_of[$nb]}"
 			else
-				pass "$n" "SeaBIOS, TCG: install entry named virtio-blk0 (256 MiB), wrote it and powered off in ${done_s[$n]} s; that disk alone under OVMF: data partition formatted in place, serving in ${done_s[$n2]} s, device-1: CONNACK 0 over TLS 1.3"
+				pass "$n" "SeaBIOS, TCG: install entry named virtio-blk0 (256 MiB), wrote it with the BIOS boot code and powered off in ${done_s[$n]} s; that disk alone under OVMF and a copy under SeaBIOS: data partition formatted in place, serving in ${done_s[$n2]} s and ${done_s[$nb]} s, device-1: CONNACK 0 over TLS 1.3 on both"
 			fi ;;
 		install-refuses-data)
 			after=$(sha256sum <"$tmp/data.img")

@@ -22,8 +22,11 @@
 # tree itself, and grub-mkimage writes no time.
 # With AARCH64.EFI (the aarch64 Image, a PE32+ EFI application: arch/aarch64/efi.c, ADR-088):
 #   the ISO's EFI image also holds it as EFI/BOOT/BOOTAA64.EFI (aarch64 UEFI, CD and USB disk:
-#                     the firmware starts the kernel itself, no menu; that copy's default
-#                     options, written below, say urmqtt.mode=live), and
+#                     the firmware starts the kernel itself; that copy's default options,
+#                     written below, say "menu:live", so it shows the x86_64 menu's four
+#                     entries itself: arch/aarch64/efi_menu.c, ADR-094) and, for its install
+#                     entries, EFI/urmqtt/esp.img: the aarch64 disk's ESP image without its
+#                     trailing zeros (the installer writes it into the target's ESP), and
 #   NAME-aarch64.raw  the same GPT disk for aarch64 UEFI: the ESP holding only
 #                     EFI/BOOT/BOOTAA64.EFI, the data partition as above; and .qcow2.
 # Usage: images.sh KERNEL.elf OUTDIR NAME ESP_MB DISK_MB [AARCH64.EFI]
@@ -61,10 +64,12 @@ stamp() { find "$@" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +; }
 # The menus (issue 20). GRUB talks on the first serial port and the screen; the kernel's
 # console is the serial port. menu iso: the ISO's four entries, each naming its boot mode
 # (kernel/bootmode.h: urmqtt.mode=); the install entries also load the ESP image (gzipped:
-# GRUB's gzio unpacks a module unless told --nounzip) as a Multiboot2 module, which the
-# installer writes into the target disk's ESP. menu disk: the installed disk's one entry,
-# normal serving (no mode). ISO_DEFAULT_ENTRY (tests only, tests/smoke/release.sh): which ISO
-# entry GRUB boots when nobody chooses (0, the live entry, unless set); releases never set it.
+# GRUB's gzio unpacks a module unless told --nounzip) as a Multiboot2 module named "esp",
+# which the installer writes into the target disk's ESP, and the BIOS boot image (below)
+# as one named "bios", with which the installed disk boots by BIOS too. menu disk: the
+# installed disk's one entry, normal serving (no mode). ISO_DEFAULT_ENTRY (tests only,
+# tests/smoke/release.sh): which ISO entry GRUB boots when nobody chooses (0, the live
+# entry, unless set); releases never set it.
 menu() {
 	cat <<-CFG
 	# urMQTT $name: GRUB menu (tools/release/images.sh)
@@ -95,12 +100,14 @@ menu() {
 	  echo "Loading urMQTT $name (install onto an empty disk) ..."
 	  multiboot2 /boot/urmqtt.elf urmqtt.mode=install
 	  module2 /boot/esp.img.gz esp
+	  module2 /boot/bios-boot.img.gz bios
 	  boot
 	}
 	menuentry "Install urMQTT, erasing the disk's data" {
 	  echo "Loading urMQTT $name (install, ERASING the disk) ..."
 	  multiboot2 /boot/urmqtt.elf urmqtt.mode=install-erase
 	  module2 /boot/esp.img.gz esp
+	  module2 /boot/bios-boot.img.gz bios
 	  boot
 	}
 	menuentry "Diagnostics" {
@@ -140,84 +147,14 @@ stamp "$esp_root"
 esp=$work/esp.img
 fat "$esp" $((esp_mb * 1024)) URMQTT-ESP "$esp_root"
 
-# ---- the ISO
-iso_root=$work/iso
-mkdir -p "$iso_root/boot/grub" "$work/efi-iso/EFI/BOOT"
-cp "$kernel" "$iso_root/boot/urmqtt.elf"
-menu iso >"$iso_root/boot/grub/grub.cfg"
-gzip -9 -n <"$esp" >"$iso_root/boot/esp.img.gz"
-cat >"$work/early-iso.cfg" <<-CFG
-search --no-floppy --fs-uuid --set=root $iso_uuid
-set prefix=(\$root)/boot/grub
-configfile \$prefix/grub.cfg
-CFG
-mkimage i386-pc-eltorito "$iso_root/boot/grub/bios.img" "$work/early-iso.cfg" biosdisk
-mkimage x86_64-efi "$work/efi-iso/EFI/BOOT/BOOTX64.EFI" "$work/early-iso.cfg"
-# efi_options IN OUT TEXT: a copy of the aarch64 EFI image whose default options (what it
-# runs with when the firmware gives none: arch/aarch64/efi.c, "URMQOPT1" then 56 bytes)
-# are TEXT. Exactly one aligned marker followed by zeros, else the release stops.
-efi_options() {
-	local in=$1 o=$2 text=$3 offs
-	offs=$(grep -obUaF URMQOPT1 "$in" | cut -d: -f1 | awk '$1 % 8 == 0')
-	[ "$(wc -w <<<"$offs")" = 1 ] || { echo "release: $in: not exactly one default-options slot (URMQOPT1)" >&2; exit 1; }
-	[ ${#text} -le 55 ] || { echo "release: default options longer than 55 bytes: $text" >&2; exit 1; }
-	[ "$(tail -c +$((offs + 9)) "$in" | head -c 56 | tr -d '\0' | wc -c)" = 0 ] ||
-		{ echo "release: $in: its default-options slot is not empty" >&2; exit 1; }
-	cp "$in" "$o"
-	printf '%s' "$text" | dd of="$o" bs=1 seek=$((offs + 8)) conv=notrunc status=none
-}
-# The ISO's Arm entry runs live, as its x86_64 menu's default entry does (no menu on Arm).
-[ -z "$a64efi" ] || efi_options "$a64efi" "$work/efi-iso/EFI/BOOT/BOOTAA64.EFI" "urmqtt.mode=live"
-stamp "$work/efi-iso"
-efi_kib=$(($(du -b -s "$work/efi-iso" | cut -f1) / 1024 + 512))
-fat "$iso_root/boot/grub/efi.img" "$efi_kib" URMQTT-EFI "$work/efi-iso"
-stamp "$iso_root"
-iso=$out/$name.iso
-rm -f "$iso"
-xorriso -as mkisofs -quiet -o "$iso" -iso-level 3 -r -V URMQTT \
-	--modification-date="$iso_date" \
-	-b boot/grub/bios.img -no-emul-boot -boot-load-size 4 -boot-info-table --grub2-boot-info \
-	--grub2-mbr "$grub_lib/i386-pc/boot_hybrid.img" \
-	--efi-boot boot/grub/efi.img -efi-boot-part --efi-boot-image --protective-msdos-label \
-	"$iso_root" 2>"$work/xorriso.log" || { cat "$work/xorriso.log" >&2; exit 1; }
-
-# ---- the disk
-raw=$out/$name-x86_64.raw
-# docs/DISK-FORMAT.md section 4: U = 1 MiB; the ESP from 1 MiB; the data partition from the
-# next MiB to the last usable LBA rounded down to a MiB (2048 sectors of 512).
-sectors=$((disk_mb * 2048))
-last_usable=$((sectors - 34))
+# ---- the BIOS boot code, built once: what the raw disk gets (below) and, as the ISO's
+# install entries' "bios" module, what the installer writes (the same bytes). The BIOS boot
+# partition: from the first usable LBA (34, 512-byte sectors) to the ESP at 1 MiB.
 esp_start=2048
-esp_size=$((esp_mb * 2048))
-data_start=$((esp_start + esp_size))
-data_size=$(((last_usable + 1) / 2048 * 2048 - data_start))
-# The BIOS boot partition: from the first usable LBA to the ESP (GRUB's core, below); the
-# third entry, as the kernel's format keeps it (ESP first: GRUB's prefix names gpt1).
 bios_start=34
 bios_size=$((esp_start - bios_start))
-# gpt_disk RAW ESP_IMAGE TAG [bios]: a blank disk of DISK_MB with that GPT (GUIDs from TAG),
-# the ESP image at 1 MiB; with "bios", the BIOS boot partition's entry too.
-gpt_disk() {
-	local img=$1 espimg=$2 tag=$3 bios=${4:-}
-	rm -f "$img"
-	truncate -s "${disk_mb}M" "$img"
-	{
-		cat <<-SF
-		label: gpt
-		label-id: $(guid "${tag}disk")
-		unit: sectors
-		first-lba: 34
-		last-lba: $last_usable
-		start=$esp_start, size=$esp_size, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, uuid=$(guid "${tag}esp"), name="EFI system partition"
-		start=$data_start, size=$data_size, type=E115A373-FB22-4A52-96F0-86C11C6FB76C, uuid=$(guid "${tag}data"), name="urMQTT data"
-		SF
-		[ -z "$bios" ] || echo "start=$bios_start, size=$bios_size, type=21686148-6449-6E6F-744E-656564454649, uuid=$(guid "${tag}bios"), name=\"BIOS boot partition\""
-	} | sfdisk --quiet --no-reread --no-tell-kernel "$img" >/dev/null
-	dd if="$espimg" of="$img" bs=1M seek=1 conv=notrunc,sparse status=none
-}
-gpt_disk "$raw" "$esp" "" bios
-# BIOS: GRUB's i386-pc core in the BIOS boot partition, boot.img's code in LBA 0 (bytes
-# 0..439; the kernel's format keeps them, DISK-FORMAT section 6), patched as grub-bios-setup
+# GRUB's i386-pc core for the BIOS boot partition, boot.img's code for LBA 0 (bytes 0..439;
+# the kernel's format keeps them, DISK-FORMAT section 6), patched as grub-bios-setup
 # patches them for a core embedded in consecutive sectors (offsets from GRUB's
 # include/grub/i386/pc/boot.h and grub-core/boot/i386/pc/diskboot.S, checked below against
 # the installed images before anything is patched):
@@ -250,6 +187,113 @@ fi
 poke "$mkdisk_core" 500 "$(le $((bios_start + 1)) 8)"
 poke "$work/boot.img" 92 "$(le "$bios_start" 8)"
 poke "$work/boot.img" 102 '\x90\x90'
+# The module (store/biosimg.h, format version 1; the kernel checks every field): a 512-byte
+# header (magic URMQBIOS, u32 version 1, u32 440 boot code bytes, u64 the LBA the core was
+# patched for, u32 the core's sectors, zeros; little-endian), boot.img's 440 bytes, the core
+# zero-padded to whole sectors.
+bios_mod=$work/bios-boot.img
+{
+	printf 'URMQBIOS'
+	# shellcheck disable=SC2059 # the escapes are the format
+	printf "$(le 1 4)$(le 440 4)$(le "$bios_start" 8)$(le "$core_sectors" 4)"
+	head -c 484 /dev/zero
+	head -c 440 "$work/boot.img"
+	cat "$mkdisk_core"
+} >"$bios_mod"
+truncate -s $((512 + 440 + core_sectors * 512)) "$bios_mod"
+
+# ---- the ISO
+iso_root=$work/iso
+mkdir -p "$iso_root/boot/grub" "$work/efi-iso/EFI/BOOT"
+cp "$kernel" "$iso_root/boot/urmqtt.elf"
+menu iso >"$iso_root/boot/grub/grub.cfg"
+gzip -9 -n <"$esp" >"$iso_root/boot/esp.img.gz"
+gzip -9 -n <"$bios_mod" >"$iso_root/boot/bios-boot.img.gz"
+cat >"$work/early-iso.cfg" <<-CFG
+search --no-floppy --fs-uuid --set=root $iso_uuid
+set prefix=(\$root)/boot/grub
+configfile \$prefix/grub.cfg
+CFG
+mkimage i386-pc-eltorito "$iso_root/boot/grub/bios.img" "$work/early-iso.cfg" biosdisk
+mkimage x86_64-efi "$work/efi-iso/EFI/BOOT/BOOTX64.EFI" "$work/early-iso.cfg"
+# efi_options IN OUT TEXT: a copy of the aarch64 EFI image whose default options (what it
+# runs with when the firmware gives none: arch/aarch64/efi.c, "URMQOPT1" then 56 bytes)
+# are TEXT. Exactly one aligned marker followed by zeros, else the release stops.
+efi_options() {
+	local in=$1 o=$2 text=$3 offs
+	offs=$(grep -obUaF URMQOPT1 "$in" | cut -d: -f1 | awk '$1 % 8 == 0')
+	[ "$(wc -w <<<"$offs")" = 1 ] || { echo "release: $in: not exactly one default-options slot (URMQOPT1)" >&2; exit 1; }
+	[ ${#text} -le 55 ] || { echo "release: default options longer than 55 bytes: $text" >&2; exit 1; }
+	[ "$(tail -c +$((offs + 9)) "$in" | head -c 56 | tr -d '\0' | wc -c)" = 0 ] ||
+		{ echo "release: $in: its default-options slot is not empty" >&2; exit 1; }
+	cp "$in" "$o"
+	printf '%s' "$text" | dd of="$o" bs=1 seek=$((offs + 8)) conv=notrunc status=none
+}
+# The aarch64 ESP: the aarch64 disk's (below) and, without its trailing zeros, the image the
+# ISO's Arm install entries write (mkfs.fat and mcopy put every FAT structure and file
+# cluster first, so nothing after the last non-zero byte is needed; the installer zeroes the
+# rest of the partition).
+a64_modes=(live install install-erase diag) # the x86_64 menu's entries, in order
+if [ -n "$a64efi" ]; then
+	a64_root=$work/esp-aarch64
+	mkdir -p "$a64_root/EFI/BOOT" "$work/efi-iso/EFI/urmqtt"
+	cp "$a64efi" "$a64_root/EFI/BOOT/BOOTAA64.EFI"
+	stamp "$a64_root"
+	fat "$work/esp-aarch64.img" $((esp_mb * 1024)) URMQTT-ESP "$a64_root"
+	python3 -c 'import sys
+d = open(sys.argv[1], "rb").read()
+n = (len(d.rstrip(b"\0")) + 511) // 512 * 512
+open(sys.argv[2], "wb").write(d[:n])' "$work/esp-aarch64.img" "$work/efi-iso/EFI/urmqtt/esp.img"
+	# The ISO's Arm copy shows the menu; its default is the x86_64 menu's (ISO_DEFAULT_ENTRY,
+	# tests only, names the same entry on both).
+	efi_options "$a64efi" "$work/efi-iso/EFI/BOOT/BOOTAA64.EFI" "menu:${a64_modes[${ISO_DEFAULT_ENTRY:-0}]}"
+fi
+stamp "$work/efi-iso"
+efi_kib=$(($(du -b -s "$work/efi-iso" | cut -f1) / 1024 + 512))
+fat "$iso_root/boot/grub/efi.img" "$efi_kib" URMQTT-EFI "$work/efi-iso"
+stamp "$iso_root"
+iso=$out/$name.iso
+rm -f "$iso"
+xorriso -as mkisofs -quiet -o "$iso" -iso-level 3 -r -V URMQTT \
+	--modification-date="$iso_date" \
+	-b boot/grub/bios.img -no-emul-boot -boot-load-size 4 -boot-info-table --grub2-boot-info \
+	--grub2-mbr "$grub_lib/i386-pc/boot_hybrid.img" \
+	--efi-boot boot/grub/efi.img -efi-boot-part --efi-boot-image --protective-msdos-label \
+	"$iso_root" 2>"$work/xorriso.log" || { cat "$work/xorriso.log" >&2; exit 1; }
+
+# ---- the disk
+raw=$out/$name-x86_64.raw
+# docs/DISK-FORMAT.md section 4: U = 1 MiB; the ESP from 1 MiB (esp_start, above); the data
+# partition from the next MiB to the last usable LBA rounded down to a MiB (2048 sectors of 512).
+sectors=$((disk_mb * 2048))
+last_usable=$((sectors - 34))
+esp_size=$((esp_mb * 2048))
+data_start=$((esp_start + esp_size))
+data_size=$(((last_usable + 1) / 2048 * 2048 - data_start))
+# The BIOS boot partition (bios_start, bios_size: above): the third entry, as the kernel's
+# format and installer write it (ESP first: GRUB's prefix names gpt1).
+# gpt_disk RAW ESP_IMAGE TAG [bios]: a blank disk of DISK_MB with that GPT (GUIDs from TAG),
+# the ESP image at 1 MiB; with "bios", the BIOS boot partition's entry too.
+gpt_disk() {
+	local img=$1 espimg=$2 tag=$3 bios=${4:-}
+	rm -f "$img"
+	truncate -s "${disk_mb}M" "$img"
+	{
+		cat <<-SF
+		label: gpt
+		label-id: $(guid "${tag}disk")
+		unit: sectors
+		first-lba: 34
+		last-lba: $last_usable
+		start=$esp_start, size=$esp_size, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, uuid=$(guid "${tag}esp"), name="EFI system partition"
+		start=$data_start, size=$data_size, type=E115A373-FB22-4A52-96F0-86C11C6FB76C, uuid=$(guid "${tag}data"), name="urMQTT data"
+		SF
+		[ -z "$bios" ] || echo "start=$bios_start, size=$bios_size, type=21686148-6449-6E6F-744E-656564454649, uuid=$(guid "${tag}bios"), name=\"BIOS boot partition\""
+	} | sfdisk --quiet --no-reread --no-tell-kernel "$img" >/dev/null
+	dd if="$espimg" of="$img" bs=1M seek=1 conv=notrunc,sparse status=none
+}
+gpt_disk "$raw" "$esp" "" bios
+# BIOS: GRUB's core in the BIOS boot partition, boot.img's code in LBA 0, as patched above.
 dd if="$mkdisk_core" of="$raw" bs=512 seek="$bios_start" conv=notrunc status=none
 dd if="$work/boot.img" of="$raw" bs=440 count=1 conv=notrunc status=none
 qcow=$out/$name-x86_64.qcow2
@@ -259,11 +303,6 @@ stamp "$iso" "$raw" "$qcow"
 
 # ---- the aarch64 disk: the ESP holds only the kernel as the removable-media loader
 if [ -n "$a64efi" ]; then
-	a64_root=$work/esp-aarch64
-	mkdir -p "$a64_root/EFI/BOOT"
-	cp "$a64efi" "$a64_root/EFI/BOOT/BOOTAA64.EFI"
-	stamp "$a64_root"
-	fat "$work/esp-aarch64.img" $((esp_mb * 1024)) URMQTT-ESP "$a64_root"
 	a64raw=$out/$name-aarch64.raw a64qcow=$out/$name-aarch64.qcow2
 	gpt_disk "$a64raw" "$work/esp-aarch64.img" aarch64-
 	rm -f "$a64qcow"

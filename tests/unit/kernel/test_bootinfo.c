@@ -200,8 +200,9 @@ static void test_mb2_rejects(void **state)
 	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, MEM_SIZE - 4), -E_INVAL);
 }
 
-/* MBI at 0x4000: mmap tag, two module tags, end tag. */
-static void mb2_build_mods(uint32_t start, uint32_t end, uint32_t mod_size)
+/* MBI at 0x4000: mmap tag, one module tag per name (NULL: a tag of mod_size bytes with no
+ * string), end tag. Module i at start + i * 0x10000. */
+static void mb2_build_mods(uint32_t start, uint32_t end, uint32_t mod_size, const char *const *names, int n)
 {
 	uint64_t p = 0x4008;
 	put32(p, 6);
@@ -210,13 +211,17 @@ static void mb2_build_mods(uint32_t start, uint32_t end, uint32_t mod_size)
 	put32(p + 12, 0);
 	e820(p + 16, 0x100000, 0x400000, 1);
 	p += 40;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < n; i++) {
+		uint32_t size = mod_size;
+		if (names[i])
+			size = 16 + (uint32_t)strlen(names[i]) + 1;
 		put32(p, 3);
-		put32(p + 4, mod_size);
+		put32(p + 4, size);
 		put32(p + 8, start + (uint32_t)i * 0x10000u);
 		put32(p + 12, end + (uint32_t)i * 0x10000u);
-		memcpy(mem + p + 16, "esp", 4);
-		p += 24;
+		if (names[i])
+			memcpy(mem + p + 16, names[i], strlen(names[i]) + 1);
+		p += (size + 7u) & ~7u;
 	}
 	put32(p, 0);
 	put32(p + 4, 8);
@@ -229,21 +234,45 @@ static void test_mb2_modules(void **state)
 {
 	(void)state;
 	struct boot_info bi;
-	mb2_build_mods(0x200000, 0x280123, 8 + 8 + 4);
+	static const char *const esp_bios[] = { "esp", "bios" };
+	mb2_build_mods(0x200000, 0x280123, 0, esp_bios, 2);
 	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
-	assert_int_equal(bi.n_mods, 2);
-	assert_true(bi.mod.base == 0x200000 && bi.mod.len == 0x80123);
-	mb2_build_mods(0x200000, 0x200000, 8 + 8 + 4); /* empty module */
+	assert_true(bi.n_mods == 2 && bi.n_mods_ignored == 0);
+	assert_true(bi.has_mod[BOOTINFO_MOD_ESP] && bi.mods[BOOTINFO_MOD_ESP].base == 0x200000 &&
+		    bi.mods[BOOTINFO_MOD_ESP].len == 0x80123);
+	assert_true(bi.has_mod[BOOTINFO_MOD_BIOS] && bi.mods[BOOTINFO_MOD_BIOS].base == 0x210000 &&
+		    bi.mods[BOOTINFO_MOD_BIOS].len == 0x80123);
+	/* the other order, an unknown name, a second "esp", a name that only starts like one */
+	static const char *const mixed[] = { "bios", "initrd", "esp", "esp", "espx", "bio" };
+	mb2_build_mods(0x200000, 0x200100, 0, mixed, 6);
 	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
-	assert_true(bi.n_mods == 2 && bi.mod.len == 0);
-	mb2_build_mods(0x200000, 0x1fffff, 8 + 8 + 4); /* end before start */
+	assert_true(bi.n_mods == 6 && bi.n_mods_ignored == 4);
+	assert_true(bi.mods[BOOTINFO_MOD_BIOS].base == 0x200000 && bi.mods[BOOTINFO_MOD_BIOS].len == 0x100);
+	assert_true(bi.mods[BOOTINFO_MOD_ESP].base == 0x220000 && bi.mods[BOOTINFO_MOD_ESP].len == 0x100);
+	static const char *const esp_only[] = { "esp" };
+	mb2_build_mods(0x200000, 0x200000, 0, esp_only, 1); /* empty module */
+	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
+	assert_true(bi.n_mods == 1 && bi.has_mod[BOOTINFO_MOD_ESP] && bi.mods[BOOTINFO_MOD_ESP].len == 0);
+	assert_false(bi.has_mod[BOOTINFO_MOD_BIOS]);
+	mb2_build_mods(0x200000, 0x1fffff, 0, esp_only, 1); /* end before start */
 	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), -E_INVAL);
-	mb2_build_mods(0x200000, 0x280000, 8 + 4); /* tag too short for mod_end */
+	static const char *const unnamed[] = { NULL };
+	mb2_build_mods(0x200000, 0x280000, 8 + 4, unnamed, 1); /* tag too short for mod_end */
 	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), -E_INVAL);
+	memset(mem, 0, sizeof mem);
+	mb2_build_mods(0x200000, 0x280000, 16, unnamed, 1); /* no string at all: ignored */
+	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
+	assert_true(bi.n_mods == 1 && bi.n_mods_ignored == 1 && !bi.has_mod[BOOTINFO_MOD_ESP]);
+	memset(mem, 0, sizeof mem);
+	mb2_build_mods(0x200000, 0x280000, 19, unnamed, 1); /* "esp" without its NUL: ignored */
+	memcpy(mem + 0x4008 + 40 + 16, "esp", 3);
+	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
+	assert_true(bi.n_mods == 1 && bi.n_mods_ignored == 1 && !bi.has_mod[BOOTINFO_MOD_ESP]);
 	memset(mem, 0, sizeof mem);
 	mb2_build(true, true); /* no module tag */
 	assert_int_equal(bootinfo_parse_mb2(&bi, &rd, 0x4000), 0);
-	assert_true(bi.n_mods == 0 && bi.mod.base == 0 && bi.mod.len == 0);
+	assert_true(bi.n_mods == 0 && !bi.has_mod[BOOTINFO_MOD_ESP] && !bi.has_mod[BOOTINFO_MOD_BIOS]);
+	assert_true(bi.mods[BOOTINFO_MOD_ESP].base == 0 && bi.mods[BOOTINFO_MOD_ESP].len == 0);
 }
 
 int main(void)
