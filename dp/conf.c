@@ -107,6 +107,10 @@ void dp_config_from_conf(struct dp_config *g)
 	m->rate_burst_msgs = CONF_MQTT_RATE_MSGS_PER_S;
 	m->rate_bytes_per_s = CONF_MQTT_RATE_BYTES_PER_S;
 	m->rate_burst_bytes = CONF_MQTT_RATE_BYTES_PER_S;
+	m->service_rate_msgs_per_s = CONF_MQTT_SERVICE_RATE_MSGS_PER_S;
+	m->service_rate_burst_msgs = CONF_MQTT_SERVICE_RATE_MSGS_PER_S;
+	m->service_rate_bytes_per_s = CONF_MQTT_SERVICE_RATE_BYTES_PER_S;
+	m->service_rate_burst_bytes = CONF_MQTT_SERVICE_RATE_BYTES_PER_S;
 	m->rate_disconnect = CONF_MQTT_RATE_POLICY == CONF_MQTT_RATE_POLICY_DISCONNECT;
 	m->client_id_override = CONF_MQTT_CLIENT_ID_POLICY == CONF_MQTT_CLIENT_ID_POLICY_OVERRIDE;
 	/* Identities remembered after they leave (buckets owing tokens, ADR-022), and

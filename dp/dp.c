@@ -1372,6 +1372,7 @@ int dp_init(struct dp **out, void *mem, size_t len, const struct dp_config *cfg)
 	/* What the per-identity rate table adds to the broker, shared out over the slots. */
 	struct mqtt_broker_config no_rates = cfg->mqtt;
 	no_rates.rate_msgs_per_s = no_rates.rate_bytes_per_s = 0;
+	no_rates.service_rate_msgs_per_s = no_rates.service_rate_bytes_per_s = 0;
 	dp->rate_per_conn = (mqtt_broker_mem_size(&cfg->mqtt) - mqtt_broker_mem_size(&no_rates)) / cfg->max_conns;
 	size_t blen = align8(mqtt_broker_mem_size(&dp->cfg.mqtt));
 	rc = mqtt_broker_init(&dp->broker, p, blen, &dp->cfg.mqtt, &bops);

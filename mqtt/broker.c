@@ -2298,6 +2298,9 @@ static bool cfg_valid(const struct mqtt_broker_config *g)
 	       (!g->rate_msgs_per_s || g->rate_burst_msgs) &&
 	       (!g->rate_bytes_per_s || g->rate_burst_bytes) &&
 	       g->rate_burst_msgs <= UINT32_MAX / 1000u &&
+	       (!g->service_rate_msgs_per_s || g->service_rate_burst_msgs) &&
+	       (!g->service_rate_bytes_per_s || g->service_rate_burst_bytes) &&
+	       g->service_rate_burst_msgs <= UINT32_MAX / 1000u &&
 	       g->rate_idle_ids < MQTT_NIL / 2 && g->drop_ids <= 4096u &&
 	       g->log_burst <= UINT32_MAX / 1000u && g->max_held <= (1u << 24);
 }

@@ -77,8 +77,12 @@ struct mqtt_broker_config {
 	bool queue_drop_oldest;  /* full queue: drop the oldest queued (else refuse newest) */
 	uint16_t max_violations; /* ACL violations before close; 0 = never close */
 	uint32_t connect_timeout_ms;
-	uint32_t rate_msgs_per_s, rate_burst_msgs;   /* 0 = unlimited */
-	uint32_t rate_bytes_per_s, rate_burst_bytes; /* 0 = unlimited */
+	uint32_t rate_msgs_per_s, rate_burst_msgs;   /* devices; 0 = unlimited */
+	uint32_t rate_bytes_per_s, rate_burst_bytes; /* devices; 0 = unlimited */
+	/* The same for service identities (operator consoles and the like, which publish to
+	 * and query many devices), in buckets of their own; 0 = unlimited. */
+	uint32_t service_rate_msgs_per_s, service_rate_burst_msgs;
+	uint32_t service_rate_bytes_per_s, service_rate_burst_bytes;
 	bool rate_disconnect;    /* over the limit: disconnect (else drop and count) */
 	/* A device's client id other than its certificate identity: refused with CONNACK 5
 	 * (false, "require"), or replaced by the identity and the connection accepted (true,

@@ -202,6 +202,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.max_subs_per_session = 3, .queue_drop_oldest = true, .max_violations = 4,
 		.connect_timeout_ms = 5000, .rate_msgs_per_s = 50, .rate_burst_msgs = 20,
 		.rate_bytes_per_s = 4000, .rate_burst_bytes = 2000,
+		.service_rate_msgs_per_s = 200, .service_rate_burst_msgs = 40,
+		.service_rate_bytes_per_s = 16000, .service_rate_burst_bytes = 4000,
 		.services = services, .n_services = 2, .log = f_log, .log_burst = 3,
 		.log_per_min = 600, .topic_alias_max = 2, .max_delayed_wills = 2,
 		.max_session_expiry_s = 200, .max_sub_ids = 2, .max_shared_groups = 2,
@@ -211,6 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct in in = { data, size };
 	g.queue_drop_oldest = size & 1;
 	g.rate_disconnect = (size & 2) != 0;
+	if (size & 4) /* services unlimited: their buckets never refuse */
+		g.service_rate_msgs_per_s = g.service_rate_bytes_per_s = 0;
 	size_t need = mqtt_broker_mem_size(&g);
 	void *mem = aligned_alloc(8, (need + 7) & ~(size_t)7);
 	if (!mem || mqtt_broker_init(&B, mem, need, &g, &ops))

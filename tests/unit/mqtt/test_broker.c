@@ -5,6 +5,7 @@
  * and the memory targets. Every teardown checks the invariants and that the counting
  * heap got everything back. */
 #include "tests/unit/mqtt/broker_harness.h"
+#include "mqtt/rate.h"
 
 /* The budgets of docs/ARCHITECTURE.md (Memory), checked at compile time (measured: 48 and 48). */
 _Static_assert(sizeof(struct mqtt_conn) <= 48, "MQTT connection budget is 48 bytes");
@@ -808,6 +809,8 @@ static void test_rate_per_identity(void **state)
 		struct mqtt_broker_config g = base_cfg();
 		g.rate_msgs_per_s = 2;
 		g.rate_burst_msgs = 3;
+		g.service_rate_msgs_per_s = 4;
+		g.service_rate_burst_msgs = 5;
 		g.rate_disconnect = mode == 1;
 		teardown(NULL);
 		start(&g);
@@ -840,12 +843,13 @@ static void test_rate_per_identity(void **state)
 		assert_int_equal(rc, mode == 1 ? -E_CLOSED : 0);
 		cl_free(a);
 		cl_free(b2);
-		/* a service's several connections (svc, svc/x) share the service's bucket */
+		/* a service's several connections (svc, svc/x) share the service's bucket, of
+		 * the service burst */
 		struct client *s1 = cl_new("svc", MQTT_ID_SERVICE);
 		struct client *s2 = cl_new("svc", MQTT_ID_SERVICE);
 		assert_int_equal(cl_connect(s1, "svc", true), 0);
 		assert_int_equal(cl_connect(s2, "svc/x", true), 0);
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 5; i++)
 			assert_int_equal(cl_pub(i & 1 ? s1 : s2, "devices/d1/cmd/a", "x", 0, false,
 						0, false), 0);
 		rc = cl_pub(s1, "devices/d1/cmd/a", "x", 0, false, 0, false);
@@ -910,6 +914,208 @@ static void test_rate_table_bound(void **state)
 	cl_free(x);
 	mqtt_broker_usage(B, &u);
 	assert_int_equal(u.rate_ids, 16);
+}
+
+/* A PUBLISH of `len` bytes of payload (len < 4096). */
+static int pub_n(struct client *c, const char *topic, size_t len)
+{
+	static char p[4096];
+	memset(p, 'p', len);
+	p[len] = 0;
+	return cl_pub(c, topic, p, 0, false, 0, false);
+}
+
+/* Services have limits of their own (service_rate_*), in buckets of their own: a service
+ * and a device of the same name bytes never share one, and each refills at its kind's
+ * rate, to the milli-message and the byte. */
+static void test_rate_service_own_bucket(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.rate_msgs_per_s = 2;
+	g.rate_burst_msgs = 3;
+	g.rate_bytes_per_s = 1000;
+	g.rate_burst_bytes = 100;
+	g.service_rate_msgs_per_s = 20;
+	g.service_rate_burst_msgs = 30;
+	g.service_rate_bytes_per_s = 10000;
+	g.service_rate_burst_bytes = 1000;
+	teardown(NULL);
+	start(&g);
+	const char *dt = "devices/svc/t", *st = "devices/d1/cmd/a";
+	struct client *d = cl_new("svc", MQTT_ID_DEVICE);
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(d, "svc", true), 0);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_not_equal(d->c->rate, s->c->rate);
+	uint64_t dr = 0;
+#define DROPS(n) assert_int_equal(mqtt_broker_stats(B)->rate_dropped, dr += (n))
+	/* the device's burst of 3 ... */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(0);
+	assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(1);
+	/* ... leaves the service's 30 untouched */
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(pub_n(s, st, 1), 0);
+	DROPS(0);
+	assert_int_equal(pub_n(s, st, 1), 0);
+	DROPS(1);
+	/* 49 ms: 980 of 1000 milli-messages for the service, 98 for the device */
+	now += 49;
+	assert_int_equal(pub_n(s, st, 1), 0);
+	assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(2);
+	now += 1; /* 50 ms at 20/s: exactly one message */
+	assert_int_equal(pub_n(s, st, 1), 0);
+	DROPS(0);
+	assert_int_equal(pub_n(s, st, 1), 0);
+	assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(2);
+	now += 449; /* 499 ms at 2/s: 998 */
+	assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(1);
+	now += 1; /* 500 ms: exactly one */
+	assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(0);
+	assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(1);
+	/* bytes, the service: a burst of 1000, then 10 B per ms */
+	now += 10000;
+	assert_int_equal(pub_n(s, st, 600), 0);
+	assert_int_equal(pub_n(s, st, 600), 0);
+	DROPS(1);
+	assert_int_equal(pub_n(s, st, 400), 0);
+	DROPS(0);
+	now += 9; /* 90 B */
+	assert_int_equal(pub_n(s, st, 100), 0);
+	DROPS(1);
+	now += 1; /* 100 B */
+	assert_int_equal(pub_n(s, st, 100), 0);
+	DROPS(0);
+	assert_int_equal(pub_n(s, st, 1), 0);
+	DROPS(1);
+	/* bytes, the device: a burst of 100, then 1 B per ms */
+	now += 10000;
+	assert_int_equal(pub_n(d, dt, 101), 0);
+	DROPS(1);
+	assert_int_equal(pub_n(d, dt, 100), 0);
+	DROPS(0);
+	now += 1;
+	assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(0);
+	assert_int_equal(pub_n(d, dt, 1), 0);
+	DROPS(1);
+	/* the check sees a bucket of the wrong kind, and tokens above the kind's burst */
+	struct mqtt_rate *r = &B->rates[s->c->rate];
+	r->service = 0;
+	assert_int_equal(mqtt_broker_check(B), -E_CORRUPT);
+	r->service = 1;
+	assert_int_equal(mqtt_broker_check(B), 0);
+	uint32_t m = r->msgs;
+	r->msgs = 30001;
+	assert_int_equal(mqtt_broker_check(B), -E_CORRUPT);
+	r->msgs = m;
+	cl_free(d);
+	cl_free(s);
+	/* limits for services only: devices unlimited, services limited */
+	g.rate_msgs_per_s = g.rate_bytes_per_s = 0;
+	g.service_rate_msgs_per_s = 2;
+	g.service_rate_burst_msgs = 2;
+	g.service_rate_bytes_per_s = 0;
+	teardown(NULL);
+	start(&g);
+	d = cl_new("d1", MQTT_ID_DEVICE);
+	s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(d, "d1", true), 0);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(pub_n(d, "devices/d1/t", 1000), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pub_n(s, st, 1000), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+	cl_free(d);
+	cl_free(s);
+#undef DROPS
+}
+
+/* Eviction judges a bucket by its own kind: an idle service bucket above the device
+ * burst but below its own is a debt (kept), a full one is recycled like a full device
+ * bucket, and a recycled entry takes the kind of its new identity. */
+static void test_rate_service_eviction(void **state)
+{
+	(void)state;
+	struct mqtt_broker_config g = base_cfg();
+	g.rate_msgs_per_s = 2;
+	g.rate_burst_msgs = 3;
+	g.service_rate_msgs_per_s = 20;
+	g.service_rate_burst_msgs = 30;
+	g.rate_idle_ids = 0; /* the table is max_conns = 16 entries */
+	teardown(NULL);
+	start(&g);
+	const char *st = "devices/d1/cmd/a";
+	struct client *s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	for (int i = 0; i < 5; i++) /* 25 of 30 left: more than a device's whole burst */
+		assert_int_equal(pub_n(s, st, 1), 0);
+	cl_free(s);
+	char id[16], topic[48];
+	for (int i = 0; i < 15; i++) { /* the rest of the table: devices owing tokens */
+		snprintf(id, sizeof id, "e%d", i);
+		snprintf(topic, sizeof topic, "devices/%s/t", id);
+		struct client *c = cl_new(id, MQTT_ID_DEVICE);
+		assert_int_equal(cl_connect(c, id, true), 0);
+		for (int k = 0; k < 3; k++)
+			assert_int_equal(pub_n(c, topic, 1), 0);
+		cl_free(c);
+	}
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 0);
+	struct client *x = cl_new("x", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(x, "x", true), MQTT_CONNACK_UNAVAILABLE);
+	cl_free(x);
+	now += 249; /* the service's bucket: 29,980 of 30,000 milli-messages */
+	x = cl_new("x", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(x, "x", true), MQTT_CONNACK_UNAVAILABLE);
+	cl_free(x);
+	assert_int_equal(mqtt_broker_stats(B)->rate_ids_evicted, 0);
+	now += 1; /* full: equal to a fresh service bucket, so recycled */
+	x = cl_new("x", MQTT_ID_DEVICE);
+	assert_int_equal(cl_connect(x, "x", true), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_ids_evicted, 1);
+	assert_int_equal(B->rates[x->c->rate].service, 0);
+	cl_free(x);
+	/* the service comes back: x's full device bucket is recycled as a fresh service one */
+	s = cl_new("svc", MQTT_ID_SERVICE);
+	assert_int_equal(cl_connect(s, "svc", true), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_ids_evicted, 2);
+	assert_int_equal(B->rates[s->c->rate].service, 1);
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(pub_n(s, st, 1), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 0);
+	assert_int_equal(pub_n(s, st, 1), 0);
+	assert_int_equal(mqtt_broker_stats(B)->rate_dropped, 1);
+	cl_free(s);
+	struct mqtt_broker_usage u;
+	mqtt_broker_usage(B, &u);
+	assert_int_equal(u.rate_ids, 16);
+}
+
+/* The bucket stays 32 bytes (two per cache line), and the kind bit and refs:31 do not
+ * overlap. */
+static void test_rate_bucket_layout(void **state)
+{
+	(void)state;
+	assert_int_equal(sizeof(struct mqtt_rate), 32);
+	struct mqtt_rate r = { 0 };
+	r.refs = MQTT_RATE_REFS_MAX;
+	assert_int_equal(r.service, 0);
+	r.service = 1;
+	assert_int_equal(r.refs, MQTT_RATE_REFS_MAX);
+	r.refs = 0;
+	assert_int_equal(r.service, 1);
+	assert_true((uint64_t)MQTT_NIL / 2 <= MQTT_RATE_REFS_MAX); /* max_conns bound */
 }
 
 /* ---- log capture ---- */
@@ -1727,6 +1933,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rate_per_identity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_qos1_never_acknowledged_and_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_table_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_service_own_bucket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_service_eviction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_bucket_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_rate_limited, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_subscription_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_memory_targets, setup, teardown),
