@@ -4,8 +4,11 @@
  * virtio-net and disks probed with their own driver instances (the broker's are never
  * built in this mode); memory copy; per disk a sequential read from LBA 0 and the GPT's
  * free run; crypto; the WIPE prompt (only when some disk has a free run) and, after WIPE,
- * a write-and-verify of at most DIAG_DISK_WRITE_MAX bytes at the start of each free run;
- * the summary; the JSON line. Invariant: no write request is ever submitted unless the
+ * a write-and-verify of at most diag.disk_write_mb at the start of each free run; the
+ * summary; the JSON line (with the bounds used). Every bound comes from the
+ * configuration's [diag] section, read once into dg_lim (kernel/diag/limits.c); every
+ * buffer is sized by it, allocated from whole pages and checked (none: that measurement is
+ * reported as not done). Invariant: no write request is ever submitted unless the
  * operator's line equals "WIPE" and its target [lba, lba + n) lies inside the free run
  * diag_gpt_free_find returned for that disk (checked again right before each submit).
  */
@@ -22,6 +25,7 @@
 #include "kernel/log.h"
 #include "lib/err.h"
 #include "lib/mem.h"
+#include "store/wire_disk.h"
 
 #define DG_POLLS 200000000u      /* bound on polls per block request or SCSI command */
 #define DG_MAX_VIRTIO 16u
@@ -32,6 +36,9 @@
 #define DG_JSON_BYTES 16384u
 #define DG_MAX_PCI_JSON 32u
 #define DG_WIPE_WORD "WIPE"
+/* A GPT's entry array: at most 128 entries of 128 bytes (store/gpt), or one block when a
+ * block is larger (a block never exceeds the chunk: larger ones are not measured). */
+#define DG_GPT_ENTS_BYTES (128u * STORE_GPT_ENTRY_BYTES)
 
 struct dg_disk {
 	const char *kind;       /* "virtio-blk", "virtio-scsi" */
@@ -56,6 +63,7 @@ static struct vnet dg_net;
 static bool dg_net_ok;
 static int dg_net_err = -E_NOENT;
 static char dg_json[DG_JSON_BYTES];
+static struct diag_limits dg_lim; /* set once at the start of diag_run */
 
 /* Zeroed DMA pages, or NULL (reported by the caller). */
 static void *dg_pages(size_t len)
@@ -66,6 +74,13 @@ static void *dg_pages(size_t len)
 	if (kheap_pages_alloc(n, 1, &va, &pa) != 0)
 		return NULL;
 	return va;
+}
+
+/* Give back a dg_pages run of len bytes (NULL: nothing). */
+static void dg_pages_free(void *va, size_t len)
+{
+	if (va)
+		kheap_pages_free(va, (uint32_t)((len + HEAP_PAGE_SIZE - 1u) / HEAP_PAGE_SIZE));
 }
 
 static const char *dg_type_name(uint16_t t)
@@ -176,38 +191,44 @@ static void dg_probe(const struct diag_platform *p)
 	}
 }
 
-/* Memory copy throughput over two DIAG_MEM_BUF_BYTES buffers, at least window_ms. */
-static uint64_t dg_mem_copy(const struct diag_platform *p, uint32_t window_ms, uint64_t *bytes)
+/* Memory copy throughput over two dg_lim.mem_buf_bytes buffers (given back after), at
+ * least window_ms. *no_buf when they could not be allocated (no figure then). */
+static uint64_t dg_mem_copy(const struct diag_platform *p, uint32_t window_ms, uint64_t *bytes, bool *no_buf)
 {
+	size_t len = dg_lim.mem_buf_bytes; /* >= 64 KiB (the schema's range), so a[128] exists */
+	uint64_t rate = 0;
 	*bytes = 0;
-	uint8_t *a = dg_pages(DIAG_MEM_BUF_BYTES), *b = dg_pages(DIAG_MEM_BUF_BYTES);
-	if (!a || !b)
-		return 0;
-	for (size_t i = 0; i < DIAG_MEM_BUF_BYTES; i += 64)
-		a[i] = (uint8_t)i;
-	uint64_t w = (uint64_t)window_ms * 1000000ull, n = 0, t0 = p->now_ns(), t;
-	do {
-		memcpy((n & 1) ? a : b, (n & 1) ? b : a, DIAG_MEM_BUF_BYTES);
-		n++;
-	} while ((t = p->now_ns() - t0) < w);
-	*bytes = n * DIAG_MEM_BUF_BYTES;
-	if (b[64] != 64 || a[128] != 128)
-		return 0; /* the copy did not happen: no figure */
-	return diag_rate_milli(*bytes, t * 1000000ull);
+	uint8_t *a = dg_pages(len), *b = dg_pages(len);
+	*no_buf = !a || !b;
+	if (!*no_buf) {
+		for (size_t i = 0; i < len; i += 64)
+			a[i] = (uint8_t)i;
+		uint64_t w = (uint64_t)window_ms * 1000000ull, n = 0, t0 = p->now_ns(), t;
+		do {
+			memcpy((n & 1) ? a : b, (n & 1) ? b : a, len);
+			n++;
+		} while ((t = p->now_ns() - t0) < w);
+		*bytes = n * len;
+		if (b[64] == 64 && a[128] == 128) /* else the copy did not happen: no figure */
+			rate = diag_rate_milli(*bytes, t * 1000000ull);
+	}
+	dg_pages_free(a, len);
+	dg_pages_free(b, len);
+	return rate;
 }
 
-/* Blocks per request for d: DIAG_DISK_CHUNK bytes, at least one block. */
+/* Blocks per request for d: dg_lim.disk_chunk_bytes, at least one block. */
 static uint32_t dg_chunk_blocks(const struct blk_dev *d)
 {
-	uint32_t bs = d->topo.logical_block;
-	return bs >= DIAG_DISK_CHUNK ? 1u : DIAG_DISK_CHUNK / bs;
+	uint32_t bs = d->topo.logical_block, chunk = dg_lim.disk_chunk_bytes;
+	return bs >= chunk ? 1u : chunk / bs;
 }
 
 static void dg_disk_read(const struct diag_platform *p, struct dg_disk *d, uint8_t *buf)
 {
 	struct blk_dev *b = d->blk;
 	uint32_t bs = b->topo.logical_block, per = dg_chunk_blocks(b);
-	uint64_t max_blocks = MIN(b->topo.capacity, (uint64_t)DIAG_DISK_READ_MAX / bs);
+	uint64_t max_blocks = MIN(b->topo.capacity, dg_lim.disk_read_bytes / bs);
 	uint64_t lba = 0, t0 = p->now_ns();
 	d->read_err = 0;
 	while (lba < max_blocks) {
@@ -257,14 +278,14 @@ static void dg_disk_gpt(struct dg_disk *d, uint8_t *buf, size_t buf_len, uint8_t
 	d->gpt_why = "valid";
 }
 
-/* After WIPE: write a pattern over at most DIAG_DISK_WRITE_MAX bytes at the start of the
- * free run, then read it back and compare. */
+/* After WIPE: write a pattern over at most dg_lim.disk_write_bytes at the start of the free
+ * run, then read it back and compare. buf and back hold dg_lim.disk_chunk_bytes each. */
 static void dg_disk_write(const struct diag_platform *p, struct dg_disk *d, uint8_t *buf, uint8_t *back)
 {
 	struct blk_dev *b = d->blk;
 	uint32_t bs = b->topo.logical_block, per = dg_chunk_blocks(b);
 	uint64_t run_first = d->free.first_lba, run_end = d->free.first_lba + d->free.n_blocks;
-	uint64_t n_total = MIN(d->free.n_blocks, (uint64_t)DIAG_DISK_WRITE_MAX / bs);
+	uint64_t n_total = MIN(d->free.n_blocks, dg_lim.disk_write_bytes / bs);
 	if (b->topo.read_only) {
 		d->write_why = "read-only disk";
 		return;
@@ -311,15 +332,15 @@ static void dg_disk_write(const struct diag_platform *p, struct dg_disk *d, uint
 /* The operator's answer: true only for a line equal to WIPE within the time. */
 static bool dg_ask_wipe(const struct diag_platform *p, const char **why)
 {
-	uint32_t s = p->wipe_prompt_s ? p->wipe_prompt_s : DIAG_WIPE_PROMPT_S;
+	uint32_t s = dg_lim.wipe_prompt_s;
 	char line[16];
 	size_t len = 0;
 	if (!p->console) {
 		*why = "skipped: no console input";
 		return false;
 	}
-	log_rawf("diag: WRITE TEST: type WIPE and Enter within %u s to write up to %u KiB into the\n",
-		 (unsigned)s, (unsigned)(DIAG_DISK_WRITE_MAX >> 10));
+	log_rawf("diag: WRITE TEST: type WIPE and Enter within %u s to write up to %lu KiB into the\n",
+		 (unsigned)s, (unsigned long)(dg_lim.disk_write_bytes >> 10));
 	log_rawf("diag: unallocated space listed above (what is there is destroyed; partitions are\n");
 	log_rawf("diag: never touched). Anything else, or nothing, skips it.\nWIPE? ");
 	int err = console_in_line(p->console, line, sizeof line, (uint64_t)s * 1000u, &len);
@@ -361,6 +382,7 @@ static void dg_report_json(const struct diag_platform *p, uint64_t mem_milli, co
 	diag_json_init(&j, dg_json, sizeof dg_json);
 	diag_json_obj_begin(&j, NULL);
 	diag_json_u64(&j, "diag_version", 1);
+	diag_limits_json(&j, &dg_lim);
 	diag_json_obj_begin(&j, "cpu");
 	diag_json_str(&j, "arch", p->cpu.arch);
 	diag_json_str(&j, "vendor", p->cpu.vendor);
@@ -502,6 +524,7 @@ int diag_run(const struct diag_platform *p)
 {
 	uint64_t t0 = p->now_ns();
 	char a[24], b[24], c_[24];
+	diag_limits_get(&dg_lim, p->wipe_prompt_s);
 	log_rawf("\n==== urMQTT diagnostics ====\n");
 	log_rawf("cpu: %s, %s \"%s\", %u listed by the firmware, counter %lu Hz\n", p->cpu.arch, p->cpu.vendor,
 		 p->cpu.model, (unsigned)p->cpu.count, (unsigned long)p->cpu.clock_hz);
@@ -531,25 +554,36 @@ int diag_run(const struct diag_platform *p)
 	} else {
 		log_rawf("net: no usable virtio-net (%s)\n", err_name(dg_net_err));
 	}
+	log_rawf("limits: %u ms per measurement, memory copy %u KiB, disk read %lu KiB, write %lu KiB, "
+		 "%u KiB per request, WIPE prompt %u s\n",
+		 (unsigned)dg_lim.measure_ms, (unsigned)(dg_lim.mem_buf_bytes >> 10),
+		 (unsigned long)(dg_lim.disk_read_bytes >> 10), (unsigned long)(dg_lim.disk_write_bytes >> 10),
+		 (unsigned)(dg_lim.disk_chunk_bytes >> 10), (unsigned)dg_lim.wipe_prompt_s);
 	uint64_t mem_bytes;
-	uint64_t mem_milli = dg_mem_copy(p, DIAG_MEASURE_MS, &mem_bytes);
+	bool mem_no_buf;
+	uint64_t mem_milli = dg_mem_copy(p, dg_lim.measure_ms, &mem_bytes, &mem_no_buf);
 	dg_milli(a, mem_milli);
-	log_rawf("memory copy: %s MB/s (%lu MiB in %u KiB blocks)\n", a, (unsigned long)(mem_bytes >> 20),
-		 (unsigned)(DIAG_MEM_BUF_BYTES >> 10));
+	if (mem_no_buf)
+		log_rawf("memory copy: not measured (no free pages for two %u KiB buffers)\n",
+			 (unsigned)(dg_lim.mem_buf_bytes >> 10));
+	else
+		log_rawf("memory copy: %s MB/s (%lu MiB in %u KiB blocks)\n", a, (unsigned long)(mem_bytes >> 20),
+			 (unsigned)(dg_lim.mem_buf_bytes >> 10));
 
-	uint8_t *buf = dg_pages(DIAG_DISK_CHUNK), *back = dg_pages(DIAG_DISK_CHUNK);
-	uint8_t *ents = dg_pages(DIAG_DISK_CHUNK);
+	size_t chunk = dg_lim.disk_chunk_bytes, ents_cap = MAX(chunk, (size_t)DG_GPT_ENTS_BYTES);
+	uint8_t *buf = dg_pages(chunk), *back = dg_pages(chunk);
+	uint8_t *ents = dg_pages(ents_cap);
 	bool any_free = false;
 	for (uint32_t i = 0; i < dg_n_disks; i++) {
 		struct dg_disk *d = &dg_disks[i];
 		const struct blk_topology *t = &d->blk->topo;
-		if (!buf || !back || !ents || t->logical_block > DIAG_DISK_CHUNK) {
+		if (!buf || !back || !ents || t->logical_block > chunk) {
 			d->read_err = -E_NOMEM;
 			d->gpt_why = "no buffer";
 			continue;
 		}
 		dg_disk_read(p, d, buf);
-		dg_disk_gpt(d, buf, DIAG_DISK_CHUNK, ents, DIAG_DISK_CHUNK);
+		dg_disk_gpt(d, buf, chunk, ents, ents_cap);
 		dg_milli(a, diag_rate_milli(d->read_bytes, d->read_ns * 1000000ull));
 		log_rawf("disk %s%u: %lu MiB (%lu blocks of %u B, physical %u)%s; read %lu KiB from LBA 0 at %s MB/s%s%s\n",
 			 d->kind, (unsigned)d->index, (unsigned long)((t->capacity * t->logical_block) >> 20),
@@ -571,7 +605,7 @@ int diag_run(const struct diag_platform *p)
 	}
 
 	struct diag_crypto cr;
-	diag_crypto_measure(&cr, p->now_ns, DIAG_MEASURE_MS);
+	diag_crypto_measure(&cr, p->now_ns, dg_lim.measure_ms);
 	if (cr.ok) {
 		dg_milli(a, cr.sign_milli);
 		dg_milli(b, cr.verify_milli);

@@ -8,11 +8,12 @@
  * throughput (bounded), P-256 ECDSA sign and verify, X25519 and AES-128-GCM / SHA-256
  * throughput through the code the broker uses (PSA with our curve driver, mbedTLS's GCM
  * and SHA-256), each for a bounded time. Then a human summary and the same as one JSON
- * object on one console line: "DIAG-JSON-BEGIN <object> DIAG-JSON-END".
+ * object on one console line: "DIAG-JSON-BEGIN <object> DIAG-JSON-END", which also gives
+ * the bounds used ("limits").
  * Writes to a disk only into the largest run no partition of its valid GPT covers
- * (kernel/diag/gpt_free.h), at most DIAG_DISK_WRITE_MAX bytes, and only after the operator
- * typed WIPE at the console prompt within the prompt's time; otherwise nothing is
- * written, and the JSON says why ("skipped").
+ * (kernel/diag/gpt_free.h), at most diag.disk_write_mb, and only after the operator typed
+ * WIPE at the console prompt within the prompt's time (diag.wipe_prompt_s); otherwise
+ * nothing is written, and the JSON says why ("skipped").
  * Boot core only, once, after the heap and the CSPRNG exist, before any other core runs
  * and before any other driver touched the devices (it probes them itself; the broker is
  * never built in this mode). Never stops the boot on a broken device: reported, skipped.
@@ -27,13 +28,10 @@
 #include "drivers/pci.h"
 #include "kernel/console_in.h"
 
-/* Bounds of the measurements (until the configuration file has a diagnostics section). */
-#define DIAG_MEASURE_MS 250u            /* each timed loop runs at least this long (one op at least) */
-#define DIAG_MEM_BUF_BYTES (4u << 20)   /* memory copy: two buffers of this size */
-#define DIAG_DISK_READ_MAX (16u << 20)  /* bytes read per disk, from LBA 0 */
-#define DIAG_DISK_WRITE_MAX (4u << 20)  /* bytes written (after WIPE) per disk, in its free run */
-#define DIAG_DISK_CHUNK (64u << 10)     /* bytes per request */
-#define DIAG_WIPE_PROMPT_S 30u          /* the operator's time to type WIPE */
+/* The run's operational bounds (measurement time, sample sizes, the WIPE prompt) come from
+ * the configuration's [diag] section (kernel/diag/limits.c, struct diag_limits). These two
+ * are array sizes, compile-time bounds on purpose: the disks probed and the CPU features
+ * listed (static arrays of the run and of struct diag_cpu). */
 #define DIAG_MAX_DISKS 4u
 #define DIAG_MAX_FEATURES 16u
 
@@ -59,7 +57,7 @@ struct diag_platform {
 	const char *pci_how;                 /* how configuration space is reached (static) */
 	const struct console_in_ops *console;/* the operator's console (linked) */
 	uint64_t (*now_ns)(void);
-	uint32_t wipe_prompt_s;              /* 0: DIAG_WIPE_PROMPT_S */
+	uint32_t wipe_prompt_s;              /* 0: diag.wipe_prompt_s (development knob) */
 };
 
 /* Run the diagnostics; returns when the report is out (the caller powers off).

@@ -367,6 +367,21 @@ const struct conf_key conf_schema[] = {
 	{ KEY("fleet", "vnodes", "CONF_FLEET_VNODES"), INT(256, 1, 256, U_N),
 	  .doc = "Points per member on the ring, the same on every appliance: more points, more equal shares (256: each of 3 appliances within a few percent of a third)." },
 
+	/* [diag] (the diagnostics boot mode, kernel/diag/) */
+	{ KEY("diag", "measure_ms", "CONF_DIAG_MEASURE_MS"), INT(250, 10, 60000, CONF_U_MS),
+	  .doc = "Each timed measurement of the diagnostics (memory copy, each crypto figure) runs at least this long (and at least one operation)." },
+	{ KEY("diag", "memory_buffer_kb", "CONF_DIAG_MEMORY_BUFFER_KB"), INT(4096, 64, 65536, CONF_U_KIB),
+	  .doc = "The diagnostics' memory copy runs between two buffers of this size, taken from free pages and given back after (none free: no figure, and the summary says so)." },
+	{ KEY("diag", "disk_read_mb", "CONF_DIAG_DISK_READ_MB"), INT(16, 1, 4096, CONF_U_MIB),
+	  .doc = "Bytes the diagnostics read from each disk, from LBA 0 (less on a smaller disk)." },
+	{ KEY("diag", "disk_write_mb", "CONF_DIAG_DISK_WRITE_MB"), INT(4, 1, 1024, CONF_U_MIB),
+	  .doc = "Most bytes the diagnostics' write test writes (and reads back) per disk, only after the operator typed WIPE, only at the start of the unallocated run of a valid GPT (less when the run is shorter)." },
+	{ KEY("diag", "disk_chunk_kb", "CONF_DIAG_DISK_CHUNK_KB"), INT(64, 4, 1024, CONF_U_KIB),
+	  .check = CONF_CK_POW2,
+	  .doc = "Bytes per disk request of the diagnostics' read and write tests (a power of two, so a multiple of 4 KiB; at most 1 MiB, so never more than diag.disk_read_mb or diag.disk_write_mb); a disk whose logical block is larger is not measured." },
+	{ KEY("diag", "wipe_prompt_s", "CONF_DIAG_WIPE_PROMPT_S"), INT(30, 5, 600, CONF_U_S),
+	  .doc = "The operator's time to type WIPE at the diagnostics' write-test prompt; no answer in time skips the write test. A development image's kernel command line may set it with diag_wipe_s=N (1 to 600)." },
+
 	/* [dev] */
 	{ KEY("dev", "certs_devices", "CONF_DEV_CERTS_DEVICES"), INT(10, 1, 100000, U_N),
 	  .doc = "Device certificates the development CA tool generates." },
