@@ -12,6 +12,12 @@
 #   release/refuse-dev-profile  a configuration without core.profile = "prod" is refused
 #   release/sums              sha256sum -c SHA256SUMS; minisign -V verifies every file with
 #                             minisign.pub; a changed byte fails verification
+#   release/reproduce         bit for bit (issue 20): a second kernel tree, BUILD/release-test/
+#                             tree-b, built from scratch by `make test`'s build phase after the
+#                             first tree (another directory, a later time: --prepare-b), given
+#                             this run's configuration, PKI and key, gives the same ISO, x86_64
+#                             and aarch64 raw and qcow2 as the first tree (make reproduce builds
+#                             both trees from scratch, outside make test)
 #   release/sbom              the SBOM is CycloneDX JSON listing mbedTLS and SQLite with the
 #                             versions and SHA-256 of tools/deps/pins.txt and licences, gcc and
 #                             binutils with versions
@@ -49,10 +55,10 @@
 # TCG guests share the cores; alone each takes 10-40 s); QEMU dies on exit.
 # RELEASE_BOOTS="raw-bios iso-aarch64-uefi ..." boots only those (raw-bios brings raw-bios-2,
 # iso-aarch64-install its second boot).
-# Usage: release.sh BUILD | release.sh --prepare BUILD
+# Usage: release.sh BUILD | release.sh --prepare BUILD | release.sh --prepare-b BUILD
 set -uo pipefail
 prepare=0
-[ "${1:-}" = --prepare ] && { prepare=1; shift; }
+case ${1:-} in --prepare) prepare=1; shift ;; --prepare-b) prepare=2; shift ;; esac
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -77,10 +83,28 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 pass() { echo "PASS release/$1${2:+ ($2)}"; }
 fail() { echo "FAIL release/$1${2:+ ($2)}"; failed=1; }
+site_conf() { printf '[core]\nprofile = "prod"\nwatchdog_budget_ms = 100\nwatchdog_hard_ms = 2s\n'; }
+treeb=$work/tree-b
+
+# --prepare-b: the reproduce check's second tree, from scratch (release.sh --fresh), with a
+# PKI and key of its own (the smoke run relinks it with its own); never touches the first
+# tree's inputs, so make may run it beside --prepare. Its end time is kept for the report.
+if [ $prepare = 2 ]; then
+	mkdir -p "$work" "$logs"
+	site_conf >"$tmp/site.conf"
+	rm -f "$treeb.built"
+	PKI_INTERMEDIATE=1 tools/release/mkpki.sh "$tmp/pki" 2 localhost IP:127.0.0.1 >/dev/null &&
+		NOPASS=1 tools/release/keygen.sh "$tmp/key/release.key" >/dev/null 2>&1 &&
+		tools/release/release.sh --build "$build" --tree "$treeb" --fresh --key "$tmp/key/release.key" --jobs "$(nproc)" \
+			--config "$tmp/site.conf" --certs "$tmp/pki" --out "$tmp/out" >"$logs/prepare-b.log" 2>&1 ||
+		{ tail -20 "$logs/prepare-b.log" >&2; echo "release-repro-prep: failed (log $logs/prepare-b.log)" >&2; exit 1; }
+	date -u +%H:%M:%S >"$treeb.built"
+	exit 0
+fi
 
 mkdir -p "$work" "$logs"
 # TCG runs about 20 times slower than the hardware prod's watchdog is sized for (as dev.conf).
-printf '[core]\nprofile = "prod"\nwatchdog_budget_ms = 100\nwatchdog_hard_ms = 2s\n' >"$tmp/site.conf"
+site_conf >"$tmp/site.conf"
 cmp -s "$tmp/site.conf" "$work/site.conf" || cp "$tmp/site.conf" "$work/site.conf"
 rm -rf "$work/pki" "$tmp/key"
 # The server's certificate is issued by an intermediate CA: the image sends the chain and a
@@ -159,6 +183,28 @@ if [ -z "$missing" ] && qemu-img info "$qcow" 2>/dev/null | grep -q 'file format
 	pass build "$t_build s; iso $(($(stat -c %s "$iso") / 1024)) KiB, raw $(($(stat -c %s "$raw") >> 20)) MiB ($(($(du -k "$raw" | cut -f1) / 1024)) MiB allocated), qcow2 $(($(stat -c %s "$qcow") / 1024)) KiB"
 else
 	fail build "missing or bad:${missing:- qcow2}"
+fi
+
+# ---- reproduce: the second tree, relinked with this run's inputs, gives the same bytes
+if [ ! -s "$treeb.built" ]; then
+	fail reproduce "no second tree: make test's build phase runs \`tests/smoke/release.sh --prepare-b\` (make release-repro-prep)"
+elif ! tools/release/release.sh --build "$build" --tree "$treeb" --key "$tmp/key/release.key" --jobs "$(nproc)" \
+	--config "$work/site.conf" --certs "$work/pki" --out "$tmp/out-b" >"$logs/build-b.log" 2>&1; then
+	fail reproduce "the second tree's release failed; see $logs/build-b.log"
+else
+	why="" same=0
+	for f in "$iso" "$raw" "$qcow" "$a64raw" "$a64qcow"; do
+		if cmp -s "$f" "$tmp/out-b/$(basename "$f")"; then
+			same=$((same + 1))
+		else
+			why="${why:+$why; }$(basename "$f") differs ($(cmp "$f" "$tmp/out-b/$(basename "$f")" 2>&1 | head -c 120))"
+		fi
+	done
+	if [ -z "$why" ]; then
+		pass reproduce "$(basename "$tree") and $(basename "$treeb") (from scratch, finished $(cat "$treeb.built") UTC): $same of 5 images identical, ISO sha256 $(sha256sum <"$iso" | cut -c1-16)..."
+	else
+		fail reproduce "$why; trees $tree and $treeb"
+	fi
 fi
 
 # ---- sums and signatures

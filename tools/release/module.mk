@@ -30,4 +30,10 @@ reproduce: setup
 release-test-prep:
 	$(Q)tests/smoke/release.sh --prepare $(B)
 TEST_DEPS += release-test-prep
+# ... and the reproduce check's second tree, from scratch in another directory, after the
+# first (release/reproduce compares the two trees' images).
+.PHONY: release-repro-prep
+release-repro-prep: release-test-prep
+	$(Q)tests/smoke/release.sh --prepare-b $(B)
+TEST_DEPS += release-repro-prep
 SMOKE_SCRIPTS += tests/smoke/release.sh
