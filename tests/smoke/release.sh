@@ -93,11 +93,14 @@ if [ $prepare = 2 ]; then
 	mkdir -p "$work" "$logs"
 	site_conf >"$tmp/site.conf"
 	rm -f "$treeb.built"
-	PKI_INTERMEDIATE=1 tools/release/mkpki.sh "$tmp/pki" 2 localhost IP:127.0.0.1 >/dev/null &&
+	if ! { PKI_INTERMEDIATE=1 tools/release/mkpki.sh "$tmp/pki" 2 localhost IP:127.0.0.1 >/dev/null &&
 		NOPASS=1 tools/release/keygen.sh "$tmp/key/release.key" >/dev/null 2>&1 &&
 		tools/release/release.sh --build "$build" --tree "$treeb" --fresh --key "$tmp/key/release.key" --jobs "$(nproc)" \
-			--config "$tmp/site.conf" --certs "$tmp/pki" --out "$tmp/out" >"$logs/prepare-b.log" 2>&1 ||
-		{ tail -20 "$logs/prepare-b.log" >&2; echo "release-repro-prep: failed (log $logs/prepare-b.log)" >&2; exit 1; }
+			--config "$tmp/site.conf" --certs "$tmp/pki" --out "$tmp/out" >"$logs/prepare-b.log" 2>&1; }; then
+		tail -20 "$logs/prepare-b.log" >&2
+		echo "release-repro-prep: failed (log $logs/prepare-b.log)" >&2
+		exit 1
+	fi
 	date -u +%H:%M:%S >"$treeb.built"
 	exit 0
 fi
