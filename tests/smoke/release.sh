@@ -23,8 +23,8 @@
 #                             binutils with versions
 #   release/iso-bios          the ISO as a CD under SeaBIOS: GRUB's menu, the default entry
 #                             "urMQTT live", the production banner "booted via Multiboot2",
-#                             "live: running from RAM" (the data disk untouched) and the
-#                             broker listening
+#                             "live: running from RAM" (the data disk untouched), the
+#                             broker listening, and device-1 gets CONNACK 0 over mTLS
 #   release/iso-uefi          the same under OVMF (UEFI, TCG)
 #   release/iso-usb           the ISO as a USB disk (usb-storage) under OVMF
 #   release/iso-usb-bios      the ISO as a USB disk under SeaBIOS (GRUB's hybrid MBR)
@@ -306,7 +306,8 @@ disk() { # NAME: a blank 256 MiB data disk on virtio-blk
 	echo -drive "file=$tmp/data-$1.img,if=none,id=d0,format=raw" -device virtio-blk-pci,drive=d0
 }
 # The boots an mTLS client connects to: the guest's 8883 forwarded to a port of ours.
-for n in raw-uefi raw-bios raw-bios-2 iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi iso-aarch64-install-2; do
+for n in iso-bios iso-uefi iso-usb iso-usb-bios raw-uefi raw-bios raw-bios-2 iso-aarch64-uefi iso-aarch64-usb raw-aarch64-uefi \
+	iso-aarch64-install-2; do
 	port_of[$n]=$(freeport)
 done
 net() { # NAME: user networking (run in $(...): reads port_of only)
@@ -518,6 +519,7 @@ for n in "${names[@]}"; do
 			raw-uefi) extra="data partition formatted in place; device-1 of the new CA: CONNACK 0 over TLS 1.3, the server's chain through its intermediate CA verified by a client that trusts only the root" ;;
 			raw-bios) extra="GRUB from the BIOS boot partition, data partition formatted in place; device-1: CONNACK 0 over TLS 1.3" ;;
 			raw-bios-2) extra="GRUB's boot code and BIOS boot partition kept by the format, our disk opened; device-1: CONNACK 0 over TLS 1.3" ;;
+			iso-bios | iso-uefi | iso-usb | iso-usb-bios) extra="GRUB menu's default entry (live), Multiboot2 (the disk untouched); device-1: CONNACK 0 over TLS 1.3" ;;
 			iso-aarch64-*) extra="the kernel as EFI/BOOT/BOOTAA64.EFI, its menu's default entry 1 (live) after the countdown (the disk unused); device-1: CONNACK 0 over TLS 1.3" ;;
 			*) extra="the kernel as EFI/BOOT/BOOTAA64.EFI, blank disk formatted; device-1: CONNACK 0 over TLS 1.3" ;;
 			esac
