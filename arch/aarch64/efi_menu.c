@@ -13,6 +13,7 @@
 
 #include "arch/aarch64/a64.h"
 #include "arch/aarch64/efi_abi.h"
+#include "lib/fmt.h"
 #include "lib/mem.h"
 
 #define MENU_POLL_US 10000u
@@ -59,13 +60,6 @@ static int menu_choice(uint16_t ch)
 	return -1;
 }
 
-static void menu_line_append(char *dst, size_t cap, size_t *n, const char *s)
-{
-	while (*s && *n + 1 < cap)
-		dst[(*n)++] = *s++;
-	dst[*n] = '\0';
-}
-
 void a64_efi_menu(void *systab, const char *spec, char *cmdline, size_t cap)
 {
 	void *bs = efi_ldp(systab, ST_BOOT_SERVICES);
@@ -78,17 +72,14 @@ void a64_efi_menu(void *systab, const char *spec, char *cmdline, size_t cap)
 			known = true;
 		}
 	char line[96];
-	size_t n = 0;
 	a64_efi_say(systab, "");
 	a64_efi_say(systab, "urMQTT boot menu (aarch64)");
 	for (size_t i = 0; i < MENU_N; i++)
 		a64_efi_say(systab, menu_entries[i].line);
 	if (!known)
 		a64_efi_say(systab, "(the image's default entry is not one of these: the default is 1)");
-	menu_line_append(line, sizeof line, &n, "Type 1-4, or Enter for the default (");
-	menu_line_append(line, sizeof line, &n, menu_entries[def].mode);
-	menu_line_append(line, sizeof line, &n, "); the default starts in 3 s");
-	STATIC_ASSERT(A64_EFI_MENU_TIMEOUT_S == 3u, "the prompt says 3 s");
+	(void)fmt_snprintf(line, sizeof line, "Type 1-4, or Enter for the default (%s); the default starts in %u s",
+			   menu_entries[def].mode, A64_EFI_MENU_TIMEOUT_S);
 	a64_efi_say(systab, line);
 
 	/* No firmware watchdog while a person may be reading (it would reset the machine
@@ -114,17 +105,10 @@ void a64_efi_menu(void *systab, const char *spec, char *cmdline, size_t cap)
 		}
 		menu_stall(bs, MENU_POLL_US);
 	}
-	n = 0;
-	menu_line_append(line, sizeof line, &n, "urMQTT: booting entry ");
-	char digit[2] = { (char)('1' + chosen), 0 };
-	menu_line_append(line, sizeof line, &n, digit);
-	menu_line_append(line, sizeof line, &n, " (urmqtt.mode=");
-	menu_line_append(line, sizeof line, &n, menu_entries[chosen].mode);
-	menu_line_append(line, sizeof line, &n, ")");
+	(void)fmt_snprintf(line, sizeof line, "urMQTT: booting entry %u (urmqtt.mode=%s)", (unsigned)chosen + 1u,
+			   menu_entries[chosen].mode);
 	a64_efi_say(systab, line);
-	n = 0;
-	menu_line_append(cmdline, cap, &n, "urmqtt.mode=");
-	menu_line_append(cmdline, cap, &n, menu_entries[chosen].mode);
+	(void)fmt_snprintf(cmdline, cap, "urmqtt.mode=%s", menu_entries[chosen].mode);
 }
 
 /* ---- the ESP image ---- */
